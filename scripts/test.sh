@@ -54,7 +54,7 @@ section "MCP conformance suite ($CONFORMANCE_PKG on Node 22)"
 npx -y -p node@22 -p "$CONFORMANCE_PKG" -- conformance list --server >/dev/null
 echo "conformance suite ready"
 
-section "pytest $*"
+section "pytest ${*:-(whole suite)}"
 echo "setup took $((SECONDS - START))s"
 status=0
 .venv/bin/python -m pytest "$@" || status=$?
