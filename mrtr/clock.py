@@ -1,0 +1,30 @@
+"""Time, injected. The core never calls `time.time()` itself: adapters pass a clock in.
+
+A clock is any zero-argument callable returning seconds since the epoch as a float.
+`FakeClock` is the settable one tests, the playground and the presenter use.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+Clock = Callable[[], float]
+
+system_clock: Clock = time.time
+
+
+class FakeClock:
+    """A clock that only moves when told to."""
+
+    def __init__(self, now: float = 1_790_000_000.0) -> None:
+        self.now = float(now)
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+    def set(self, now: float) -> None:
+        self.now = float(now)

@@ -1,0 +1,285 @@
+"""The requestState ticket: how it is minted, opened and checked.
+
+Threat model: the ticket comes back from the client, so every byte of it is attacker-controlled.
+A server holds nothing between rounds; the ticket carries the half-done work, bound to the
+principal, the originating request and a short expiry, and protected by HMAC-SHA256 (signed,
+readable) or AES-256-GCM (sealed, unreadable). Verification runs six checks in a fixed order —
+signature, principal, expiry, request, answer, single-use — and records each as pass, fail or
+skipped. The first failure stops the rest. The wire never learns which check failed: callers
+raise `TicketRejected`, whose message is frozen; the reason goes to the trace and the log.
+
+"requestState" is the wire name; "ticket" is what this module calls the token inside it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from itsdangerous import BadSignature, Signer
+
+from .errors import TicketRejected
+from .keys import KeyRing
+
+CHECKS: tuple[str, ...] = ("signature", "principal", "expiry", "request", "answer", "single-use")
+CHECK_TITLES: dict[str, str] = {
+    "signature": "Signature matches",
+    "principal": "Principal is the caller",
+    "expiry": "Not expired",
+    "request": "Same method and arguments",
+    "answer": "Answer included",
+    "single-use": "Not already redeemed",
+}
+
+Outcome = Literal["pass", "fail", "skipped"]
+
+SIGNED_PREFIX = "t1"
+SEALED_PREFIX = "s1"
+#: Tickets longer than this are refused before any decoding work is done.
+MAX_TICKET_LENGTH = 4096
+DEFAULT_TTL = 120
+
+_SALT = b"mrtr.requestState.v1"
+_SEAL_INFO = b"mrtr.requestState.seal.v1"
+_B64 = re.compile(r"\A[A-Za-z0-9_-]+\Z")
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    outcome: Outcome
+    detail: str = ""
+
+    @property
+    def title(self) -> str:
+        return CHECK_TITLES[self.name]
+
+
+@dataclass
+class Trace:
+    """The checks run on one request's ticket, in order."""
+
+    checks: list[Check] = field(default_factory=list)
+
+    def record(self, name: str, outcome: Outcome, detail: str = "") -> None:
+        self.checks.append(Check(name, outcome, detail))
+
+    def skip_rest(self, detail: str) -> None:
+        done = {c.name for c in self.checks}
+        for name in CHECKS:
+            if name not in done:
+                self.checks.append(Check(name, "skipped", detail))
+
+    @property
+    def first_failure(self) -> Check | None:
+        return next((c for c in self.checks if c.outcome == "fail"), None)
+
+    def outcome_of(self, name: str) -> Outcome | None:
+        return next((c.outcome for c in self.checks if c.name == name), None)
+
+    def as_dicts(self) -> list[dict[str, str]]:
+        return [{"check": c.name, "outcome": c.outcome, "detail": c.detail} for c in self.checks]
+
+
+def b64encode(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def b64decode_strict(text: str) -> bytes:
+    """Decode unpadded base64url, refusing anything that would not re-encode to the same text.
+
+    Lenient decoders ignore stray characters and the unused low bits of the last character, so
+    two different strings can decode to the same bytes. A ticket must be accepted only in the
+    exact form the server wrote.
+    """
+    if not _B64.match(text) or len(text) % 4 == 1:
+        raise ValueError("not canonical base64url")
+    raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if b64encode(raw) != text:
+        raise ValueError("not canonical base64url")
+    return raw
+
+
+def canonical_json(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def request_digest(method: str, target: str, arguments: Any) -> str:
+    """A short fingerprint of the request a ticket belongs to: method, target, canonical arguments."""
+    return hashlib.sha256(canonical_json([method, target, arguments])).hexdigest()[:24]
+
+
+class TicketCodec:
+    """Mints and opens tickets under a key ring, signed (readable) or sealed (AEAD)."""
+
+    def __init__(self, ring: KeyRing, *, sealed: bool = False, ttl: int = DEFAULT_TTL) -> None:
+        self.ring = ring
+        self.sealed = sealed
+        self.ttl = int(ttl)
+        # itsdangerous signs with the *last* key of its list; our ring's first key signs.
+        self._signer = Signer(
+            list(reversed(ring.keys)), salt=_SALT, digest_method=hashlib.sha256, key_derivation="hmac"
+        )
+        self._aead = [(self._kid(k), self._seal_key(k)) for k in ring.keys]
+
+    @staticmethod
+    def _seal_key(key: bytes) -> bytes:
+        return HKDF(algorithm=hashes.SHA256(), length=32, salt=_SALT, info=_SEAL_INFO).derive(key)
+
+    @staticmethod
+    def _kid(key: bytes) -> bytes:
+        return hashlib.sha256(b"mrtr.kid\x00" + key).digest()[:4]
+
+    # -- minting -----------------------------------------------------------------------------
+
+    def claims(
+        self,
+        *,
+        now: float,
+        sub: str,
+        method: str,
+        target: str,
+        arguments: Any,
+        work: dict[str, Any],
+        step: str,
+    ) -> dict[str, Any]:
+        return {
+            "v": 1,
+            "jti": secrets.token_urlsafe(12),
+            "sub": sub,
+            "req": request_digest(method, target, arguments),
+            "iat": int(now),
+            "exp": int(now) + self.ttl,
+            "step": step,
+            "work": work,
+        }
+
+    def encode(self, claims: dict[str, Any], *, sealed: bool | None = None) -> str:
+        body = canonical_json(claims)
+        if self.sealed if sealed is None else sealed:
+            kid, key = self._aead[0]
+            nonce = os.urandom(12)
+            blob = AESGCM(key).encrypt(nonce, body, SEALED_PREFIX.encode())
+            return f"{SEALED_PREFIX}.{b64encode(kid + nonce + blob)}"
+        return self._signer.sign(f"{SIGNED_PREFIX}.{b64encode(body)}".encode()).decode("ascii")
+
+    # -- opening -----------------------------------------------------------------------------
+
+    def open(self, token: object, trace: Trace, *, verify_signature: bool = True) -> dict[str, Any]:
+        """Verify the ticket's integrity and return its claims; record the signature check.
+
+        Raises:
+            TicketRejected: the token is not a string, too long, malformed, or fails its MAC/tag.
+        """
+        try:
+            claims = self._open(token, verify_signature)
+        except (ValueError, BadSignature, binascii.Error, UnicodeDecodeError) as exc:
+            reason = str(exc) or exc.__class__.__name__
+            trace.record("signature", "fail", reason)
+            trace.skip_rest("not reached: an earlier check failed")
+            raise TicketRejected("signature", reason) from None
+        if verify_signature:
+            trace.record("signature", "pass", "integrity verified with a shared key")
+        else:
+            trace.record("signature", "skipped", "signature check removed: the payload was trusted as-is")
+        return claims
+
+    def _open(self, token: object, verify_signature: bool) -> dict[str, Any]:
+        if not isinstance(token, str):
+            raise ValueError(f"requestState must be a string, got {type(token).__name__}")
+        if len(token) > MAX_TICKET_LENGTH:
+            raise ValueError(f"requestState is {len(token)} characters; the limit is {MAX_TICKET_LENGTH}")
+        prefix, _, rest = token.partition(".")
+        if prefix == SIGNED_PREFIX:
+            payload, sep, sig = rest.rpartition(".")
+            if not sep or not payload or not sig:
+                raise ValueError("ticket is not prefix.payload.signature")
+            b64decode_strict(sig)
+            if verify_signature:
+                try:
+                    self._signer.unsign(token.encode("ascii"))
+                except BadSignature:
+                    raise ValueError("signature mismatch: the payload is not what a server signed") from None
+            body = b64decode_strict(payload)
+        elif prefix == SEALED_PREFIX:
+            raw = b64decode_strict(rest)
+            if len(raw) < 4 + 12 + 16:
+                raise ValueError("sealed ticket is too short")
+            kid, nonce, blob = raw[:4], raw[4:16], raw[16:]
+            key = next((k for i, k in self._aead if hmac.compare_digest(i, kid)), None)
+            if key is None:
+                raise ValueError("sealed with a key this server does not hold")
+            if verify_signature:
+                try:
+                    body = AESGCM(key).decrypt(nonce, blob, SEALED_PREFIX.encode())
+                except Exception:  # InvalidTag: the ciphertext or tag was changed
+                    raise ValueError("authentication tag mismatch: the sealed ticket was altered") from None
+            else:
+                # Without the tag check AES-GCM is plain counter mode: decrypt, trust the result.
+                ctr = Cipher(algorithms.AES(key), modes.CTR(nonce + b"\x00\x00\x00\x02")).decryptor()
+                body = ctr.update(blob[:-16]) + ctr.finalize()
+        else:
+            raise ValueError("unknown ticket format")
+        claims = json.loads(body.decode("utf-8"))
+        if not isinstance(claims, dict) or claims.get("v") != 1:
+            raise ValueError("ticket payload is not a version-1 claims object")
+        return claims
+
+    def peek(self, token: object) -> dict[str, Any] | None:
+        """Decode a signed ticket WITHOUT verifying it, for display only. Never trust the result."""
+        try:
+            return self._open(token, verify_signature=False) if isinstance(token, str) and \
+                token.startswith(SIGNED_PREFIX + ".") else None
+        except (ValueError, binascii.Error, UnicodeDecodeError):
+            return None
+
+
+def check_binding(
+    claims: dict[str, Any],
+    trace: Trace,
+    *,
+    principal: str,
+    now: float,
+    method: str,
+    target: str,
+    arguments: Any,
+) -> None:
+    """Run the principal, expiry and request checks on verified claims, in that order.
+
+    Raises:
+        TicketRejected: at the first check that fails; later checks are recorded as skipped.
+    """
+
+    def fail(check: str, reason: str) -> None:
+        trace.record(check, "fail", reason)
+        trace.skip_rest("not reached: an earlier check failed")
+        raise TicketRejected(check, reason)
+
+    sub = claims.get("sub")
+    if not (isinstance(sub, str) and hmac.compare_digest(sub.encode(), principal.encode())):
+        fail("principal", f"ticket is bound to {sub!r} but the caller is {principal!r}")
+    trace.record("principal", "pass", f"bound to {principal!r}, the caller")
+
+    exp = claims.get("exp")
+    # Positive form, so a missing or non-numeric exp can never pass.
+    if not (isinstance(exp, int | float) and not isinstance(exp, bool) and now < exp):
+        age = f"{now - exp:.0f} s ago" if isinstance(exp, int | float) else "at an unknown time"
+        fail("expiry", f"ticket expired {age}")
+    trace.record("expiry", "pass", f"{exp - now:.0f} s left")
+
+    expected = request_digest(method, target, arguments)
+    if claims.get("req") != expected:
+        fail("request", f"ticket belongs to another request (digest {claims.get('req')!r}, this one {expected!r})")
+    trace.record("request", "pass", f"{method} {target} with the same arguments")
