@@ -1,0 +1,120 @@
+"""The app's long-lived objects, built once per app from its config: keys, store, server, tokens.
+
+Views reach them through `get_services()`. Nothing here reads a request; nothing here renders.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flask import current_app
+
+from mrtr import KeyRing, MemoryStore, Policy, Server, SqliteStore, ring_from_config, system_clock
+from mrtr.catalog import Catalog
+from mrtr.keys import default_state_dir
+from mrtr.store import RedeemedStore
+from mrtr.tools import lesson_catalog
+
+DEFAULT_TOKENS = "bob-token=bob,alice-token=alice"
+
+
+class ConfigError(ValueError):
+    """The app's configuration is unusable; the message says which setting and why."""
+
+
+def parse_tokens(value: str) -> dict[str, str]:
+    tokens: dict[str, str] = {}
+    for pair in value.split(","):
+        if not pair.strip():
+            continue
+        token, sep, principal = pair.partition("=")
+        if not sep or not token.strip() or not principal.strip():
+            raise ConfigError(f"MRTR_TOKENS entries look like token=principal; got {pair.strip()!r}")
+        tokens[token.strip()] = principal.strip()
+    if not tokens:
+        raise ConfigError("MRTR_TOKENS maps no token to a principal")
+    return tokens
+
+
+def make_store(config: Mapping[str, Any]) -> RedeemedStore:
+    kind = str(config.get("MRTR_STORE") or "sqlite").lower()
+    if kind == "memory":
+        return MemoryStore()
+    if kind == "sqlite":
+        path = config.get("MRTR_STORE_PATH") or default_state_dir() / "redeemed.sqlite3"
+        return SqliteStore(Path(path))
+    if kind == "redis":
+        from mrtr.redis_store import RedisStore  # only when asked for: redis is optional at runtime
+
+        return RedisStore.from_url(str(config["MRTR_REDIS_URL"]))
+    raise ConfigError(f"MRTR_STORE must be memory, sqlite or redis; got {kind!r}")
+
+
+@dataclass
+class ServerLog:
+    """The recent server log lines, shown to the learner as a separate panel."""
+
+    limit: int = 200
+    lines: collections.deque[str] = field(default_factory=collections.deque)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def write(self, line: str) -> None:
+        with self.lock:
+            self.lines.append(line)
+            while len(self.lines) > self.limit:
+                self.lines.popleft()
+
+    def tail(self, n: int = 20) -> list[str]:
+        with self.lock:
+            return list(self.lines)[-n:]
+
+
+@dataclass
+class Services:
+    ring: KeyRing
+    store: RedeemedStore
+    server: Server
+    tokens: dict[str, str]
+    catalog: Catalog
+    log: ServerLog
+
+    def principal_for(self, token: str | None) -> str | None:
+        return self.tokens.get(token) if token else None
+
+    def token_for(self, principal: str) -> str | None:
+        return next((t for t, p in self.tokens.items() if p == principal), None)
+
+
+def build_services(config: Mapping[str, Any]) -> Services:
+    ring = ring_from_config(config.get("MRTR_SECRET_KEYS"))
+    catalog = lesson_catalog()
+    if config.get("MRTR_CONFORMANCE_FIXTURES"):
+        from mrtr.fixtures import conformance_catalog
+
+        catalog = catalog.merged(conformance_catalog())
+    log = ServerLog()
+    try:
+        ttl = int(config.get("MRTR_TICKET_TTL") or 120)
+    except ValueError as exc:
+        raise ConfigError("MRTR_TICKET_TTL must be a whole number of seconds") from exc
+    store = make_store(config)
+    server = Server(ring=ring, store=store, clock=config.get("MRTR_CLOCK") or system_clock, catalog=catalog,
+                    policy=Policy(), ttl=ttl, on_log=log.write)
+    return Services(ring, store, server, parse_tokens(str(config.get("MRTR_TOKENS") or DEFAULT_TOKENS)),
+                    catalog, log)
+
+
+def config_from_env(environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
+    keys = ("MRTR_SECRET_KEYS", "MRTR_TICKET_TTL", "MRTR_STORE", "MRTR_STORE_PATH", "MRTR_REDIS_URL",
+            "MRTR_TOKENS", "MRTR_CONFORMANCE_FIXTURES", "MRTR_EMBED_ORIGINS", "MRTR_MAX_BODY")
+    return {k: environ[k] for k in keys if environ.get(k)}
+
+
+def get_services() -> Services:
+    return current_app.extensions["mrtr"]
