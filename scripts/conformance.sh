@@ -11,6 +11,8 @@
 #  (b) the whole 2026-07-28 profile (--suite all, ~40 scenarios) runs once with
 #      conformance-baseline.yml, which lists only what we deliberately do not
 #      implement. New failures AND stale baseline entries both fail the run.
+#      NB: with --expected-failures the harness treats WARNING like FAILURE, while
+#      phase (a) (no baseline) fails only on FAILURE, exactly as upstream does.
 #
 # Pins (see docs in /work/shared/reference/conformance-suite.md):
 #  - @modelcontextprotocol/conformance@0.2.0-alpha.12: 0.1.x has no MRTR.
