@@ -122,19 +122,19 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, KeyboardInterrupt):
             raise
         traceback.print_exc(file=sys.stderr)
-        out = {"ok": False, "error": _describe(exc), "mode": ns.mode, "client": "python-sdk"}
+        out = {"ok": False, "error": _describe(exc, ns.timeout), "mode": ns.mode, "client": "python-sdk"}
         code = 1
     sys.stdout.write(json.dumps(out) + "\n")
     sys.stdout.flush()
     return code
 
 
-def _describe(exc: BaseException) -> str:
+def _describe(exc: BaseException, timeout: float) -> str:
     # Task groups wrap the real error; unwrap single-leaf ExceptionGroups.
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
     if isinstance(exc, TimeoutError):
-        return f"timeout after {TIMEOUT_S:g}s" if not str(exc) else f"timeout: {exc}"
+        return f"timeout after {timeout:g}s" if not str(exc) else f"timeout: {exc}"
     return f"{type(exc).__name__}: {exc}"
 
 
