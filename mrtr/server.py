@@ -639,7 +639,7 @@ def _discover(conn: Connection) -> dict[str, Any]:
     if catalog.resources:
         caps["resources"] = {}
     return {"supportedVersions": list(SUPPORTED_VERSIONS), "capabilities": caps,
-            "serverInfo": conn.server.info, "instructions": conn.server.instructions,
+            "instructions": conn.server.instructions,
             "ttlMs": LIST_TTL_MS, "cacheScope": "public"}
 
 

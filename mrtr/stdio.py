@@ -1,0 +1,127 @@
+"""The stdio adapter: one JSON-RPC message per line in, one per line out, both eras.
+
+`serve` reads stdin until it closes, hands each line to one `Connection` (a stdio process is one
+user, so the principal comes from the environment), and writes every outgoing message as a line.
+It wakes up between lines so the legacy shim can give up on a client that never answers.
+`SubprocessTransport` is the other end, for the lab and the tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import subprocess
+import sys
+from collections.abc import Mapping
+from typing import IO, Any
+
+from .clock import system_clock
+from .keys import ring_from_config
+from .server import Server
+from .store import MemoryStore, RedeemedStore, SqliteStore
+from .keys import default_state_dir
+
+
+def store_from_config(kind: str | None, path: str | None = None) -> RedeemedStore:
+    """A redeemed store named by configuration: `memory`, or `sqlite` (the default) at `path`."""
+    kind = (kind or "sqlite").lower()
+    if kind == "memory":
+        return MemoryStore()
+    if kind == "sqlite":
+        return SqliteStore(path or default_state_dir() / "redeemed.sqlite3")
+    raise ValueError(f"MRTR_STORE must be memory or sqlite here; got {kind!r}")
+
+
+def server_from_env(environ: Mapping[str, str] = os.environ) -> Server:
+    return Server(
+        ring=ring_from_config(environ.get("MRTR_SECRET_KEYS")),
+        store=store_from_config(environ.get("MRTR_STORE"), environ.get("MRTR_STORE_PATH")),
+        clock=system_clock,
+        ttl=int(environ.get("MRTR_TICKET_TTL") or 120),
+    )
+
+
+def serve(server: Server, principal: str, stdin: IO[bytes], stdout: IO[bytes], *, tick: float = 1.0) -> None:
+    conn = server.connect(principal, channel=True)
+    selector = selectors.DefaultSelector()
+    selector.register(stdin, selectors.EVENT_READ)
+    buffer = b""
+
+    def emit(messages: list[dict[str, Any]]) -> None:
+        for message in messages:
+            stdout.write(json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
+        stdout.flush()
+
+    while True:
+        if not selector.select(timeout=tick):
+            emit(conn.expire().messages)
+            continue
+        chunk = os.read(stdin.fileno(), 65536)
+        if not chunk:
+            break
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            if line.strip():
+                emit(conn.receive_text(line).messages)
+        if len(buffer) > 2_000_000:  # a line that never ends: answer it as oversized and drop it
+            emit(conn.receive_text(buffer).messages)
+            buffer = b""
+    if buffer.strip():
+        emit(conn.receive_text(buffer).messages)
+    selector.close()
+
+
+def main() -> int:
+    principal = os.environ.get("MRTR_PRINCIPAL") or "bob"
+    serve(server_from_env(), principal, sys.stdin.buffer, sys.stdout.buffer)
+    print("[server] stdin closed: exiting cleanly", file=sys.stderr)
+    return 0
+
+
+class SubprocessTransport:
+    """Runs `python -m mrtr serve` (or any command) and talks to it over its stdin and stdout."""
+
+    def __init__(self, argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> None:
+        self.process = subprocess.Popen(
+            argv or [sys.executable, "-m", "mrtr", "serve"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env={**os.environ, **(env or {})},
+        )
+        self._selector = selectors.DefaultSelector()
+        assert self.process.stdout is not None
+        self._selector.register(self.process.stdout, selectors.EVENT_READ)
+        self._buffer = b""
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def receive(self, timeout: float) -> dict[str, Any] | None:
+        assert self.process.stdout is not None
+        while b"\n" not in self._buffer:
+            if not self._selector.select(timeout=timeout):
+                return None
+            chunk = os.read(self.process.stdout.fileno(), 65536)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def close(self, timeout: float = 5.0) -> int:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()
+        finally:
+            self._selector.close()
+            if self.process.stdout:
+                self.process.stdout.close()
+            if self.process.stderr:
+                self.process.stderr.close()
