@@ -1,0 +1,39 @@
+"""Fixtures for the core's tests. Nothing here (or below) imports Flask."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mrtr import FakeClock, KeyRing, MemoryStore, Policy, Server
+from mrtr.scenario import Move
+
+ROOT = Path(__file__).resolve().parents[2]
+KEY = "core-test-key-0123456789abcdef0123456789abcdef"
+MOVES = [Move.from_dict(m) for m in tomllib.loads((ROOT / "lessons" / "moves.toml").read_text())["moves"]]
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(1_790_000_000.0)
+
+
+@pytest.fixture
+def ring() -> KeyRing:
+    return KeyRing([KEY])
+
+
+@pytest.fixture
+def make_server(ring: KeyRing, clock: FakeClock):
+    def make(**policy: Any) -> Server:
+        return Server(ring=ring, store=MemoryStore(), clock=clock, policy=Policy(**policy))
+
+    return make
+
+
+@pytest.fixture
+def server(make_server) -> Server:
+    return make_server()
