@@ -43,7 +43,9 @@ def parse_tokens(value: str) -> dict[str, str]:
 
 
 def make_store(config: Mapping[str, Any]) -> RedeemedStore:
-    kind = str(config.get("MRTR_STORE") or "sqlite").lower()
+    # MRTR_REDIS_URL alone is enough to choose Redis; an explicit MRTR_STORE still wins.
+    default = "redis" if config.get("MRTR_REDIS_URL") else "sqlite"
+    kind = str(config.get("MRTR_STORE") or default).lower()
     if kind == "memory":
         return MemoryStore()
     if kind == "sqlite":
@@ -113,7 +115,10 @@ def build_services(config: Mapping[str, Any]) -> Services:
 def config_from_env(environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
     keys = ("MRTR_SECRET_KEYS", "MRTR_TICKET_TTL", "MRTR_STORE", "MRTR_STORE_PATH", "MRTR_REDIS_URL",
             "MRTR_TOKENS", "MRTR_CONFORMANCE_FIXTURES", "MRTR_EMBED_ORIGINS", "MRTR_MAX_BODY")
-    return {k: environ[k] for k in keys if environ.get(k)}
+    config = {k: environ[k] for k in keys if environ.get(k)}
+    if "MRTR_REDIS_URL" in config and "MRTR_STORE" not in config:
+        config["MRTR_STORE"] = "redis"  # the URL alone selects Redis (app.py defaults to sqlite)
+    return config
 
 
 def get_services() -> Services:
