@@ -1,0 +1,178 @@
+"""The ticket codec: signed and sealed formats, key rotation, strict decoding, and tampering."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mrtr import KeyRing, TicketCodec, Trace, TicketRejected
+from mrtr.keys import KeyConfigError, load_or_create_key, ring_from_config
+from mrtr.tickets import MAX_TICKET_LENGTH, b64decode_strict, check_binding
+
+NOW = 1_790_000_000.0
+OLD = "old-key-0123456789abcdef0123456789abcdef0123"
+NEW = "new-key-0123456789abcdef0123456789abcdef0123"
+
+
+def mint(codec: TicketCodec, **overrides) -> str:
+    claims = codec.claims(now=NOW, sub="bob", method="tools/call", target="deploy",
+                          arguments={"env": "staging"}, work={"env": "staging"}, step="confirm")
+    return codec.encode({**claims, **overrides})
+
+
+def open_(codec: TicketCodec, token: object) -> dict:
+    return codec.open(token, Trace())
+
+
+@pytest.fixture(params=[False, True], ids=["signed", "sealed"])
+def codec(request) -> TicketCodec:
+    return TicketCodec(KeyRing([NEW, OLD]), sealed=request.param)
+
+
+def test_a_minted_ticket_opens_to_its_claims(codec):
+    token = mint(codec)
+    claims = open_(codec, token)
+    assert claims["sub"] == "bob" and claims["work"] == {"env": "staging"}
+    assert claims["exp"] - claims["iat"] == 120
+    assert claims["step"] == "confirm" and len(claims["jti"]) >= 16
+
+
+def test_every_ticket_gets_its_own_id(codec):
+    assert open_(codec, mint(codec))["jti"] != open_(codec, mint(codec))["jti"]
+
+
+def test_a_signed_ticket_is_readable_by_anyone():
+    """Signed is not secret: base64 is an encoding, not encryption."""
+    token = mint(TicketCodec(KeyRing([NEW])))
+    prefix, payload, _sig = token.split(".")
+    assert prefix == "t1"
+    assert json.loads(base64.urlsafe_b64decode(payload + "==="))["work"] == {"env": "staging"}
+
+
+def test_a_sealed_ticket_hides_its_payload():
+    codec = TicketCodec(KeyRing([NEW]), sealed=True)
+    token = mint(codec)
+    assert token.startswith("s1.")
+    raw = b64decode_strict(token[3:])
+    assert b"staging" not in raw and b"bob" not in raw
+    assert codec.peek(token) is None
+
+
+def test_the_newest_key_signs_and_older_keys_still_verify():
+    """Key rotation: tickets minted before a rotation stay valid until they expire."""
+    before = TicketCodec(KeyRing([OLD]))
+    after = TicketCodec(KeyRing([NEW, OLD]))
+    assert open_(after, mint(before))["sub"] == "bob"
+    only_new = TicketCodec(KeyRing([NEW]))
+    assert open_(only_new, mint(after))["sub"] == "bob"
+    with pytest.raises(TicketRejected) as exc:
+        open_(only_new, mint(before))
+    assert exc.value.check == "signature"
+
+
+def test_a_sealed_ticket_from_a_retired_key_is_refused():
+    old = TicketCodec(KeyRing([OLD]), sealed=True)
+    with pytest.raises(TicketRejected):
+        open_(TicketCodec(KeyRing([NEW]), sealed=True), mint(old))
+
+
+@pytest.mark.parametrize("token", [None, 42, 3.5, True, [], {}, "", "t1", "t1..", "x1.abc.def", "s1.", "s1.AAAA",
+                                   "t1.e30.", "t1..sig", "t1.e30.e30.e30", "t1.e30 .sig", "t1.@@@.###"],
+                         ids=repr)
+def test_malformed_tickets_fail_at_the_signature_check(codec, token):
+    trace = Trace()
+    with pytest.raises(TicketRejected) as exc:
+        codec.open(token, trace)
+    assert exc.value.check == "signature"
+    assert [c.outcome for c in trace.checks] == ["fail"] + ["skipped"] * 5
+
+
+def test_a_megabyte_ticket_is_refused_before_any_decoding(codec):
+    with pytest.raises(TicketRejected) as exc:
+        open_(codec, "t1." + "A" * 1_000_000)
+    assert str(MAX_TICKET_LENGTH) in exc.value.reason
+
+
+def test_non_canonical_base64_is_refused():
+    """Two strings must never decode to the same ticket: unused bits and padding are refused."""
+    assert b64decode_strict("QQ") == b"A"
+    for text in ("QR", "QQ==", "Q", "QQ\n", "Q+Q"):
+        with pytest.raises(ValueError):
+            b64decode_strict(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), sealed=st.booleans())
+def test_any_change_truncation_or_extension_of_a_ticket_is_refused(data, sealed):
+    """Spec-mandated (MRTR server requirement 4): state that fails verification MUST be rejected."""
+    codec = TicketCodec(KeyRing([NEW, OLD]), sealed=sealed)
+    token = mint(codec)
+    kind = data.draw(st.sampled_from(["change", "truncate", "extend"]))
+    if kind == "change":
+        i = data.draw(st.integers(0, len(token) - 1))
+        c = data.draw(st.characters(codec="ascii").filter(lambda ch: ch != token[i]))
+        forged = token[:i] + c + token[i + 1:]
+    elif kind == "truncate":
+        forged = token[: data.draw(st.integers(0, len(token) - 1))]
+    else:
+        forged = token + data.draw(st.text(min_size=1, max_size=20))
+    with pytest.raises(TicketRejected):
+        open_(codec, forged)
+
+
+def bind(claims, *, principal="bob", now=NOW + 8, env="staging"):
+    trace = Trace()
+    trace.record("signature", "pass")
+    check_binding(claims, trace, principal=principal, now=now, method="tools/call", target="deploy",
+                  arguments={"env": env})
+    return trace
+
+
+def test_binding_checks_pass_for_the_right_caller_in_time_on_the_same_request(codec):
+    trace = bind(open_(codec, mint(codec)))
+    assert [c.outcome for c in trace.checks] == ["pass"] * 4
+
+
+@pytest.mark.parametrize(("kwargs", "check"), [
+    ({"principal": "alice"}, "principal"),
+    ({"now": NOW + 120}, "expiry"),
+    ({"now": NOW + 300}, "expiry"),
+    ({"env": "prod"}, "request"),
+])
+def test_binding_checks_stop_at_the_first_failure(codec, kwargs, check):
+    with pytest.raises(TicketRejected) as exc:
+        bind(open_(codec, mint(codec)), **kwargs)
+    assert exc.value.check == check
+
+
+@pytest.mark.parametrize("exp", [None, "soon", float("nan"), True])
+def test_an_expiry_that_is_not_a_number_never_passes(exp):
+    """Positive-form check: a NaN or missing exp must fail, not slip through."""
+    codec = TicketCodec(KeyRing([NEW]))
+    with pytest.raises(TicketRejected) as exc:
+        bind(open_(codec, mint(codec, exp=exp)))
+    assert exc.value.check == "expiry"
+
+
+def test_keys_shorter_than_32_characters_are_refused_with_advice():
+    with pytest.raises(KeyConfigError, match="secrets.token_urlsafe"):
+        KeyRing(["short"])
+
+
+def test_configured_keys_are_comma_separated_and_the_first_signs(tmp_path):
+    ring = ring_from_config(f" {NEW} , {OLD} ", state_dir=tmp_path)
+    assert ring.keys == (NEW.encode(), OLD.encode()) and ring.signing_key == NEW.encode()
+    assert NEW not in repr(ring)
+
+
+def test_without_configuration_a_key_is_generated_once_and_shared(tmp_path):
+    first = ring_from_config(None, state_dir=tmp_path)
+    second = ring_from_config("", state_dir=tmp_path)
+    assert first.keys == second.keys and len(first.signing_key) >= 32
+    key_file = tmp_path / "secret.key"
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    assert load_or_create_key(key_file) == first.signing_key
