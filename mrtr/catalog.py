@@ -8,6 +8,7 @@ answers a client sends back for them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -56,16 +57,54 @@ class Resource:
         return {"uri": self.uri, "name": self.name, "description": self.description, "mimeType": self.mime_type}
 
 
+@dataclass(frozen=True)
+class ResourceTemplate:
+    """Resources named by an RFC 6570 level-1 template such as `test://items/{id}`.
+
+    The handler reads `ctx.target` (the concrete URI); `match` gives it the variables.
+    """
+
+    uri_template: str
+    name: str
+    handler: Handler
+    description: str = ""
+    mime_type: str = "text/plain"
+
+    def describe(self) -> dict[str, Any]:
+        return {"uriTemplate": self.uri_template, "name": self.name, "description": self.description,
+                "mimeType": self.mime_type}
+
+    def match(self, uri: str) -> dict[str, str] | None:
+        """The template's variables in `uri`, or None when `uri` is not one of this template's resources."""
+        pattern, names = "", []
+        for literal, name in re.findall(r"([^{]*)(?:\{([A-Za-z0-9_]+)\})?", self.uri_template):
+            pattern += re.escape(literal)
+            if name:
+                names.append(name)
+                pattern += r"([^/?#{}]+)"
+        found = re.fullmatch(pattern, uri)
+        return dict(zip(names, found.groups(), strict=True)) if found else None
+
+
 @dataclass
 class Catalog:
     tools: dict[str, Tool] = field(default_factory=dict)
     prompts: dict[str, Prompt] = field(default_factory=dict)
     resources: dict[str, Resource] = field(default_factory=dict)
+    templates: dict[str, ResourceTemplate] = field(default_factory=dict)
 
     def merged(self, other: Catalog) -> Catalog:
         return Catalog(
-            {**self.tools, **other.tools}, {**self.prompts, **other.prompts}, {**self.resources, **other.resources}
+            {**self.tools, **other.tools}, {**self.prompts, **other.prompts}, {**self.resources, **other.resources},
+            {**self.templates, **other.templates},
         )
+
+    def resource_for(self, uri: str) -> Resource | ResourceTemplate | None:
+        """The resource at `uri`: a direct one first, else the first template that matches it."""
+        direct = self.resources.get(uri)
+        if direct is not None:
+            return direct
+        return next((t for t in self.templates.values() if t.match(uri) is not None), None)
 
 
 # -- embedded input requests ---------------------------------------------------------------------

@@ -180,6 +180,7 @@ class CallContext:
         capabilities: dict[str, Any],
         trace: Trace,
         now: float,
+        progress_token: Any = None,
     ) -> None:
         self._conn = conn
         self.server = conn.server
@@ -194,6 +195,16 @@ class CallContext:
         #: verified ticket claims, or None when the request carried no ticket
         self.state: dict[str, Any] | None = None
         self._answered = False
+        self._progress_token = progress_token
+
+    def progress(self, progress: float, total: float | None = None) -> None:
+        """Report progress; sent before the response only when the request carried a progressToken."""
+        if self._progress_token is None:
+            return
+        params: dict[str, Any] = {"progressToken": self._progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        self._conn._outbox.append({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
 
     def string_arg(self, name: str, *, max_length: int = 200) -> str:
         value = self.arguments.get(name)
@@ -280,6 +291,7 @@ class Connection:
         self._ids = itertools.count(1)
         self._flows: dict[Any, _ShimFlow] = {}  # server request id -> flow
         self._log: list[str] = []
+        self._outbox: list[dict[str, Any]] = []  # notifications that go out before this message's response
 
     # -- entry points ----------------------------------------------------------------------------
 
@@ -299,6 +311,7 @@ class Connection:
     def receive(self, message: Any) -> Exchange:
         """Serve one parsed JSON-RPC message."""
         self._log = []
+        self._outbox = []
         if isinstance(message, list):
             return self._error_exchange(None, InvalidRequest("JSON-RPC batches are not supported"))
         if not isinstance(message, dict):
@@ -347,7 +360,7 @@ class Connection:
             if outcome is None:  # the shim took over; the response comes later
                 return Exchange(messages=self._pending_requests(request_id), trace=trace, log=self._log,
                                 origin=request_id)
-            return Exchange(messages=[{"jsonrpc": "2.0", "id": request_id, "result": outcome}],
+            return Exchange(messages=[*self._outbox, {"jsonrpc": "2.0", "id": request_id, "result": outcome}],
                             trace=trace, log=self._log, origin=request_id)
         except TicketRejected as exc:
             self._note(f"requestState rejected at {exc.check}: {exc.reason}")
@@ -427,7 +440,7 @@ class Connection:
         self._note(f"legacy session started at {self.legacy_version}; capabilities fixed: {sorted(caps)}")
         return {
             "protocolVersion": self.legacy_version,
-            "capabilities": {"tools": {}, "prompts": {}, "resources": {}},
+            "capabilities": {"tools": {}, "prompts": {}, "resources": {}, "completions": {}},
             "serverInfo": self.server.info,
             "instructions": self.server.instructions,
         }
@@ -449,7 +462,7 @@ class Connection:
             target = params.get("uri")
             if not isinstance(target, str):
                 raise InvalidParams("params.uri must be a string")
-            entry = self.server.catalog.resources.get(target)
+            entry = self.server.catalog.resource_for(target)
             if entry is None:
                 raise InvalidParams(f"Resource not found: {target}", {"uri": target})
             arguments: dict[str, Any] = {}
@@ -471,8 +484,10 @@ class Connection:
         if "inputResponses" in params and not isinstance(responses, dict):
             raise InvalidParams("params.inputResponses must be an object mapping keys to answers")
         now = self.server.clock()
+        meta = params.get("_meta")
         ctx = CallContext(self, method=method, target=target, arguments=arguments, input_responses=responses,
-                          capabilities=caps, trace=trace, now=now)
+                          capabilities=caps, trace=trace, now=now,
+                          progress_token=meta.get("progressToken") if isinstance(meta, dict) else None)
         if "requestState" in params:
             policy = self.server.policy
             claims = self.server.codec.open(params["requestState"], trace, verify_signature=policy.verify_signature)
@@ -504,6 +519,8 @@ class Connection:
         if method in ("tools/list", "prompts/list", "resources/list", "resources/templates/list"):
             result = LIST_METHODS[method](self)
             return {k: v for k, v in result.items() if k not in ("ttlMs", "cacheScope")}
+        if method == "completion/complete":
+            return _complete(self, params)
         if method not in INPUT_REQUIRED_METHODS:
             raise MethodNotFound(f"Method not found: {method}")
         clean = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState", "_meta")}
@@ -628,7 +645,23 @@ def _list_resources(conn: Connection) -> dict[str, Any]:
 
 
 def _list_templates(conn: Connection) -> dict[str, Any]:
-    return {"resourceTemplates": [], "ttlMs": LIST_TTL_MS, "cacheScope": "public"}
+    return {"resourceTemplates": [t.describe() for t in conn.server.catalog.templates.values()],
+            "ttlMs": LIST_TTL_MS, "cacheScope": "public"}
+
+
+def _complete(conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
+    """completion/complete: checks the reference, then offers no suggestions (nothing here is enumerable)."""
+    ref, argument = params.get("ref"), params.get("argument")
+    if not isinstance(ref, dict) or ref.get("type") not in ("ref/prompt", "ref/resource"):
+        raise InvalidParams('params.ref must be {"type": "ref/prompt", "name": ...} or {"type": "ref/resource", "uri": ...}')
+    if not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
+        raise InvalidParams("params.argument must be an object with a string name")
+    catalog = conn.server.catalog
+    if ref["type"] == "ref/prompt" and ref.get("name") not in catalog.prompts:
+        raise InvalidParams(f"Unknown prompt: {ref.get('name')}")
+    if ref["type"] == "ref/resource" and not any(t.uri_template == ref.get("uri") for t in catalog.templates.values()):
+        raise InvalidParams(f"Unknown resource template: {ref.get('uri')}")
+    return {"completion": {"values": [], "total": 0, "hasMore": False}}
 
 
 def _discover(conn: Connection) -> dict[str, Any]:
@@ -636,8 +669,10 @@ def _discover(conn: Connection) -> dict[str, Any]:
     caps: dict[str, Any] = {"tools": {}}
     if catalog.prompts:
         caps["prompts"] = {}
-    if catalog.resources:
+    if catalog.resources or catalog.templates:
         caps["resources"] = {}
+    if catalog.prompts or catalog.templates:
+        caps["completions"] = {}
     return {"supportedVersions": list(SUPPORTED_VERSIONS), "capabilities": caps,
             "instructions": conn.server.instructions,
             "ttlMs": LIST_TTL_MS, "cacheScope": "public"}
@@ -658,6 +693,7 @@ def _table() -> dict[str, Callable[[Connection, dict[str, Any], dict[str, Any], 
     }
     for name in sorted(INPUT_REQUIRED_METHODS):
         table[name] = (lambda m: lambda conn, params, caps, trace: conn._call(m, params, caps, trace))(name)
+    table["completion/complete"] = lambda conn, params, caps, trace: _complete(conn, params)
     return table
 
 
