@@ -99,7 +99,8 @@ def build_services(config: Mapping[str, Any]) -> Services:
     if config.get("MRTR_CONFORMANCE_FIXTURES"):
         from mrtr.fixtures import conformance_catalog
 
-        catalog = catalog.merged(conformance_catalog())
+        # Fixtures first: the suite probes tools/list's first tool with empty arguments.
+        catalog = conformance_catalog().merged(catalog)
     log = ServerLog()
     try:
         ttl = int(config.get("MRTR_TICKET_TTL") or 120)
@@ -114,7 +115,8 @@ def build_services(config: Mapping[str, Any]) -> Services:
 
 def config_from_env(environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
     keys = ("MRTR_SECRET_KEYS", "MRTR_TICKET_TTL", "MRTR_STORE", "MRTR_STORE_PATH", "MRTR_REDIS_URL",
-            "MRTR_TOKENS", "MRTR_CONFORMANCE_FIXTURES", "MRTR_EMBED_ORIGINS", "MRTR_MAX_BODY")
+            "MRTR_TOKENS", "MRTR_CONFORMANCE_FIXTURES", "MRTR_EMBED_ORIGINS", "MRTR_MAX_BODY",
+            "MRTR_ALLOWED_ORIGINS", "MRTR_ANONYMOUS_PRINCIPAL", "MRTR_SHIM_WAIT")
     config = {k: environ[k] for k in keys if environ.get(k)}
     if "MRTR_REDIS_URL" in config and "MRTR_STORE" not in config:
         config["MRTR_STORE"] = "redis"  # the URL alone selects Redis (app.py defaults to sqlite)
