@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .server import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION, MODERN_VERSION, LEGACY_VERSION, Connection
+from .server import LEGACY_VERSION, META_CAPABILITIES, META_CLIENT_INFO, META_VERSION, MODERN_VERSION, Connection
 
 Answerer = Callable[[dict[str, Any]], dict[str, Any]]
 

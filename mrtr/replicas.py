@@ -42,9 +42,9 @@ class Balancer:
         return Answered(name, self.replicas[name].handle(message, principal=principal))
 
 
-def cluster(n: int, *, ring: KeyRing, store: RedeemedStore, clock: Clock, policy: Policy = Policy(),
+def cluster(n: int, *, ring: KeyRing, store: RedeemedStore, clock: Clock, policy: Policy | None = None,
             ttl: int = 120) -> Balancer:
     """`n` independent replicas named A, B, C… sharing only `ring`, `store` and `clock`."""
     names = string.ascii_uppercase[:n]
-    return Balancer({name: Server(ring=ring, store=store, clock=clock, policy=policy, ttl=ttl, name=f"mrtr-lab-{name}")
-                     for name in names})
+    return Balancer({name: Server(ring=ring, store=store, clock=clock, policy=policy or Policy(), ttl=ttl,
+                                  name=f"mrtr-lab-{name}") for name in names})

@@ -17,10 +17,9 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from .clock import system_clock
-from .keys import ring_from_config
+from .keys import default_state_dir, ring_from_config
 from .server import Server
 from .store import MemoryStore, RedeemedStore, SqliteStore
-from .keys import default_state_dir
 
 
 def store_from_config(kind: str | None, path: str | None = None) -> RedeemedStore:

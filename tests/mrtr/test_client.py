@@ -14,7 +14,8 @@ def client_for(server, **kwargs) -> Client:
 
 
 def sent(client, method):
-    return [line.message for line in client.transcript if line.direction == "-->" and line.message.get("method") == method]
+    return [line.message for line in client.transcript
+            if line.direction == "-->" and line.message.get("method") == method]
 
 
 def test_the_client_probes_discover_and_finishes_a_modern_deploy(server):

@@ -12,7 +12,8 @@ from mrtr.errors import METHOD_NOT_FOUND
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
                    "clientInfo": {"name": "t", "version": "1"}}}
-CALL = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "deploy", "arguments": {"env": "staging"}}}
+CALL = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "deploy", "arguments": {"env": "staging"}}}
 
 
 def session(server, *, caps=None, channel=True):

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mrtr import KeyRing, TicketCodec, Trace, TicketRejected
+from mrtr import KeyRing, TicketCodec, TicketRejected, Trace
 from mrtr.keys import KeyConfigError, load_or_create_key, ring_from_config
 from mrtr.tickets import MAX_TICKET_LENGTH, b64decode_strict, check_binding
 
