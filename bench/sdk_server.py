@@ -24,9 +24,19 @@ Usage (needs a venv with ``mcp==2.3.0``, e.g. /tmp/sdkvenv):
 HTTP serves ``http://127.0.0.1:PORT/mcp`` (uvicorn, sessionful, SSE allowed).
 ``--require-token`` makes the server answer 401 unless the request carries
 ``Authorization: Bearer T``; it exists to prove the drivers send the header.
+
+``--workers N`` (HTTP only) runs N uvicorn worker processes, so the benchmark
+can give the SDK the same number of processes as our gunicorn app. Modern
+(2026-07-28) requests then land on any worker, so every worker must unseal
+every other worker's ``requestState``: the workers share one key, taken from
+``MRTR_SDK_STATE_KEY`` (generated for the run when unset). Legacy sessions
+would need sticky routing, which uvicorn's workers do not do.
 """
 
 import argparse
+import os
+import secrets
+import socket
 import sys
 from typing import Annotated
 
@@ -39,6 +49,10 @@ from mcp.server.mcpserver import (
     MCPServer,
     Resolve,
 )
+from mcp.server.request_state import RequestStateSecurity
+
+STATE_KEY_ENV = "MRTR_SDK_STATE_KEY"
+TOKEN_ENV = "MRTR_SDK_REQUIRE_TOKEN"
 
 
 class Confirm(BaseModel):
@@ -55,7 +69,10 @@ async def ask_confirm(env: str) -> Elicit[Confirm]:
 
 
 def build_server() -> MCPServer:
-    mcp = MCPServer("mrtr-lab-sdk-reference", version="0.1.0")
+    # One shared key when a multi-worker run set it; else the SDK's per-process key.
+    key = os.environ.get(STATE_KEY_ENV)
+    security = RequestStateSecurity(keys=[key.encode()]) if key else None
+    mcp = MCPServer("mrtr-lab-sdk-reference", version="0.1.0", request_state_security=security)
 
     @mcp.tool(description="Deploy to an environment after the user confirms.")
     async def deploy(
@@ -98,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--require-token", default=None, help="HTTP only: demand this bearer token")
     p.add_argument("--log-level", default="warning")
+    p.add_argument("--workers", type=int, default=1, help="HTTP only: uvicorn worker processes (shared key)")
     args = p.parse_args(argv)
 
     mcp = build_server()
@@ -107,11 +125,38 @@ def main(argv: list[str] | None = None) -> int:
 
     import uvicorn
 
-    app = mcp.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
-    if args.require_token:
-        app = _BearerGate(app, args.require_token)
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level=args.log_level)
+    from uvicorn.supervisors import Multiprocess
+
+    # uvicorn binds a socket with proto 0, and asyncio only sets TCP_NODELAY on sockets whose
+    # proto is IPPROTO_TCP; without it, keep-alive clients wait ~40 ms per response (Nagle vs
+    # delayed ACK, since uvicorn writes the head and the body separately). Bind it ourselves.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", args.port))
+    sock.set_inheritable(True)
+    if args.workers > 1:
+        # uvicorn's workers import the app by name; settings travel in the environment.
+        os.environ.setdefault(STATE_KEY_ENV, secrets.token_urlsafe(32))
+        if args.require_token:
+            os.environ[TOKEN_ENV] = args.require_token
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        config = uvicorn.Config("bench.sdk_server:http_app", factory=True, workers=args.workers,
+                                log_level=args.log_level)
+        Multiprocess(config, sockets=[sock]).run()
+        return 0
+    config = uvicorn.Config(_http_app(mcp, args.require_token), log_level=args.log_level)
+    uvicorn.Server(config).run(sockets=[sock])
     return 0
+
+
+def _http_app(mcp: MCPServer, token: str | None):
+    app = mcp.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+    return _BearerGate(app, token) if token else app
+
+
+def http_app():
+    """The HTTP app for one uvicorn worker (``--workers N``); reads its settings from the environment."""
+    return _http_app(build_server(), os.environ.get(TOKEN_ENV))
 
 
 if __name__ == "__main__":

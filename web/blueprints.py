@@ -9,3 +9,4 @@ def register(app: Flask) -> None:
     from web import mcp
 
     app.register_blueprint(mcp.bp)
+    app.register_blueprint(__import__("web.playground").playground.bp)  # the "Misuse the ticket" playground

@@ -1,0 +1,579 @@
+"""The "Misuse the ticket" playground: pick a move, and the real server judges it.
+
+Every experiment runs on the app's own key ring (so the tickets shown are genuine app tickets that
+can be replayed against /mcp) but on a fresh `MemoryStore` and a `FakeClock` started at the app's
+current time, so one learner's plays never touch another's and every play is reproducible.
+Nothing on the page is canned: the sent message, the checks, the answer and the log all come from
+`mrtr.scenario` and the `Exchange` the server returned.
+
+The switches travel as query parameters (GET) or hidden inputs (POST), so every state has a URL and
+the whole widget works without JavaScript. The lesson page embeds the same widget through
+`playground_context(args)`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from flask import Blueprint, abort, current_app, request
+from werkzeug.datastructures import MultiDict
+
+from mrtr import FakeClock, MemoryStore, Policy, Server
+from mrtr.scenario import Move, Play, Step, mint, play, play_custom, verdict_of
+from mrtr.server import MODERN_VERSION
+from mrtr.tickets import CHECK_TITLES, CHECKS, SEALED_PREFIX
+from web import htmx
+from web.services import get_services
+
+bp = Blueprint("playground", __name__)
+
+PAGE = "playground/show.html"
+WIDGET = "playground/_playground.html"
+RESULT = "playground/_result.html"
+ERROR = "playground/_error.html"
+
+MAX_OFFSET = 600
+MAX_AT = 86_400
+ANSWERS = ("accept", "decline", "cancel", "none", "raw")
+ANSWER_BODIES: dict[str, Any] = {
+    "accept": {"confirm": {"action": "accept", "content": {"confirm": True}}},
+    "decline": {"confirm": {"action": "decline"}},
+    "cancel": {"confirm": {"action": "cancel"}},
+}
+DEFAULT_ARGUMENTS = '{"env": "staging"}'
+CUSTOM_REQUEST_ID = 7
+
+
+class PlaygroundInputError(ValueError):
+    """The playground form itself is malformed (not the experiment): answered with HTTP 400."""
+
+
+# -- the switches ----------------------------------------------------------------------------------
+
+
+def _last(args: Mapping[str, Any], name: str) -> str | None:
+    """The last value sent for `name`: a checkbox's value follows its hidden "0" fallback."""
+    if isinstance(args, MultiDict):
+        values = args.getlist(name)
+        return values[-1] if values else None
+    value = args.get(name)
+    return None if value is None else str(value)
+
+
+def _flag(args: Mapping[str, Any], name: str, default: bool) -> bool:
+    value = _last(args, name)
+    if value is None or value == "":
+        return default
+    if value in ("1", "on", "true"):
+        return True
+    if value in ("0", "off", "false"):
+        return False
+    raise PlaygroundInputError(f"{name} must be 1 or 0, got {value[:40]!r}")
+
+
+@dataclass(frozen=True)
+class Toggles:
+    single_use: bool = True
+    sealed: bool = False
+    no_signature: bool = False
+    offset: int = 0
+
+    @classmethod
+    def parse(cls, args: Mapping[str, Any]) -> Toggles:
+        """Read the switches; raises PlaygroundInputError on a value that is not one of theirs."""
+        raw = _last(args, "offset")
+        offset = 0
+        if raw not in (None, ""):
+            try:
+                offset = int(raw)  # type: ignore[arg-type]
+            except ValueError:
+                raise PlaygroundInputError(
+                    f"offset must be a whole number of seconds from 0 to {MAX_OFFSET}, got {raw[:40]!r}"  # type: ignore[index]
+                ) from None
+            if not 0 <= offset <= MAX_OFFSET:
+                raise PlaygroundInputError(f"offset must be between 0 and {MAX_OFFSET} seconds, got {offset}")
+        return cls(_flag(args, "single_use", True), _flag(args, "sealed", False),
+                   _flag(args, "no_signature", False), offset)
+
+    @property
+    def policy(self) -> Policy:
+        return Policy(single_use=self.single_use, verify_signature=not self.no_signature, sealed=self.sealed)
+
+    @property
+    def params(self) -> dict[str, str]:
+        return {"single_use": "1" if self.single_use else "0", "sealed": "1" if self.sealed else "0",
+                "no_signature": "1" if self.no_signature else "0", "offset": str(self.offset)}
+
+    @property
+    def is_default(self) -> bool:
+        return self == Toggles()
+
+    def url(self, move: str | None = None) -> str:
+        params = dict(self.params)
+        if move:
+            params["move"] = move
+        return "/playground?" + urllib.parse.urlencode(params)
+
+
+# -- what the templates show -----------------------------------------------------------------------
+
+
+def pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def curl_command(base_url: str, token: str, message: dict[str, Any]) -> str:
+    """A curl line that sends `message` to /mcp exactly as the playground did; every argument quoted."""
+    data = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    params = message.get("params") if isinstance(message.get("params"), dict) else {}
+    name = params.get("name") if isinstance(params.get("name"), str) else "deploy"
+    headers = [
+        "Content-Type: application/json",
+        "Accept: application/json, text/event-stream",
+        f"MCP-Protocol-Version: {MODERN_VERSION}",
+        f"Mcp-Method: {message.get('method', 'tools/call')}",
+        f"Mcp-Name: {name}",
+        f"Authorization: Bearer {token}",
+    ]
+    lines = [f"curl -sS -X POST {shlex.quote(base_url)}"]
+    lines += [f"  -H {shlex.quote(h)}" for h in headers]
+    lines.append(f"  --data {shlex.quote(data)}")
+    return " \\\n".join(lines)
+
+
+@dataclass
+class CheckView:
+    name: str
+    title: str
+    outcome: str
+    detail: str
+
+    @property
+    def label(self) -> str:
+        if self.outcome == "pass":
+            return "passed"
+        if self.outcome == "fail":
+            return "failed"
+        if self.detail.startswith("not reached"):
+            return "not reached"
+        if self.detail.startswith("not needed"):
+            return "not needed"
+        return "switched off"
+
+    @property
+    def note(self) -> str:
+        """The detail without a repeat of the label ("not reached: an earlier check failed")."""
+        for prefix in ("not reached: ", "not needed: "):
+            if self.detail.startswith(prefix):
+                return self.detail[len(prefix):]
+        return self.detail
+
+
+def check_views(step: Step) -> list[CheckView]:
+    trace = step.exchange.trace
+    recorded = {c.name: c for c in trace.checks} if trace else {}
+    if not recorded:
+        sent = step.sent.get("params") if isinstance(step.sent.get("params"), dict) else {}
+        why = ("not reached: the request was refused before its ticket was opened"
+               if "requestState" in sent else "not reached: the retry carried no requestState to check")
+        return [CheckView(name, CHECK_TITLES[name], "skipped", why) for name in CHECKS]
+    return [CheckView(name, CHECK_TITLES[name], recorded[name].outcome, recorded[name].detail)
+            if name in recorded else CheckView(name, CHECK_TITLES[name], "skipped", "not reached")
+            for name in CHECKS]
+
+
+def _result_text(response: dict[str, Any] | None) -> str:
+    result = (response or {}).get("result") or {}
+    return " ".join(c.get("text", "") for c in result.get("content", []) if isinstance(c, dict)).strip()
+
+
+def verdict_line(step: Step, checks: list[CheckView]) -> str:
+    """The one line a learner reads first: "deployed to staging", "refused at principal", ..."""
+    response = step.response
+    verdict = verdict_of(response)
+    failed = next((c for c in checks if c.outcome == "fail"), None)
+    if verdict in ("deployed", "declined"):
+        return _result_text(response) or verdict
+    if verdict == "asked-again":
+        return "asked again"
+    error = (response or {}).get("error") or {}
+    if verdict == "refused" and failed is not None:
+        return f"refused at {failed.name}"
+    return f"{'refused' if verdict == 'refused' else 'error'}: {error.get('message', 'no answer')}"
+
+
+@dataclass
+class TicketView:
+    token: str
+    sealed: bool
+    payload: str | None  # pretty JSON of the decoded (unverified) claims, signed tickets only
+
+    @classmethod
+    def of(cls, server: Server, token: Any) -> TicketView | None:
+        if not isinstance(token, str):
+            return None
+        claims = server.codec.peek(token)
+        return cls(token, token.startswith(SEALED_PREFIX + "."), pretty(claims) if claims is not None else None)
+
+
+@dataclass
+class StepView:
+    at: float
+    principal: str
+    token: str
+    sent: str
+    answer: str
+    curl: str
+    ticket: TicketView | None
+    http_status: int
+
+    @property
+    def at_text(self) -> str:
+        return f"{self.at:g}"
+
+
+def step_view(server: Server, step: Step, token: str, base_url: str) -> StepView:
+    params = step.sent.get("params") if isinstance(step.sent.get("params"), dict) else {}
+    return StepView(step.at, step.principal, token, pretty(step.sent), pretty(step.response),
+                    curl_command(base_url, token, step.sent),
+                    TicketView.of(server, params.get("requestState")) if "requestState" in params else None,
+                    step.exchange.http_status)
+
+
+@dataclass
+class Result:
+    kind: str  # "move" or "custom"
+    verdict: str
+    verdict_text: str
+    last: StepView
+    earlier: list[tuple[StepView, str]]
+    checks: list[CheckView]
+    log: list[tuple[str, str]]
+    move: Move | None = None
+    note: str | None = None
+
+    @property
+    def first_failure(self) -> CheckView | None:
+        return next((c for c in self.checks if c.outcome == "fail"), None)
+
+    @property
+    def slug(self) -> str:
+        return self.move.slug if self.move else "custom"
+
+
+@dataclass
+class RoundOne:
+    minted_at: int
+    token: str
+    sent: str
+    answer: str
+    ticket: TicketView
+    curl: str
+
+
+@dataclass
+class CustomForm:
+    ticket: str
+    arguments: str = DEFAULT_ARGUMENTS
+    token_choice: str = "bob-token"
+    token_other: str = ""
+    at: str = "8"
+    answer: str = "accept"
+    answer_raw: str = ""
+    minted_at: str = ""
+
+
+@dataclass
+class MoveView:
+    move: Move
+    note: str | None
+    token: str
+
+
+@dataclass
+class Playground:
+    toggles: Toggles
+    moves: list[MoveView]
+    round_one: RoundOne
+    custom: CustomForm
+    tokens: list[str]
+    mcp_url: str
+    ttl: int
+    embedded: bool = False
+    result: Result | None = None
+    error: str | None = None
+    oob: bool = False
+    answers: tuple[str, ...] = ANSWERS
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    max_offset: int = MAX_OFFSET
+
+    @property
+    def h(self) -> int:
+        """Heading level of the widget's parts: under the page's h1, or under the lesson's h2."""
+        return 3 if self.embedded else 2
+
+
+# -- running experiments ---------------------------------------------------------------------------
+
+
+def _course() -> Any:
+    content = current_app.extensions.get("content")
+    if content is None:
+        content = current_app.extensions.get("playground.course")
+    if content is None:
+        from web.content import load_course
+
+        content = current_app.extensions["playground.course"] = load_course()
+    return content
+
+
+def moves() -> tuple[Move, ...]:
+    return tuple(_course().moves)
+
+
+def move_notes() -> Mapping[str, str]:
+    for lesson in _course().lessons:
+        if lesson.move_notes:
+            return lesson.move_notes
+    return {}
+
+
+def lab_server(policy: Policy, now: float) -> tuple[Server, FakeClock]:
+    """The app's server (keys, catalog, ttl) under `policy`, on a throwaway store and a fake clock."""
+    clock = FakeClock(now)
+    server = get_services().server.with_policy(policy)
+    server.store = MemoryStore()
+    server.clock = clock
+    server.on_log = None  # experiments stay out of the app's own log; each play carries its own
+    return server, clock
+
+
+def _now() -> float:
+    return float(get_services().server.clock())
+
+
+def _token(principal: str) -> str:
+    return get_services().token_for(principal) or f"<no token configured for {principal}>"
+
+
+def _base_url() -> str:
+    return request.host_url.rstrip("/") + "/mcp"
+
+
+def _log_lines(play_: Play) -> list[tuple[str, str]]:
+    lines = [("0", line) for line in play_.minted.exchange.log]
+    for step in play_.steps:
+        lines += [(f"{step.at:g}", line) for line in step.exchange.log]
+    return lines
+
+
+def _result(server: Server, play_: Play, token_of: Any, kind: str, move: Move | None = None) -> Result:
+    base = _base_url()
+    views = [step_view(server, s, token_of(s), base) for s in play_.steps]
+    checks = check_views(play_.last)
+    earlier = [(v, verdict_line(s, check_views(s))) for v, s in zip(views[:-1], play_.steps[:-1], strict=True)]
+    return Result(kind, verdict_of(play_.last.response), verdict_line(play_.last, checks), views[-1], earlier,
+                  checks, _log_lines(play_), move, move_notes().get(move.slug) if move else None)
+
+
+def run_move(move: Move, toggles: Toggles) -> Result:
+    server, clock = lab_server(toggles.policy, _now())
+    played = play(server, replace(move, at=move.at + toggles.offset), clock=clock)
+    return _result(server, played, lambda s: _token(s.principal), "move", move)
+
+
+def round_one(toggles: Toggles) -> RoundOne:
+    now = _now()
+    server, clock = lab_server(toggles.policy, now)
+    step = mint(server, clock)
+    token = _token("bob")
+    ticket = TicketView.of(server, step.response["result"]["requestState"])  # type: ignore[index]
+    assert ticket is not None
+    return RoundOne(int(now), token, pretty(step.sent), pretty(step.response), ticket,
+                    curl_command(_base_url(), token, step.sent))
+
+
+def playground_context(args: Mapping[str, Any] | None = None, *, strict: bool = False) -> dict[str, Any]:
+    """Everything `_playground.html` needs, as `{"pg": ...}`; the lesson page includes it too.
+
+    Lenient by default (a bad switch falls back to its default) so a stray query parameter never
+    breaks the lesson page; the playground's own views pass strict=True and answer 400 instead.
+    """
+    args = args if args is not None else request.args
+    try:
+        toggles = Toggles.parse(args)
+    except PlaygroundInputError:
+        if strict:
+            raise
+        toggles = Toggles()
+    services = get_services()
+    notes = move_notes()
+    first = round_one(toggles)
+    pg = Playground(
+        toggles=toggles,
+        moves=[MoveView(m, notes.get(m.slug), _token(m.actor)) for m in moves()],
+        round_one=first,
+        custom=CustomForm(ticket=first.ticket.token, token_choice=first.token, minted_at=str(first.minted_at)),
+        tokens=list(services.tokens),
+        mcp_url=_base_url(),
+        ttl=services.server.ttl,
+        embedded=request.blueprint != bp.name,
+    )
+    slug = _last(args, "move")
+    if slug:
+        move = next((m for m in moves() if m.slug == slug), None)
+        if move is None:
+            if strict:
+                raise PlaygroundInputError(f"there is no move called {slug[:40]!r}")
+        else:
+            pg.result = run_move(move, toggles)
+    return {"pg": pg}
+
+
+# -- the custom move -------------------------------------------------------------------------------
+
+
+def _json_field(text: str, label: str) -> Any:
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise PlaygroundInputError(f"{label} nests too deeply to be a sensible request") from None
+    except ValueError as exc:
+        raise PlaygroundInputError(f"{label} is not valid JSON: {exc}") from None
+
+
+def parse_custom(form: Mapping[str, Any]) -> tuple[CustomForm, dict[str, Any]]:
+    """The learner's retry as `play_custom` arguments; PlaygroundInputError says what is wrong."""
+    values = CustomForm(
+        ticket=str(form.get("ticket", "")),
+        arguments=str(form.get("arguments", "")),
+        token_choice=str(form.get("token_choice", "")),
+        token_other=str(form.get("token_other", "")),
+        at=str(form.get("at", "")).strip(),
+        answer=str(form.get("answer", "accept")),
+        answer_raw=str(form.get("answer_raw", "")),
+        minted_at=str(form.get("minted_at", "")).strip(),
+    )
+    return values, _custom_call(values)
+
+
+def _custom_call(values: CustomForm) -> dict[str, Any]:
+    arguments = _json_field(values.arguments, "Arguments")
+    token = values.token_other.strip() or values.token_choice.strip()
+    if not token:
+        raise PlaygroundInputError("Token is empty: choose a token or type one")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in token):
+        raise PlaygroundInputError("Token may not contain control characters such as line breaks")
+    principal = get_services().principal_for(token)
+    if principal is None:
+        known = ", ".join(get_services().tokens)
+        raise PlaygroundInputError(f"Token {token[:60]!r} names nobody: /mcp would answer HTTP 401 before "
+                                   f"looking at the ticket. Known tokens: {known}")
+    try:
+        at = float(values.at or "0")
+    except ValueError:
+        raise PlaygroundInputError(f"Time must be a number of seconds after minting, got {values.at[:40]!r}") from None
+    if not math.isfinite(at) or not 0 <= at <= MAX_AT:
+        raise PlaygroundInputError(f"Time must be between 0 and {MAX_AT} seconds after minting")
+    if values.answer not in ANSWERS:
+        raise PlaygroundInputError(f"Answer must be one of {', '.join(ANSWERS)}")
+    if values.answer == "raw":
+        if not values.answer_raw.strip():
+            raise PlaygroundInputError("Answer is set to raw JSON, but the raw inputResponses box is empty")
+        answers = _json_field(values.answer_raw, "The raw inputResponses")
+    else:
+        answers = ANSWER_BODIES.get(values.answer)
+    now = _now()
+    minted_at = now
+    if values.minted_at:
+        try:
+            minted_at = float(values.minted_at)
+        except ValueError:
+            raise PlaygroundInputError("minted_at must be a time in seconds since the epoch") from None
+        if not math.isfinite(minted_at) or abs(now - minted_at) > MAX_AT:
+            raise PlaygroundInputError("minted_at is more than a day away from now; reload the playground")
+    return {"principal": principal, "token": token, "at": at, "arguments": arguments,
+            "request_state": values.ticket if values.ticket.strip() else None, "input_responses": answers,
+            "minted_at": minted_at}
+
+
+def run_custom(call: dict[str, Any], toggles: Toggles) -> Result:
+    server, clock = lab_server(toggles.policy, call["minted_at"])
+    played = play_custom(server, clock, principal=call["principal"], at=call["at"], arguments=call["arguments"],
+                         request_state=call["request_state"], input_responses=call["input_responses"],
+                         request_id=CUSTOM_REQUEST_ID)
+    return _result(server, played, lambda s: call["token"], "custom")
+
+
+# -- views -----------------------------------------------------------------------------------------
+
+
+def _bad_input(exc: PlaygroundInputError, args: Mapping[str, Any], custom: CustomForm | None = None):  # noqa: ANN202
+    context = playground_context(args)
+    pg = context["pg"]
+    pg.error = str(exc)
+    pg.oob = htmx.wants_fragment()
+    if custom is not None:
+        pg.custom = custom
+    return htmx.render(PAGE, ERROR, status=400, **context)
+
+
+def _embedded(args: Mapping[str, Any]) -> bool:
+    return htmx.wants_fragment() and _last(args, "embedded") == "1"
+
+
+@bp.get("/playground")
+def show():  # noqa: ANN201
+    try:
+        context = playground_context(request.args, strict=True)
+    except PlaygroundInputError as exc:
+        return _bad_input(exc, request.args)
+    pg = context["pg"]
+    pg.embedded = _embedded(request.args)
+    push = None if pg.embedded else pg.toggles.url(pg.result.slug if pg.result else None)
+    return htmx.render(PAGE, WIDGET, push_url=push, **context)
+
+
+@bp.post("/playground/moves/<slug>")
+def play_move(slug: str):  # noqa: ANN201
+    move = next((m for m in moves() if m.slug == slug), None)
+    if move is None:
+        abort(404)
+    try:
+        toggles = Toggles.parse(request.form)
+    except PlaygroundInputError as exc:
+        return _bad_input(exc, request.args)
+    context = playground_context(toggles.params)
+    pg = context["pg"]
+    pg.result = run_move(move, toggles)
+    pg.oob = htmx.wants_fragment()
+    pg.embedded = _embedded(request.form)
+    push = None if pg.embedded else toggles.url(slug)
+    return htmx.render(PAGE, RESULT, push_url=push, **context)
+
+
+@bp.post("/playground/custom")
+def play_custom_move():  # noqa: ANN201
+    try:
+        toggles = Toggles.parse(request.form)
+    except PlaygroundInputError as exc:
+        return _bad_input(exc, request.args)
+    try:
+        values, call = parse_custom(request.form)
+    except PlaygroundInputError as exc:
+        values = CustomForm(**{k: str(request.form.get(k, "")) for k in CustomForm.__dataclass_fields__})
+        return _bad_input(exc, toggles.params, values)
+    context = playground_context(toggles.params)
+    pg = context["pg"]
+    pg.custom = values
+    pg.result = run_custom(call, toggles)
+    pg.oob = htmx.wants_fragment()
+    pg.embedded = _embedded(request.form)
+    return htmx.render(PAGE, RESULT, **context)
