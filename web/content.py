@@ -1,0 +1,297 @@
+"""The course as data: `lessons/` read once at app start into frozen records, and validated.
+
+Lessons are authored as TOML and Markdown. `load_course` parses all of it, renders the Markdown
+(CommonMark with raw HTML switched off, so nothing in a lesson file reaches the page unescaped)
+and checks that the pieces fit together. Anything wrong raises `ContentError` from `create_app()`,
+so a broken lesson fails the test suite instead of the live demo.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from flask import Flask, current_app
+from markdown_it import MarkdownIt
+from mdit_py_plugins.anchors import anchors_plugin
+from markupsafe import Markup
+
+from mrtr.scenario import Move
+
+DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "lessons"
+
+#: The live figures a section may ask for; each has a template `lessons/_widget_<name>.html`.
+WIDGETS = frozenset({"roundtrip", "anatomy", "timeline", "sealed", "shim", "sdk", "lab", "breakit",
+                     "playground", "quiz"})
+#: The misuse moves the playground, the timeline and the tests are built around.
+MOVE_SLUGS = ("honest", "tampered", "stolen", "late", "other-request", "no-answer", "twice")
+
+_SLUG = re.compile(r"\A[a-z0-9]+(?:-[a-z0-9]+)*\Z")
+
+
+class ContentError(ValueError):
+    """A lesson file is missing, malformed or inconsistent; the message names the file and the fault."""
+
+
+@dataclass(frozen=True)
+class Section:
+    id: str
+    title: str
+    file: str
+    html: Markup
+    widget: str | None = None
+
+
+@dataclass(frozen=True)
+class RoundTripCaption:
+    n: int
+    title: str
+    caption: str
+
+
+@dataclass(frozen=True)
+class Choice:
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    section: str
+    prompt: str
+    choices: tuple[Choice, ...]
+    answer: str
+    explanation: str
+
+    def choice(self, choice_id: str | None) -> Choice | None:
+        return next((c for c in self.choices if c.id == choice_id), None)
+
+    @property
+    def correct_choice(self) -> Choice:
+        return next(c for c in self.choices if c.id == self.answer)
+
+
+@dataclass(frozen=True)
+class Lesson:
+    slug: str
+    title: str
+    summary: str
+    duration_minutes: int
+    objectives: tuple[str, ...]
+    sections: tuple[Section, ...]
+    roundtrip_steps: tuple[RoundTripCaption, ...]
+    move_notes: Mapping[str, str]
+    questions: tuple[Question, ...]
+    directory: Path
+
+    def section(self, section_id: str) -> Section | None:
+        return next((s for s in self.sections if s.id == section_id), None)
+
+    def question(self, question_id: str) -> Question | None:
+        return next((q for q in self.questions if q.id == question_id), None)
+
+
+@dataclass(frozen=True)
+class Course:
+    title: str
+    summary: str
+    lessons: tuple[Lesson, ...]
+    moves: tuple[Move, ...]
+
+    def lesson(self, slug: str) -> Lesson | None:
+        return next((lesson for lesson in self.lessons if lesson.slug == slug), None)
+
+    def move(self, slug: str) -> Move | None:
+        return next((m for m in self.moves if m.slug == slug), None)
+
+
+# -- reading ---------------------------------------------------------------------------------------
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise ContentError(f"{path}: file is missing") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ContentError(f"{path}: not valid TOML ({exc})") from None
+
+
+def _field(table: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+    if key not in table:
+        raise ContentError(f"{where}: missing {key!r}")
+    value = table[key]
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise ContentError(f"{where}: {key!r} must be a {kind.__name__}, got {type(value).__name__}")
+    if isinstance(value, str) and not value.strip():
+        raise ContentError(f"{where}: {key!r} is empty")
+    return value
+
+
+def _tables(data: Mapping[str, Any], key: str, where: str) -> list[Mapping[str, Any]]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise ContentError(f"{where}: {key!r} must be an array of tables")
+    return value
+
+
+def _unique(ids: list[str], what: str, where: str) -> None:
+    seen: set[str] = set()
+    for item in ids:
+        if item in seen:
+            raise ContentError(f"{where}: duplicate {what} {item!r}")
+        seen.add(item)
+
+
+def _markdown(section_id: str) -> MarkdownIt:
+    """CommonMark without raw HTML; headings inside a section get ids prefixed by the section's id."""
+    md = MarkdownIt("commonmark", {"html": False})
+
+    def slug(title: str) -> str:
+        words = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+        return f"{section_id}--{words}" if words else section_id
+
+    anchors_plugin(md, min_level=2, max_level=4, slug_func=slug)
+    return md
+
+
+def _load_moves(path: Path) -> tuple[Move, ...]:
+    data = _read_toml(path)
+    moves: list[Move] = []
+    for i, raw in enumerate(_tables(data, "moves", str(path)), 1):
+        try:
+            moves.append(Move.from_dict(raw))
+        except (TypeError, ValueError) as exc:
+            raise ContentError(f"{path}: move #{i} is malformed ({exc})") from None
+    slugs = [m.slug for m in moves]
+    _unique(slugs, "move slug", str(path))
+    if sorted(slugs) != sorted(MOVE_SLUGS):
+        raise ContentError(f"{path}: the moves must be exactly {', '.join(MOVE_SLUGS)}; got {', '.join(slugs)}")
+    return tuple(moves)
+
+
+def _load_questions(path: Path, section_ids: set[str]) -> tuple[Question, ...]:
+    data = _read_toml(path)
+    questions: list[Question] = []
+    for i, raw in enumerate(_tables(data, "questions", str(path)), 1):
+        where = f"{path}: question #{i}"
+        qid = _field(raw, "id", str, where)
+        where = f"{path}: question {qid!r}"
+        if not _SLUG.match(qid):
+            raise ContentError(f"{where}: the id must be lower-case words joined by hyphens")
+        section = _field(raw, "section", str, where)
+        if section not in section_ids:
+            raise ContentError(f"{where}: section {section!r} is not a section of this lesson")
+        choices = []
+        for j, choice in enumerate(_tables(raw, "choices", where), 1):
+            choices.append(Choice(_field(choice, "id", str, f"{where} choice #{j}"),
+                                  _field(choice, "text", str, f"{where} choice #{j}")))
+        if len(choices) < 2:
+            raise ContentError(f"{where}: needs at least two choices")
+        _unique([c.id for c in choices], "choice id", where)
+        answer = _field(raw, "answer", str, where)
+        if answer not in {c.id for c in choices}:
+            raise ContentError(f"{where}: the answer {answer!r} is not one of its choices")
+        questions.append(Question(qid, section, _field(raw, "prompt", str, where), tuple(choices), answer,
+                                  _field(raw, "explanation", str, where)))
+    _unique([q.id for q in questions], "question id", str(path))
+    return tuple(questions)
+
+
+def _load_lesson(root: Path, entry: Mapping[str, Any], moves: tuple[Move, ...]) -> Lesson:
+    where = f"{root / 'course.toml'}: lesson"
+    slug = _field(entry, "slug", str, where)
+    if not _SLUG.match(slug):
+        raise ContentError(f"{where} {slug!r}: the slug must be lower-case words joined by hyphens")
+    directory = root / _field(entry, "dir", str, f"{where} {slug!r}")
+    meta_path = directory / "meta.toml"
+    meta = _read_toml(meta_path)
+    where = str(meta_path)
+
+    sections: list[Section] = []
+    for i, raw in enumerate(_tables(meta, "sections", where), 1):
+        sid = _field(raw, "id", str, f"{where}: section #{i}")
+        swhere = f"{where}: section {sid!r}"
+        if not _SLUG.match(sid):
+            raise ContentError(f"{swhere}: the id must be lower-case words joined by hyphens")
+        widget = raw.get("widget")
+        if widget is not None and widget not in WIDGETS:
+            raise ContentError(f"{swhere}: unknown widget {widget!r} (known: {', '.join(sorted(WIDGETS))})")
+        file = _field(raw, "file", str, swhere)
+        path = directory / "sections" / file
+        if path.parent != directory / "sections" or not path.is_file():
+            raise ContentError(f"{swhere}: section file {path} does not exist")
+        html = Markup(_markdown(sid).render(path.read_text(encoding="utf-8")))  # noqa: S704 - raw HTML is off
+        sections.append(Section(sid, _field(raw, "title", str, swhere), file, html, widget))
+    if not sections:
+        raise ContentError(f"{where}: the lesson has no sections")
+    _unique([s.id for s in sections], "section id", where)
+
+    steps = tuple(RoundTripCaption(_field(s, "n", int, f"{where}: roundtrip step"),
+                                   _field(s, "title", str, f"{where}: roundtrip step"),
+                                   _field(s, "caption", str, f"{where}: roundtrip step"))
+                  for s in _tables(meta, "roundtrip_steps", where))
+    if any(s.widget == "roundtrip" for s in sections) and [s.n for s in steps] != list(range(1, 7)):
+        raise ContentError(f"{where}: the roundtrip figure needs captions for steps 1 to 6, in order")
+
+    notes: dict[str, str] = {}
+    for raw in _tables(meta, "move_notes", where):
+        note_slug = _field(raw, "slug", str, f"{where}: move note")
+        if note_slug in notes:
+            raise ContentError(f"{where}: duplicate move note {note_slug!r}")
+        notes[note_slug] = _field(raw, "lesson", str, f"{where}: move note {note_slug!r}")
+    move_slugs = {m.slug for m in moves}
+    if notes and set(notes) != move_slugs:
+        unknown, missing = sorted(set(notes) - move_slugs), sorted(move_slugs - set(notes))
+        raise ContentError(f"{where}: move_notes must cover exactly the moves in moves.toml "
+                           f"(unknown: {unknown or 'none'}; missing: {missing or 'none'})")
+
+    objectives = meta.get("objectives", [])
+    if not isinstance(objectives, list) or not all(isinstance(o, str) and o.strip() for o in objectives):
+        raise ContentError(f"{where}: 'objectives' must be a list of non-empty strings")
+    duration = _field(meta, "duration_minutes", int, where)
+
+    return Lesson(
+        slug=slug,
+        title=_field(meta, "title", str, where),
+        summary=_field(meta, "summary", str, where),
+        duration_minutes=duration,
+        objectives=tuple(objectives),
+        sections=tuple(sections),
+        roundtrip_steps=steps,
+        move_notes=MappingProxyType(notes),
+        questions=_load_questions(directory / "quiz.toml", {s.id for s in sections}),
+        directory=directory,
+    )
+
+
+def load_course(root: Path = DEFAULT_ROOT) -> Course:
+    """Read and validate the whole course under `root`.
+
+    Raises:
+        ContentError: a file is missing or malformed, or the pieces do not fit together.
+    """
+    course = _read_toml(root / "course.toml")
+    where = str(root / "course.toml")
+    moves = _load_moves(root / "moves.toml")
+    lessons = tuple(_load_lesson(root, entry, moves) for entry in _tables(course, "lessons", where))
+    if not lessons:
+        raise ContentError(f"{where}: the course has no lessons")
+    _unique([lesson.slug for lesson in lessons], "lesson slug", where)
+    return Course(_field(course, "title", str, where), _field(course, "summary", str, where), lessons, moves)
+
+
+def init_app(app: Flask) -> None:
+    """Load the course once, at start-up; `MRTR_CONTENT_DIR` points at another tree (tests)."""
+    app.extensions["content"] = load_course(Path(app.config.get("MRTR_CONTENT_DIR") or DEFAULT_ROOT))
+
+
+def get_content() -> Course:
+    return current_app.extensions["content"]

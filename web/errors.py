@@ -1,0 +1,49 @@
+"""Error pages for people: no traceback or exception text ever reaches the browser.
+
+htmx requests get a small fragment (the same message, without the layout); everything else gets a
+full page. The JSON-RPC endpoint (`/mcp`) answers its own errors, so its HTTP errors pass through
+untouched here.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException, InternalServerError
+
+from web import htmx
+
+log = logging.getLogger("mrtr.web")
+
+
+def _is_protocol_endpoint() -> bool:
+    return request.blueprint == "mcp" or request.path == "/mcp" or request.path.startswith("/mcp/")
+
+
+def _page(code: int, title: str, message: str) -> Response:
+    page = "errors/404.html" if code == 404 else "errors/500.html" if code >= 500 else "errors/error.html"
+    return htmx.render(page, "errors/_error.html", status=code, code=code, title=title, message=message)
+
+
+def init_app(app: Flask) -> None:
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException) -> Response | HTTPException:
+        if _is_protocol_endpoint() or exc.code is None or exc.code < 400:
+            return exc
+        if exc.code >= 500:
+            return server_error(exc)
+        if exc.code == 404:
+            return _page(404, "Page not found", "There is no page at this address. The course home lists "
+                                                "every lesson.")
+        return _page(exc.code, exc.name, "The request could not be handled as sent.")
+
+    @app.errorhandler(InternalServerError)
+    def server_error(exc: HTTPException) -> Response | HTTPException:
+        original = getattr(exc, "original_exception", None)
+        if original is not None:
+            log.error("unhandled error on %s %s", request.method, request.path, exc_info=original)
+        if _is_protocol_endpoint():
+            return InternalServerError()
+        return _page(500, "Something went wrong", "The server could not finish this request. It has been "
+                                                  "logged; reloading the page usually helps.")

@@ -1,0 +1,77 @@
+"""The course home, the lesson pages, and each live figure on its own (for htmx and for projectors)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, abort, render_template, request
+
+from web import htmx, quiz, widgets
+from web.content import Course, Lesson, get_content
+
+bp = Blueprint("lessons", __name__)
+
+
+def _lesson_or_404(slug: str) -> tuple[Course, Lesson]:
+    course = get_content()
+    lesson = course.lesson(slug)
+    if lesson is None:
+        abort(404)
+    return course, lesson
+
+
+def playground_context() -> dict[str, Any] | None:
+    """The playground helper's fragment context, or None while that feature is not installed."""
+    try:
+        from web import playground
+    except ImportError:
+        return None
+    builder = getattr(playground, "playground_context", None)
+    return builder(request.args) if builder else None
+
+
+def widget_context(course: Course, lesson: Lesson, name: str) -> dict[str, Any]:
+    """Everything one widget template needs, computed from the real server."""
+    if name == "roundtrip":
+        return {"steps": widgets.roundtrip_data(lesson)}
+    if name in ("anatomy", "sealed"):
+        return {"ticket": widgets.anatomy_data()}
+    if name == "timeline":
+        return {"timeline": widgets.timeline_data(course, lesson)}
+    if name == "shim":
+        return {"scene": widgets.shim_data()}
+    if name == "lab":
+        return {"scenes": widgets.lab_data()}
+    if name == "sdk":
+        return {"sdk": widgets.sdk_data(lesson)}
+    if name == "breakit":
+        return {"links": widgets.breakit_data()}
+    if name == "playground":
+        return {"playground": playground_context()}
+    if name == "quiz":
+        return {"quiz": quiz.quiz_context(lesson, request.args.get("progress"))}
+    return {}
+
+
+@bp.get("/")
+def home() -> str:
+    course = get_content()
+    return render_template("lessons/home.html", course=course)
+
+
+@bp.get("/lessons/<slug>")
+def lesson_page(slug: str) -> str:
+    course, lesson = _lesson_or_404(slug)
+    figures = {s.id: widget_context(course, lesson, s.widget) for s in lesson.sections if s.widget}
+    return render_template("lessons/lesson.html", course=course, lesson=lesson, figures=figures)
+
+
+@bp.get("/lessons/<slug>/figures/<section_id>")
+def figure(slug: str, section_id: str) -> Response:
+    """One section's live figure: a fragment for htmx (refresh in place), a page of its own otherwise."""
+    course, lesson = _lesson_or_404(slug)
+    section = lesson.section(section_id)
+    if section is None or not section.widget or section.widget in ("playground", "quiz"):
+        abort(404)
+    return htmx.render("lessons/figure.html", "lessons/_figure.html", course=course, lesson=lesson,
+                       section=section, figure=widget_context(course, lesson, section.widget))

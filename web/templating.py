@@ -1,0 +1,25 @@
+"""Template filters and globals every page can use (the macros in `templates/_macros.html` need them)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import Flask
+
+from mrtr.tickets import CHECK_TITLES
+from web.content import get_content
+
+OUTCOME_LABELS = {"pass": "Passed", "fail": "Failed", "skipped": "Not reached"}
+
+
+def pretty_json(value: Any) -> str:
+    """Indented JSON as plain text; the template escapes it like any other string."""
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def init_app(app: Flask) -> None:
+    app.add_template_filter(pretty_json, "pretty_json")
+    app.add_template_global(CHECK_TITLES, "check_titles")
+    app.add_template_global(OUTCOME_LABELS, "outcome_labels")
+    app.add_template_global(get_content, "get_content")
