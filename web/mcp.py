@@ -40,7 +40,6 @@ from mrtr.errors import (
     HeaderMismatch,
     InternalError,
     ProtocolError,
-    UnsupportedVersion,
 )
 from mrtr.server import LEGACY_VERSIONS, META_VERSION
 from web.services import Services, get_services
@@ -286,8 +285,10 @@ def _header_form(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 
 
-def _check_headers(message: dict[str, Any], services: Services) -> None:
+def _check_headers(message: Any, services: Services) -> None:
     """The 2026-07-28 request headers must mirror the body. Names: any case; values: exact."""
+    if not isinstance(message, dict):
+        return  # nothing to mirror: the core refuses batches and scalars
     request_id = _request_id(message)
     try:
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
@@ -343,9 +344,6 @@ def _initialize(services: Services, sessions: Sessions, principal: str, message:
 
 
 def _continue_session(session: Session, message: Any, accepts: Accepts) -> Response:
-    version = request.headers.get("MCP-Protocol-Version", "").strip()
-    if version and version not in LEGACY_VERSIONS:
-        raise Refusal(UnsupportedVersion(version, list(LEGACY_VERSIONS)), _request_id(message))
     is_request = isinstance(message, dict) and isinstance(message.get("method"), str) and "id" in message
     with session.lock:
         exchange = session.conn.receive(message)
