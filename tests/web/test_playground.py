@@ -1,0 +1,507 @@
+"""The "Misuse the ticket" playground through Flask's test client.
+
+Every move is played against the real server under each switch, and the page is read the way a
+browser would (BeautifulSoup on the HTML). The curl commands the page prints are parsed back with
+shlex and sent to /mcp, so "reproduces it against /mcp" is tested, not assumed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from bs4 import BeautifulSoup, Tag
+from flask import Flask, template_rendered
+from flask.testing import FlaskClient
+
+from mrtr import FROZEN_TICKET_MESSAGE
+from mrtr.tickets import CHECKS
+from web.content import load_course
+
+MOVES = {m.slug: m for m in load_course().moves}
+HX = {"HX-Request": "true"}
+DEFAULT = {"single_use": "1", "sealed": "0", "no_signature": "0", "offset": "0"}
+SWITCHES = {
+    "default": {},
+    "single-use-off": {"single_use": "0"},
+    "no-signature": {"no_signature": "1"},
+    "sealed": {"sealed": "1"},
+}
+#: (verdict, the check that fails first or None) for every move under every switch
+EXPECTED: dict[str, dict[str, tuple[str, str | None]]] = {
+    "default": {"honest": ("deployed", None), "tampered": ("refused", "signature"),
+                "stolen": ("refused", "principal"), "late": ("refused", "expiry"),
+                "other-request": ("refused", "request"), "no-answer": ("asked-again", "answer"),
+                "twice": ("refused", "single-use")},
+}
+EXPECTED["single-use-off"] = {**EXPECTED["default"], "twice": ("deployed", None)}
+EXPECTED["no-signature"] = {**EXPECTED["default"], "tampered": ("deployed", None)}
+EXPECTED["sealed"] = dict(EXPECTED["default"])
+
+
+def soup(response: Any) -> BeautifulSoup:
+    return BeautifulSoup(response.get_data(as_text=True), "html.parser")
+
+
+def outcomes(page: BeautifulSoup) -> dict[str, str]:
+    checks = page.select("#pg-result ol.checks li[data-check]") or page.select("ol.checks li[data-check]")
+    return {li["data-check"]: li["data-outcome"] for li in checks}
+
+
+def expected_outcomes(switch: str, verdict: str, stops_at: str | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    reached = True
+    for name in CHECKS:
+        if not reached:
+            out[name] = "skipped"
+        elif name == stops_at:
+            out[name] = "fail"
+            reached = False
+        else:
+            out[name] = "pass"
+    if switch == "no-signature":
+        out["signature"] = "skipped"
+    if switch == "single-use-off" and out["single-use"] == "pass":
+        out["single-use"] = "skipped"
+    return out
+
+
+@contextmanager
+def rendered(app: Flask) -> Iterator[list[str]]:
+    names: list[str] = []
+
+    def record(sender: Flask, template: Any, context: dict[str, Any], **extra: Any) -> None:
+        names.append(template.name)
+
+    template_rendered.connect(record, app)
+    try:
+        yield names
+    finally:
+        template_rendered.disconnect(record, app)
+
+
+def play(client: FlaskClient, slug: str, htmx: bool = True, **switches: str) -> Any:
+    return client.post(f"/playground/moves/{slug}", data={**DEFAULT, **switches}, headers=HX if htmx else {})
+
+
+def custom_form(client: FlaskClient, **switches: str) -> dict[str, str]:
+    """The custom move's form exactly as the page pre-fills it."""
+    page = soup(client.get("/playground", query_string={**DEFAULT, **switches}))
+    form = page.select_one("form.pg-custom-form")
+    assert form is not None
+    data: dict[str, str] = {}
+    for field in form.select("input, textarea, select"):
+        name = field.get("name")
+        if not name:
+            continue
+        if field.name == "textarea":
+            data[name] = field.get_text()
+        elif field.name == "select":
+            chosen = field.select_one("option[selected]") or field.select_one("option")
+            data[name] = chosen["value"]
+        elif field.get("type") == "radio":
+            if field.has_attr("checked"):
+                data[name] = field["value"]
+        else:
+            data[name] = field.get("value", "")
+    return data
+
+
+def curl_to_request(command: str) -> tuple[str, dict[str, str], str]:
+    words = shlex.split(command.replace("\\\n", " "))
+    assert words[:4] == ["curl", "-sS", "-X", "POST"]
+    url, headers, data = words[4], {}, None
+    rest = words[5:]
+    while rest:
+        flag, value, *rest = rest
+        if flag == "-H":
+            name, _, val = value.partition(": ")
+            headers[name] = val
+        elif flag == "--data":
+            data = value
+        else:  # pragma: no cover - the command has nothing else
+            raise AssertionError(f"unexpected curl argument {flag}")
+    assert data is not None
+    return url, headers, data
+
+
+# -- every move under every switch -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("switch", list(SWITCHES))
+@pytest.mark.parametrize("slug", list(MOVES))
+def test_every_move_under_every_switch(client: FlaskClient, slug: str, switch: str) -> None:
+    response = play(client, slug, **SWITCHES[switch])
+    assert response.status_code == 200  # the experiment ran, whatever the protocol decided
+    page = soup(response)
+    verdict, stops_at = EXPECTED[switch][slug]
+    outcome = page.select_one("[data-verdict]")
+    assert outcome is not None and outcome["data-verdict"] == verdict
+    assert outcomes(page) == expected_outcomes(switch, verdict, stops_at)
+    failure = page.select_one("[data-first-failure]")
+    if stops_at:
+        assert failure is not None and failure["data-first-failure"] == stops_at
+    text = page.select_one("#pg-verdict").get_text(" ", strip=True)
+    if verdict == "deployed":
+        assert "deployed to" in text
+    elif verdict == "refused":
+        assert f"refused at {stops_at}" in text
+        answer = json.loads(page.select_one(".pg-answer pre").get_text())
+        assert answer["error"] == {"code": -32602, "message": FROZEN_TICKET_MESSAGE,
+                                   "data": answer["error"].get("data")}
+        assert answer["error"]["message"] == "Invalid or expired requestState"
+        log = page.select_one(".pg-log").get_text(" ", strip=True)
+        assert f"requestState rejected at {stops_at}" in log
+    else:
+        assert "asked again" in text
+
+
+def test_only_the_honest_retry_deploys_with_default_switches(client: FlaskClient) -> None:
+    deployed = [slug for slug in MOVES if soup(play(client, slug)).select_one("[data-verdict]")["data-verdict"]
+                == "deployed"]
+    assert deployed == ["honest"]
+
+
+def test_tampered_ticket_without_the_signature_check_deploys_to_prod(client: FlaskClient) -> None:
+    page = soup(play(client, "tampered", no_signature="1"))
+    assert page.select_one("#pg-verdict").get_text(" ", strip=True).endswith("deployed to prod")
+    payload = page.select_one(".pg-outcome [data-payload=decoded]").get_text()
+    assert json.loads(payload)["work"]["env"] == "prod"
+
+
+def test_stolen_move_shows_alices_bearer_token(client: FlaskClient) -> None:
+    page = soup(play(client, "stolen"))
+    assert "Authorization: Bearer alice-token" in page.select_one(".pg-sent").get_text()
+    sent = json.loads(page.select_one("#pg-sent-json").get_text())
+    assert sent["params"]["requestState"].startswith("t1.")
+    assert sent["id"] == MOVES["stolen"].request_id
+    detail = page.select_one("li[data-check=principal] .check-detail").get_text()
+    assert "bound to 'bob'" in detail and "'alice'" in detail
+
+
+def test_twice_reports_the_first_retry_too(client: FlaskClient) -> None:
+    page = soup(play(client, "twice"))
+    assert "t = 8 s" in page.select_one(".pg-earlier").get_text() and "deployed to staging" in page.get_text()
+    log = page.select_one(".pg-log").get_text(" ", strip=True)
+    assert "requestState accepted" in log and "already redeemed" in log
+
+
+def test_move_notes_follow_the_result(client: FlaskClient) -> None:
+    notes = {n["slug"]: n["lesson"] for n in _meta()["move_notes"]}
+    for slug in MOVES:
+        note = soup(play(client, slug)).select_one(f"[data-note='{slug}']")
+        assert note is not None and note.get_text(" ", strip=True) == notes[slug]
+
+
+def _meta() -> dict[str, Any]:
+    import tomllib
+
+    from web.content import DEFAULT_ROOT
+
+    with (DEFAULT_ROOT / "when-the-server-needs-input" / "meta.toml").open("rb") as handle:
+        return tomllib.load(handle)
+
+
+def test_clock_offset_makes_the_honest_retry_late(client: FlaskClient) -> None:
+    page = soup(play(client, "honest", offset="150"))
+    assert outcomes(page)["expiry"] == "fail"
+    assert "t = 158 s" in page.select_one(".pg-sent").get_text()
+
+
+# -- the page, the fragments and the URL -----------------------------------------------------------
+
+
+def test_full_page_has_round_one_and_every_move(app: Flask, client: FlaskClient) -> None:
+    with rendered(app) as names:
+        response = client.get("/playground")
+    assert response.status_code == 200 and names == ["playground/show.html"]
+    page = soup(response)
+    buttons = page.select("[data-move]")
+    assert [b["data-move"] for b in buttons] == list(MOVES)
+    for button in buttons:
+        move = MOVES[button["data-move"]]
+        assert button.get_text(strip=True) == move.title
+        assert button.find_parent("form")["method"] == "post"
+        assert button.find_parent("form")["action"].startswith(f"/playground/moves/{move.slug}")
+        summary = page.select_one(f"#{button['aria-describedby']}")
+        assert move.summary in summary.get_text(" ", strip=True)
+    sent = json.loads(page.select_one("#pg-round-one-sent").get_text())
+    assert sent["params"]["arguments"] == {"env": "staging"} and "requestState" not in sent["params"]
+    answer = json.loads(page.select(".pg-round-one pre")[1].get_text())
+    assert answer["result"]["resultType"] == "input_required"
+    ticket = answer["result"]["requestState"]
+    assert page.select_one(".pg-round-one .pg-token").get_text() == ticket
+    payload = json.loads(page.select_one(".pg-round-one [data-payload=decoded]").get_text())
+    assert payload["sub"] == "bob" and payload["work"] == {"env": "staging"}
+    assert page.select_one("#pg-result [data-verdict]") is None
+
+
+def test_every_move_form_carries_the_switches(client: FlaskClient) -> None:
+    page = soup(client.get("/playground", query_string={"single_use": "0", "sealed": "1", "offset": "30"}))
+    for form in page.select("form[hx-post]"):
+        hidden = {i["name"]: i["value"] for i in form.select("input[type=hidden]") if i["name"] in DEFAULT}
+        assert hidden == {"single_use": "0", "sealed": "1", "no_signature": "0", "offset": "30"}
+        assert form["hx-target"] == "#pg-result" and form["hx-swap"] == "innerHTML"
+
+
+def test_htmx_post_returns_only_the_result_fragment(app: Flask, client: FlaskClient) -> None:
+    with rendered(app) as names:
+        response = play(client, "stolen")
+    assert names == ["playground/_result.html"]
+    assert "HX-Request" in response.headers.get("Vary", "")
+    assert response.headers["HX-Push-Url"] == "/playground?single_use=1&sealed=0&no_signature=0&offset=0&move=stolen"
+    body = response.get_data(as_text=True)
+    assert "<html" not in body and 'id="pg-verdict"' in body
+    status = soup(response).select_one("#pg-status[hx-swap-oob]")
+    assert status is not None and "refused at principal" in status.get_text()
+
+
+def test_no_js_post_returns_the_full_page_with_the_result(app: Flask, client: FlaskClient) -> None:
+    with rendered(app) as names:
+        response = play(client, "late", htmx=False)
+    assert response.status_code == 200 and names == ["playground/show.html"]
+    page = soup(response)
+    assert page.select_one("#pg-result [data-verdict]")["data-verdict"] == "refused"
+    assert outcomes(page)["expiry"] == "fail"
+    assert "refused at expiry" in page.select_one("#pg-status").get_text()
+    assert page.select_one("#pg-status[hx-swap-oob]") is None
+    assert "pg-move--current" in page.select_one("#move-late")["class"]
+
+
+def test_get_with_a_move_is_a_shareable_result(client: FlaskClient) -> None:
+    page = soup(client.get("/playground?single_use=0&move=twice"))
+    assert page.select_one("#pg-result [data-verdict]")["data-verdict"] == "deployed"
+    assert page.select_one(".pg-switches input[name=move]")["value"] == "twice"
+
+
+def test_switching_with_htmx_swaps_the_widget_and_pushes_a_clean_url(app: Flask, client: FlaskClient) -> None:
+    with rendered(app) as names:
+        response = client.get("/playground?single_use=0&single_use=1&sealed=0&sealed=1&no_signature=0&offset=5",
+                              headers=HX)
+    assert names == ["playground/_playground.html"]
+    assert response.headers["HX-Push-Url"] == "/playground?single_use=1&sealed=1&no_signature=0&offset=5"
+    page = soup(response)
+    assert page.select_one("#pg-single-use").has_attr("checked") and page.select_one("#pg-sealed").has_attr("checked")
+
+
+def test_embedded_widget_does_not_push_urls(client: FlaskClient) -> None:
+    response = client.get("/playground?embedded=1&sealed=1", headers=HX)
+    assert "HX-Push-Url" not in response.headers
+    page = soup(response)
+    assert page.select_one("#pg-moves-heading").name == "h3"
+    assert page.select_one("form[hx-post] input[name=embedded]")["value"] == "1"
+    response = client.post("/playground/moves/honest", data={**DEFAULT, "embedded": "1"}, headers=HX)
+    assert "HX-Push-Url" not in response.headers
+
+
+def test_sealed_mode_hides_the_payload(client: FlaskClient) -> None:
+    page = soup(client.get("/playground?sealed=1"))
+    ticket = page.select_one(".pg-round-one .pg-token").get_text()
+    assert ticket.startswith("s1.")
+    assert page.select_one("[data-payload=decoded]") is None
+    assert page.select_one(".pg-round-one [data-payload=sealed]") is not None
+    result = soup(play(client, "tampered", sealed="1"))
+    assert result.select_one("[data-payload=decoded]") is None
+    assert "authentication tag" in result.select_one("li[data-check=signature]").get_text()
+
+
+@pytest.mark.parametrize("query", ["single_use=2", "sealed=yes", "offset=-1", "offset=601", "offset=abc",
+                                   "move=nope"])
+def test_malformed_switches_are_a_400(client: FlaskClient, query: str) -> None:
+    response = client.get(f"/playground?{query}")
+    assert response.status_code == 400
+    assert soup(response).select_one("[data-error]") is not None
+
+
+def test_malformed_switches_on_a_move_are_a_400_fragment(client: FlaskClient) -> None:
+    response = play(client, "honest", offset="ten")
+    assert response.status_code == 400
+    assert "offset must be" in soup(response).select_one("[data-error]").get_text()
+
+
+def test_unknown_move_is_a_404(client: FlaskClient) -> None:
+    assert client.post("/playground/moves/nope", data=DEFAULT).status_code == 404
+
+
+def test_page_obeys_the_csp(client: FlaskClient) -> None:
+    for response in (client.get("/playground?move=stolen"), play(client, "twice"),
+                     client.post("/playground/custom", data={**DEFAULT, "arguments": "{"}, headers=HX)):
+        body = response.get_data(as_text=True)
+        assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", body)
+        assert not re.search(r"\sstyle\s*=", body)
+        assert not re.search(r"\son[a-z]+\s*=", body)
+
+
+# -- the custom move -------------------------------------------------------------------------------
+
+
+def test_custom_move_as_prefilled_deploys(client: FlaskClient) -> None:
+    form = custom_form(client)
+    assert form["arguments"] == '{"env": "staging"}' and form["answer"] == "accept"
+    assert form["ticket"].startswith("t1.")
+    page = soup(client.post("/playground/custom", data=form, headers=HX))
+    assert page.select_one("[data-verdict]")["data-verdict"] == "deployed"
+    sent = json.loads(page.select_one("#pg-sent-json").get_text())
+    assert sent["params"]["requestState"] == form["ticket"]
+    assert sent["params"]["inputResponses"] == {"confirm": {"action": "accept", "content": {"confirm": True}}}
+
+
+@pytest.mark.parametrize(("changes", "stops_at", "verdict"), [
+    ({"token_choice": "alice-token"}, "principal", "refused"),
+    ({"token_other": "alice-token"}, "principal", "refused"),
+    ({"at": "121"}, "expiry", "refused"),
+    ({"arguments": '{"env": "prod"}'}, "request", "refused"),
+    ({"answer": "none"}, "answer", "asked-again"),
+    ({"answer": "raw", "answer_raw": '{"confirm": {"action": "accept"}}'}, "answer", "asked-again"),
+    ({"ticket": "t1.not-a-ticket.sig"}, "signature", "refused"),
+])
+def test_custom_move_reaches_each_check(client: FlaskClient, changes: dict[str, str], stops_at: str,
+                                        verdict: str) -> None:
+    response = client.post("/playground/custom", data={**custom_form(client), **changes}, headers=HX)
+    assert response.status_code == 200
+    page = soup(response)
+    assert page.select_one("[data-verdict]")["data-verdict"] == verdict
+    assert outcomes(page)[stops_at] == "fail"
+
+
+def test_custom_decline_is_not_a_deploy(client: FlaskClient) -> None:
+    page = soup(client.post("/playground/custom", data={**custom_form(client), "answer": "decline"}, headers=HX))
+    assert page.select_one("[data-verdict]")["data-verdict"] == "declined"
+    assert "nothing was deployed" in page.select_one("#pg-verdict").get_text()
+
+
+def test_custom_without_a_ticket_runs_no_checks(client: FlaskClient) -> None:
+    page = soup(client.post("/playground/custom", data={**custom_form(client), "ticket": ""}, headers=HX))
+    assert page.select_one("[data-verdict]")["data-verdict"] == "asked-again"
+    assert set(outcomes(page).values()) == {"skipped"}
+
+
+def test_custom_non_object_arguments_are_refused_in_band(client: FlaskClient) -> None:
+    response = client.post("/playground/custom", data={**custom_form(client), "arguments": "[1, 2]"}, headers=HX)
+    assert response.status_code == 200  # valid JSON: the server judged it
+    page = soup(response)
+    assert "params.arguments must be an object" in page.select_one(".pg-answer").get_text()
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"arguments": '{"env": "staging"'}, "Arguments is not valid JSON"),
+    ({"arguments": ""}, "Arguments is not valid JSON"),
+    ({"arguments": "[" * 5000 + "]" * 5000}, "Arguments"),
+    ({"answer": "raw", "answer_raw": "{confirm: yes}"}, "The raw inputResponses is not valid JSON"),
+    ({"answer": "raw", "answer_raw": ""}, "raw inputResponses box is empty"),
+    ({"answer": "maybe"}, "Answer must be one of"),
+    ({"at": "soon"}, "Time must be a number"),
+    ({"at": "-5"}, "Time must be between"),
+    ({"at": "nan"}, "Time must be between"),
+    ({"token_other": "mallory-token"}, "names nobody"),
+    ({"token_other": "bob-token\r\nX-Evil: 1"}, "control characters"),
+    ({"minted_at": "yesterday"}, "minted_at"),
+])
+def test_custom_move_bad_input_is_a_specific_400(app: Flask, client: FlaskClient, changes: dict[str, str],
+                                                 message: str) -> None:
+    with rendered(app) as names:
+        response = client.post("/playground/custom", data={**custom_form(client), **changes}, headers=HX)
+    assert response.status_code == 400
+    assert names[-1] == "playground/_error.html"
+    error = soup(response).select_one("[data-error][role=alert]")
+    assert error is not None and message in error.get_text(" ", strip=True)
+
+
+def test_custom_bad_json_without_js_keeps_the_learners_input(client: FlaskClient) -> None:
+    form = {**custom_form(client), "arguments": '{"env": <b>}'}
+    response = client.post("/playground/custom", data=form)
+    assert response.status_code == 400
+    page = soup(response)
+    assert "Arguments is not valid JSON" in page.select_one("#pg-result [data-error]").get_text()
+    assert page.select_one("#pg-custom-arguments").get_text() == '{"env": <b>}'
+    assert "<b>}" not in response.get_data(as_text=True)
+
+
+def test_hostile_strings_are_escaped(client: FlaskClient) -> None:
+    hostile = "<script>alert(1)</script>"
+    form = {**custom_form(client), "arguments": json.dumps({"env": hostile}), "ticket": hostile,
+            "token_other": ""}
+    response = client.post("/playground/custom", data=form)
+    assert response.status_code == 200
+    body = response.get_data(as_text=True)
+    assert hostile not in body and "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+    page = soup(response)
+    assert outcomes(page)["signature"] == "fail"
+    sent = json.loads(page.select_one("#pg-sent-json").get_text())
+    assert sent["params"]["requestState"] == hostile
+    # and a hostile env the server accepts is escaped in the ticket it mints, too
+    response = client.post("/playground/custom", data={**form, "ticket": ""}, headers=HX)
+    assert hostile not in response.get_data(as_text=True)
+
+
+# -- curl ------------------------------------------------------------------------------------------
+
+
+def test_curl_headers_and_quoting(client: FlaskClient) -> None:
+    page = soup(play(client, "stolen"))
+    command = page.select_one("#pg-sent-curl").get_text()
+    url, headers, data = curl_to_request(command)
+    assert url == "http://localhost/mcp"
+    assert headers == {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "deploy",
+        "Authorization": "Bearer alice-token",
+    }
+    assert json.loads(data) == json.loads(page.select_one("#pg-sent-json").get_text())
+    note = page.select_one(".pg-sent .pg-curl").get_text(" ", strip=True)
+    assert "120 s after minting" in note
+
+
+def test_curl_quotes_single_quotes_safely(client: FlaskClient) -> None:
+    tricky = "it's $(rm -rf /) `x` \"q\""
+    form = {**custom_form(client), "arguments": json.dumps({"env": tricky})}
+    page = soup(client.post("/playground/custom", data=form, headers=HX))
+    _, _, data = curl_to_request(page.select_one("#pg-sent-curl").get_text())
+    assert json.loads(data)["params"]["arguments"] == {"env": tricky}
+
+
+def test_round_one_and_honest_curls_really_work_against_mcp(client: FlaskClient) -> None:
+    page = soup(client.get("/playground"))
+    url, headers, data = curl_to_request(page.select_one("#pg-round-one-curl").get_text())
+    assert "fresh" in page.select_one(".pg-round-one .pg-curl").get_text()
+    minted = client.post("/mcp", data=data, headers=headers)
+    assert minted.status_code == 200 and minted.get_json()["result"]["resultType"] == "input_required"
+
+    honest = soup(play(client, "honest"))
+    url, headers, data = curl_to_request(honest.select_one("#pg-sent-curl").get_text())
+    first = client.post("/mcp", data=data, headers=headers)
+    assert first.get_json()["result"]["content"][0]["text"] == "deployed to staging"
+    again = client.post("/mcp", data=data, headers=headers)  # the app's own store remembers it
+    assert again.get_json()["error"]["message"] == FROZEN_TICKET_MESSAGE
+
+
+# -- the lesson embeds the same widget --------------------------------------------------------------
+
+
+def test_playground_context_is_lenient_for_the_lesson(app: Flask) -> None:
+    from web.playground import playground_context
+
+    with app.test_request_context("/lessons/when-the-server-needs-input?offset=abc&move=nope"):
+        context = playground_context({"offset": "abc", "move": "nope", "sealed": "1"})
+    pg = context["pg"]
+    assert pg.embedded and pg.h == 3 and pg.result is None
+    assert pg.toggles.offset == 0 and not pg.toggles.sealed  # a bad switch falls back to all defaults
+    assert isinstance(soup_of_widget(app, context), Tag)
+
+
+def soup_of_widget(app: Flask, context: dict[str, Any]) -> Tag:
+    from flask import render_template
+
+    with app.test_request_context("/lessons/when-the-server-needs-input"):
+        html = render_template("playground/_playground.html", **context)
+    widget = BeautifulSoup(html, "html.parser").select_one("[data-playground]")
+    assert widget is not None and widget.select_one("input[name=embedded]") is not None
+    return widget
