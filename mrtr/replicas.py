@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import string
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,8 +44,11 @@ class Balancer:
 
 
 def cluster(n: int, *, ring: KeyRing, store: RedeemedStore, clock: Clock, policy: Policy | None = None,
-            ttl: int = 120) -> Balancer:
-    """`n` independent replicas named A, B, C… sharing only `ring`, `store` and `clock`."""
+            ttl: int = 120, jti: Callable[[], str] | None = None) -> Balancer:
+    """`n` independent replicas named A, B, C… sharing only `ring`, `store` and `clock`.
+
+    `jti` (optional) replaces random ticket ids with a given sequence, for a replayable demo.
+    """
     names = string.ascii_uppercase[:n]
     return Balancer({name: Server(ring=ring, store=store, clock=clock, policy=policy or Policy(), ttl=ttl,
-                                  name=f"mrtr-lab-{name}") for name in names})
+                                  name=f"mrtr-lab-{name}", jti=jti) for name in names})

@@ -120,6 +120,7 @@ class Server:
         shim_max_rounds: int = 8,
         shim_round_timeout: float = 300.0,
         on_log: Callable[[str], None] | None = None,
+        jti: Callable[[], str] | None = None,
     ) -> None:
         from .tools import lesson_catalog  # the default catalog; local import keeps tools optional
 
@@ -129,7 +130,8 @@ class Server:
         self.catalog = catalog if catalog is not None else lesson_catalog()
         self.policy = policy
         self.ttl = ttl
-        self.codec = TicketCodec(ring, sealed=policy.sealed, ttl=ttl)
+        self.jti = jti  # ticket-id generator for deterministic demos; None means random ids
+        self.codec = TicketCodec(ring, sealed=policy.sealed, ttl=ttl, jti=jti)
         self.info = {"name": name, "version": __version__}
         self.instructions = instructions
         self.shim_max_rounds = shim_max_rounds
@@ -141,7 +143,7 @@ class Server:
         clone = object.__new__(Server)
         clone.__dict__.update(self.__dict__)
         clone.policy = policy
-        clone.codec = TicketCodec(self.ring, sealed=policy.sealed, ttl=self.ttl)
+        clone.codec = TicketCodec(self.ring, sealed=policy.sealed, ttl=self.ttl, jti=self.jti)
         return clone
 
     def connect(self, principal: str, *, channel: bool = True) -> Connection:

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -124,10 +125,14 @@ def request_digest(method: str, target: str, arguments: Any) -> str:
 class TicketCodec:
     """Mints and opens tickets under a key ring, signed (readable) or sealed (AEAD)."""
 
-    def __init__(self, ring: KeyRing, *, sealed: bool = False, ttl: int = DEFAULT_TTL) -> None:
+    def __init__(self, ring: KeyRing, *, sealed: bool = False, ttl: int = DEFAULT_TTL,
+                 jti: Callable[[], str] | None = None) -> None:
         self.ring = ring
         self.sealed = sealed
         self.ttl = int(ttl)
+        # Ticket ids are random by default. The presenter injects a seeded sequence instead, so a
+        # demo replays byte for byte on a fixed key and clock; production never passes one.
+        self.jti = jti or (lambda: secrets.token_urlsafe(12))
         # itsdangerous signs with the *last* key of its list; our ring's first key signs.
         self._signer = Signer(
             list(reversed(ring.keys)), salt=_SALT, digest_method=hashlib.sha256, key_derivation="hmac"
@@ -157,7 +162,7 @@ class TicketCodec:
     ) -> dict[str, Any]:
         return {
             "v": 1,
-            "jti": secrets.token_urlsafe(12),
+            "jti": self.jti(),
             "sub": sub,
             "req": request_digest(method, target, arguments),
             "iat": int(now),

@@ -38,10 +38,14 @@ class RoundTripStep:
     verdict: str
 
 
-def roundtrip(ring: KeyRing, *, env: str = "staging") -> list[RoundTripStep]:
-    """The lesson's six steps, played on two real replicas behind a round-robin balancer."""
-    clock = FakeClock(FIGURE_EPOCH)
-    lb = cluster(2, ring=ring, store=MemoryStore(), clock=clock)
+def roundtrip(ring: KeyRing, *, env: str = "staging", jti: Callable[[], str] | None = None,
+              epoch: float = FIGURE_EPOCH) -> list[RoundTripStep]:
+    """The lesson's six steps, played on two real replicas behind a round-robin balancer.
+
+    With a `jti` sequence (and the fixed `epoch`) the same ring replays the same bytes every time.
+    """
+    clock = FakeClock(epoch)
+    lb = cluster(2, ring=ring, store=MemoryStore(), clock=clock, jti=jti)
     call = deploy_call(2, env)
     first = lb.handle(call, principal="bob")  # round robin: replica A
     answer = first.exchange.response or {}
