@@ -40,8 +40,6 @@ import socket
 import sys
 from typing import Annotated
 
-from pydantic import BaseModel, Field
-
 from mcp.server.mcpserver import (
     AcceptedElicitation,
     Elicit,
@@ -50,6 +48,7 @@ from mcp.server.mcpserver import (
     Resolve,
 )
 from mcp.server.request_state import RequestStateSecurity
+from pydantic import BaseModel, Field
 
 STATE_KEY_ENV = "MRTR_SDK_STATE_KEY"
 TOKEN_ENV = "MRTR_SDK_REQUIRE_TOKEN"
@@ -124,7 +123,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     import uvicorn
-
     from uvicorn.supervisors import Multiprocess
 
     # uvicorn binds a socket with proto 0, and asyncio only sets TCP_NODELAY on sockets whose

@@ -1,0 +1,143 @@
+"""Start and stop the servers under test on free 127.0.0.1 ports, with bounded waits.
+
+`gunicorn_app` serves OUR app the production way (gunicorn, gthread workers); `sdk_app` serves the
+official Python SDK's server (`bench/sdk_server.py --transport http`). Both are plain child
+processes in their own process group, so `stop()` ends exactly what was started.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV_BIN = Path(sys.executable).parent
+BENCH_KEY = "bench-key-0123456789abcdef0123456789abcdef"
+START_TIMEOUT_S = 30.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = START_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with code {proc.returncode} before listening on {port}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listened on 127.0.0.1:{port} within {timeout:.0f} s")
+
+
+@dataclass
+class Served:
+    name: str
+    port: int
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    tmp: tempfile.TemporaryDirectory[str] | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def pids(self) -> list[int]:
+        """The server's own pid and its children's (gunicorn workers), read from /proc."""
+        pids = [self.proc.pid]
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == self.proc.pid:
+                pids.append(int(stat.parent.name))
+        return pids
+
+    def rss_kib(self) -> int:
+        """Total resident memory of the server and its workers, in KiB."""
+        total = 0
+        for pid in self.pids():
+            try:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+            except OSError:
+                continue
+        return total
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        if self.tmp is not None:
+            self.tmp.cleanup()
+            self.tmp = None
+
+    def __enter__(self) -> Served:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _spawn(name: str, argv: list[str], env: Mapping[str, str], port: int,
+           tmp: tempfile.TemporaryDirectory[str]) -> Served:
+    log_path = Path(tmp.name) / f"{name}.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(argv, cwd=ROOT, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    served = Served(name, port, proc, log_path, tmp, dict(env))
+    try:
+        wait_for_port(port, proc)
+    except RuntimeError as exc:
+        text = log_path.read_text(errors="replace")[-2000:]
+        served.stop()
+        raise RuntimeError(f"{name}: {exc}\n{text}") from None
+    return served
+
+
+def gunicorn_app(*, workers: int = 2, threads: int = 8, env: Mapping[str, str] | None = None,
+                 port: int | None = None, tmp: tempfile.TemporaryDirectory[str] | None = None) -> Served:
+    """Our app under gunicorn's gthread worker, with a SQLite redeemed store in a temp dir by default."""
+    tmp = tmp or tempfile.TemporaryDirectory(prefix="mrtr-bench-")
+    port = port or free_port()
+    base = {
+        "MRTR_SECRET_KEYS": BENCH_KEY,
+        "MRTR_STATE_DIR": tmp.name,
+        "MRTR_STORE_PATH": str(Path(tmp.name) / "redeemed.sqlite3"),
+    }
+    argv = [str(VENV_BIN / "gunicorn"), "-w", str(workers), "-k", "gthread", "--threads", str(threads),
+            "-b", f"127.0.0.1:{port}", "--no-control-socket", "--graceful-timeout", "5",
+            "app:create_app()"]
+    return _spawn("ours", argv, {**base, **(env or {})}, port, tmp)
+
+
+def sdk_app(*, workers: int = 2, port: int | None = None) -> Served:
+    """The official SDK's server (bench/sdk_server.py) under uvicorn, `workers` processes sharing a key."""
+    tmp = tempfile.TemporaryDirectory(prefix="mrtr-bench-sdk-")
+    port = port or free_port()
+    argv = [sys.executable, str(ROOT / "bench" / "sdk_server.py"), "--transport", "http", "--port", str(port),
+            "--workers", str(workers)]
+    return _spawn("sdk", argv, {"MRTR_SDK_STATE_KEY": BENCH_KEY}, port, tmp)
