@@ -1,0 +1,109 @@
+"""The course loader: the real lessons load, and each kind of broken lesson fails create_app()."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from app import create_app
+from web.content import DEFAULT_ROOT, MOVE_SLUGS, WIDGETS, ContentError, load_course
+
+from .conftest import TEST_KEY
+
+LESSON = "when-the-server-needs-input"
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A private copy of lessons/ to break."""
+    root = tmp_path / "lessons"
+    shutil.copytree(DEFAULT_ROOT, root)
+    return root
+
+
+def edit(path: Path, old: str, new: str, count: int = 1) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, count), encoding="utf-8")
+
+
+def test_the_real_course_loads_and_is_frozen() -> None:
+    course = load_course()
+    lesson = course.lesson(LESSON)
+    assert lesson is not None
+    assert [m.slug for m in course.moves] == list(MOVE_SLUGS)
+    assert len(lesson.sections) == 13 and all(s.html for s in lesson.sections)
+    assert {s.widget for s in lesson.sections if s.widget} == WIDGETS
+    assert [c.n for c in lesson.roundtrip_steps] == [1, 2, 3, 4, 5, 6]
+    assert set(lesson.move_notes) == set(MOVE_SLUGS)
+    assert all(q.correct_choice.id == q.answer for q in lesson.questions)
+    with pytest.raises(AttributeError):
+        lesson.title = "changed"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        lesson.move_notes["honest"] = "changed"  # type: ignore[index]
+
+
+def test_the_app_loads_the_course_once(app) -> None:
+    from flask import Flask
+
+    assert isinstance(app, Flask)
+    assert app.extensions["content"].lesson(LESSON) is not None
+
+
+def test_markdown_headings_get_section_prefixed_anchors() -> None:
+    lesson = load_course().lesson(LESSON)
+    assert 'id="round-trip--one-deploy-two-replicas"' in lesson.section("round-trip").html
+
+
+META = f"{LESSON}/meta.toml"
+QUIZ = f"{LESSON}/quiz.toml"
+
+BROKEN: dict[str, tuple[Callable[[Path], None], str]] = {
+    "missing section file": (lambda r: (r / LESSON / "sections" / "05-spec-rules.md").unlink(), "does not exist"),
+    "section file outside sections/": (lambda r: edit(r / META, 'file = "05-spec-rules.md"',
+                                                      'file = "../meta.toml"'), "does not exist"),
+    "duplicate section id": (lambda r: edit(r / META, 'id = "recap"', 'id = "objectives"'), "duplicate section id"),
+    "unknown widget": (lambda r: edit(r / META, 'widget = "sealed"', 'widget = "slideshow"'), "unknown widget"),
+    "answer not a choice": (lambda r: edit(r / QUIZ, 'answer = "c"', 'answer = "z"'), "is not one of its choices"),
+    "quiz section unknown": (lambda r: edit(r / QUIZ, 'section = "spec-rules"', 'section = "nowhere"'),
+                             "is not a section"),
+    "duplicate question id": (lambda r: edit(r / QUIZ, 'id = "which-request-cannot-ask"',
+                                             'id = "why-sign-the-ticket"'), "duplicate question id"),
+    "duplicate choice id": (lambda r: edit(r / QUIZ, '{ id = "b", text = "Because the spec',
+                                           '{ id = "a", text = "Because the spec'), "duplicate choice id"),
+    "move note for no move": (lambda r: edit(r / META, 'slug = "twice"', 'slug = "thrice"'), "unknown: ['thrice']"),
+    "move without a note": (lambda r: edit(r / META, '[[move_notes]]\nslug = "twice"', '[[unused]]\nslug = "twice"'),
+                            "missing: ['twice']"),
+    "an eighth move": (lambda r: edit(r / "moves.toml", 'slug = "twice"', 'slug = "thrice"'),
+                       "must be exactly"),
+    "malformed move": (lambda r: edit(r / "moves.toml", 'ticket = "edit-env"', 'ticket = "forged"'), "malformed"),
+    "bad TOML": (lambda r: edit(r / QUIZ, "[[questions]]", "[[questions"), "not valid TOML"),
+    "missing quiz file": (lambda r: (r / QUIZ).unlink(), "file is missing"),
+    "missing prompt": (lambda r: edit(r / QUIZ, 'prompt = "Why does', 'promp = "Why does'), "missing 'prompt'"),
+    "six captions short": (lambda r: edit(r / META, "[[roundtrip_steps]]\nn = 6", "[[unused_steps]]\nn = 6"),
+                           "steps 1 to 6"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_broken_content_fails_create_app(tree: Path, case: str) -> None:
+    breaks, message = BROKEN[case]
+    breaks(tree)
+    with pytest.raises(ContentError, match=re.escape(message)):
+        load_course(tree)
+    with pytest.raises(ContentError):
+        create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory",
+                    "MRTR_CONTENT_DIR": str(tree)})
+
+
+def test_raw_html_in_markdown_is_escaped(tree: Path) -> None:
+    (tree / LESSON / "sections" / "13-recap.md").write_text(
+        'Before <script>alert(1)</script> after.\n\n<img src=x onerror="alert(2)">\n\n'
+        "[click](javascript:alert(3))\n", encoding="utf-8")
+    html = str(load_course(tree).lesson(LESSON).section("recap").html)
+    assert "<script>" not in html and "<img" not in html and 'href="javascript' not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html

@@ -1,0 +1,220 @@
+"""The course home, the lesson page and its live figures, all rendered from the real server."""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from app import create_app
+from mrtr import CHECKS, tools
+from web.content import DEFAULT_ROOT, load_course
+
+from .conftest import TEST_KEY
+from .helpers import HX, assert_csp_clean, assert_unique_ids, rendered, soup
+
+LESSON = "when-the-server-needs-input"
+URL = f"/lessons/{LESSON}"
+
+
+@pytest.fixture
+def page(client: FlaskClient):
+    response = client.get(URL)
+    assert response.status_code == 200
+    return soup(response.data)
+
+
+def test_home_lists_the_course_and_links_onwards(app: Flask, client: FlaskClient) -> None:
+    with rendered(app) as names:
+        response = client.get("/")
+    assert response.status_code == 200 and names == ["lessons/home.html"]
+    tree = soup(response.data)
+    assert tree.h1.get_text(strip=True) == "MRTR Lab"
+    hrefs = {a["href"] for a in tree.find_all("a")}
+    assert {URL, "/playground", f"/quiz/{LESSON}"} <= hrefs
+    assert_csp_clean(response.data)
+
+
+def test_layout_has_landmarks_skip_link_htmx_config_and_local_assets(client: FlaskClient) -> None:
+    tree = soup(client.get("/").data)
+    assert tree.find("a", class_="skip-link")["href"] == "#main"
+    assert tree.find("main", id="main") and tree.find("header") and tree.find("footer")
+    assert tree.find("nav", attrs={"aria-label": "Site"})
+    assert tree.find(id="announcer")["aria-live"] == "polite"
+    config = json.loads(tree.find("meta", attrs={"name": "htmx-config"})["content"])
+    assert config == {"includeIndicatorStyles": False, "allowEval": False, "allowScriptTags": False}
+    scripts = [s["src"] for s in tree.find_all("script")]
+    assert scripts == ["/static/vendor/htmx-2.0.11.min.js", "/static/js/app.js", "/static/js/playground.js"]
+    styles = [link["href"] for link in tree.find_all("link", rel="stylesheet")]
+    assert styles == ["/static/css/site.css", "/static/css/playground.css"]
+    for asset in scripts + styles:
+        response = client.get(asset)
+        response.close()  # static files are streamed; close them or pytest flags the open file
+        assert response.status_code == 200
+
+
+def test_lesson_page_has_every_section_deep_linkable_with_a_toc(app: Flask, client: FlaskClient) -> None:
+    lesson = load_course().lesson(LESSON)
+    with rendered(app) as names:
+        response = client.get(URL)
+    assert names == ["lessons/lesson.html"]
+    tree = soup(response.data)
+    toc = [a["href"] for a in tree.find("nav", class_="toc").find_all("a")]
+    assert toc == [f"#{s.id}" for s in lesson.sections]
+    for s in lesson.sections:
+        section = tree.find("section", id=s.id)
+        assert section is not None, s.id
+        assert section.h2.get_text(strip=True) == s.title
+    objectives = [li.get_text(" ", strip=True) for li in tree.select("#objectives ul.objectives li")]
+    assert objectives == list(lesson.objectives)
+    assert_csp_clean(response.data)
+    # The embedded playground brings its own id="playground"; the playground helper is renaming it.
+    assert_unique_ids(response.data, ignore=frozenset({"playground", "pg-custom-answer-raw"}))
+
+
+def test_unknown_lesson_is_404(client: FlaskClient) -> None:
+    assert client.get("/lessons/nope").status_code == 404
+
+
+def test_roundtrip_figure_shows_six_real_steps_across_two_replicas(page) -> None:
+    lesson = load_course().lesson(LESSON)
+    steps = page.select("#round-trip .rt-step")
+    assert [int(s["data-step"]) for s in steps] == [1, 2, 3, 4, 5, 6]
+    assert [s["data-title"] for s in steps] == [c.title for c in lesson.roundtrip_steps]
+    assert [s["data-replica"] for s in steps] == ["A", "A", "", "B", "B", "B"]
+    assert lesson.roundtrip_steps[1].caption in steps[1].get_text(" ", strip=True)
+    first = json.loads(steps[0].select_one("pre.json code").get_text())
+    assert first["method"] == "tools/call" and first["params"]["arguments"] == {"env": "staging"}
+    answer = json.loads(steps[1].select_one("pre.json code").get_text())
+    assert answer["result"]["resultType"] == "input_required"
+    retry = json.loads(steps[3].select_one("pre.json code").get_text())
+    assert retry["id"] != first["id"] and retry["params"]["requestState"] == answer["result"]["requestState"]
+    done = steps[4].select("ol.checks li")
+    assert [li["data-check"] for li in done] == list(CHECKS)
+    assert {li["data-outcome"] for li in done} == {"pass"}
+    refused = [li["data-outcome"] for li in steps[5].select("ol.checks li")]
+    assert refused == ["fail"] + ["skipped"] * 5
+    # Without JavaScript every step is visible; the controls only appear with app.js.
+    assert not any(s.has_attr("hidden") for s in steps)
+    assert page.select_one("#round-trip [data-stepper-controls]").has_attr("hidden")
+
+
+def test_anatomy_decodes_a_real_ticket(page) -> None:
+    figure = page.select_one("#ticket-anatomy .anatomy")
+    prefix = figure.select_one(".token .tok-prefix").get_text()
+    payload = figure.select_one(".token .tok-payload").get_text()
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    assert prefix == "t1" and claims["sub"] == "bob" and claims["work"] == {"env": "staging"}
+    assert claims["exp"] - claims["iat"] == 120
+    names = [th.get_text(strip=True) for th in figure.select("table.claims tbody th")]
+    assert names == ["v", "jti", "sub", "req", "iat", "exp", "step", "work.env"]
+    blob = figure.select_one(".sealed .tok-blob").get_text()
+    assert "bob" not in blob and "staging" not in blob
+
+
+def test_sealed_figure_shows_decoded_signed_payload_beside_sealed_blob(page) -> None:
+    figure = page.select_one("#signed-is-not-secret")
+    decoded = json.loads(figure.select_one("pre.json code").get_text())
+    assert decoded["sub"] == "bob"
+    assert figure.select_one(".sealed .tok-prefix").get_text() == "s1"
+
+
+def test_timeline_plays_every_move_and_matches_moves_toml(page) -> None:
+    course = load_course()
+    figure = page.select_one("#checks-and-clock")
+    events = [li.select_one(".at").get_text(strip=True) for li in figure.select("ol.timeline li")]
+    assert events == [f"t = {t} s" for t in (0, 8, 12, 16, 20, 30, 40, 120, 300)]
+    assert "expires" in figure.select_one("li.event-expiry").get_text()
+    for move in course.moves:
+        row = figure.find("tr", id=f"timeline-checks-and-clock-{move.slug}")
+        cells = {td["data-check"]: td["data-outcome"] for td in row.select("td.cell")}
+        assert list(cells) == list(CHECKS)
+        assert row.select_one("td.result").get_text(strip=True) == move.expect.replace("-", " ")
+        if move.stops_at:
+            assert [c for c, o in cells.items() if o == "fail"] == [move.stops_at]
+            after = list(CHECKS)[list(CHECKS).index(move.stops_at) + 1:]
+            assert all(cells[c] == "skipped" for c in after)
+        else:
+            assert set(cells.values()) == {"pass"}
+
+
+def test_shim_and_lab_are_live_transcripts(page) -> None:
+    shim = page.select_one("#old-clients .shim")
+    methods = [json.loads(p.get_text()).get("method") for p in shim.select("pre.json code")]
+    assert "initialize" in methods and "tools/call" in methods and "elicitation/create" in methods
+    assert "deployed to staging" in shim.get_text()
+    lab = page.select_one("#run-it-raw .lab")
+    assert "python -m mrtr lab" in lab.get_text()
+    scenes = lab.select("section.scene")
+    assert len(scenes) == 4 and all("FAILED" not in s.get_text() for s in scenes)
+    lines = lab.select(".tline .dir")
+    assert {d.get_text() for d in lines} == {"-->", "<--"}
+    assert "-32022" in scenes[2].get_text() and "-32602" in scenes[3].get_text()
+
+
+def test_sdk_figure_shows_our_snippet_beside_the_real_deploy_source(page) -> None:
+    figure = page.select_one("#sdk-version")
+    ts = figure.select_one("#sdk-sdk-version-ts").get_text()
+    for helper in ("inputRequired(", "inputRequired.elicit(", "acceptedContent(", ".mint("):
+        assert helper in ts
+    assert figure.select_one("#sdk-sdk-version-py").get_text() == inspect.getsource(tools.deploy)
+
+
+def test_breakit_links_preset_the_playground(page) -> None:
+    hrefs = [a["href"] for a in page.select("#break-it ul.breakit a")]
+    assert "/playground?no_signature=1#move-tampered" in hrefs
+    assert "/playground?single_use=0#move-twice" in hrefs
+    assert "/playground?sealed=1#move-tampered" in hrefs
+    assert any("offset=" in h for h in hrefs)
+
+
+def test_playground_and_quiz_are_embedded(page) -> None:
+    assert page.select_one("#playground [data-playground]") is not None
+    assert len(page.select("#quick-check li.question form")) == 12
+
+
+def test_figure_endpoint_renders_fragment_for_htmx_and_page_otherwise(app: Flask, client: FlaskClient) -> None:
+    url = f"{URL}/figures/ticket-anatomy"
+    with rendered(app) as names:
+        full = client.get(url)
+    assert full.status_code == 200 and names == ["lessons/figure.html"]
+    assert soup(full.data).find("main")
+    with rendered(app) as names:
+        fragment = client.get(url, headers=HX)
+    assert fragment.status_code == 200 and names == ["lessons/_figure.html"]
+    assert "<main" not in fragment.text and 'id="figure-ticket-anatomy"' in fragment.text
+    assert "HX-Request" in fragment.headers["Vary"]
+    # A fresh ticket every time (new jti), from the real codec.
+    again = client.get(url, headers=HX)
+    assert soup(again.data).select_one(".tok-payload").get_text() != soup(fragment.data).select_one(
+        ".tok-payload").get_text()
+
+
+@pytest.mark.parametrize("section", ["nope", "objectives", "playground", "quick-check"])
+def test_figure_endpoint_404s_for_sections_without_a_standalone_figure(client: FlaskClient, section: str) -> None:
+    assert client.get(f"{URL}/figures/{section}").status_code == 404
+
+
+def test_hostile_lesson_text_is_escaped(tmp_path: Path) -> None:
+    root = tmp_path / "lessons"
+    shutil.copytree(DEFAULT_ROOT, root)
+    hostile = '<script>alert("x")</script>'
+    meta, quiz = root / LESSON / "meta.toml", root / LESSON / "quiz.toml"
+    meta.write_text(meta.read_text().replace('title = "Recap"', f"title = 'Recap {hostile}'", 1))
+    old_prompt = 'prompt = "Why does a server have to protect the integrity of requestState?"'
+    quiz.write_text(quiz.read_text().replace(old_prompt, f"prompt = '{hostile} Why?'", 1))
+    app = create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory",
+                      "MRTR_CONTENT_DIR": str(root)})
+    client = app.test_client()
+    for url in (URL, f"/quiz/{LESSON}"):
+        response = client.get(url)
+        assert response.status_code == 200
+        assert hostile not in response.text
+        assert "&lt;script&gt;alert(" in response.text
+        assert_csp_clean(response.data)
