@@ -18,3 +18,4 @@ def register(app: Flask) -> None:
     app.register_blueprint(lessons.bp)
     app.register_blueprint(quiz.bp)
     app.register_blueprint(__import__("web.playground").playground.bp)  # the "Misuse the ticket" playground
+    app.register_blueprint(__import__("web.demo").demo.bp)  # presenter mode: /demo

@@ -1,0 +1,228 @@
+"""Presenter mode: the round trip's six steps and the seven moves as a full-screen deck.
+
+Everything on a slide is produced by real servers at the moment the page is asked for, but on a
+FIXED demo key, a fixed clock and a seeded ticket-id sequence, so the same slide replays byte for
+byte on every load, in every rehearsal and on every machine. The demo key is public on purpose:
+it is not the app's secret, and a ticket shown on the projector is worthless against `/mcp`.
+
+Each slide has its own URL (`/demo/step/3`, `/demo/move/stolen`) and the deck works as linked
+pages without JavaScript; `static/js/demo.js` adds the keyboard, the raw-JSON toggle, the speaker
+notes sync and the kiosk auto-play. URLs name slides, never tickets.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask import Blueprint, abort, render_template, request, url_for
+
+from mrtr import FakeClock, KeyRing, MemoryStore, Server
+from mrtr.scenario import Move, play
+from mrtr.tickets import CHECK_TITLES, b64encode
+from mrtr.transcripts import roundtrip
+from web.content import Lesson, get_content
+
+bp = Blueprint("demo", __name__, url_prefix="/demo")
+
+#: Public on purpose: a demo must never show (or depend on) the app's real secret.
+DEMO_KEY = "mrtr-lab-demo-key-presenter-not-a-secret"
+DEMO_RING = KeyRing([DEMO_KEY])
+#: The instant every demo starts at (2026-09-21T12:53:20Z), so times and expiries never drift.
+DEMO_EPOCH = 1_790_000_000.0
+#: Auto-play bounds, in seconds per slide.
+AUTOPLAY_MIN, AUTOPLAY_MAX = 2, 600
+
+VERDICT_LABELS = {
+    "sent": "Sent",
+    "input_required": "input_required",
+    "answered": "Answered",
+    "complete": "Deployed",
+    "refused": "Refused",
+    "deployed": "Deployed",
+    "asked-again": "Asked again",
+    "declined": "Declined",
+    "error": "Error",
+}
+#: Verdicts a slide shows as good news, bad news, or neither.
+VERDICT_TONES = {"complete": "ok", "deployed": "ok", "refused": "bad", "error": "bad", "asked-again": "warn",
+                 "input_required": "warn", "declined": "warn"}
+
+
+def demo_jti(seed: str) -> Callable[[], str]:
+    """Ticket ids that look random (16 base64url characters) but follow from `seed`, in order."""
+    counter = itertools.count(1)
+    return lambda: b64encode(hashlib.sha256(f"mrtr-demo\x00{seed}\x00{next(counter)}".encode()).digest()[:12])
+
+
+@dataclass(frozen=True)
+class Block:
+    """One raw JSON message on a slide, with what it is."""
+
+    label: str
+    message: Any
+
+
+@dataclass(frozen=True)
+class Slide:
+    index: int
+    kind: str  # "step" or "move"
+    key: str  # the step number or the move slug
+    number: int  # 1-6 for steps, 1-7 for moves
+    title: str
+    caption: str
+    note: str  # what the presenter says (speaker notes)
+    verdict: str
+    replica: str | None = None
+    actor: str = "bob"
+    at: float | None = None
+    checks: tuple[dict[str, str], ...] = ()
+    stopped_at: dict[str, str] | None = None
+    facts: tuple[tuple[str, str], ...] = ()
+    blocks: tuple[Block, ...] = ()
+    log: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def anchor(self) -> str:
+        return f"{self.kind}-{self.key}"
+
+    @property
+    def verdict_label(self) -> str:
+        return VERDICT_LABELS.get(self.verdict, self.verdict)
+
+    @property
+    def tone(self) -> str:
+        return VERDICT_TONES.get(self.verdict, "neutral")
+
+    def url(self, *, notes: bool = False) -> str:
+        endpoint = "demo.notes_" + self.kind if notes else "demo." + self.kind
+        return url_for(endpoint, **({"n": self.number} if self.kind == "step" else {"slug": self.key}))
+
+
+def _lesson() -> Lesson:
+    """The lesson whose round trip and move notes the deck presents."""
+    course = get_content()
+    return next((lesson for lesson in course.lessons if lesson.roundtrip_steps), course.lessons[0])
+
+
+def _first_failure(checks: tuple[dict[str, str], ...]) -> dict[str, str] | None:
+    failed = next((c for c in checks if c["outcome"] == "fail"), None)
+    return {**failed, "title": CHECK_TITLES[failed["check"]]} if failed else None
+
+
+def step_slides(lesson: Lesson) -> list[Slide]:
+    captions = {c.n: c for c in lesson.roundtrip_steps}
+    slides = []
+    for step in roundtrip(DEMO_RING, jti=demo_jti("roundtrip"), epoch=DEMO_EPOCH):
+        caption = captions.get(step.n)
+        checks = tuple(step.checks or ())
+        where = f"Replica {step.replica}" if step.replica else "The client and its user"
+        slides.append(Slide(
+            index=step.n - 1, kind="step", key=str(step.n), number=step.n,
+            title=caption.title if caption else step.title, caption=caption.caption if caption else "",
+            note=caption.caption if caption else step.title, verdict=step.verdict, replica=step.replica,
+            checks=checks, stopped_at=_first_failure(checks), facts=(("Where", where),),
+            blocks=tuple(Block(f"{'Sent' if line.direction == '-->' else 'Received'}"
+                               f"{': ' + line.note if line.note else ''}", line.message) for line in step.lines),
+        ))
+    return slides
+
+
+def _describe(move: Move) -> tuple[tuple[str, str], ...]:
+    ticket = "as issued" if move.ticket == "as-issued" else f"payload edited to {move.edit_to}"
+    answer = "yes (confirm: true)" if move.answer == "confirm" else "none"
+    facts = [("Caller", move.actor), ("Sent at", f"t = {move.at:g} s (expires at 120 s)"), ("Ticket", ticket),
+             ("Answer", answer), ("Arguments", ", ".join(f"{k}: {v}" for k, v in move.arguments.items()))]
+    if move.repeat:
+        facts.append(("Before it", "the same honest retry, at t = 8 s"))
+    return tuple(facts)
+
+
+def move_slides(lesson: Lesson, first_index: int) -> list[Slide]:
+    slides = []
+    for number, move in enumerate(get_content().moves, 1):
+        clock = FakeClock(DEMO_EPOCH)
+        server = Server(ring=DEMO_RING, store=MemoryStore(), clock=clock, jti=demo_jti(f"move:{move.slug}"))
+        result = play(server, move, clock=clock)
+        trace = result.last.exchange.trace
+        checks = tuple(trace.as_dicts()) if trace else ()
+        blocks = [Block("Round one: bob calls deploy", result.minted.sent),
+                  Block("The server answers input_required with a ticket", result.minted.response)]
+        for step in result.steps:
+            blocks.append(Block(f"Retry by {step.principal} at t = {step.at:g} s", step.sent))
+            blocks.append(Block("The server's answer", step.response))
+        log = [line for step in (result.minted, *result.steps) for line in step.exchange.log]
+        slides.append(Slide(
+            index=first_index + number - 1, kind="move", key=move.slug, number=number, title=move.title,
+            caption=move.summary, note=lesson.move_notes.get(move.slug, move.summary), verdict=result.verdict,
+            actor=move.actor, at=move.at, checks=checks, stopped_at=_first_failure(checks),
+            facts=_describe(move), blocks=tuple(blocks), log=tuple(log),
+        ))
+    return slides
+
+
+def build_deck() -> list[Slide]:
+    """All thirteen slides, replayed now on fresh servers: same key, clock and ids every time."""
+    lesson = _lesson()
+    steps = step_slides(lesson)
+    return steps + move_slides(lesson, len(steps))
+
+
+def _autoplay() -> int | None:
+    raw = request.args.get("autoplay", "")
+    if not raw.isdigit():
+        return None
+    return min(max(int(raw), AUTOPLAY_MIN), AUTOPLAY_MAX)
+
+
+def _render(deck: list[Slide], current: Slide, *, notes: bool) -> str:
+    return render_template("demo/notes.html" if notes else "demo/deck.html", deck=deck, current=current,
+                           lesson=_lesson(), autoplay=None if notes else _autoplay(),
+                           prev=deck[current.index - 1] if current.index > 0 else None,
+                           next=deck[current.index + 1] if current.index + 1 < len(deck) else None)
+
+
+def _find(deck: list[Slide], kind: str, key: str) -> Slide:
+    slide = next((s for s in deck if s.kind == kind and s.key == key), None)
+    if slide is None:
+        abort(404)
+    return slide
+
+
+@bp.get("")
+def deck() -> str:
+    slides = build_deck()
+    return _render(slides, slides[0], notes=False)
+
+
+@bp.get("/step/<int:n>")
+def step(n: int) -> str:
+    slides = build_deck()
+    return _render(slides, _find(slides, "step", str(n)), notes=False)
+
+
+@bp.get("/move/<slug>")
+def move(slug: str) -> str:
+    slides = build_deck()
+    return _render(slides, _find(slides, "move", slug), notes=False)
+
+
+@bp.get("/notes")
+def notes() -> str:
+    slides = build_deck()
+    return _render(slides, slides[0], notes=True)
+
+
+@bp.get("/notes/step/<int:n>")
+def notes_step(n: int) -> str:
+    slides = build_deck()
+    return _render(slides, _find(slides, "step", str(n)), notes=True)
+
+
+@bp.get("/notes/move/<slug>")
+def notes_move(slug: str) -> str:
+    slides = build_deck()
+    return _render(slides, _find(slides, "move", slug), notes=True)
