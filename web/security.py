@@ -6,6 +6,8 @@ changes a header here. The policy has no 'unsafe-inline' and no 'unsafe-eval'.
 
 from __future__ import annotations
 
+import re
+
 from flask import Flask, Response, g
 
 BASE_CSP = (
@@ -14,9 +16,18 @@ BASE_CSP = (
 )
 
 
+#: A CSP host-source for frame-ancestors: scheme, host (optionally `*.`-prefixed), optional port.
+#: Anything else (spaces, `;`, quotes, paths) could smuggle in another directive, so it is dropped.
+_ORIGIN = re.compile(r"\Ahttps?://(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:[0-9]{1,5})?\Z")
+
+
 def allow_framing_by(origins: list[str]) -> None:
-    """Let the listed origins frame the current response (the embed routes only)."""
-    g.frame_ancestors = origins
+    """Let the listed origins frame the current response (the embed routes only).
+
+    Only well-formed `scheme://host[:port]` origins are kept; the rest are ignored, so a bad
+    `MRTR_EMBED_ORIGINS` entry can never widen the policy or inject a directive.
+    """
+    g.frame_ancestors = [o.strip().rstrip("/") for o in origins if _ORIGIN.match(o.strip().rstrip("/"))]
 
 
 def init_app(app: Flask) -> None:
