@@ -8,6 +8,7 @@ server keeps nothing between requests.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +82,16 @@ def quiz_page(slug: str) -> str:
     return render_template("quiz/quiz.html", lesson=lesson, quiz=quiz_context(lesson, request.args.get("progress")))
 
 
+def check(lesson: Lesson, question: Question, form: Mapping[str, str]) -> tuple[Feedback, dict[str, Any]]:
+    """Check one posted answer against the signed progress; the embeddable quiz (web/embed.py) reuses this."""
+    answers = read_progress(lesson, form.get("progress"))
+    chosen = question.choice(form.get("choice"))
+    if chosen is not None:
+        answers[question.id] = chosen.id == question.answer
+    feedback = Feedback(question, chosen.id if chosen else None, chosen is not None and chosen.id == question.answer)
+    return feedback, quiz_context(lesson, write_progress(lesson, answers), feedback)
+
+
 @bp.post("/quiz/<slug>/<qid>/answer")
 def answer(slug: str, qid: str) -> Response:
     """Check one answer: the feedback fragment for htmx, the whole quiz page without JavaScript."""
@@ -88,11 +99,6 @@ def answer(slug: str, qid: str) -> Response:
     question = lesson.question(qid)
     if question is None:
         abort(404)
-    answers = read_progress(lesson, request.form.get("progress"))
-    chosen = question.choice(request.form.get("choice"))
-    if chosen is not None:
-        answers[question.id] = chosen.id == question.answer
-    feedback = Feedback(question, chosen.id if chosen else None, chosen is not None and chosen.id == question.answer)
-    quiz = quiz_context(lesson, write_progress(lesson, answers), feedback)
+    feedback, quiz = check(lesson, question, request.form)
     return htmx.render("quiz/quiz.html", "quiz/_feedback.html", lesson=lesson, quiz=quiz, question=question,
                        feedback=feedback, oob=True)
