@@ -71,11 +71,20 @@ def _echo_region(ctx: CallContext) -> dict[str, Any]:
 JSON_SCHEMA_2020_12: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
-    "$defs": {"address": {"$anchor": "addressDef", "type": "object",
-                          "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
-    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"},
-                   "contactMethod": {"type": "string", "enum": ["phone", "email"]},
-                   "phone": {"type": "string"}, "email": {"type": "string"}},
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
     "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
     "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
     "then": {"required": ["phone"]},
@@ -141,8 +150,10 @@ def _capabilities(ctx: CallContext) -> dict[str, Any] | InputRequired:
 
 def _prompt_result(answers: dict[str, Any]) -> dict[str, Any]:
     context = answers["user_context"].get("content", {}).get("context", "(none)")
-    return {"description": "A prompt that asked for context first",
-            "messages": [{"role": "user", "content": {"type": "text", "text": f"Use this context: {context}"}}]}
+    return {
+        "description": "A prompt that asked for context first",
+        "messages": [{"role": "user", "content": {"type": "text", "text": f"Use this context: {context}"}}],
+    }
 
 
 _missing_capability = _one_round({"capital_question": CAPITAL_Q}, lambda a: text_result("Sampled."))
@@ -162,11 +173,22 @@ def _prompt_with_arguments(ctx: CallContext) -> dict[str, Any]:
 
 def _prompt_with_resource(ctx: CallContext) -> dict[str, Any]:
     uri = ctx.string_arg("resourceUri", max_length=2000)
-    return {"messages": [
-        {"role": "user", "content": {"type": "resource", "resource": {
-            "uri": uri, "mimeType": "text/plain", "text": "Embedded resource content for testing."}}},
-        _user_text("Please process the embedded resource above."),
-    ]}
+    return {
+        "messages": [
+            {
+                "role": "user",
+                "content": {
+                    "type": "resource",
+                    "resource": {
+                        "uri": uri,
+                        "mimeType": "text/plain",
+                        "text": "Embedded resource content for testing.",
+                    },
+                },
+            },
+            _user_text("Please process the embedded resource above."),
+        ]
+    }
 
 
 def _template_read(ctx: CallContext) -> dict[str, Any]:
@@ -176,8 +198,13 @@ def _template_read(ctx: CallContext) -> dict[str, Any]:
     return {"contents": [{"uri": ctx.target, "mimeType": "application/json", "text": body}]}
 
 
-TEMPLATE = ResourceTemplate("test://template/{id}/data", "template-data", _template_read,
-                            description="A resource per id, read through a template.", mime_type="application/json")
+TEMPLATE = ResourceTemplate(
+    "test://template/{id}/data",
+    "template-data",
+    _template_read,
+    description="A resource per id, read through a template.",
+    mime_type="application/json",
+)
 
 
 def _tool(name: str, description: str, handler, schema: dict[str, Any] | None = None) -> Tool:
@@ -185,76 +212,182 @@ def _tool(name: str, description: str, handler, schema: dict[str, Any] | None = 
 
 
 def _prompt(name: str, description: str, handler, *arguments: str) -> Prompt:
-    return Prompt(name=name, description=description, handler=handler,
-                  arguments=tuple({"name": a, "description": a, "required": True} for a in arguments))
+    return Prompt(
+        name=name,
+        description=description,
+        handler=handler,
+        arguments=tuple({"name": a, "description": a, "required": True} for a in arguments),
+    )
 
 
 def conformance_catalog() -> Catalog:
-    embedded = {"uri": "test://embedded-resource", "mimeType": "text/plain",
-                "text": "This is an embedded resource content."}
+    embedded = {
+        "uri": "test://embedded-resource",
+        "mimeType": "text/plain",
+        "text": "This is an embedded resource content.",
+    }
     tools = [
-        _tool("test_simple_text", "Returns one text block.",
-              _fixed(text_result("This is a simple text response for testing."))),
-        _tool("test_image_content", "Returns a 1x1 PNG.",
-              _fixed({"content": [{"type": "image", "data": PNG, "mimeType": "image/png"}]})),
-        _tool("test_audio_content", "Returns a short WAV.",
-              _fixed({"content": [{"type": "audio", "data": WAV, "mimeType": "audio/wav"}]})),
-        _tool("test_embedded_resource", "Returns an embedded resource.",
-              _fixed({"content": [{"type": "resource", "resource": embedded}]})),
-        _tool("test_multiple_content_types", "Returns text, an image and a resource.", _fixed({"content": [
-            {"type": "text", "text": "Multiple content types test:"},
-            {"type": "image", "data": PNG, "mimeType": "image/png"},
-            {"type": "resource", "resource": {"uri": "test://mixed-content-resource", "mimeType": "application/json",
-                                              "text": '{"test":"data","value":123}'}}]})),
-        _tool("test_error_handling", "Always fails as a tool error.",
-              _fixed(text_result("This tool intentionally returns an error for testing", is_error=True))),
+        _tool(
+            "test_simple_text",
+            "Returns one text block.",
+            _fixed(text_result("This is a simple text response for testing.")),
+        ),
+        _tool(
+            "test_image_content",
+            "Returns a 1x1 PNG.",
+            _fixed({"content": [{"type": "image", "data": PNG, "mimeType": "image/png"}]}),
+        ),
+        _tool(
+            "test_audio_content",
+            "Returns a short WAV.",
+            _fixed({"content": [{"type": "audio", "data": WAV, "mimeType": "audio/wav"}]}),
+        ),
+        _tool(
+            "test_embedded_resource",
+            "Returns an embedded resource.",
+            _fixed({"content": [{"type": "resource", "resource": embedded}]}),
+        ),
+        _tool(
+            "test_multiple_content_types",
+            "Returns text, an image and a resource.",
+            _fixed(
+                {
+                    "content": [
+                        {"type": "text", "text": "Multiple content types test:"},
+                        {"type": "image", "data": PNG, "mimeType": "image/png"},
+                        {
+                            "type": "resource",
+                            "resource": {
+                                "uri": "test://mixed-content-resource",
+                                "mimeType": "application/json",
+                                "text": '{"test":"data","value":123}',
+                            },
+                        },
+                    ]
+                }
+            ),
+        ),
+        _tool(
+            "test_error_handling",
+            "Always fails as a tool error.",
+            _fixed(text_result("This tool intentionally returns an error for testing", is_error=True)),
+        ),
         _tool("test_tool_with_progress", "Reports progress 0, 50, 100 of 100.", _progress),
-        _tool("test_logging_tool", "Does its work without logging (no logLevel was asked for).",
-              _fixed(text_result("Done, and nothing was logged."))),
-        _tool("json_schema_2020_12_tool", "Has a JSON Schema 2020-12 inputSchema.",
-              _fixed(text_result("ok")), JSON_SCHEMA_2020_12),
-        _tool("test_header_param", "Echoes a region that is mirrored in the Mcp-Param-Region header.", _echo_region,
-              {"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
-               "required": ["region"]}),
+        _tool(
+            "test_logging_tool",
+            "Does its work without logging (no logLevel was asked for).",
+            _fixed(text_result("Done, and nothing was logged.")),
+        ),
+        _tool(
+            "json_schema_2020_12_tool",
+            "Has a JSON Schema 2020-12 inputSchema.",
+            _fixed(text_result("ok")),
+            JSON_SCHEMA_2020_12,
+        ),
+        _tool(
+            "test_header_param",
+            "Echoes a region that is mirrored in the Mcp-Param-Region header.",
+            _echo_region,
+            {
+                "type": "object",
+                "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+                "required": ["region"],
+            },
+        ),
         _tool("test_missing_capability", "Needs sampling: without it the answer is -32021.", _missing_capability),
-        _tool("test_streaming_elicitation", "Asks for a name with input_required, never on the stream.",
-              _one_round({"user_name": NAME_Q}, _greet)),
+        _tool(
+            "test_streaming_elicitation",
+            "Asks for a name with input_required, never on the stream.",
+            _one_round({"user_name": NAME_Q}, _greet),
+        ),
         _tool("test_input_required_result_elicitation", "Asks for a name.", _one_round({"user_name": NAME_Q}, _greet)),
-        _tool("test_input_required_result_sampling", "Asks the client's model a question.",
-              _one_round({"capital_question": CAPITAL_Q}, lambda a: text_result("Sampling answered."))),
-        _tool("test_input_required_result_list_roots", "Asks for the client's roots.",
-              _one_round({"client_roots": ROOTS_Q},
-                         lambda a: text_result(f"{len(a['client_roots'].get('roots', []))} root(s)."))),
-        _tool("test_input_required_result_request_state", "Asks for confirmation, carrying a ticket.",
-              _one_round({"confirm": OK_Q}, lambda a: text_result("state-ok"))),
-        _tool("test_input_required_result_multiple_inputs", "Asks three questions of three kinds at once.",
-              _one_round({"user_name": NAME_Q, "greeting": GREETING_Q, "client_roots": ROOTS_Q},
-                         lambda a: text_result("All three answered."))),
+        _tool(
+            "test_input_required_result_sampling",
+            "Asks the client's model a question.",
+            _one_round({"capital_question": CAPITAL_Q}, lambda a: text_result("Sampling answered.")),
+        ),
+        _tool(
+            "test_input_required_result_list_roots",
+            "Asks for the client's roots.",
+            _one_round(
+                {"client_roots": ROOTS_Q}, lambda a: text_result(f"{len(a['client_roots'].get('roots', []))} root(s).")
+            ),
+        ),
+        _tool(
+            "test_input_required_result_request_state",
+            "Asks for confirmation, carrying a ticket.",
+            _one_round({"confirm": OK_Q}, lambda a: text_result("state-ok")),
+        ),
+        _tool(
+            "test_input_required_result_multiple_inputs",
+            "Asks three questions of three kinds at once.",
+            _one_round(
+                {"user_name": NAME_Q, "greeting": GREETING_Q, "client_roots": ROOTS_Q},
+                lambda a: text_result("All three answered."),
+            ),
+        ),
         _tool("test_input_required_result_multi_round", "Asks a name, then a colour.", _multi_round),
-        _tool("test_input_required_result_tampered_state", "Asks for confirmation; a tampered ticket is refused.",
-              _one_round({"confirm": OK_Q}, lambda a: text_result("state-ok"))),
-        _tool("test_input_required_result_capabilities", "Asks only what the request's capabilities allow.",
-              _capabilities),
+        _tool(
+            "test_input_required_result_tampered_state",
+            "Asks for confirmation; a tampered ticket is refused.",
+            _one_round({"confirm": OK_Q}, lambda a: text_result("state-ok")),
+        ),
+        _tool(
+            "test_input_required_result_capabilities", "Asks only what the request's capabilities allow.", _capabilities
+        ),
     ]
     prompts = [
-        _prompt("test_simple_prompt", "A prompt without arguments.",
-                _fixed({"messages": [_user_text("This is a simple prompt for testing.")]})),
+        _prompt(
+            "test_simple_prompt",
+            "A prompt without arguments.",
+            _fixed({"messages": [_user_text("This is a simple prompt for testing.")]}),
+        ),
         _prompt("test_prompt_with_arguments", "A prompt with two arguments.", _prompt_with_arguments, "arg1", "arg2"),
-        _prompt("test_prompt_with_embedded_resource", "A prompt embedding a resource.", _prompt_with_resource,
-                "resourceUri"),
-        _prompt("test_prompt_with_image", "A prompt with an image.", _fixed({"messages": [
-            {"role": "user", "content": {"type": "image", "data": PNG, "mimeType": "image/png"}},
-            _user_text("Please analyze the image above.")]})),
-        _prompt("test_input_required_result_prompt", "A prompt that asks for context first.",
-                _one_round({"user_context": CONTEXT_Q}, _prompt_result)),
+        _prompt(
+            "test_prompt_with_embedded_resource", "A prompt embedding a resource.", _prompt_with_resource, "resourceUri"
+        ),
+        _prompt(
+            "test_prompt_with_image",
+            "A prompt with an image.",
+            _fixed(
+                {
+                    "messages": [
+                        {"role": "user", "content": {"type": "image", "data": PNG, "mimeType": "image/png"}},
+                        _user_text("Please analyze the image above."),
+                    ]
+                }
+            ),
+        ),
+        _prompt(
+            "test_input_required_result_prompt",
+            "A prompt that asks for context first.",
+            _one_round({"user_context": CONTEXT_Q}, _prompt_result),
+        ),
     ]
     resources = [
-        Resource("test://static-text", "static-text", _fixed({"contents": [
-            {"uri": "test://static-text", "mimeType": "text/plain",
-             "text": "This is the content of the static text resource."}]}), description="A static text resource."),
-        Resource("test://static-binary", "static-binary", _fixed({"contents": [
-            {"uri": "test://static-binary", "mimeType": "image/png", "blob": PNG}]}),
-            description="A static binary resource.", mime_type="image/png"),
+        Resource(
+            "test://static-text",
+            "static-text",
+            _fixed(
+                {
+                    "contents": [
+                        {
+                            "uri": "test://static-text",
+                            "mimeType": "text/plain",
+                            "text": "This is the content of the static text resource.",
+                        }
+                    ]
+                }
+            ),
+            description="A static text resource.",
+        ),
+        Resource(
+            "test://static-binary",
+            "static-binary",
+            _fixed({"contents": [{"uri": "test://static-binary", "mimeType": "image/png", "blob": PNG}]}),
+            description="A static binary resource.",
+            mime_type="image/png",
+        ),
     ]
     return Catalog(
         tools={t.name: t for t in tools},

@@ -655,7 +655,8 @@ def _complete(conn: Connection, params: dict[str, Any]) -> dict[str, Any]:
     """completion/complete: checks the reference, then offers no suggestions (nothing here is enumerable)."""
     ref, argument = params.get("ref"), params.get("argument")
     if not isinstance(ref, dict) or ref.get("type") not in ("ref/prompt", "ref/resource"):
-        raise InvalidParams('params.ref must be {"type": "ref/prompt", "name": ...} or {"type": "ref/resource", "uri": ...}')
+        raise InvalidParams('params.ref must be {"type": "ref/prompt", "name": ...} '
+                            'or {"type": "ref/resource", "uri": ...}')
     if not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
         raise InvalidParams("params.argument must be an object with a string name")
     catalog = conn.server.catalog

@@ -24,7 +24,6 @@ import logging
 import queue
 import secrets
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -157,12 +156,19 @@ def _serve(services: Services) -> Response:
     sessions: Sessions = current_app.extensions[SESSIONS_KEY]
     sid = request.headers.get("Mcp-Session-Id", "").strip()
     if request.method == "GET":
-        raise _refuse("GET is not served here: 2026-07-28 has no standalone stream, and 2025-11-25 "
-                      "sessions get their messages on the POST that caused them", 405, Allow="POST, DELETE")
+        raise _refuse(
+            "GET is not served here: 2026-07-28 has no standalone stream, and 2025-11-25 "
+            "sessions get their messages on the POST that caused them",
+            405,
+            Allow="POST, DELETE",
+        )
     if request.method == "DELETE":
         if not sid:
-            raise _refuse("DELETE ends a 2025-11-25 session and needs its Mcp-Session-Id; "
-                          "2026-07-28 has no sessions", 405, Allow="POST")
+            raise _refuse(
+                "DELETE ends a 2025-11-25 session and needs its Mcp-Session-Id; 2026-07-28 has no sessions",
+                405,
+                Allow="POST",
+            )
         if not sessions.end(sid, principal):
             raise _refuse("Session not found (it ended, or was never yours)", 404)
         return Response(status=204)
@@ -175,8 +181,7 @@ def _serve(services: Services) -> Response:
         message = json.loads(body)
     except (ValueError, RecursionError):
         # The core owns the wording (and the depth and size limits) of parse errors.
-        return _reply(Connection(services.server, principal, channel=False, stateless=True).receive_text(body),
-                      accepts)
+        return _reply(Connection(services.server, principal, channel=False, stateless=True).receive_text(body), accepts)
 
     if _is_modern(message):
         _check_headers(message, services)
@@ -184,15 +189,21 @@ def _serve(services: Services) -> Response:
     if sid:
         session = sessions.get(sid, principal)
         if session is None:
-            raise Refusal(HttpRefusal("Session not found (it ended, or was never yours): send initialize again",
-                                      http_status=404), _request_id(message))
+            raise Refusal(
+                HttpRefusal("Session not found (it ended, or was never yours): send initialize again", http_status=404),
+                _request_id(message),
+            )
         return _continue_session(session, message, accepts)
     if isinstance(message, dict) and message.get("method") == "initialize":
         return _initialize(services, sessions, principal, message, accepts)
-    raise Refusal(HttpRefusal(
-        "This looks like 2025-11-25 traffic without a session: send initialize first and echo its "
-        "Mcp-Session-Id, or send 2026-07-28 requests with params._meta and the MCP-Protocol-Version header",
-        http_status=400), _request_id(message))
+    raise Refusal(
+        HttpRefusal(
+            "This looks like 2025-11-25 traffic without a session: send initialize first and echo its "
+            "Mcp-Session-Id, or send 2026-07-28 requests with params._meta and the MCP-Protocol-Version header",
+            http_status=400,
+        ),
+        _request_id(message),
+    )
 
 
 # -- checks before the core --------------------------------------------------------------------
@@ -202,8 +213,11 @@ def _check_origin() -> None:
     origin = request.headers.get("Origin")
     if origin is None:
         return  # not a browser; the bearer token is what authenticates
-    configured = {o.strip().rstrip("/").lower() for o in
-                  str(current_app.config.get("MRTR_ALLOWED_ORIGINS") or "").split(",") if o.strip()}
+    configured = {
+        o.strip().rstrip("/").lower()
+        for o in str(current_app.config.get("MRTR_ALLOWED_ORIGINS") or "").split(",")
+        if o.strip()
+    }
     normalized = origin.strip().rstrip("/").lower()
     own = f"{request.scheme}://{request.host}".lower()
     try:
@@ -226,8 +240,7 @@ def _principal(services: Services) -> str:
     scheme, _, token = header.strip().partition(" ")
     principal = services.principal_for(token.strip()) if scheme.lower() == "bearer" else None
     if principal is None:
-        raise _refuse("The bearer token is not valid", 401,
-                      **{"WWW-Authenticate": f'{realm}, error="invalid_token"'})
+        raise _refuse("The bearer token is not valid", 401, **{"WWW-Authenticate": f'{realm}, error="invalid_token"'})
     return principal
 
 
@@ -271,9 +284,12 @@ def _header(name: str) -> str | None:
     if raw is None:
         return None
     value = raw.strip()
-    if value.startswith(SENTINEL_PREFIX) and value.endswith(SENTINEL_SUFFIX) \
-            and len(value) >= len(SENTINEL_PREFIX) + len(SENTINEL_SUFFIX):
-        encoded = value[len(SENTINEL_PREFIX):-len(SENTINEL_SUFFIX)]
+    if (
+        value.startswith(SENTINEL_PREFIX)
+        and value.endswith(SENTINEL_SUFFIX)
+        and len(value) >= len(SENTINEL_PREFIX) + len(SENTINEL_SUFFIX)
+    ):
+        encoded = value[len(SENTINEL_PREFIX) : -len(SENTINEL_SUFFIX)]
         try:
             return base64.b64decode(encoded, validate=True).decode("utf-8")
         except (binascii.Error, ValueError):
@@ -330,8 +346,9 @@ def _request_id(message: Any) -> Any:
 # -- legacy sessions ---------------------------------------------------------------------------
 
 
-def _initialize(services: Services, sessions: Sessions, principal: str, message: dict[str, Any],
-                accepts: Accepts) -> Response:
+def _initialize(
+    services: Services, sessions: Sessions, principal: str, message: dict[str, Any], accepts: Accepts
+) -> Response:
     conn = services.server.connect(principal, channel=True)
     exchange = conn.receive(message)
     response = exchange.response
@@ -354,16 +371,22 @@ def _continue_session(session: Session, message: Any, accepts: Accepts) -> Respo
             return _reply(exchange, accepts, legacy=True)
         if not accepts.sse:
             _cancel(session, exchange.origin)
-            raise Refusal(HttpRefusal("This call has to ask the client a question, which needs an SSE "
-                                      "response: accept text/event-stream", http_status=406), exchange.origin)
+            raise Refusal(
+                HttpRefusal(
+                    "This call has to ask the client a question, which needs an SSE response: accept text/event-stream",
+                    http_status=406,
+                ),
+                exchange.origin,
+            )
         inbox: queue.Queue[list[dict[str, Any]]] = queue.Queue()
         session.streams[exchange.origin] = inbox
     wait = float(current_app.config.get("MRTR_SHIM_WAIT") or session.conn.server.shim_round_timeout)
     return _sse(_shim_stream(session, exchange.origin, exchange.messages, inbox, wait))
 
 
-def _shim_stream(session: Session, origin: Any, first: list[dict[str, Any]],
-                 inbox: queue.Queue[list[dict[str, Any]]], wait: float) -> Iterator[dict[str, Any]]:
+def _shim_stream(
+    session: Session, origin: Any, first: list[dict[str, Any]], inbox: queue.Queue[list[dict[str, Any]]], wait: float
+) -> Iterator[dict[str, Any]]:
     """The server requests of each shim round, then the final response, on one SSE stream.
 
     Each round waits at most `wait` seconds for the client's answers; then the core's `expire()`
@@ -405,8 +428,9 @@ def _cancel(session: Session, origin: Any) -> None:
 
 
 def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(json.dumps(payload, separators=(",", ":")), status=status, headers=headers,
-                    mimetype="application/json")
+    return Response(
+        json.dumps(payload, separators=(",", ":")), status=status, headers=headers, mimetype="application/json"
+    )
 
 
 def _sse(messages: Iterator[dict[str, Any]] | list[dict[str, Any]]) -> Response:
@@ -414,8 +438,12 @@ def _sse(messages: Iterator[dict[str, Any]] | list[dict[str, Any]]) -> Response:
         for message in messages:
             yield f"event: message\ndata: {json.dumps(message, separators=(',', ':'))}\n\n"
 
-    return Response(frames(), status=200, mimetype="text/event-stream",
-                    headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+    return Response(
+        frames(),
+        status=200,
+        mimetype="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
 
 
 def _reply(exchange: Any, accepts: Accepts, *, legacy: bool = False) -> Response:

@@ -23,11 +23,22 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.slow
 def test_the_official_conformance_suite_passes(tmp_path):
-    app = create_app({"MRTR_CONFORMANCE_FIXTURES": "1", "MRTR_STORE": "memory", "MRTR_SECRET_KEYS": TEST_KEY,
-                      "MRTR_ANONYMOUS_PRINCIPAL": "conformance"})
+    app = create_app(
+        {
+            "MRTR_CONFORMANCE_FIXTURES": "1",
+            "MRTR_STORE": "memory",
+            "MRTR_SECRET_KEYS": TEST_KEY,
+            "MRTR_ANONYMOUS_PRINCIPAL": "conformance",
+        }
+    )
     with serve(app) as live:
-        run = subprocess.run(["bash", str(ROOT / "scripts/conformance.sh"), f"{live.url}/mcp", str(tmp_path)],
-                             capture_output=True, text=True, timeout=900, cwd=ROOT)
+        run = subprocess.run(
+            ["bash", str(ROOT / "scripts/conformance.sh"), f"{live.url}/mcp", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            cwd=ROOT,
+        )
     report = f"exit {run.returncode}\n{run.stdout}\n{run.stderr[-4000:]}"
     assert run.returncode == 0, report
     assert "RESULT: PASS" in run.stdout, report

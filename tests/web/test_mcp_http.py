@@ -24,8 +24,14 @@ ACCEPT_BOTH = "application/json, text/event-stream"
 CONFIRM = {"confirm": {"action": "accept", "content": {"confirm": True}}}
 
 
-def rpc(method: str, params: dict[str, Any] | None = None, *, request_id: Any = 1, meta: bool = True,
-        caps: dict[str, Any] | None = None) -> dict[str, Any]:
+def rpc(
+    method: str,
+    params: dict[str, Any] | None = None,
+    *,
+    request_id: Any = 1,
+    meta: bool = True,
+    caps: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     params = dict(params or {})
     if meta:
         params["_meta"] = client_meta(caps)
@@ -49,14 +55,27 @@ def headers_for(message: Any, token: str | None = "bob-token", **extra: str) -> 
     return {k: v for k, v in out.items() if v is not None}
 
 
-def post(client: FlaskClient, message: Any, token: str | None = "bob-token", *, raw: bytes | None = None,
-         content_type: str = "application/json", **extra: str):
+def post(
+    client: FlaskClient,
+    message: Any,
+    token: str | None = "bob-token",
+    *,
+    raw: bytes | None = None,
+    content_type: str = "application/json",
+    **extra: str,
+):
     body = raw if raw is not None else json.dumps(message).encode()
     return client.post("/mcp", data=body, headers=headers_for(message, token, **extra), content_type=content_type)
 
 
-def deploy(env: str = "staging", *, request_id: Any = 2, ticket: str | None = None,
-           answers: dict[str, Any] | None = None, caps: dict[str, Any] | None = None) -> dict[str, Any]:
+def deploy(
+    env: str = "staging",
+    *,
+    request_id: Any = 2,
+    ticket: str | None = None,
+    answers: dict[str, Any] | None = None,
+    caps: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     params: dict[str, Any] = {"name": "deploy", "arguments": {"env": env}}
     if answers is not None:
         params["inputResponses"] = answers
@@ -106,8 +125,11 @@ def test_lesson_tool_list_has_no_fixtures_unless_asked(client):
 
 def test_a_notification_gets_202_and_no_body(client):
     """Spec: a notification POST is answered 202 Accepted."""
-    message = {"jsonrpc": "2.0", "method": "notifications/cancelled",
-               "params": {"requestId": 1, "_meta": client_meta()}}
+    message = {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": 1, "_meta": client_meta()},
+    }
     response = post(client, message)
     assert response.status_code == 202 and response.get_data() == b""
 
@@ -166,17 +188,21 @@ def test_batches_are_refused(client):
 # -- header checks (-32020) -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("extra", [
-    {"Mcp-Method": "prompts/list"},
-    {"Mcp-Method": None},
-    {"Mcp-Method": "TOOLS/CALL"},
-    {"Mcp-Name": "Deploy"},
-    {"Mcp-Name": None},
-    {"Mcp-Name": "=?base64?ZGVwbG95?"},
-    {"Mcp-Name": "=?base64?ZGVwbG9!?="},
-    {"MCP-Protocol-Version": "2025-11-25"},
-    {"MCP-Protocol-Version": None},
-], ids=lambda e: f"{next(iter(e))}={next(iter(e.values()))}")
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"Mcp-Method": "prompts/list"},
+        {"Mcp-Method": None},
+        {"Mcp-Method": "TOOLS/CALL"},
+        {"Mcp-Name": "Deploy"},
+        {"Mcp-Name": None},
+        {"Mcp-Name": "=?base64?ZGVwbG95?"},
+        {"Mcp-Name": "=?base64?ZGVwbG9!?="},
+        {"MCP-Protocol-Version": "2025-11-25"},
+        {"MCP-Protocol-Version": None},
+    ],
+    ids=lambda e: f"{next(iter(e))}={next(iter(e.values()))}",
+)
 def test_headers_that_do_not_mirror_the_body_are_400_with_32020(client, extra):
     """Spec (SEP-2243): a missing or mismatched standard header is HeaderMismatch, HTTP 400."""
     response = post(client, deploy(request_id="r-7"), **extra)
@@ -185,11 +211,15 @@ def test_headers_that_do_not_mirror_the_body_are_400_with_32020(client, extra):
     assert response.get_json()["id"] == "r-7"
 
 
-@pytest.mark.parametrize("extra", [
-    {"mcp-method": "tools/call", "mcp-name": "deploy"},
-    {"Mcp-Name": "  deploy  "},
-    {"Mcp-Name": "=?base64?" + base64.b64encode(b"deploy").decode() + "?="},
-], ids=["lowercase-names", "whitespace", "base64-sentinel"])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"mcp-method": "tools/call", "mcp-name": "deploy"},
+        {"Mcp-Name": "  deploy  "},
+        {"Mcp-Name": "=?base64?" + base64.b64encode(b"deploy").decode() + "?="},
+    ],
+    ids=["lowercase-names", "whitespace", "base64-sentinel"],
+)
 def test_header_names_any_case_whitespace_and_base64_are_accepted(client, extra):
     """Spec: names are case-insensitive, values exact after trimming, the sentinel form decoded."""
     response = post(client, deploy(), **extra)
@@ -218,8 +248,15 @@ def test_the_token_names_the_principal_the_ticket_binds(client):
 
 
 def test_configured_tokens_replace_the_defaults(clock):
-    app = create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory",
-                      "MRTR_CLOCK": clock, "MRTR_TOKENS": "s3cret=carol"})
+    app = create_app(
+        {
+            "TESTING": True,
+            "MRTR_SECRET_KEYS": TEST_KEY,
+            "MRTR_STORE": "memory",
+            "MRTR_CLOCK": clock,
+            "MRTR_TOKENS": "s3cret=carol",
+        }
+    )
     client = app.test_client()
     assert post(client, rpc("tools/list"), token="bob-token").status_code == 401
     assert post(client, rpc("tools/list"), token="s3cret").status_code == 200
@@ -227,20 +264,30 @@ def test_configured_tokens_replace_the_defaults(clock):
 
 def test_the_anonymous_principal_is_opt_in_and_never_overrides_a_bad_token(clock):
     """App: MRTR_ANONYMOUS_PRINCIPAL serves requests that carry no Authorization at all."""
-    app = create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory",
-                      "MRTR_CLOCK": clock, "MRTR_ANONYMOUS_PRINCIPAL": "guest"})
+    app = create_app(
+        {
+            "TESTING": True,
+            "MRTR_SECRET_KEYS": TEST_KEY,
+            "MRTR_STORE": "memory",
+            "MRTR_CLOCK": clock,
+            "MRTR_ANONYMOUS_PRINCIPAL": "guest",
+        }
+    )
     client = app.test_client()
     assert post(client, rpc("tools/list"), token=None).status_code == 200
     assert post(client, rpc("tools/list"), token="forged").status_code == 401
 
 
-@pytest.mark.parametrize("origin,status", [
-    ("http://evil.example.com", 403),
-    ("null", 403),
-    ("http://localhost.evil.example.com", 403),
-    ("http://localhost", 200),
-    ("http://localhost/", 200),
-])
+@pytest.mark.parametrize(
+    "origin,status",
+    [
+        ("http://evil.example.com", 403),
+        ("null", 403),
+        ("http://localhost.evil.example.com", 403),
+        ("http://localhost", 200),
+        ("http://localhost/", 200),
+    ],
+)
 def test_origin_is_validated(client, origin, status):
     """Spec: servers MUST validate Origin; the app's own loopback origin is allowed."""
     response = post(client, rpc("tools/list"), Origin=origin)
@@ -250,8 +297,15 @@ def test_origin_is_validated(client, origin, status):
 
 
 def test_configured_origins_are_allowed(clock):
-    app = create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory",
-                      "MRTR_CLOCK": clock, "MRTR_ALLOWED_ORIGINS": "https://lab.example.org"})
+    app = create_app(
+        {
+            "TESTING": True,
+            "MRTR_SECRET_KEYS": TEST_KEY,
+            "MRTR_STORE": "memory",
+            "MRTR_CLOCK": clock,
+            "MRTR_ALLOWED_ORIGINS": "https://lab.example.org",
+        }
+    )
     client = app.test_client()
     assert post(client, rpc("tools/list"), Origin="https://lab.example.org").status_code == 200
     assert post(client, rpc("tools/list"), Origin="https://other.example.org").status_code == 403
@@ -279,8 +333,15 @@ def test_a_wrong_content_type_is_415(client, content_type):
 
 
 def test_a_body_over_the_limit_is_413_with_a_json_rpc_error(clock):
-    app = create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory",
-                      "MRTR_CLOCK": clock, "MRTR_MAX_BODY": "2048"})
+    app = create_app(
+        {
+            "TESTING": True,
+            "MRTR_SECRET_KEYS": TEST_KEY,
+            "MRTR_STORE": "memory",
+            "MRTR_CLOCK": clock,
+            "MRTR_MAX_BODY": "2048",
+        }
+    )
     client = app.test_client()
     message = deploy()
     message["params"]["arguments"]["env"] = "x" * 4096
@@ -294,8 +355,9 @@ def test_a_body_over_the_limit_is_413_with_a_json_rpc_error(clock):
 LEGACY_HEADERS = {"Accept": ACCEPT_BOTH, "Authorization": "Bearer bob-token", "MCP-Protocol-Version": "2025-11-25"}
 
 
-def legacy_post(client: FlaskClient, message: dict[str, Any], sid: str | None = None, token: str = "bob-token",
-                **kwargs: Any):
+def legacy_post(
+    client: FlaskClient, message: dict[str, Any], sid: str | None = None, token: str = "bob-token", **kwargs: Any
+):
     headers = {**LEGACY_HEADERS, "Authorization": f"Bearer {token}"}
     if sid:
         headers["Mcp-Session-Id"] = sid
@@ -303,9 +365,20 @@ def legacy_post(client: FlaskClient, message: dict[str, Any], sid: str | None = 
 
 
 def open_session(client: FlaskClient, token: str = "bob-token") -> str:
-    response = legacy_post(client, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
-        "clientInfo": {"name": "test", "version": "1"}}}, token=token)
+    response = legacy_post(
+        client,
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"elicitation": {"form": {}}},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        },
+        token=token,
+    )
     assert response.status_code == 200
     assert "resultType" not in response.get_json()["result"]
     sid = response.headers["Mcp-Session-Id"]
@@ -325,7 +398,12 @@ def sse_messages(chunks) -> list[dict[str, Any]]:
 
 def legacy_deploy(client: FlaskClient, sid: str, answer: dict[str, Any] | None):
     """tools/call deploy on a session: read the elicitation off the stream, answer it, read the end."""
-    call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "deploy", "arguments": {"env": "prod"}}}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 5,
+        "method": "tools/call",
+        "params": {"name": "deploy", "arguments": {"env": "prod"}},
+    }
     response = legacy_post(client, call, sid, buffered=False)
     assert response.status_code == 200 and response.mimetype == "text/event-stream"
     stream = response.response
@@ -344,8 +422,13 @@ def test_a_legacy_session_deploys_through_the_shim(client):
     """Legacy spec + app: initialize, elicitation/create on the call's stream, the answer, the result."""
     sid = open_session(client)
     _, final = legacy_deploy(client, sid, {"action": "accept", "content": {"confirm": True}})
-    assert final == [{"jsonrpc": "2.0", "id": 5, "result": {
-        "content": [{"type": "text", "text": "deployed to prod"}], "isError": False}}]
+    assert final == [
+        {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "result": {"content": [{"type": "text", "text": "deployed to prod"}], "isError": False},
+        }
+    ]
 
 
 def test_a_legacy_decline_deploys_nothing(client):
@@ -366,10 +449,16 @@ def test_delete_ends_the_session_and_later_requests_get_404(client):
 def test_a_session_belongs_to_the_principal_that_opened_it(client):
     """App: another principal cannot use (or end) bob's session."""
     sid = open_session(client)
-    assert legacy_post(client, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, sid,
-                       token="alice-token").status_code == 404
-    assert client.delete("/mcp", headers={**LEGACY_HEADERS, "Authorization": "Bearer alice-token",
-                                          "Mcp-Session-Id": sid}).status_code == 404
+    assert (
+        legacy_post(client, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, sid, token="alice-token").status_code
+        == 404
+    )
+    assert (
+        client.delete(
+            "/mcp", headers={**LEGACY_HEADERS, "Authorization": "Bearer alice-token", "Mcp-Session-Id": sid}
+        ).status_code
+        == 404
+    )
     assert legacy_post(client, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, sid).status_code == 200
 
 
@@ -382,15 +471,25 @@ def test_legacy_traffic_without_a_session_is_400_and_says_why(client):
 def test_a_non_legacy_version_header_is_served_as_modern_even_with_a_session(client):
     """Spec: a modern request ignores Mcp-Session-Id; here its headers do not mirror the body."""
     sid = open_session(client)
-    response = client.post("/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-                           headers={**LEGACY_HEADERS, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "1999-01-01"})
+    response = client.post(
+        "/mcp",
+        json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        headers={**LEGACY_HEADERS, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "1999-01-01"},
+    )
     assert response.status_code == 400 and error_of(response)["code"] == -32020
 
 
 def test_an_unanswered_shim_round_ends_when_the_core_expires_it(clock):
     """App: the stream waits a bounded time, then Connection.expire() gives the round up."""
-    app = create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory",
-                      "MRTR_CLOCK": clock, "MRTR_SHIM_WAIT": "0.01"})
+    app = create_app(
+        {
+            "TESTING": True,
+            "MRTR_SECRET_KEYS": TEST_KEY,
+            "MRTR_STORE": "memory",
+            "MRTR_CLOCK": clock,
+            "MRTR_SHIM_WAIT": "0.01",
+        }
+    )
     client = app.test_client()
     sid = open_session(client)
     _, stream = legacy_deploy(client, sid, None)
@@ -401,51 +500,93 @@ def test_an_unanswered_shim_round_ends_when_the_core_expires_it(clock):
 
 
 def test_an_unanswered_shim_round_ends_even_if_the_core_clock_stands_still(clock: FakeClock):
-    app = create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory",
-                      "MRTR_CLOCK": clock, "MRTR_SHIM_WAIT": "0.01"})
+    app = create_app(
+        {
+            "TESTING": True,
+            "MRTR_SECRET_KEYS": TEST_KEY,
+            "MRTR_STORE": "memory",
+            "MRTR_CLOCK": clock,
+            "MRTR_SHIM_WAIT": "0.01",
+        }
+    )
     client = app.test_client()
     sid = open_session(client)
     asked, stream = legacy_deploy(client, sid, None)
     final = sse_messages(stream)
     assert final[-1]["id"] == 5 and "did not answer" in final[-1]["error"]["message"]
-    late = legacy_post(client, {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept",
-                                                                                   "content": {"confirm": True}}}, sid)
+    late = legacy_post(
+        client, {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"confirm": True}}}, sid
+    )
     assert late.status_code == 202  # the round was cancelled: the late answer changes nothing
 
 
 # -- nothing a client sends is a 500 --------------------------------------------------------------
 
 MALFORMED_BODIES = [
-    b"", b" ", b"{", b"null", b"true", b"1", b'"x"', b"[]", b"[1]", b"{}", b'{"jsonrpc":"2.0"}',
-    b'{"jsonrpc":"1.0","id":1,"method":"tools/list"}', b"[" * 5000 + b"]" * 5000,
-    b'{"a":' * 100 + b"1" + b"}" * 100, b"\xff\xfe\x00", b'{"jsonrpc":"2.0","id":1,"method":"tools/list","x":NaN}',
-    b'{"jsonrpc":"2.0","id":1e999,"method":"tools/list"}', b'{"jsonrpc":"2.0","id":true,"method":"tools/list"}',
-    b'{"jsonrpc":"2.0","id":null,"method":"tools/list"}', b'{"jsonrpc":"2.0","id":1,"method":5}',
+    b"",
+    b" ",
+    b"{",
+    b"null",
+    b"true",
+    b"1",
+    b'"x"',
+    b"[]",
+    b"[1]",
+    b"{}",
+    b'{"jsonrpc":"2.0"}',
+    b'{"jsonrpc":"1.0","id":1,"method":"tools/list"}',
+    b"[" * 5000 + b"]" * 5000,
+    b'{"a":' * 100 + b"1" + b"}" * 100,
+    b"\xff\xfe\x00",
+    b'{"jsonrpc":"2.0","id":1,"method":"tools/list","x":NaN}',
+    b'{"jsonrpc":"2.0","id":1e999,"method":"tools/list"}',
+    b'{"jsonrpc":"2.0","id":true,"method":"tools/list"}',
+    b'{"jsonrpc":"2.0","id":null,"method":"tools/list"}',
+    b'{"jsonrpc":"2.0","id":1,"method":5}',
     b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":[]}',
     b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":[]}}',
     b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":'
     b'"2026-07-28","io.modelcontextprotocol/clientCapabilities":"all"},"name":"deploy"}}',
-    b'{"jsonrpc":"2.0","id":1,"result":{}}', b'{"jsonrpc":"2.0","id":{"x":1},"error":5}',
+    b'{"jsonrpc":"2.0","id":1,"result":{}}',
+    b'{"jsonrpc":"2.0","id":{"x":1},"error":5}',
     b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
     b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":5,"capabilities":[]}}',
     b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":[]}}',
 ]
 
 MODERN_DEPLOY_VARIANTS: list[dict[str, Any]] = [
-    {"name": 5}, {"name": "deploy", "arguments": []}, {"name": "deploy", "arguments": {"env": 7}},
-    {"name": "deploy", "arguments": {"env": "x" * 5000}}, {"name": "nope"},
+    {"name": 5},
+    {"name": "deploy", "arguments": []},
+    {"name": "deploy", "arguments": {"env": 7}},
+    {"name": "deploy", "arguments": {"env": "x" * 5000}},
+    {"name": "nope"},
     {"name": "deploy", "arguments": {"env": "prod"}, "inputResponses": []},
     {"name": "deploy", "arguments": {"env": "prod"}, "inputResponses": None, "requestState": 5},
-    {"name": "deploy", "arguments": {"env": "prod"}, "inputResponses": {"confirm": 7}, "requestState": "t1." + "A" * 9000},
-    {"name": "deploy", "arguments": {"env": "prod"}, "inputResponses": {"confirm": {"action": "accept"}},
-     "requestState": "s1.AAAA"},
+    {
+        "name": "deploy",
+        "arguments": {"env": "prod"},
+        "inputResponses": {"confirm": 7},
+        "requestState": "t1." + "A" * 9000,
+    },
+    {
+        "name": "deploy",
+        "arguments": {"env": "prod"},
+        "inputResponses": {"confirm": {"action": "accept"}},
+        "requestState": "s1.AAAA",
+    },
 ]
 
 ODD_HEADERS = [
     {"Mcp-Name": "=?base64?????=", "Mcp-Method": "=?base64?=?="},
-    {"Mcp-Session-Id": "not-a-session"}, {"Mcp-Session-Id": "x" * 5000},
-    {"MCP-Protocol-Version": "\t"}, {"Authorization": "Bearer"}, {"Authorization": "Bearer  "},
-    {"Origin": "http://[::1"}, {"Origin": "::::"}, {"Accept": "*/*;q=abc"}, {"Accept": ",,,"},
+    {"Mcp-Session-Id": "not-a-session"},
+    {"Mcp-Session-Id": "x" * 5000},
+    {"MCP-Protocol-Version": "\t"},
+    {"Authorization": "Bearer"},
+    {"Authorization": "Bearer  "},
+    {"Origin": "http://[::1"},
+    {"Origin": "::::"},
+    {"Accept": "*/*;q=abc"},
+    {"Accept": ",,,"},
     {"Mcp-Param-Region": "=?base64?x?="},
 ]
 
@@ -462,9 +603,17 @@ def assert_clean(response) -> None:
 @pytest.mark.parametrize("body", MALFORMED_BODIES, ids=range(len(MALFORMED_BODIES)))
 @pytest.mark.parametrize("version", [MODERN, "2025-11-25"])
 def test_no_malformed_body_is_a_500(client, body, version):
-    response = client.post("/mcp", data=body, content_type="application/json", headers={
-        "Accept": ACCEPT_BOTH, "Authorization": "Bearer bob-token", "MCP-Protocol-Version": version,
-        "Mcp-Method": "tools/list"})
+    response = client.post(
+        "/mcp",
+        data=body,
+        content_type="application/json",
+        headers={
+            "Accept": ACCEPT_BOTH,
+            "Authorization": "Bearer bob-token",
+            "MCP-Protocol-Version": version,
+            "Mcp-Method": "tools/list",
+        },
+    )
     assert_clean(response)
     assert response.status_code in (200, 202, 400, 404)
 
@@ -485,6 +634,7 @@ def test_no_odd_header_is_a_500(client, extra):
 def test_no_garbage_in_a_live_session_is_a_500(client):
     sid = open_session(client)
     for body in MALFORMED_BODIES:
-        response = client.post("/mcp", data=body, content_type="application/json",
-                               headers={**LEGACY_HEADERS, "Mcp-Session-Id": sid})
+        response = client.post(
+            "/mcp", data=body, content_type="application/json", headers={**LEGACY_HEADERS, "Mcp-Session-Id": sid}
+        )
         assert_clean(response)

@@ -29,8 +29,9 @@ def play_over_http(client, clock, move: Move) -> tuple[int, dict]:
     ticket = first.get_json()["result"]["requestState"]
     if move.repeat:
         clock.set(t0 + 8)
-        honest = deploy_call(move.request_id, None, ticket=ticket, answers=copy.deepcopy(ACCEPT),
-                             arguments=dict(move.arguments))
+        honest = deploy_call(
+            move.request_id, None, ticket=ticket, answers=copy.deepcopy(ACCEPT), arguments=dict(move.arguments)
+        )
         assert verdict_of(post(client, honest, token="bob-token").get_json()) == "deployed"
     sent = edit_env(ticket, move.edit_to) if move.ticket == "edit-env" else ticket
     answers = copy.deepcopy(ACCEPT) if move.answer == "confirm" else None
@@ -47,8 +48,11 @@ def test_each_move_over_http(app, client, clock, move):
     assert status == 200
     assert verdict_of(body) == move.expect
     if move.expect == "refused":
-        assert body["error"] == {"code": -32602, "message": FROZEN_TICKET_MESSAGE,
-                                 "data": {"reason": "invalid_request_state"}}
+        assert body["error"] == {
+            "code": -32602,
+            "message": FROZEN_TICKET_MESSAGE,
+            "data": {"reason": "invalid_request_state"},
+        }
         assert any(f"rejected at {move.stops_at}" in line for line in app.extensions["mrtr"].log.tail(5))
     if move.expect == "deployed":
         assert body["result"]["content"][0]["text"] == "deployed to staging"
