@@ -19,3 +19,4 @@ def register(app: Flask) -> None:
     app.register_blueprint(quiz.bp)
     app.register_blueprint(__import__("web.playground").playground.bp)  # the "Misuse the ticket" playground
     app.register_blueprint(__import__("web.demo").demo.bp)  # presenter mode: /demo
+    app.register_blueprint(__import__("web.embed").embed.bp)  # the embeddable quiz and /oembed

@@ -1,0 +1,75 @@
+/* The embeddable quiz's side of the postMessage protocol (version 1; README: "Embedding the quiz").
+ *
+ * Messages go to window.parent, and ONLY to the origin the server validated against
+ * MRTR_EMBED_ORIGINS (data-parent-origin); without one, nothing is sent. Never to "*".
+ *   {type: "mrtr-quiz:ready",     v: 1, lesson, question, questions, height}   once, on load
+ *   {type: "mrtr-quiz:resize",    v: 1, lesson, height}                        whenever the height changes
+ *   {type: "mrtr-quiz:answered",  v: 1, lesson, question, correct}             after each checked answer
+ *   {type: "mrtr-quiz:completed", v: 1, lesson, score, max}                    once every question is answered
+ * The quiz itself (htmx, server-checked answers, the signed score) works the same without this file. */
+(function () {
+  "use strict";
+
+  var VERSION = 1;
+  var root = document.querySelector("[data-embed]");
+  if (!root) { return; }
+  var origin = root.getAttribute("data-parent-origin");
+  var lesson = root.getAttribute("data-lesson");
+  var framed = window.parent && window.parent !== window;
+  var completed = false;
+
+  function post(type, fields) {
+    if (!origin || !framed) { return; }
+    var message = { type: "mrtr-quiz:" + type, v: VERSION, lesson: lesson };
+    Object.keys(fields).forEach(function (key) { message[key] = fields[key]; });
+    window.parent.postMessage(message, origin);
+  }
+
+  function height() {
+    return Math.ceil(root.getBoundingClientRect().height);
+  }
+
+  function score() {
+    var line = document.getElementById("quiz-score");
+    if (!line) { return null; }
+    return {
+      correct: parseInt(line.getAttribute("data-correct"), 10),
+      answered: parseInt(line.getAttribute("data-answered"), 10),
+      total: parseInt(line.getAttribute("data-total"), 10)
+    };
+  }
+
+  var lastHeight = -1;
+  function reportHeight() {
+    var h = height();
+    if (h !== lastHeight) {
+      lastHeight = h;
+      post("resize", { height: h });
+    }
+  }
+
+  // After htmx has swapped the verdict in (and the score line out of band), report it.
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var target = event.detail && event.detail.target;
+    if (!target || !target.classList || !target.classList.contains("feedback")) { return; }
+    var verdict = target.querySelector("[data-question][data-correct]");
+    if (!verdict) { return; }  // "choose an answer first": nothing was checked
+    post("answered", { question: verdict.getAttribute("data-question"),
+                       correct: verdict.getAttribute("data-correct") === "true" });
+    var s = score();
+    if (s && !completed && s.total > 0 && s.answered >= s.total) {
+      completed = true;
+      post("completed", { score: s.correct, max: s.total });
+    }
+    reportHeight();
+  });
+
+  var start = score();
+  completed = Boolean(start && start.total > 0 && start.answered >= start.total);
+  lastHeight = height();
+  post("ready", { question: root.getAttribute("data-question") || null,
+                  questions: document.querySelectorAll(".question").length, height: lastHeight });
+  if ("ResizeObserver" in window) {
+    new window.ResizeObserver(reportHeight).observe(root);
+  }
+})();
