@@ -166,6 +166,7 @@ class _ShimFlow:
     deadline: float
     pending: dict[Any, str] = field(default_factory=dict)  # server request id -> question key
     answers: dict[str, Any] = field(default_factory=dict)
+    sent: set[Any] = field(default_factory=set)  # server request ids already handed to the adapter
 
 
 class CallContext:
@@ -266,7 +267,8 @@ class CallContext:
             self.trace.record("answer", "fail", f"{problem}; the server asks again")
             self.trace.skip_rest("not reached: no answer to redeem")
             return None
-        self.trace.record("answer", "pass", ", ".join(f"{k}: {responses[k].get('action', 'answered')}" for k in questions))
+        said = ", ".join(f"{k}: {responses[k].get('action', 'answered')}" for k in questions)
+        self.trace.record("answer", "pass", said)
         if not self.server.policy.single_use:
             self.trace.record("single-use", "skipped", "single use is switched off: spent tickets are not remembered")
         elif self.server.store.redeem(str(self.state.get("jti")), float(self.state["exp"]), self.now):
@@ -380,7 +382,7 @@ class Connection:
             request_id = None
         return Exchange(
             messages=[{"jsonrpc": "2.0", "id": request_id, "error": exc.to_error()}],
-            trace=trace if trace and trace.checks else trace, log=self._log, origin=request_id,
+            trace=trace, log=self._log, origin=request_id,
             http_status=exc.http_status,
         )
 
@@ -533,7 +535,8 @@ class Connection:
         try:
             result = self._call(method, params, self.legacy_capabilities, trace)
         except MissingCapability as exc:
-            return self._legacy_failure(method, f"the client did not declare {sorted(exc.data['requiredCapabilities'])}, "
+            missing = sorted(exc.data["requiredCapabilities"])
+            return self._legacy_failure(method, f"the client did not declare {missing}, "
                                                 "so the server cannot ask its question")
         if not isinstance(result, InputRequired):
             return {k: v for k, v in result.items() if k not in ("ttlMs", "cacheScope")}
@@ -545,7 +548,7 @@ class Connection:
             return self._legacy_failure(method, f"gave up after {self.server.shim_max_rounds} rounds of questions")
         flow = _ShimFlow(request_id, method, params, result.questions, result.state, round_no,
                          self.server.clock() + self.server.shim_round_timeout)
-        for key, question in result.questions.items():
+        for key in result.questions:
             sid = next(self._ids)
             flow.pending[sid] = key
             self._flows[sid] = flow
@@ -557,8 +560,8 @@ class Connection:
     def _pending_requests(self, origin_id: Any) -> list[dict[str, Any]]:
         out = []
         for sid, flow in self._flows.items():
-            if flow.origin_id == origin_id and sid in flow.pending and not flow.answers.get(f"__sent{sid}"):
-                flow.answers[f"__sent{sid}"] = True
+            if flow.origin_id == origin_id and sid in flow.pending and sid not in flow.sent:
+                flow.sent.add(sid)
                 question = flow.questions[flow.pending[sid]]
                 out.append({"jsonrpc": "2.0", "id": sid, "method": question["method"],
                             "params": question.get("params", {})})
@@ -603,8 +606,7 @@ class Connection:
         return Exchange(messages=[reply], trace=trace, log=self._log, origin=flow.origin_id, http_status=202)
 
     def _legacy_continue(self, flow: _ShimFlow, trace: Trace) -> Any:
-        answers = {k: v for k, v in flow.answers.items() if not k.startswith("__sent")}
-        params = {**flow.params, "inputResponses": answers}
+        params = {**flow.params, "inputResponses": dict(flow.answers)}
         if flow.state is not None:
             params["requestState"] = flow.state  # byte for byte, as a modern client would echo it
         self._note(f"shim: re-running {flow.method} with the client's answers")
@@ -690,12 +692,26 @@ LIST_METHODS: dict[str, Callable[[Connection], dict[str, Any]]] = {
 }
 
 
-def _table() -> dict[str, Callable[[Connection, dict[str, Any], dict[str, Any], Trace], Any]]:
-    table: dict[str, Callable[[Connection, dict[str, Any], dict[str, Any], Trace], Any]] = {
-        name: (lambda fn: lambda conn, params, caps, trace: fn(conn))(fn) for name, fn in LIST_METHODS.items()
-    }
-    for name in sorted(INPUT_REQUIRED_METHODS):
-        table[name] = (lambda m: lambda conn, params, caps, trace: conn._call(m, params, caps, trace))(name)
+MethodHandler = Callable[[Connection, dict[str, Any], dict[str, Any], Trace], Any]
+
+
+def _listing(fn: Callable[[Connection], dict[str, Any]]) -> MethodHandler:
+    def handler(conn: Connection, params: dict[str, Any], caps: dict[str, Any], trace: Trace) -> Any:
+        return fn(conn)
+
+    return handler
+
+
+def _carrier(method: str) -> MethodHandler:
+    def handler(conn: Connection, params: dict[str, Any], caps: dict[str, Any], trace: Trace) -> Any:
+        return conn._call(method, params, caps, trace)
+
+    return handler
+
+
+def _table() -> dict[str, MethodHandler]:
+    table = {name: _listing(fn) for name, fn in LIST_METHODS.items()}
+    table.update({name: _carrier(name) for name in sorted(INPUT_REQUIRED_METHODS)})
     table["completion/complete"] = lambda conn, params, caps, trace: _complete(conn, params)
     return table
 
