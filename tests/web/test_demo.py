@@ -1,0 +1,118 @@
+"""Presenter mode through the Flask client: every slide is a page, and every replay is identical."""
+
+from __future__ import annotations
+
+import pytest
+from flask.testing import FlaskClient
+
+from app import create_app
+from mrtr.tickets import TicketCodec
+from tests.web.helpers import assert_csp_clean, assert_unique_ids, soup
+from web.content import MOVE_SLUGS
+from web.demo import DEMO_RING
+
+STEP_URLS = [f"/demo/step/{n}" for n in range(1, 7)]
+MOVE_URLS = [f"/demo/move/{slug}" for slug in MOVE_SLUGS]
+ALL = ["/demo", "/demo/notes", *STEP_URLS, *MOVE_URLS, *(u.replace("/demo/", "/demo/notes/") for u in
+                                                          STEP_URLS + MOVE_URLS)]
+
+
+def _current(html: bytes):
+    slides = [s for s in soup(html).select("[data-slide]") if not s.has_attr("hidden")]
+    assert len(slides) == 1, "exactly one slide is shown without JavaScript"
+    return slides[0]
+
+
+@pytest.mark.parametrize("url", ALL)
+def test_every_slide_and_note_is_a_page(client: FlaskClient, url: str) -> None:
+    response = client.get(url)
+    assert response.status_code == 200
+    assert_csp_clean(response.data)
+    assert_unique_ids(response.data)
+    assert len(soup(response.data).select("[data-slide]")) == 13
+
+
+@pytest.mark.parametrize(("url", "anchor"), [("/demo", "step-1"), ("/demo/step/3", "step-3"),
+                                             ("/demo/move/stolen", "move-stolen"),
+                                             ("/demo/notes/move/twice", "move-twice")])
+def test_deep_links_pick_the_slide(client: FlaskClient, url: str, anchor: str) -> None:
+    assert _current(client.get(url).data)["id"] == anchor
+
+
+def test_prev_and_next_links_walk_the_deck_without_js(client: FlaskClient) -> None:
+    url, seen = "/demo/step/1", []
+    for _ in range(13):
+        slide = _current(client.get(url).data)
+        seen.append(slide["id"])
+        url = slide.select_one("a[rel=next]")["href"] if slide.select_one("a[rel=next]") else None
+        if url is None:
+            break
+    assert seen == [f"step-{n}" for n in range(1, 7)] + [f"move-{s}" for s in MOVE_SLUGS]
+    back = _current(client.get("/demo/move/stolen").data).select_one("a[rel=prev]")["href"]
+    assert back == "/demo/move/tampered"
+
+
+@pytest.mark.parametrize("url", ["/demo/step/0", "/demo/step/7", "/demo/move/nope", "/demo/notes/step/9"])
+def test_unknown_slides_are_404(client: FlaskClient, url: str) -> None:
+    assert client.get(url).status_code == 404
+
+
+def test_the_same_slide_replays_byte_for_byte(client: FlaskClient) -> None:
+    for url in ("/demo/step/2", "/demo/step/5", "/demo/move/twice"):
+        assert client.get(url).data == client.get(url).data
+
+
+def test_replay_does_not_depend_on_the_apps_key_or_clock(client: FlaskClient) -> None:
+    other = create_app({"TESTING": True, "MRTR_SECRET_KEYS": "another-key-" + "9" * 40, "MRTR_STORE": "memory"})
+    theirs = other.test_client().get("/demo/step/2").data
+    assert client.get("/demo/step/2").data == theirs
+
+
+def test_tickets_are_real_and_on_the_demo_key_not_the_apps(client: FlaskClient, app) -> None:
+    slide = _current(client.get("/demo/step/2").data)
+    text = "".join(pre.get_text() for pre in slide.select("pre.json"))
+    ticket = next(word.strip('",') for word in text.split() if word.startswith('"t1.'))
+    from mrtr.tickets import Trace
+
+    claims = TicketCodec(DEMO_RING).open(ticket, Trace())  # verifies the signature
+    assert claims["sub"] == "bob" and claims["iat"] == 1_790_000_000
+    services_codec = TicketCodec(app.extensions["mrtr"].ring)
+    with pytest.raises(Exception):  # noqa: B017 - any rejection: the app's key did not sign it
+        services_codec.open(ticket, Trace())
+
+
+def test_moves_show_the_real_verdicts(client: FlaskClient) -> None:
+    expected = {"honest": "deployed", "tampered": "refused", "stolen": "refused", "late": "refused",
+                "other-request": "refused", "no-answer": "asked-again", "twice": "refused"}
+    for slug, verdict in expected.items():
+        slide = _current(client.get(f"/demo/move/{slug}").data)
+        assert slide.select_one("[data-verdict]")["data-verdict"] == verdict
+
+
+def test_notes_carry_the_teaching_notes_and_captions(client: FlaskClient, app) -> None:
+    with app.app_context():
+        from web.content import get_content
+
+        lesson = get_content().lessons[0]
+        note = lesson.move_notes["stolen"]
+        caption = lesson.roundtrip_steps[2].caption
+    assert note in _current(client.get("/demo/notes/move/stolen").data).get_text()
+    assert caption in _current(client.get("/demo/notes/step/3").data).get_text()
+
+
+def test_autoplay_is_validated(client: FlaskClient) -> None:
+    deck = soup(client.get("/demo?autoplay=8").data).select_one("[data-deck]")
+    assert deck["data-autoplay"] == "8"
+    assert soup(client.get("/demo?autoplay=1").data).select_one("[data-deck]")["data-autoplay"] == "2"
+    assert not soup(client.get("/demo?autoplay=x").data).select_one("[data-deck]").has_attr("data-autoplay")
+
+
+def test_urls_never_carry_a_ticket(client: FlaskClient) -> None:
+    tree = soup(client.get("/demo/step/4").data)
+    assert all("t1." not in (a.get("href") or "") for a in tree.find_all("a"))
+
+
+def test_the_deck_refuses_framing(client: FlaskClient) -> None:
+    response = client.get("/demo")
+    assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
+    assert response.headers["X-Frame-Options"] == "DENY"
