@@ -119,7 +119,8 @@ def _spawn(name: str, argv: list[str], env: Mapping[str, str], port: int,
 
 
 def gunicorn_app(*, workers: int = 2, threads: int = 8, env: Mapping[str, str] | None = None,
-                 port: int | None = None, tmp: tempfile.TemporaryDirectory[str] | None = None) -> Served:
+                 port: int | None = None, tmp: tempfile.TemporaryDirectory[str] | None = None,
+                 extra_args: tuple[str, ...] = ()) -> Served:
     """Our app under gunicorn's gthread worker, with a SQLite redeemed store in a temp dir by default."""
     tmp = tmp or tempfile.TemporaryDirectory(prefix="mrtr-bench-")
     port = port or free_port()
@@ -129,7 +130,7 @@ def gunicorn_app(*, workers: int = 2, threads: int = 8, env: Mapping[str, str] |
         "MRTR_STORE_PATH": str(Path(tmp.name) / "redeemed.sqlite3"),
     }
     argv = [str(VENV_BIN / "gunicorn"), "-w", str(workers), "-k", "gthread", "--threads", str(threads),
-            "-b", f"127.0.0.1:{port}", "--no-control-socket", "--graceful-timeout", "5",
+            "-b", f"127.0.0.1:{port}", "--no-control-socket", "--graceful-timeout", "5", *extra_args,
             "app:create_app()"]
     return _spawn("ours", argv, {**base, **(env or {})}, port, tmp)
 
