@@ -6,6 +6,8 @@
  *   {type: "mrtr-quiz:resize",    v: 1, lesson, height}                        whenever the height changes
  *   {type: "mrtr-quiz:answered",  v: 1, lesson, question, correct}             after each checked answer
  *   {type: "mrtr-quiz:completed", v: 1, lesson, score, max}                    once every question is answered
+ * and accepts one message from that same parent origin:
+ *   {type: "mrtr-quiz:measure",   v: 1}    answer with a fresh resize (embed-parent.js sends it on load)
  * The quiz itself (htmx, server-checked answers, the signed score) works the same without this file. */
 (function () {
   "use strict";
@@ -53,7 +55,10 @@
     var target = event.detail && event.detail.target;
     if (!target || !target.classList || !target.classList.contains("feedback")) { return; }
     var verdict = target.querySelector("[data-question][data-correct]");
-    if (!verdict) { return; }  // "choose an answer first": nothing was checked
+    // No verdict: "choose an answer first", nothing was checked. Settle events also fire for the
+    // out-of-band swaps of the same response, so each verdict element is reported once.
+    if (!verdict || verdict.hasAttribute("data-reported")) { return; }
+    verdict.setAttribute("data-reported", "true");
     post("answered", { question: verdict.getAttribute("data-question"),
                        correct: verdict.getAttribute("data-correct") === "true" });
     var s = score();
@@ -66,9 +71,18 @@
 
   var start = score();
   completed = Boolean(start && start.total > 0 && start.answered >= start.total);
-  lastHeight = height();
   post("ready", { question: root.getAttribute("data-question") || null,
-                  questions: document.querySelectorAll(".question").length, height: lastHeight });
+                  questions: document.querySelectorAll(".question").length, height: height() });
+  reportHeight();  // the first resize: the parent-side script sizes the iframe from resize messages only
+  // The parent may load its script after our first resize; it asks again with "mrtr-quiz:measure".
+  window.addEventListener("message", function (event) {
+    var data = event.data;
+    if (event.source !== window.parent || event.origin !== origin || !data || data.v !== VERSION) { return; }
+    if (data.type === "mrtr-quiz:measure") {
+      lastHeight = -1;
+      reportHeight();
+    }
+  });
   if ("ResizeObserver" in window) {
     new window.ResizeObserver(reportHeight).observe(root);
   }
