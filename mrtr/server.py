@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -320,9 +321,9 @@ class Connection:
             return self._error_exchange(None, InvalidRequest("JSON-RPC batches are not supported"))
         if not isinstance(message, dict):
             return self._error_exchange(None, InvalidRequest("a JSON-RPC message must be an object"))
-        if _depth(message) > MAX_JSON_DEPTH:
-            return self._error_exchange(_safe_id(message), InvalidRequest(
-                f"message nests deeper than {MAX_JSON_DEPTH} levels"))
+        problem = _shape_problem(message)
+        if problem:
+            return self._error_exchange(_safe_id(message), InvalidRequest(problem))
         if "method" not in message and "id" in message and ("result" in message or "error" in message):
             return self._client_response(message)
         return self._respond(message)
@@ -720,18 +721,29 @@ def _table() -> dict[str, MethodHandler]:
 MODERN_METHODS = _table()
 
 
-def _depth(value: Any, limit: int = MAX_JSON_DEPTH + 1) -> int:
-    deepest, stack = 0, [(value, 1)]
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _shape_problem(value: Any, limit: int = MAX_JSON_DEPTH) -> str | None:
+    """Why a parsed message cannot be served safely: too deep, or text that is not valid Unicode.
+
+    JSON's \\u escapes can smuggle in lone UTF-16 surrogates, which no UTF-8 encoder will write
+    back out; refusing them here keeps every later digest, log line and page render safe.
+    """
+    stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if deepest >= limit:
-            return deepest
-        if isinstance(item, dict):
+        if depth > limit:
+            return f"message nests deeper than {limit} levels"
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return "message contains a lone UTF-16 surrogate, which is not valid Unicode text"
+        elif isinstance(item, dict):
+            stack.extend((k, depth) for k in item)
             stack.extend((v, depth + 1) for v in item.values())
         elif isinstance(item, list):
             stack.extend((v, depth + 1) for v in item)
-    return deepest
+    return None
 
 
 def _safe_id(message: dict[str, Any]) -> Any:

@@ -49,7 +49,7 @@ def serve(server: Server, principal: str, stdin: IO[bytes], stdout: IO[bytes], *
 
     def emit(messages: list[dict[str, Any]]) -> None:
         for message in messages:
-            stdout.write(json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
+            stdout.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
         stdout.flush()
 
     while True:

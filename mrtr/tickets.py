@@ -114,7 +114,8 @@ def b64decode_strict(text: str) -> bytes:
 
 
 def canonical_json(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    """Sorted, compact, ASCII-only JSON: one byte string per value, whatever text it holds."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
 
 def request_digest(method: str, target: str, arguments: Any) -> str:

@@ -203,6 +203,16 @@ def test_bad_input_gets_the_right_json_rpc_error_and_the_server_keeps_serving(se
     assert "result" in handle(server, request("tools/list")).response
 
 
+@pytest.mark.parametrize("text", [
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deploy","arguments":{"env":"\\udfff"}}}',
+    '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"\\ud800":1}}',
+])
+def test_lone_surrogates_are_refused_before_they_reach_a_digest_or_a_log(server, text):
+    exchange = raw(server, text)
+    assert error_of(exchange)["code"] == INVALID_REQUEST and "surrogate" in error_of(exchange)["message"]
+    assert "result" in handle(server, request("tools/list")).response
+
+
 def test_an_oversized_message_is_refused_with_its_size(server):
     exchange = raw(server, " " * (MAX_MESSAGE_BYTES + 1))
     assert error_of(exchange)["code"] == INVALID_REQUEST and exchange.http_status == 413

@@ -29,14 +29,9 @@ MIN_CASES = 200
 #: Cases that still crash the app, each a reported bug outside this test's files. They are kept out of
 #: the sweeps and run below as strict xfails: when the owner fixes one, its xfail fails, and it goes.
 KNOWN_5XX = {
-    # A lone surrogate ("\udfff", legal JSON escape, not valid Unicode) in tool arguments reaches
-    # mrtr.tickets.canonical_json, whose utf-8 encode raises; the core answers -32603 / HTTP 500.
-    # The playground's custom move crashes the same way while rendering. Fix in the core: refuse
-    # such strings as invalid params (or encode with "surrogatepass") before digesting.
-    "mcp/call/env-lone-surrogate": "lone surrogate in arguments: 500 from request_digest",
-    "mcp/retry/env-lone-surrogate": "lone surrogate in arguments: 500 from request_digest",
+    # A lone surrogate ("\udfff", legal JSON escape, not valid Unicode) in the custom move's
+    # arguments crashes the playground while rendering what the client sent.
     "form/custom/args-lone-surrogate": "lone surrogate in the custom move's arguments: crash",
-    "jsonl/11/lone-surrogate-escape": "lone surrogate in arguments: 500 from request_digest",
 }
 
 
