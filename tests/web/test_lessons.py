@@ -50,7 +50,8 @@ def test_layout_has_landmarks_skip_link_htmx_config_and_local_assets(client: Fla
     config = json.loads(tree.find("meta", attrs={"name": "htmx-config"})["content"])
     assert config == {"includeIndicatorStyles": False, "allowEval": False, "allowScriptTags": False}
     scripts = [s["src"] for s in tree.find_all("script")]
-    assert scripts == ["/static/vendor/htmx-2.0.11.min.js", "/static/js/app.js", "/static/js/playground.js"]
+    assert scripts == ["/static/vendor/htmx-2.0.11.min.js", "/static/js/app.js", "/static/js/playground.js",
+                       "/static/js/progress.js"]
     styles = [link["href"] for link in tree.find_all("link", rel="stylesheet")]
     assert styles == ["/static/css/site.css", "/static/css/playground.css"]
     for asset in scripts + styles:

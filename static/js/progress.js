@@ -1,0 +1,287 @@
+/* MRTR Lab progress, kept in this browser (localStorage); nothing is sent to the server.
+ *
+ * Recorded: lesson sections read (seen on screen, IntersectionObserver), playground moves played
+ * (the result the playground swaps in carries data-result), quiz answers (the feedback fragment
+ * carries data-lesson, data-question, data-correct). Shown, exported, imported and reset in the
+ * home page's progress panel.
+ *
+ * The export code is "mrtr-progress." + base64url(JSON {v, data, sum}); `sum` is an FNV-1a hash of
+ * the canonical JSON of `data`, so a code that lost or changed a character is refused on import
+ * with a clear message instead of loading half a progress. */
+(function () {
+  "use strict";
+
+  var KEY = "mrtr-lab:progress";
+  var VERSION = 1;
+  var PREFIX = "mrtr-progress.";
+  var SLUG = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
+
+  function empty() { return { sections: {}, moves: {}, quiz: {} }; }
+
+  function isObject(value) { return value !== null && typeof value === "object" && !Array.isArray(value); }
+
+  /* A valid progress: {sections: {lesson: [ids]}, moves: {slug: verdict}, quiz: {lesson: {qid: bool}}}. */
+  function valid(data) {
+    if (!isObject(data) || !isObject(data.sections) || !isObject(data.moves) || !isObject(data.quiz)) { return false; }
+    var ok = true;
+    Object.keys(data.sections).forEach(function (lesson) {
+      var ids = data.sections[lesson];
+      ok = ok && SLUG.test(lesson) && Array.isArray(ids) && ids.every(function (id) { return typeof id === "string" && SLUG.test(id); });
+    });
+    Object.keys(data.moves).forEach(function (slug) {
+      ok = ok && SLUG.test(slug) && typeof data.moves[slug] === "string";
+    });
+    Object.keys(data.quiz).forEach(function (lesson) {
+      var answers = data.quiz[lesson];
+      ok = ok && SLUG.test(lesson) && isObject(answers) && Object.keys(answers).every(function (qid) {
+        return SLUG.test(qid) && typeof answers[qid] === "boolean";
+      });
+    });
+    return ok;
+  }
+
+  function load() {
+    try {
+      var stored = JSON.parse(window.localStorage.getItem(KEY) || "null");
+      if (stored && stored.v === VERSION && valid(stored.data)) { return stored.data; }
+    } catch (e) { /* storage off or corrupted: start afresh */ }
+    return empty();
+  }
+
+  function save(data) {
+    try {
+      window.localStorage.setItem(KEY, JSON.stringify({ v: VERSION, data: data }));
+    } catch (e) { /* storage full or off: progress is best effort */ }
+    render();
+  }
+
+  function update(change) {
+    var data = load();
+    if (change(data) !== false) { save(data); }
+  }
+
+  /* -- the code -------------------------------------------------------------------------------- */
+
+  function canonical(value) {
+    if (Array.isArray(value)) { return "[" + value.map(canonical).join(",") + "]"; }
+    if (isObject(value)) {
+      return "{" + Object.keys(value).sort().map(function (k) { return JSON.stringify(k) + ":" + canonical(value[k]); }).join(",") + "}";
+    }
+    return JSON.stringify(value);
+  }
+
+  function checksum(text) {  // FNV-1a, 32 bits, as 8 hex digits
+    var hash = 0x811c9dc5;
+    for (var i = 0; i < text.length; i += 1) {
+      hash ^= text.charCodeAt(i);
+      hash = Math.imul(hash, 0x01000193) >>> 0;
+    }
+    return ("0000000" + hash.toString(16)).slice(-8);
+  }
+
+  function toBase64url(text) {
+    var bytes = new TextEncoder().encode(text);
+    var binary = "";
+    bytes.forEach(function (b) { binary += String.fromCharCode(b); });
+    return window.btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  }
+
+  function fromBase64url(text) {
+    var padded = text.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((text.length + 3) % 4);
+    var binary = window.atob(padded);
+    var bytes = new Uint8Array(binary.length);
+    for (var i = 0; i < binary.length; i += 1) { bytes[i] = binary.charCodeAt(i); }
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  }
+
+  function exportCode(data) {
+    return PREFIX + toBase64url(JSON.stringify({ v: VERSION, data: data, sum: checksum(canonical(data)) }));
+  }
+
+  /* Returns {data} or {error: a sentence for the learner}. */
+  function importCode(code) {
+    var text = (code || "").replace(/\s+/g, "");
+    if (!text) { return { error: "Paste a progress code first." }; }
+    if (text.indexOf(PREFIX) !== 0) {
+      return { error: "This is not an MRTR Lab progress code: it should start with “" + PREFIX + "”." };
+    }
+    var body = text.slice(PREFIX.length);
+    if (!/^[A-Za-z0-9_-]+$/.test(body)) {
+      return { error: "This code contains characters a progress code never has. Copy it again, in full." };
+    }
+    var parsed;
+    try {
+      parsed = JSON.parse(fromBase64url(body));
+    } catch (e) {
+      return { error: "This code is damaged or cut short and cannot be read. Copy it again, in full." };
+    }
+    if (!isObject(parsed) || typeof parsed.v !== "number") {
+      return { error: "This code is damaged and cannot be read. Copy it again, in full." };
+    }
+    if (parsed.v !== VERSION) {
+      return { error: "This code was made by a different version of MRTR Lab (format " + parsed.v + "); this one reads format " + VERSION + "." };
+    }
+    if (!valid(parsed.data) || typeof parsed.sum !== "string") {
+      return { error: "This code does not hold a valid progress. Copy it again, in full." };
+    }
+    if (checksum(canonical(parsed.data)) !== parsed.sum) {
+      return { error: "This code fails its checksum: a character was changed or lost. Copy it again, in full." };
+    }
+    return { data: parsed.data };
+  }
+
+  /* -- recording ------------------------------------------------------------------------------- */
+
+  function recordSection(lesson, id) {
+    update(function (data) {
+      var ids = data.sections[lesson] || [];
+      if (ids.indexOf(id) >= 0) { return false; }
+      data.sections[lesson] = ids.concat([id]);
+    });
+  }
+
+  function recordMove(slug, verdict) {
+    if (!SLUG.test(slug)) { return; }
+    update(function (data) { data.moves[slug] = verdict || "played"; });
+  }
+
+  function recordAnswer(lesson, qid, correct) {
+    if (!SLUG.test(lesson) || !SLUG.test(qid)) { return; }
+    update(function (data) {
+      data.quiz[lesson] = data.quiz[lesson] || {};
+      data.quiz[lesson][qid] = correct;
+    });
+  }
+
+  function scan(root) {
+    var scope = root && root.querySelectorAll ? root : document;
+    Array.prototype.forEach.call(scope.querySelectorAll("[data-result]:not([data-progress-seen])"), function (el) {
+      el.setAttribute("data-progress-seen", "true");
+      recordMove(el.getAttribute("data-result"), el.getAttribute("data-verdict"));
+    });
+    Array.prototype.forEach.call(scope.querySelectorAll("[data-question][data-correct][data-lesson]:not([data-progress-seen])"), function (el) {
+      el.setAttribute("data-progress-seen", "true");
+      recordAnswer(el.getAttribute("data-lesson"), el.getAttribute("data-question"), el.getAttribute("data-correct") === "true");
+    });
+  }
+
+  var observer = null;
+
+  function watchSections() {
+    if (observer) { observer.disconnect(); observer = null; }
+    var match = /^\/lessons\/([a-z0-9-]+)\/?$/.exec(window.location.pathname);
+    var sections = document.querySelectorAll("section.lesson-section[id]");
+    if (!match || sections.length === 0 || !("IntersectionObserver" in window)) { return; }
+    var lesson = match[1];
+    observer = new window.IntersectionObserver(function (entries) {
+      entries.forEach(function (entry) {
+        if (!entry.isIntersecting) { return; }
+        var viewport = entry.rootBounds ? entry.rootBounds.height : window.innerHeight;
+        // Read: most of a short section is on screen, or a long one fills half the screen.
+        if (entry.intersectionRatio >= 0.6 || entry.intersectionRect.height >= viewport * 0.5) {
+          recordSection(lesson, entry.target.id);
+          observer.unobserve(entry.target);
+        }
+      });
+    }, { threshold: [0, 0.25, 0.5, 0.6, 0.75, 1] });
+    Array.prototype.forEach.call(sections, function (section) { observer.observe(section); });
+  }
+
+  /* -- the panel -------------------------------------------------------------------------------- */
+
+  function setText(el, text) { if (el) { el.textContent = text; } }
+
+  function render() {
+    var panel = document.querySelector("[data-progress-panel]");
+    if (!panel) { return; }
+    var data = load();
+    Array.prototype.forEach.call(panel.querySelectorAll("[data-progress-lesson]"), function (row) {
+      var lesson = row.getAttribute("data-progress-lesson");
+      var answers = data.quiz[lesson] || {};
+      var ids = Object.keys(answers);
+      setText(row.querySelector('[data-stat="sections"]'), String((data.sections[lesson] || []).length));
+      setText(row.querySelector('[data-stat="answered"]'), String(ids.length));
+      setText(row.querySelector('[data-stat="correct"]'), String(ids.filter(function (q) { return answers[q]; }).length));
+    });
+    var known = (panel.getAttribute("data-moves") || "").split(" ");
+    setText(panel.querySelector('[data-stat="moves"]'),
+      String(Object.keys(data.moves).filter(function (m) { return known.indexOf(m) >= 0; }).length));
+  }
+
+  function initPanel() {
+    var panel = document.querySelector("[data-progress-panel]");
+    if (!panel || panel.getAttribute("data-progress-ready") === "true") { return; }
+    panel.setAttribute("data-progress-ready", "true");
+    panel.querySelector("[data-progress-nojs]").hidden = true;
+    panel.querySelector("[data-progress-ui]").hidden = false;
+    var status = panel.querySelector("[data-progress-status]");
+    var out = panel.querySelector("[data-progress-code]");
+    var input = panel.querySelector("#progress-code-in");
+    var confirmBox = panel.querySelector("[data-progress-confirm]");
+
+    panel.querySelector("[data-progress-export]").addEventListener("click", function () {
+      out.value = exportCode(load());
+      out.hidden = false;
+      var copy = panel.querySelector("[data-progress-copy]");
+      if (copy && navigator.clipboard) { copy.hidden = false; }
+      out.focus();
+      out.select();
+    });
+    panel.querySelector("[data-progress-import]").addEventListener("click", function () {
+      var result = importCode(input.value);
+      status.classList.toggle("is-error", Boolean(result.error));
+      if (result.error) {
+        status.textContent = result.error;
+        input.setAttribute("aria-invalid", "true");
+        input.focus();
+        return;
+      }
+      input.removeAttribute("aria-invalid");
+      save(result.data);
+      input.value = "";
+      status.textContent = "Progress loaded.";
+    });
+    panel.querySelector("[data-progress-reset]").addEventListener("click", function () {
+      confirmBox.hidden = false;
+      panel.querySelector("[data-progress-reset-no]").focus();
+    });
+    panel.querySelector("[data-progress-reset-no]").addEventListener("click", function () {
+      confirmBox.hidden = true;
+      panel.querySelector("[data-progress-reset]").focus();
+    });
+    panel.querySelector("[data-progress-reset-yes]").addEventListener("click", function () {
+      try { window.localStorage.removeItem(KEY); } catch (e) { /* nothing stored */ }
+      confirmBox.hidden = true;
+      out.value = "";
+      out.hidden = true;
+      render();
+      status.classList.remove("is-error");
+      status.textContent = "Progress reset.";
+      panel.querySelector("[data-progress-reset]").focus();
+    });
+    render();
+  }
+
+  function init() {
+    scan(document);
+    watchSections();
+    initPanel();
+  }
+
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var target = event.detail && event.detail.target;
+    if (target === document.body) { init(); return; }  // a boosted page load
+    scan(target && target.isConnected ? target : document);
+  });
+  // Another tab recorded something: keep the panel current.
+  window.addEventListener("storage", function (event) { if (event.key === KEY) { render(); } });
+
+  // For tests and the console: the same functions the panel uses.
+  window.mrtrProgress = { load: load, exportCode: exportCode, importCode: importCode };
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", init);
+  } else {
+    init();
+  }
+})();
