@@ -6,7 +6,7 @@ from typing import Any
 
 from flask import Flask
 
-from web import htmx, security
+from web import compress, htmx, security
 from web.services import build_services, config_from_env
 
 
@@ -27,6 +27,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.extensions["mrtr"] = build_services(app.config)
     security.init_app(app)
     htmx.init_app(app)
+    compress.init_app(app)
 
     from web import blueprints
 
