@@ -1,0 +1,167 @@
+"""The lesson in a real browser: the round-trip figure by mouse and by keyboard, with and without JS."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.helpers import assert_no_axe_violations
+from tests.browser.nojs import assert_no_js_page_accessible
+
+LESSON = "/lessons/when-the-server-needs-input"
+
+
+@pytest.fixture
+def no_js_page(browser: Browser, base_url: str) -> Iterator[Page]:
+    context = browser.new_context(java_script_enabled=False, base_url=base_url)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+def visible_step(page: Page):  # noqa: ANN201
+    return page.locator("#round-trip .rt-step:visible")
+
+
+def test_home_and_lesson_pass_axe(page: Page, axe: Axe) -> None:
+    page.goto("/")
+    expect(page.get_by_role("heading", level=1)).to_have_text("MRTR Lab")
+    assert_no_axe_violations(page, axe)
+    page.get_by_role("link", name="When the server needs input").first.click()
+    expect(page).to_have_url(re.compile(LESSON + "$"))
+    expect(page.get_by_role("heading", level=1)).to_have_text("When the server needs input")
+    assert_no_axe_violations(page, axe)
+
+
+def test_round_trip_steps_with_the_mouse(page: Page, axe: Axe) -> None:
+    # Reduced motion: the checks appear at once, so axe sees them at full contrast, never mid-fade.
+    page.emulate_media(reduced_motion="reduce")
+    page.goto(LESSON + "#round-trip")
+    figure = page.locator("#round-trip figure.roundtrip")
+    status = figure.locator("[data-step-status]")
+    expect(figure.locator("[data-stepper-controls]")).to_be_visible()
+    expect(visible_step(page)).to_have_count(1)
+    expect(status).to_have_text(re.compile(r"^Step 1 of 6: bob calls deploy"))
+    expect(figure).to_have_attribute("data-active-replica", "A")
+    next_button = figure.get_by_role("button", name="Next step")
+    for n, replica in ((2, "A"), (3, "client"), (4, "B"), (5, "B"), (6, "B")):
+        next_button.click()
+        expect(status).to_contain_text(f"Step {n} of 6")
+        expect(visible_step(page)).to_have_attribute("data-step", str(n))
+        expect(figure).to_have_attribute("data-active-replica", replica)
+    expect(next_button).to_have_attribute("aria-disabled", "true")
+    expect(visible_step(page).locator("ol.checks li[data-check=signature]")).to_have_attribute("data-outcome", "fail")
+    figure.get_by_role("button", name="Previous step").click()
+    expect(status).to_contain_text("Step 5 of 6")
+    expect(visible_step(page).locator("ol.checks li[data-outcome=pass]")).to_have_count(6)
+    assert_no_axe_violations(page, axe)
+
+
+def test_checks_light_up_one_by_one_and_a_key_skips_it(page: Page) -> None:
+    page.emulate_media(reduced_motion="no-preference")
+    page.goto(LESSON + "#round-trip")
+    figure = page.locator("#round-trip figure.roundtrip")
+    figure.get_by_role("button", name="Next step").focus()
+    for _ in range(4):
+        page.keyboard.press("Enter")
+    checks = visible_step(page).locator("ol.checks")
+    expect(checks).to_have_class(re.compile("is-animating"))  # lighting up one after another
+    expect(checks.locator("li.is-lit")).to_have_count(6)
+    expect(checks).not_to_have_class(re.compile("is-animating"))
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("Shift")  # any key finishes the animation at once
+    expect(visible_step(page).locator("ol.checks li.is-lit")).to_have_count(6)
+
+
+def test_reduced_motion_shows_the_checks_at_once(page: Page) -> None:
+    page.emulate_media(reduced_motion="reduce")
+    page.goto(LESSON + "#round-trip")
+    figure = page.locator("#round-trip figure.roundtrip")
+    figure.get_by_role("button", name="Next step").focus()
+    for _ in range(4):
+        page.keyboard.press("Enter")
+    checks = visible_step(page).locator("ol.checks")
+    assert "is-animating" not in (checks.get_attribute("class") or "")
+    assert checks.locator("li.is-lit").count() == 6
+
+
+def test_round_trip_steps_with_the_keyboard_only(page: Page) -> None:
+    page.goto(LESSON + "#round-trip")
+    figure = page.locator("#round-trip figure.roundtrip")
+    next_button = figure.get_by_role("button", name="Next step")
+    status = figure.locator("[data-step-status]")
+    expect(status).to_have_attribute("aria-live", "polite")
+    next_button.focus()
+    page.keyboard.press("Enter")
+    expect(status).to_contain_text("Step 2 of 6")
+    page.keyboard.press("Space")
+    expect(status).to_contain_text("Step 3 of 6")
+    page.keyboard.press("ArrowRight")
+    expect(status).to_contain_text("Step 4 of 6")
+    page.keyboard.press("End")
+    expect(status).to_contain_text("Step 6 of 6")
+    page.keyboard.press("Home")
+    expect(status).to_contain_text("Step 1 of 6")
+    page.keyboard.press("Shift+Tab")  # back to "Previous step", still inside the figure
+    expect(figure.get_by_role("button", name="Previous step")).to_be_focused()
+    page.keyboard.press("ArrowLeft")  # already at the start: stays there
+    expect(status).to_contain_text("Step 1 of 6")
+
+
+def test_the_skip_link_moves_focus_to_the_content(page: Page) -> None:
+    page.goto(LESSON)
+    page.keyboard.press("Tab")
+    skip = page.get_by_role("link", name="Skip to content")
+    expect(skip).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile("#main$"))
+
+
+def test_minting_a_fresh_ticket_swaps_the_figure_in_place(page: Page, axe: Axe) -> None:
+    page.emulate_media(reduced_motion="reduce")
+    page.goto(LESSON + "#ticket-anatomy")
+    payload = page.locator("#figure-ticket-anatomy .tok-payload").first
+    before = payload.inner_text()
+    page.get_by_role("link", name="Mint a fresh ticket").click()
+    expect(payload).not_to_have_text(before)
+    expect(page).to_have_url(re.compile(LESSON))  # swapped in place, no navigation
+    expect(page.get_by_role("link", name="Mint a fresh ticket")).to_be_focused()
+    expect(page.locator("#announcer")).to_contain_text("Updated")
+    assert_no_axe_violations(page, axe)
+
+
+def test_copy_buttons_appear_with_javascript(page: Page) -> None:
+    page.goto(LESSON + "#run-it-raw")
+    button = page.locator("#run-it-raw button.copy").first
+    expect(button).to_be_visible()
+
+
+def test_without_javascript_every_step_is_listed(no_js_page: Page, browser: Browser, axe: Axe) -> None:
+    page = no_js_page
+    page.goto(LESSON)
+    steps = page.locator("#round-trip .rt-step")
+    expect(steps).to_have_count(6)
+    for i in range(6):
+        expect(steps.nth(i)).to_be_visible()
+    expect(page.locator("#round-trip [data-stepper-controls]")).to_be_hidden()
+    expect(page.locator("#run-it-raw button.copy").first).to_be_hidden()
+    expect(page.locator("#checks-and-clock table.matrix tbody tr")).to_have_count(7)
+    # The "fresh ticket" control is a plain link to the figure's own page.
+    page.get_by_role("link", name="Mint a fresh ticket").click()
+    expect(page).to_have_url(re.compile(r"/figures/ticket-anatomy$"))
+    expect(page.get_by_role("heading", level=1)).to_have_text("Inside the ticket")
+    assert_no_js_page_accessible(browser, page.url, axe)
+    assert_no_js_page_accessible(browser, page.url.split("/figures/")[0], axe)
+
+
+def test_error_page_passes_axe(page: Page, axe: Axe) -> None:
+    response = page.goto("/no/such/page")
+    assert response is not None and response.status == 404
+    expect(page.get_by_role("heading", level=1)).to_have_text("Page not found")
+    assert_no_axe_violations(page, axe)

@@ -1,0 +1,114 @@
+"""The quick check in a real browser: answer by mouse and keyboard, with and without JavaScript."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.helpers import assert_no_axe_violations
+from tests.browser.nojs import assert_no_js_page_accessible
+from web.content import load_course
+
+SLUG = "when-the-server-needs-input"
+QUIZ = f"/quiz/{SLUG}"
+QUESTIONS = load_course().lesson(SLUG).questions
+
+
+@pytest.fixture
+def no_js_page(browser: Browser, base_url: str) -> Iterator[Page]:
+    context = browser.new_context(java_script_enabled=False, base_url=base_url)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+def choice_text(q, choice_id: str) -> str:  # noqa: ANN001
+    return q.choice(choice_id).text
+
+
+def wrong(q) -> str:  # noqa: ANN001
+    return next(c.id for c in q.choices if c.id != q.answer)
+
+
+def test_answer_with_the_mouse_gets_feedback_and_score(page: Page, axe: Axe) -> None:
+    page.emulate_media(reduced_motion="reduce")
+    page.goto(QUIZ)
+    assert_no_axe_violations(page, axe)
+    score = page.locator("#quiz-score")
+    expect(score).to_contain_text("0 correct out of 0 answered")
+
+    q = QUESTIONS[0]
+    item = page.locator(f"#q-{q.id}")
+    item.get_by_label(choice_text(q, q.answer)).check()
+    item.get_by_role("button", name=re.compile("Check answer")).click()
+    feedback = page.locator(f"#feedback-{q.id}")
+    expect(feedback).to_contain_text("Correct.")
+    expect(feedback).to_contain_text(q.explanation)
+    expect(feedback).to_be_focused()
+    expect(score).to_contain_text("1 correct out of 1 answered")
+    expect(page).to_have_url(re.compile(QUIZ + "$"))  # swapped in place
+    assert_no_axe_violations(page, axe)
+
+    q2 = QUESTIONS[1]
+    item2 = page.locator(f"#q-{q2.id}")
+    item2.get_by_label(choice_text(q2, wrong(q2)), exact=True).check()
+    item2.get_by_role("button", name=re.compile("Check answer")).click()
+    expect(page.locator(f"#feedback-{q2.id}")).to_contain_text("Not quite.")
+    expect(page.locator(f"#feedback-{q2.id}")).to_contain_text(choice_text(q2, q2.answer))
+    expect(score).to_contain_text("1 correct out of 2 answered")  # the score carried over
+    assert_no_axe_violations(page, axe)
+
+
+def test_answer_with_the_keyboard_only(page: Page) -> None:
+    page.goto(QUIZ)
+    q = QUESTIONS[2]
+    first_radio = page.locator(f"#q-{q.id}-{q.choices[0].id}")
+    first_radio.focus()
+    index = [c.id for c in q.choices].index(q.answer)
+    page.keyboard.press("Space")  # select the focused (first) choice
+    for _ in range(index):
+        page.keyboard.press("ArrowDown")
+    expect(page.locator(f"#q-{q.id}-{q.answer}")).to_be_checked()
+    page.keyboard.press("Tab")  # radio group -> the hidden field is skipped -> "Check answer"
+    expect(page.locator(f"#q-{q.id} button[type=submit]")).to_be_focused()
+    page.keyboard.press("Enter")
+    feedback = page.locator(f"#feedback-{q.id}")
+    expect(feedback).to_contain_text("Correct.")
+    expect(feedback).to_be_focused()
+    expect(page.locator("#quiz-score")).to_contain_text("1 correct out of 1 answered")
+
+
+def test_quiz_embedded_in_the_lesson_works_and_passes_axe(page: Page, axe: Axe) -> None:
+    page.emulate_media(reduced_motion="reduce")
+    page.goto(f"/lessons/{SLUG}#quick-check")
+    q = QUESTIONS[-1]
+    item = page.locator(f"#q-{q.id}")
+    item.get_by_label(choice_text(q, q.answer)).check()
+    item.get_by_role("button", name=re.compile("Check answer")).click()
+    expect(page.locator(f"#feedback-{q.id}")).to_contain_text("Correct.")
+    expect(page.locator("#quiz-score")).to_contain_text("1 correct out of 1 answered")
+    assert_no_axe_violations(page, axe)
+
+
+def test_without_javascript_the_form_posts_and_the_page_shows_feedback(no_js_page: Page, browser: Browser,
+                                                                      axe: Axe) -> None:
+    page = no_js_page
+    page.goto(QUIZ)
+    q, q2 = QUESTIONS[0], QUESTIONS[1]
+    page.locator(f"#q-{q.id}").get_by_label(choice_text(q, q.answer)).check()
+    page.locator(f"#q-{q.id}").get_by_role("button", name=re.compile("Check answer")).click()
+    expect(page).to_have_url(re.compile(rf"/quiz/{SLUG}/{q.id}/answer#q-{q.id}$"))
+    expect(page.locator(f"#feedback-{q.id}")).to_contain_text("Correct.")
+    expect(page.locator("#quiz-score")).to_contain_text("1 correct out of 1 answered")
+    # The score rides along in every form, so the next answer keeps it.
+    page.locator(f"#q-{q2.id}").get_by_label(choice_text(q2, q2.answer), exact=True).check()
+    page.locator(f"#q-{q2.id}").get_by_role("button", name=re.compile("Check answer")).click()
+    expect(page.locator(f"#feedback-{q2.id}")).to_contain_text("Correct.")
+    expect(page.locator("#quiz-score")).to_contain_text("2 correct out of 2 answered")
+    progress = page.locator("input[name=progress]").first.get_attribute("value")
+    assert_no_js_page_accessible(browser, f"{page.url.split('/quiz/')[0]}{QUIZ}?progress={progress}", axe)
