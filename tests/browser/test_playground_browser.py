@@ -1,0 +1,229 @@
+"""The playground in a real Chromium: every move, the switches, the custom move, keyboard only,
+JavaScript off, and axe after every swap. Playwright's `expect` does all the waiting."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Browser, Page, expect
+
+from mrtr.tickets import CHECKS
+from tests.browser.helpers import assert_no_axe_violations
+from web.content import load_course
+
+MOVES = [m.slug for m in load_course().moves]
+#: the check each move fails first with the default switches (None: no check fails)
+STOPS_AT = {"honest": None, "tampered": "signature", "stolen": "principal", "late": "expiry",
+            "other-request": "request", "no-answer": "answer", "twice": "single-use"}
+VERDICTS = {"honest": "deployed", "no-answer": "asked-again"}
+
+
+def expected(stops_at: str | None) -> dict[str, str]:
+    out, reached = {}, True
+    for name in CHECKS:
+        out[name] = "pass" if reached and name != stops_at else ("fail" if reached else "skipped")
+        reached = reached and name != stops_at
+    return out
+
+
+def settled(page: Page) -> None:
+    """Wait until the checks have finished lighting up (axe must see the final colours)."""
+    expect(page.locator("ol.checks.is-animating")).to_have_count(0)
+
+
+def assert_checks(page: Page, outcomes: dict[str, str]) -> None:
+    for name, outcome in outcomes.items():
+        expect(page.locator(f"#pg-result ol.checks li[data-check='{name}']")).to_have_attribute(
+            "data-outcome", outcome)
+
+
+def play(page: Page, slug: str) -> None:
+    page.locator(f"[data-move='{slug}']").click()
+    expect(page.locator("#pg-result [data-result]")).to_have_attribute("data-result", slug)
+    expect(page.locator("#pg-verdict")).to_be_focused()
+
+
+@pytest.fixture
+def playground(page: Page, axe: Axe) -> Iterator[Page]:
+    page.goto("/playground")
+    expect(page.locator("[data-move]")).to_have_count(7)
+    assert_no_axe_violations(page, axe)
+    yield page
+
+
+def test_every_move_lights_up_the_right_checks(playground: Page, axe: Axe) -> None:
+    page = playground
+    for slug in MOVES:
+        play(page, slug)
+        assert_checks(page, expected(STOPS_AT[slug]))
+        verdict = VERDICTS.get(slug, "refused")
+        expect(page.locator("#pg-result [data-verdict]")).to_have_attribute("data-verdict", verdict)
+        if STOPS_AT[slug] and verdict == "refused":
+            expect(page.locator("#pg-verdict")).to_contain_text(f"refused at {STOPS_AT[slug]}")
+            expect(page.locator(".pg-answer pre")).to_contain_text("Invalid or expired requestState")
+        expect(page.locator("#pg-status")).to_contain_text(page.locator("#pg-verdict strong").inner_text())
+        expect(page.locator(f"[data-note='{slug}']")).to_be_visible()
+        expect(page).to_have_url(re.compile(rf"/playground\?.*move={slug}$"))
+        settled(page)
+        assert_no_axe_violations(page, axe)
+
+
+def test_stolen_move_shows_alices_token_and_the_reason(playground: Page) -> None:
+    play(playground, "stolen")
+    expect(playground.locator(".pg-sent .pg-bearer")).to_have_text("Authorization: Bearer alice-token")
+    expect(playground.locator("[data-first-failure='principal']")).to_contain_text("caller is 'alice'")
+    expect(playground.locator(".pg-log")).to_contain_text("requestState rejected at principal")
+
+
+def test_single_use_off_lets_twice_through(playground: Page, axe: Axe) -> None:
+    page = playground
+    page.get_by_label("Single use").uncheck()
+    expect(page).to_have_url(re.compile(r"single_use=0"))
+    expect(page.get_by_label("Single use")).not_to_be_checked()
+    assert_no_axe_violations(page, axe)
+    play(page, "twice")
+    expect(page.locator("#pg-verdict")).to_contain_text("deployed to staging")
+    assert_checks(page, {**expected(None), "single-use": "skipped"})
+    settled(page)
+    assert_no_axe_violations(page, axe)
+
+
+def test_switching_keeps_the_current_move_and_replays_it(playground: Page) -> None:
+    page = playground
+    play(page, "twice")
+    expect(page.locator("#pg-result [data-verdict]")).to_have_attribute("data-verdict", "refused")
+    page.get_by_label("Single use").uncheck()
+    expect(page.locator("#pg-result [data-verdict]")).to_have_attribute("data-verdict", "deployed")
+    expect(page).to_have_url(re.compile(r"single_use=0.*move=twice"))
+
+
+def test_sealed_mode_hides_the_payload(playground: Page, axe: Axe) -> None:
+    page = playground
+    expect(page.locator(".pg-round-one [data-payload='decoded']")).to_be_visible()
+    page.get_by_label("Sealed tickets").check()
+    expect(page.locator(".pg-round-one .pg-token")).to_have_text(re.compile(r"^s1\."))
+    expect(page.locator("[data-payload='decoded']")).to_have_count(0)
+    expect(page.locator(".pg-round-one [data-payload='sealed']")).to_be_visible()
+    assert_no_axe_violations(page, axe)
+    play(page, "tampered")
+    assert_checks(page, expected("signature"))
+    expect(page.locator("li[data-check='signature'] .check-detail")).to_contain_text("authentication tag")
+    expect(page.locator("#pg-result [data-payload='decoded']")).to_have_count(0)
+    settled(page)
+    assert_no_axe_violations(page, axe)
+
+
+def test_removing_the_signature_check_lets_tampered_through(playground: Page, axe: Axe) -> None:
+    page = playground
+    page.get_by_label("Remove the signature check").check()
+    expect(page).to_have_url(re.compile(r"no_signature=1"))
+    play(page, "tampered")
+    expect(page.locator("#pg-verdict")).to_contain_text("deployed to prod")
+    assert_checks(page, {**expected(None), "signature": "skipped"})
+    settled(page)
+    assert_no_axe_violations(page, axe)
+
+
+def test_clock_offset_expires_the_honest_retry(playground: Page) -> None:
+    page = playground
+    page.get_by_label("Clock offset (seconds)").fill("150")
+    page.get_by_role("button", name="Apply switches").click()
+    expect(page).to_have_url(re.compile(r"offset=150"))
+    play(page, "honest")
+    assert_checks(page, expected("expiry"))
+
+
+def test_custom_move(playground: Page, axe: Axe) -> None:
+    page = playground
+    ticket = page.locator(".pg-round-one .pg-token").inner_text()
+    expect(page.get_by_label("Ticket (requestState)")).to_have_value(ticket)
+    # bad JSON: a specific message in place, focused, and nothing sent
+    page.get_by_label("Arguments (JSON)").fill('{"env": "staging"')
+    page.get_by_role("button", name="Send my retry").click()
+    error = page.locator("#pg-result [data-error]")
+    expect(error).to_contain_text("Arguments is not valid JSON")
+    expect(error).to_be_focused()
+    assert_no_axe_violations(page, axe)
+    # a hostile env, sent with alice's token: shown escaped, refused at the principal check
+    page.get_by_label("Arguments (JSON)").fill('{"env": "<img src=x onerror=alert(1)>"}')
+    page.get_by_label("Token", exact=True).select_option("alice-token")
+    page.get_by_role("button", name="Send my retry").click()
+    expect(page.locator("#pg-result [data-result='custom']")).to_be_visible()
+    expect(page.locator("#pg-verdict")).to_be_focused()
+    assert_checks(page, expected("principal"))
+    expect(page.locator("#pg-sent-json")).to_contain_text("<img src=x onerror=alert(1)>")
+    expect(page.locator("#pg-result img")).to_have_count(0)
+    settled(page)
+    assert_no_axe_violations(page, axe)
+    # bob, in time, with the prefilled ticket and arguments: deployed
+    page.get_by_label("Arguments (JSON)").fill('{"env": "staging"}')
+    page.get_by_label("Token", exact=True).select_option("bob-token")
+    page.get_by_label("Time (seconds after minting)").fill("30")
+    page.get_by_role("button", name="Send my retry").click()
+    expect(page.locator("#pg-verdict")).to_contain_text("deployed to staging")
+    assert_checks(page, expected(None))
+
+
+def test_keyboard_only(playground: Page) -> None:
+    page = playground
+    for _ in range(80):  # Tab through the page until the first move button has focus
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.dataset.move") == "honest":
+            break
+    else:
+        pytest.fail("Tab never reached the honest move button")
+    page.keyboard.press("Enter")
+    expect(page.locator("#pg-verdict")).to_be_focused()
+    expect(page.locator("#pg-verdict")).to_contain_text("deployed to staging")
+    # a switch, with the keyboard: focus stays on it after the widget is swapped
+    page.get_by_label("Single use").focus()
+    page.keyboard.press("Space")
+    expect(page).to_have_url(re.compile(r"single_use=0"))
+    expect(page.get_by_label("Single use")).to_be_focused()
+    page.locator("[data-move='stolen']").focus()
+    page.keyboard.press("Space")
+    expect(page.locator("#pg-verdict")).to_be_focused()
+    expect(page.locator("#pg-verdict")).to_contain_text("refused at principal")
+
+
+def test_reduced_motion_shows_the_checks_at_once(browser: Browser, base_url: str) -> None:
+    context = browser.new_context(base_url=base_url, reduced_motion="reduce")
+    try:
+        page = context.new_page()
+        page.goto("/playground")
+        page.locator("[data-move='late']").click()
+        expect(page.locator("#pg-verdict")).to_be_focused()
+        expect(page.locator("ol.checks.is-animating")).to_have_count(0)
+        assert_checks(page, expected("expiry"))
+    finally:
+        context.close()
+
+
+def test_works_without_javascript(browser: Browser, base_url: str) -> None:
+    context = browser.new_context(base_url=base_url, java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto("/playground")
+        expect(page.locator("button.copy")).to_have_count(2)
+        expect(page.locator("button.copy:visible")).to_have_count(0)  # copy needs JavaScript: hidden
+        page.locator("[data-move='stolen']").click()
+        expect(page).to_have_url(re.compile(r"/playground/moves/stolen#pg-result$"))
+        assert_checks(page, expected("principal"))
+        expect(page.locator("#pg-verdict")).to_contain_text("refused at principal")
+        # switches are a plain GET form
+        page.get_by_label("Single use").uncheck()
+        page.get_by_role("button", name="Apply switches").click()
+        expect(page).to_have_url(re.compile(r"single_use=0"))
+        page.locator("[data-move='twice']").click()
+        expect(page.locator("#pg-verdict")).to_contain_text("deployed to staging")
+        # the custom move, bad JSON: a 400 page that keeps what the learner typed
+        page.get_by_label("Arguments (JSON)").fill("{oops")
+        page.get_by_role("button", name="Send my retry").click()
+        expect(page.locator("#pg-result [data-error]")).to_contain_text("Arguments is not valid JSON")
+        expect(page.get_by_label("Arguments (JSON)")).to_have_value("{oops")
+        # (no axe here: axe is a script, and this page has scripts switched off)
+    finally:
+        context.close()
