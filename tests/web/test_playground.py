@@ -328,6 +328,15 @@ def test_unknown_move_is_a_404(client: FlaskClient) -> None:
     assert client.post("/playground/moves/nope", data=DEFAULT).status_code == 404
 
 
+def test_ids_are_unique_and_do_not_clash_with_the_lesson(client: FlaskClient) -> None:
+    for response in (client.get("/playground?move=twice"), client.get("/lessons/when-the-server-needs-input")):
+        ids = [e["id"] for e in soup(response).select("[id]")]
+        assert sorted({i for i in ids if ids.count(i) > 1}) == []
+    widget = soup(client.get("/lessons/when-the-server-needs-input")).select_one("[data-playground]")
+    assert widget["id"] == "pg-widget"
+    assert soup(client.get("/playground")).select_one(".pg-switches")["hx-target"] == "#pg-widget"
+
+
 def test_page_obeys_the_csp(client: FlaskClient) -> None:
     for response in (client.get("/playground?move=stolen"), play(client, "twice"),
                      client.post("/playground/custom", data={**DEFAULT, "arguments": "{"}, headers=HX)):
