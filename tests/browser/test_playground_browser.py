@@ -227,3 +227,22 @@ def test_works_without_javascript(browser: Browser, base_url: str) -> None:
         # (no axe here: axe is a script, and this page has scripts switched off)
     finally:
         context.close()
+
+
+def test_embedded_in_the_lesson(page: Page) -> None:
+    lesson = "/lessons/when-the-server-needs-input"
+    page.goto(lesson + "#playground")
+    widget = page.locator("#playground [data-playground]")
+    expect(widget).to_be_visible()
+    widget.get_by_label("Remove the signature check").check()
+    # the widget was swapped: its move forms now carry the new switch
+    expect(widget.locator("#move-tampered input[name='no_signature']")).to_have_value("1")
+    expect(widget.locator("#move-tampered input[name='embedded']")).to_have_value("1")
+    expect(widget.get_by_label("Remove the signature check")).to_be_checked()
+    expect(page).to_have_url(re.compile(re.escape(lesson)))  # the lesson's URL is left alone
+    expect(page.locator("#playground h2")).to_have_count(1)  # the lesson's own section survived the swap
+    widget = page.locator("#playground [data-playground]")
+    widget.locator("[data-move='tampered']").click()
+    expect(page.locator("#pg-verdict")).to_be_focused()
+    expect(page.locator("#pg-verdict")).to_contain_text("deployed to prod")
+    expect(page).to_have_url(re.compile(re.escape(lesson)))
