@@ -18,7 +18,7 @@ import math
 import shlex
 import urllib.parse
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from flask import Blueprint, abort, current_app, request
@@ -310,7 +310,6 @@ class Playground:
     error: str | None = None
     oob: bool = False
     answers: tuple[str, ...] = ANSWERS
-    extra: dict[str, Any] = field(default_factory=dict)
 
     max_offset: int = MAX_OFFSET
 
