@@ -29,12 +29,16 @@ def visible_step(page: Page):  # noqa: ANN201
 
 
 def test_home_and_lesson_pass_axe(page: Page, axe: Axe) -> None:
+    page.emulate_media(reduced_motion="reduce")
     page.goto("/")
     expect(page.get_by_role("heading", level=1)).to_have_text("MRTR Lab")
     assert_no_axe_violations(page, axe)
     page.get_by_role("link", name="When the server needs input").first.click()
     expect(page).to_have_url(re.compile(LESSON + "$"))
     expect(page.get_by_role("heading", level=1)).to_have_text("When the server needs input")
+    # The card link is boosted: htmx swapped the body in, so app.js must have set the page up again.
+    expect(page.locator("#main")).to_be_focused()
+    expect(page.locator("#round-trip [data-stepper-controls]")).to_be_visible()
     assert_no_axe_violations(page, axe)
 
 
