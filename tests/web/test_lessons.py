@@ -75,8 +75,7 @@ def test_lesson_page_has_every_section_deep_linkable_with_a_toc(app: Flask, clie
     objectives = [li.get_text(" ", strip=True) for li in tree.select("#objectives ul.objectives li")]
     assert objectives == list(lesson.objectives)
     assert_csp_clean(response.data)
-    # The embedded playground brings its own id="playground"; the playground helper is renaming it.
-    assert_unique_ids(response.data, ignore=frozenset({"playground", "pg-custom-answer-raw"}))
+    assert_unique_ids(response.data)  # the embedded playground included
 
 
 def test_unknown_lesson_is_404(client: FlaskClient) -> None:
