@@ -321,7 +321,7 @@ class Connection:
             return self._error_exchange(None, InvalidRequest("JSON-RPC batches are not supported"))
         if not isinstance(message, dict):
             return self._error_exchange(None, InvalidRequest("a JSON-RPC message must be an object"))
-        problem = _shape_problem(message)
+        problem = shape_problem(message)
         if problem:
             return self._error_exchange(_safe_id(message), InvalidRequest(problem))
         if "method" not in message and "id" in message and ("result" in message or "error" in message):
@@ -724,7 +724,7 @@ MODERN_METHODS = _table()
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _shape_problem(value: Any, limit: int = MAX_JSON_DEPTH) -> str | None:
+def shape_problem(value: Any, limit: int = MAX_JSON_DEPTH) -> str | None:
     """Why a parsed message cannot be served safely: too deep, or text that is not valid Unicode.
 
     JSON's \\u escapes can smuggle in lone UTF-16 surrogates, which no UTF-8 encoder will write

@@ -18,9 +18,12 @@ def init_app(app: Flask) -> None:
 
 
 def wants_fragment() -> bool:
-    """True for an htmx swap; false for a full page load, a history restore or a no-JS post."""
+    """True for an htmx swap; false for a full page load, a boosted link, a history restore or a no-JS post.
+
+    A boosted link (`hx-boost`) swaps the whole body, so it needs the full page, not a fragment.
+    """
     headers = htmx_request.htmx
-    return bool(headers) and not headers.history_restore_request
+    return bool(headers) and not headers.boosted and not headers.history_restore_request
 
 
 def render(page: str, fragment: str, *, status: int = 200, push_url: str | None = None,

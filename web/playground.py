@@ -26,7 +26,7 @@ from werkzeug.datastructures import MultiDict
 
 from mrtr import FakeClock, MemoryStore, Policy, Server
 from mrtr.scenario import Move, Play, Step, mint, play, play_custom, verdict_of
-from mrtr.server import MODERN_VERSION
+from mrtr.server import MODERN_VERSION, shape_problem
 from mrtr.tickets import CHECK_TITLES, CHECKS, SEALED_PREFIX
 from web import htmx
 from web.services import get_services
@@ -441,11 +441,15 @@ def playground_context(args: Mapping[str, Any] | None = None, *, strict: bool = 
 
 def _json_field(text: str, label: str) -> Any:
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except RecursionError:
         raise PlaygroundInputError(f"{label} nests too deeply to be a sensible request") from None
     except ValueError as exc:
         raise PlaygroundInputError(f"{label} is not valid JSON: {exc}") from None
+    problem = shape_problem(value)  # the server refuses these too; refuse them before we echo them
+    if problem:
+        raise PlaygroundInputError(f"{label}: {problem}")
+    return value
 
 
 def parse_custom(form: Mapping[str, Any]) -> tuple[CustomForm, dict[str, Any]]:

@@ -150,6 +150,8 @@
     }
     var again = target.querySelector("[data-refocus]");  // the control that was replaced with its figure
     if (again) { again.focus(); }
+    // Regions that announce their own result (the playground's verdict) are not announced twice.
+    if (target.closest("[data-announces-itself]")) { return; }
     var heading = target.querySelector(".figure-title, h2, h3");
     if (heading) { announce("Updated: " + heading.textContent.trim().replace(/\s+/g, " ")); }
   });

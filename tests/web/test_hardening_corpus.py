@@ -26,13 +26,6 @@ from web.content import get_content
 ROOT = Path(__file__).resolve().parents[2]
 MOVE_SLUGS = [m["slug"] for m in tomllib.loads((ROOT / "lessons" / "moves.toml").read_text())["moves"]]
 MIN_CASES = 200
-#: Cases that still crash the app, each a reported bug outside this test's files. They are kept out of
-#: the sweeps and run below as strict xfails: when the owner fixes one, its xfail fails, and it goes.
-KNOWN_5XX = {
-    # A lone surrogate ("\udfff", legal JSON escape, not valid Unicode) in the custom move's
-    # arguments crashes the playground while rendering what the client sent.
-    "form/custom/args-lone-surrogate": "lone surrogate in the custom move's arguments: crash",
-}
 
 
 def quiz_paths(app: Flask) -> list[str]:
@@ -65,8 +58,6 @@ def test_hostile_corpus_through_the_test_client(app: Flask, client: FlaskClient)
     cases = corpus(mint_via_client(client), quiz_paths=quiz_paths(app), move_slugs=MOVE_SLUGS)
     failures: list[str] = []
     for case in cases:
-        if case.name in KNOWN_5XX:
-            continue
         body, headers = case.encoded()
         try:
             response = client.open(case.path, method=case.method, data=body, headers=headers)
@@ -85,18 +76,6 @@ def test_hostile_corpus_through_the_test_client(app: Flask, client: FlaskClient)
                 failures.append(f"{case.name}: not a JSON-RPC reply: {response.data[:80]!r}")
     assert not failures, f"{len(failures)} of {len(cases)} cases failed:\n" + "\n".join(failures[:40])
     assert honest_flow_via_client(client) == "deployed to staging"
-
-
-@pytest.mark.parametrize("name", sorted(KNOWN_5XX))
-def test_known_crashes_are_still_crashes(app: Flask, client: FlaskClient, name: str,
-                                         request: pytest.FixtureRequest) -> None:
-    request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_5XX[name]))
-    case = next(c for c in corpus(mint_via_client(client), quiz_paths=quiz_paths(app), move_slugs=MOVE_SLUGS)
-                if c.name == name)
-    body, headers = case.encoded()
-    response = client.open(case.path, method=case.method, data=body, headers=headers)
-    response.close()
-    assert response.status_code < 500
 
 
 # -- over real HTTP ------------------------------------------------------------------------------
@@ -191,8 +170,6 @@ def test_hostile_corpus_over_real_http(served: Served) -> None:
     cases = corpus(ticket, quiz_paths=quiz_paths(app), move_slugs=MOVE_SLUGS)[::3]  # the shorter pass
     failures = []
     for case in cases:
-        if case.name in KNOWN_5XX:
-            continue
         try:
             status = send(port, case)
         except (OSError, http.client.HTTPException) as exc:
