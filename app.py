@@ -6,7 +6,7 @@ from typing import Any
 
 from flask import Flask
 
-from web import compress, htmx, security
+from web import blueprints, compress, htmx, security
 from web.services import build_services, config_from_env
 
 
@@ -28,8 +28,6 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     security.init_app(app)
     htmx.init_app(app)
     compress.init_app(app)
-
-    from web import blueprints
 
     blueprints.register(app)
     return app

@@ -1,22 +1,19 @@
-"""Where each feature's blueprint is registered. One line per feature."""
+"""Where the app is assembled from its features: one blueprint (or init hook) per line."""
 
 from __future__ import annotations
 
 from flask import Flask
 
+from web import content, demo, embed, errors, lessons, mcp, playground, quiz, templating
+
 
 def register(app: Flask) -> None:
-    from web import mcp
-
-    app.register_blueprint(mcp.bp)
-
-    from web import content, errors, lessons, quiz, templating
-
     content.init_app(app)  # the course is read and validated once: a broken lesson fails create_app()
     errors.init_app(app)
     templating.init_app(app)
-    app.register_blueprint(lessons.bp)
-    app.register_blueprint(quiz.bp)
-    app.register_blueprint(__import__("web.playground").playground.bp)  # the "Misuse the ticket" playground
-    app.register_blueprint(__import__("web.demo").demo.bp)  # presenter mode: /demo
-    app.register_blueprint(__import__("web.embed").embed.bp)  # the embeddable quiz and /oembed
+    app.register_blueprint(mcp.bp)  # MCP over HTTP at /mcp
+    app.register_blueprint(lessons.bp)  # the course home and lesson pages
+    app.register_blueprint(quiz.bp)  # the quick check
+    app.register_blueprint(playground.bp)  # "Misuse the ticket"
+    app.register_blueprint(demo.bp)  # presenter mode at /demo
+    app.register_blueprint(embed.bp)  # the embeddable quiz and /oembed
