@@ -19,11 +19,10 @@ import hashlib
 import hmac
 import json
 import os
-import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
@@ -54,11 +53,11 @@ DEFAULT_TTL = 120
 
 _SALT = b"mrtr.requestState.v1"
 _SEAL_INFO = b"mrtr.requestState.seal.v1"
-_B64 = re.compile(r"\A[A-Za-z0-9_-]+\Z")
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(NamedTuple):
+    """One check's result. A tuple, because a verification builds several per request."""
+
     name: str
     outcome: Outcome
     detail: str = ""
@@ -99,7 +98,7 @@ def b64encode(raw: bytes) -> str:
 
 
 _ALPHABET = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")}
-_TO_STANDARD = str.maketrans("-_", "+/")
+_TO_STANDARD = bytes.maketrans(b"-_", b"+/")
 
 
 def b64decode_strict(text: str) -> bytes:
@@ -109,17 +108,23 @@ def b64decode_strict(text: str) -> bytes:
     two different strings can decode to the same bytes. A ticket must be accepted only in the
     exact form the server wrote: no padding, no stray characters, unused bits all zero.
     """
-    if not _B64.match(text):
+    # binascii's strict mode refuses anything outside the standard alphabet once "-_" are mapped,
+    # so only the three characters that are standard but not url-safe need refusing first.
+    if not text or "+" in text or "/" in text or "=" in text:
         raise ValueError("not canonical base64url")
     tail = len(text) % 4
-    if tail == 1 or (tail and _ALPHABET[text[-1]] & (0x0F if tail == 2 else 0x03)):
+    if tail == 1 or (tail and _ALPHABET.get(text[-1], 0) & (0x0F if tail == 2 else 0x03)):
         raise ValueError("not canonical base64url")
-    return binascii.a2b_base64(text.translate(_TO_STANDARD) + "=" * (-len(text) % 4), strict_mode=True)
+    padded = text.encode("ascii").translate(_TO_STANDARD) + b"=" * (-len(text) % 4)
+    return binascii.a2b_base64(padded, strict_mode=True)
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
 def canonical_json(value: Any) -> bytes:
     """Sorted, compact, ASCII-only JSON: one byte string per value, whatever text it holds."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+    return _CANONICAL.encode(value).encode("ascii")
 
 
 def request_digest(method: str, target: str, arguments: Any) -> str:
@@ -161,7 +166,7 @@ class TicketCodec:
         self._signer = _Signer(
             list(reversed(ring.keys)), salt=_SALT, digest_method=hashlib.sha256, key_derivation="hmac"
         )
-        self._aead = [(self._kid(k), self._seal_key(k)) for k in ring.keys]
+        self._aead = [(self._kid(k), AESGCM(self._seal_key(k)), self._seal_key(k)) for k in ring.keys]
 
     @staticmethod
     def _seal_key(key: bytes) -> bytes:
@@ -198,9 +203,9 @@ class TicketCodec:
     def encode(self, claims: dict[str, Any], *, sealed: bool | None = None) -> str:
         body = canonical_json(claims)
         if self.sealed if sealed is None else sealed:
-            kid, key = self._aead[0]
+            kid, aead, _key = self._aead[0]
             nonce = os.urandom(12)
-            blob = AESGCM(key).encrypt(nonce, body, SEALED_PREFIX.encode())
+            blob = aead.encrypt(nonce, body, SEALED_PREFIX.encode())
             return f"{SEALED_PREFIX}.{b64encode(kid + nonce + blob)}"
         return self._signer.sign(f"{SIGNED_PREFIX}.{b64encode(body)}".encode()).decode("ascii")
 
@@ -244,12 +249,13 @@ class TicketCodec:
             if len(raw) < 4 + 12 + 16:
                 raise ValueError("sealed ticket is too short")
             kid, nonce, blob = raw[:4], raw[4:16], raw[16:]
-            key = next((k for i, k in self._aead if hmac.compare_digest(i, kid)), None)
-            if key is None:
+            found = next(((aead, key) for i, aead, key in self._aead if hmac.compare_digest(i, kid)), None)
+            if found is None:
                 raise ValueError("sealed with a key this server does not hold")
+            aead, key = found
             if verify_signature:
                 try:
-                    body = AESGCM(key).decrypt(nonce, blob, SEALED_PREFIX.encode())
+                    body = aead.decrypt(nonce, blob, SEALED_PREFIX.encode())
                 except Exception:  # InvalidTag: the ciphertext or tag was changed
                     raise ValueError("authentication tag mismatch: the sealed ticket was altered") from None
             else:

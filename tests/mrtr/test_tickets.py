@@ -81,7 +81,8 @@ def test_a_sealed_ticket_from_a_retired_key_is_refused():
 
 
 @pytest.mark.parametrize("token", [None, 42, 3.5, True, [], {}, "", "t1", "t1..", "x1.abc.def", "s1.", "s1.AAAA",
-                                   "t1.e30.", "t1..sig", "t1.e30.e30.e30", "t1.e30 .sig", "t1.@@@.###"],
+                                   "t1.e30.", "t1..sig", "t1.e30.e30.e30", "t1.e30 .sig", "t1.@@@.###",
+                                   "t1.é30.sig", "s1.AAAA\u00e9AAAA", "t1.e3+0.sig", "t1.e30=.sig"],
                          ids=repr)
 def test_malformed_tickets_fail_at_the_signature_check(codec, token):
     trace = Trace()
