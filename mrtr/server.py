@@ -151,9 +151,13 @@ class Server:
         """A connection for one stdio process or one HTTP session (`channel`: can we ask the client?)."""
         return Connection(self, principal, channel=channel)
 
-    def handle(self, message: Any, *, principal: str) -> Exchange:
-        """Serve one stateless message: the whole contract of the 2026-07-28 era."""
-        return Connection(self, principal, channel=False, stateless=True).receive(message)
+    def handle(self, message: Any, *, principal: str, check_text: bool = True) -> Exchange:
+        """Serve one stateless message: the whole contract of the 2026-07-28 era.
+
+        `check_text=False` is for adapters that parsed raw text already shown free of lone
+        surrogates by `may_hold_surrogates`; everyone else lets the server scan the strings.
+        """
+        return Connection(self, principal, channel=False, stateless=True).receive(message, check_text=check_text)
 
 
 @dataclass
@@ -311,17 +315,17 @@ class Connection:
             return self._error_exchange(None, ParseError("JSON nested too deeply"))
         except (ValueError, UnicodeDecodeError) as exc:
             return self._error_exchange(None, ParseError(f"Parse error: {exc}"))
-        return self.receive(message)
+        return self.receive(message, check_text=may_hold_surrogates(text))
 
-    def receive(self, message: Any) -> Exchange:
-        """Serve one parsed JSON-RPC message."""
+    def receive(self, message: Any, *, check_text: bool = True) -> Exchange:
+        """Serve one parsed JSON-RPC message (`check_text`: scan its strings for lone surrogates)."""
         self._log = []
         self._outbox = []
         if isinstance(message, list):
             return self._error_exchange(None, InvalidRequest("JSON-RPC batches are not supported"))
         if not isinstance(message, dict):
             return self._error_exchange(None, InvalidRequest("a JSON-RPC message must be an object"))
-        problem = shape_problem(message)
+        problem = shape_problem(message, check_text=check_text)
         if problem:
             return self._error_exchange(_safe_id(message), InvalidRequest(problem))
         if "method" not in message and "id" in message and ("result" in message or "error" in message):
@@ -722,27 +726,45 @@ MODERN_METHODS = _table()
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: How a lone surrogate can arrive in raw JSON: as a \\uD800-\\uDFFF escape (or, in text that was
+#: never UTF-8, as the character itself). Raw text without either cannot produce one when parsed.
+_SURROGATE_IN_TEXT = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
+_SURROGATE_IN_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
-def shape_problem(value: Any, limit: int = MAX_JSON_DEPTH) -> str | None:
-    """Why a parsed message cannot be served safely: too deep, or text that is not valid Unicode.
+def may_hold_surrogates(raw: str | bytes) -> bool:
+    """Whether raw JSON text could parse to a string holding a lone surrogate (a cheap C scan)."""
+    if isinstance(raw, bytes):
+        return _SURROGATE_IN_BYTES.search(raw) is not None
+    return _SURROGATE_IN_TEXT.search(raw) is not None
 
-    JSON's \\u escapes can smuggle in lone UTF-16 surrogates, which no UTF-8 encoder will write
-    back out; refusing them here keeps every later digest, log line and page render safe.
-    """
+
+def _nesting_problem(value: Any, limit: int) -> str | None:
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if depth > limit:
             return f"message nests deeper than {limit} levels"
-        if isinstance(item, str):
-            if _SURROGATE.search(item):
-                return "message contains a lone UTF-16 surrogate, which is not valid Unicode text"
-        elif isinstance(item, dict):
-            stack.extend((k, depth) for k in item)
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
+        for child in item.values() if type(item) is dict else item:
+            kind = type(child)
+            if kind is dict or kind is list:
+                stack.append((child, depth + 1))
+    return None
+
+
+def shape_problem(value: Any, limit: int = MAX_JSON_DEPTH, *, check_text: bool = True) -> str | None:
+    """Why a parsed message cannot be served safely: too deep, or text that is not valid Unicode.
+
+    JSON's \\u escapes can smuggle in lone UTF-16 surrogates, which no UTF-8 encoder will write
+    back out; refusing them here keeps every later digest, log line and page render safe.
+    `check_text=False` skips that scan when the raw text has already been shown free of them.
+    """
+    if type(value) in (dict, list):
+        problem = _nesting_problem(value, limit)
+        if problem:
+            return problem
+    if check_text and _SURROGATE.search(json.dumps(value, ensure_ascii=False)):
+        return "message contains a lone UTF-16 surrogate, which is not valid Unicode text"
     return None
 
 

@@ -40,7 +40,7 @@ from mrtr.errors import (
     InternalError,
     ProtocolError,
 )
-from mrtr.server import LEGACY_VERSIONS, META_VERSION
+from mrtr.server import LEGACY_VERSIONS, META_VERSION, may_hold_surrogates
 from web.services import Services, get_services
 
 bp = Blueprint("mcp", __name__)
@@ -185,7 +185,8 @@ def _serve(services: Services) -> Response:
 
     if _is_modern(message):
         _check_headers(message, services)
-        return _reply(services.server.handle(message, principal=principal), accepts)
+        exchange = services.server.handle(message, principal=principal, check_text=may_hold_surrogates(body))
+        return _reply(exchange, accepts)
     if sid:
         session = sessions.get(sid, principal)
         if session is None:
