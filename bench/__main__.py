@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
                           f"{s.rate:.0f}", f"{s.pct(50):.2f}", f"{s.pct(99):.2f}", str(s.errors),
                           f"{o.rate / s.rate:.2f}x" if s.rate else "n/a"])
     page_rows = [[w.path, str(w.status), f"{w.bytes:,}", f"{w.bytes / 1024:.1f}", str(w.requests),
-                  f"{w.gzip_bytes / 1024:.1f}"] for w in weights]
+                  f"{w.plain_bytes / 1024:.1f}"] for w in weights]
 
     # -- targets ---------------------------------------------------------------------------------
     checks: list[tuple[str, bool, str]] = []
@@ -189,10 +189,11 @@ The load generator shares the 2 cores with the server: it used about
 
 ## Page weight (cold cache: page + every asset it references)
 
-{table(["page", "status", "bytes", "KiB", "requests", "KiB if gzipped"], page_rows)}
+{table(["page", "status", "bytes", "KiB", "requests", "KiB uncompressed"], page_rows)}
 
-The app sends no `Content-Encoding`; the last column is what the same requests would weigh with
-gzip on text responses (computed here, not served), to show what compression would buy.
+Bytes are what crossed the wire for a client that accepts gzip, as browsers do (the app gzips
+HTML, CSS and JavaScript; `web/compress.py`); the last column is the decoded size of the same
+responses.
 
 ## Targets
 
@@ -229,29 +230,28 @@ NOTE_VERIFY = """\
 NOTE_P99 = """\
 * **p99 under 20 ms at 32 clients.** The clients are closed-loop: 32 of them always have a flow in
   flight, so by Little's law the mean flow latency is 32 / throughput. A p99 below 20 ms needs well
-  over 1,600 flows/s (3,200 HTTP requests/s) from 2 cores that also run the load generator, while a
-  Flask request through gunicorn costs roughly 0.4-0.6 ms of CPU (cProfile of the test-client
-  flow: ~1.2 ms per two-request flow, most of it werkzeug request/response plumbing, `json`,
-  the core's `_depth` walk and one SQLite insert). Not reachable on this machine by tuning; the
+  over 1,600 flows/s (3,200 HTTP requests/s) from 2 cores that also run the load generator, while
+  one Flask request through gunicorn costs about 0.3 ms of CPU in-process (profiled with the WSGI
+  app called directly: about 170 µs in the core, of which one SQLite insert is ~60 µs, and the rest
+  werkzeug request and response plumbing). That is not reachable on this machine by tuning; the
   SDK's p99 at 32 clients is higher still. With no queueing (1 client) our p99 is a few ms."""
 
 NOTE_RATIO = """\
 * **Throughput vs the SDK.** Both servers get the same number of processes and the same client.
-  Ours runs a full Flask request per round (bearer token, Origin, Accept and MCP header checks,
-  security headers) and a SQLite write per redeemed ticket; the SDK (Starlette/uvicorn) keeps no
-  single-use store. Our advantage grows with concurrency; at 8 clients the two are closer. The
-  ratio also moves with the machine's background load (see the load average above: other test
-  suites shared these 2 cores during this run), which is why the runs before this one measured
-  anywhere from 1.2x to 5x. Hot spots to attack if 2x must hold at 8 clients: itsdangerous in
-  verify (above), werkzeug header handling (`Headers.set/extend`, ~10%), and `json.dumps` of
-  responses; `gunicorn --threads` above 4 only adds GIL contention on 2 cores."""
+  Ours saturates the 2 cores at about 900 flows/s from 8 clients on; the SDK's figure moves
+  between runs (420 to 600 flows/s at 8 clients on the same machine), so the ratio at 8 clients
+  has ranged from 1.2x to 1.8x and at 32 clients from 1.85x to 2.1x. Per request ours does more:
+  a bearer-token check, Origin, Accept and MCP header checks, security headers, and a SQLite write
+  per redeemed ticket (the SDK keeps no single-use store, so a replayed retry succeeds there).
+  Profiling found and removed the core's own hot spots (key derivation and string scans in
+  verify, a per-request walk of every string); what remains is mostly Flask/werkzeug per-request
+  work, which a thinner WSGI path for `/mcp` could cut, at the cost of a second place that
+  applies headers and errors."""
 
 NOTE_PAGES = """\
-* **Page weight.** The app sends no `Content-Encoding`, so every byte is counted raw: htmx alone is
-  52 KB, the site CSS and scripts ~35 KB, and the lesson page's HTML ~128 KB (it inlines the
-  playground and every figure). The "if gzipped" column shows every page would be well under
-  100 KB with gzip on text responses, which the reverse proxy in front of gunicorn should do (see
-  README "Production"); trimming the lesson HTML is the other lever, for the lesson's authors."""
+* **Page weight.** The lesson page inlines the playground and every live figure, so its HTML is the
+  largest response; with gzip (served by the app itself) it and every other page stay far under
+  100 KB. A client that refuses compression gets the larger "uncompressed" figure."""
 
 NOTE_LOAD = """\
 * **Shared machine.** The load average was above the core count during this run (other sessions'

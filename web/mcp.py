@@ -257,13 +257,16 @@ def _accepts() -> Accepts:
 
 def _read_body() -> bytes:
     limit = current_app.config.get("MAX_CONTENT_LENGTH")
-    too_big = _refuse(f"The request body is larger than the limit of {limit} bytes", 413)
+
+    def too_big() -> Refusal:
+        return _refuse(f"The request body is larger than the limit of {limit} bytes", 413)
+
     if limit is not None and request.content_length is not None and request.content_length > limit:
-        raise too_big
+        raise too_big()
     try:
         return request.get_data(cache=False)
     except RequestEntityTooLarge:
-        raise too_big from None
+        raise too_big() from None
     except ClientDisconnected:
         raise _refuse("The request body ended early", 400) from None
 
