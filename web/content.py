@@ -18,8 +18,8 @@ from typing import Any
 
 from flask import Flask, current_app
 from markdown_it import MarkdownIt
-from mdit_py_plugins.anchors import anchors_plugin
 from markupsafe import Markup
+from mdit_py_plugins.anchors import anchors_plugin
 
 from mrtr.scenario import Move
 

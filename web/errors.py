@@ -22,8 +22,8 @@ def _is_protocol_endpoint() -> bool:
 
 
 def _page(code: int, title: str, message: str) -> Response:
-    page = "errors/404.html" if code == 404 else "errors/500.html" if code >= 500 else "errors/error.html"
-    return htmx.render(page, "errors/_error.html", status=code, code=code, title=title, message=message)
+    return htmx.render("errors/error.html", "errors/_error.html", status=code, code=code, title=title,
+                       message=message)
 
 
 def init_app(app: Flask) -> None:

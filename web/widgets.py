@@ -16,9 +16,8 @@ from typing import Any
 
 from flask import current_app
 
-from mrtr import CHECKS, FakeClock, MemoryStore, Server
+from mrtr import CHECKS, FakeClock, MemoryStore, Server, transcripts
 from mrtr import tools as mrtr_tools
-from mrtr import transcripts
 from mrtr.scenario import play
 from mrtr.tickets import CHECK_TITLES
 from web.content import Course, Lesson

@@ -14,7 +14,7 @@ from .helpers import HX, assert_csp_clean, rendered, soup
 def test_404_is_a_full_page(app: Flask, client: FlaskClient) -> None:
     with rendered(app) as names:
         response = client.get("/no/such/page")
-    assert response.status_code == 404 and names == ["errors/404.html"]
+    assert response.status_code == 404 and names == ["errors/error.html"]
     tree = soup(response.data)
     assert tree.h1.get_text(strip=True) == "Page not found"
     assert tree.find("a", href="/")
@@ -48,7 +48,7 @@ def test_500_never_leaks_the_traceback(caplog) -> None:  # noqa: ANN001
     client = app.test_client()
     with rendered(app) as names:
         response = client.get("/boom")
-    assert response.status_code == 500 and names == ["errors/500.html"]
+    assert response.status_code == 500 and names == ["errors/error.html"]
     assert "secret internals" not in response.text and "Traceback" not in response.text
     assert "RuntimeError" not in response.text
     assert soup(response.data).h1.get_text(strip=True) == "Something went wrong"

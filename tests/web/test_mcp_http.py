@@ -479,18 +479,17 @@ def test_a_non_legacy_version_header_is_served_as_modern_even_with_a_session(cli
     assert response.status_code == 400 and error_of(response)["code"] == -32020
 
 
-def test_an_unanswered_shim_round_ends_when_the_core_expires_it(clock):
+@pytest.fixture
+def impatient_client(clock: FakeClock):
+    """A client of an app whose legacy streams wait only 10 ms for the client's answer."""
+    app = create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory", "MRTR_CLOCK": clock,
+                      "MRTR_SHIM_WAIT": "0.01"})
+    return app.test_client()
+
+
+def test_an_unanswered_shim_round_ends_when_the_core_expires_it(clock, impatient_client):
     """App: the stream waits a bounded time, then Connection.expire() gives the round up."""
-    app = create_app(
-        {
-            "TESTING": True,
-            "MRTR_SECRET_KEYS": TEST_KEY,
-            "MRTR_STORE": "memory",
-            "MRTR_CLOCK": clock,
-            "MRTR_SHIM_WAIT": "0.01",
-        }
-    )
-    client = app.test_client()
+    client = impatient_client
     sid = open_session(client)
     _, stream = legacy_deploy(client, sid, None)
     clock.advance(301)  # past the core's shim round deadline
@@ -499,17 +498,8 @@ def test_an_unanswered_shim_round_ends_when_the_core_expires_it(clock):
     assert "did not answer in time" in final[-1]["result"]["content"][0]["text"]
 
 
-def test_an_unanswered_shim_round_ends_even_if_the_core_clock_stands_still(clock: FakeClock):
-    app = create_app(
-        {
-            "TESTING": True,
-            "MRTR_SECRET_KEYS": TEST_KEY,
-            "MRTR_STORE": "memory",
-            "MRTR_CLOCK": clock,
-            "MRTR_SHIM_WAIT": "0.01",
-        }
-    )
-    client = app.test_client()
+def test_an_unanswered_shim_round_ends_even_if_the_core_clock_stands_still(impatient_client):
+    client = impatient_client
     sid = open_session(client)
     asked, stream = legacy_deploy(client, sid, None)
     final = sse_messages(stream)

@@ -10,17 +10,16 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
 from bs4 import BeautifulSoup, Tag
-from flask import Flask, template_rendered
+from flask import Flask
 from flask.testing import FlaskClient
 
 from mrtr import FROZEN_TICKET_MESSAGE
 from mrtr.tickets import CHECKS
+from tests.web.helpers import rendered
 from web.content import load_course
 
 MOVES = {m.slug: m for m in load_course().moves}
@@ -69,20 +68,6 @@ def expected_outcomes(switch: str, verdict: str, stops_at: str | None) -> dict[s
     if switch == "single-use-off" and out["single-use"] == "pass":
         out["single-use"] = "skipped"
     return out
-
-
-@contextmanager
-def rendered(app: Flask) -> Iterator[list[str]]:
-    names: list[str] = []
-
-    def record(sender: Flask, template: Any, context: dict[str, Any], **extra: Any) -> None:
-        names.append(template.name)
-
-    template_rendered.connect(record, app)
-    try:
-        yield names
-    finally:
-        template_rendered.disconnect(record, app)
 
 
 def play(client: FlaskClient, slug: str, htmx: bool = True, **switches: str) -> Any:
