@@ -59,7 +59,6 @@ async def _run(ns: argparse.Namespace) -> dict[str, Any]:
 
     import httpx2
     import mcp_types as types
-
     from mcp import Client, StdioServerParameters
     from mcp.client.streamable_http import streamable_http_client
 
