@@ -24,8 +24,9 @@ import logging
 import queue
 import secrets
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -48,6 +49,8 @@ log = logging.getLogger("mrtr.http")
 
 SESSIONS_KEY = "mrtr.mcp_sessions"
 MAX_SESSIONS = 1000
+#: A legacy session nobody has used for this long is ended (seconds).
+SESSION_IDLE_TIMEOUT = 30 * 60.0
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 NAMED_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 SENTINEL_PREFIX, SENTINEL_SUFFIX = "=?base64?", "?="
@@ -82,6 +85,7 @@ class Session:
     sid: str
     principal: str
     conn: Connection
+    last_seen: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: tools/call id -> the queue its SSE stream is waiting on (shim requests, then the result)
     streams: dict[Any, queue.Queue[list[dict[str, Any]]]] = field(default_factory=dict)
@@ -94,29 +98,48 @@ class Session:
 
 
 class Sessions:
-    """The live sessions of this process (so several processes need sticky routing)."""
+    """The live sessions of this process (so several processes need sticky routing).
 
-    def __init__(self, limit: int = MAX_SESSIONS) -> None:
+    Sessions are kept in least-recently-used order: the oldest go when there are more than
+    `limit`, and any left unused for `idle_timeout` seconds are ended, as if the client had
+    sent DELETE. Clients that come back after that get 404 and initialize again.
+    """
+
+    def __init__(self, limit: int = MAX_SESSIONS, idle_timeout: float = SESSION_IDLE_TIMEOUT,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.limit = limit
+        self.idle_timeout = idle_timeout
+        self.clock = clock
         self._lock = threading.Lock()
         self._live: OrderedDict[str, Session] = OrderedDict()
 
+    def _evict(self, now: float) -> None:
+        while self._live and (len(self._live) > self.limit
+                              or now - next(iter(self._live.values())).last_seen > self.idle_timeout):
+            self._live.popitem(last=False)
+
     def open(self, principal: str, conn: Connection) -> Session:
-        session = Session(secrets.token_urlsafe(32), principal, conn)
+        now = self.clock()
+        session = Session(secrets.token_urlsafe(32), principal, conn, last_seen=now)
         with self._lock:
             self._live[session.sid] = session
-            while len(self._live) > self.limit:
-                self._live.popitem(last=False)
+            self._evict(now)
         return session
 
     def get(self, sid: str, principal: str) -> Session | None:
         """The session, if it is live and belongs to `principal` (another principal's id is not found)."""
+        now = self.clock()
         with self._lock:
+            self._evict(now)
             session = self._live.get(sid)
             if session is None or not secrets.compare_digest(session.principal.encode(), principal.encode()):
                 return None
+            session.last_seen = now
             self._live.move_to_end(sid)
             return session
+
+    def __len__(self) -> int:
+        return len(self._live)
 
     def end(self, sid: str, principal: str) -> bool:
         session = self.get(sid, principal)

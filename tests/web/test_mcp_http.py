@@ -628,3 +628,22 @@ def test_no_garbage_in_a_live_session_is_a_500(client):
             "/mcp", data=body, content_type="application/json", headers={**LEGACY_HEADERS, "Mcp-Session-Id": sid}
         )
         assert_clean(response)
+
+
+def test_idle_legacy_sessions_are_ended_and_the_oldest_go_first():
+    """App-defined: sessions live in memory, so idle ones are ended and their number is capped."""
+    from mrtr import KeyRing, MemoryStore, Server
+    from web.mcp import Sessions
+
+    now = [0.0]
+    sessions = Sessions(limit=2, idle_timeout=60, clock=lambda: now[0])
+    server = Server(ring=KeyRing([TEST_KEY]), store=MemoryStore(), clock=FakeClock())
+    first = sessions.open("bob", server.connect("bob"))
+    now[0] = 30
+    assert sessions.get(first.sid, "bob") is first  # use keeps it alive
+    second = sessions.open("bob", server.connect("bob"))
+    third = sessions.open("alice", server.connect("alice"))
+    assert sessions.get(first.sid, "bob") is None and len(sessions) == 2  # over the limit: oldest gone
+    now[0] = 30 + 61
+    assert sessions.get(second.sid, "bob") is None and sessions.get(third.sid, "alice") is None
+    assert len(sessions) == 0
