@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Browser, Page
 
 from tests.browser.helpers import LiveServer, serve
 
@@ -70,6 +71,16 @@ def live_server() -> Iterator[LiveServer]:
 @pytest.fixture(scope="session")
 def base_url(live_server: LiveServer) -> str:
     return live_server.url
+
+
+@pytest.fixture
+def no_js_page(browser: Browser, base_url: str) -> Iterator[Page]:
+    """A page in a fresh context with JavaScript disabled, on the live app."""
+    context = browser.new_context(java_script_enabled=False, base_url=base_url)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
 
 
 @pytest.fixture(scope="session")

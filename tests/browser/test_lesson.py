@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
-import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, expect
 
@@ -13,15 +11,6 @@ from tests.browser.helpers import assert_no_axe_violations
 from tests.browser.nojs import assert_no_js_page_accessible
 
 LESSON = "/lessons/when-the-server-needs-input"
-
-
-@pytest.fixture
-def no_js_page(browser: Browser, base_url: str) -> Iterator[Page]:
-    context = browser.new_context(java_script_enabled=False, base_url=base_url)
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
 
 
 def visible_step(page: Page):  # noqa: ANN201

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
-import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, expect
 
@@ -16,15 +14,6 @@ from web.content import load_course
 SLUG = "when-the-server-needs-input"
 QUIZ = f"/quiz/{SLUG}"
 QUESTIONS = load_course().lesson(SLUG).questions
-
-
-@pytest.fixture
-def no_js_page(browser: Browser, base_url: str) -> Iterator[Page]:
-    context = browser.new_context(java_script_enabled=False, base_url=base_url)
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
 
 
 def choice_text(q, choice_id: str) -> str:  # noqa: ANN001
