@@ -67,13 +67,13 @@ class MemoryStore:
 class SqliteStore:
     """A store in one SQLite file, so several processes on one machine share it."""
 
-    def __init__(self, path: str | Path, *, evict_every: int = 64, busy_timeout: float = SQLITE_BUSY_TIMEOUT) -> None:
+    def __init__(self, path: str | Path, *, evict_every: int = 64, busy_timeout: float | None = None) -> None:
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._evict_every = evict_every
-        self._busy_timeout = busy_timeout
+        self._busy_timeout = SQLITE_BUSY_TIMEOUT if busy_timeout is None else busy_timeout
         self._count = 0
         self._run(lambda db: None)  # open (and create) it now, so a bad path shows at start-up
 

@@ -25,8 +25,8 @@ _BOMS = (
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-class NotUtf8(ParseError):
-    """Bytes that are not UTF-8 text (HTTP 400, JSON-RPC parse error)."""
+class NotUtf8(ParseError, ValueError):
+    """Bytes that are not UTF-8 text (HTTP 400, JSON-RPC parse error; also a ValueError for form guards)."""
 
 
 def _wide_encoding(raw: bytes) -> str | None:

@@ -631,8 +631,8 @@ def _reply(exchange: Any, accepts: Accepts, *, legacy: bool = False) -> Response
         return Response(status=202)
     response = exchange.response or exchange.messages[-1]
     status = exchange.http_status
-    if legacy and response.get("id") is not None:
-        status = 200  # on a 2025-11-25 session, a 404 would read as "session gone"
+    if legacy and response.get("id") is not None and status == 404:
+        status = 200  # on a 2025-11-25 session, a 404 would read as "session gone"; a 400 still says "malformed"
     if status == 202:
         status = 200
     if status == 503:  # the redeemed store is down: nothing was done, the client may retry
