@@ -494,7 +494,7 @@ def _initialize(
     try:
         session = sessions.open(principal, conn)
     except SessionsFull:
-        log.warning("legacy initialize refused: %d sessions are live", MAX_SESSIONS)
+        log.warning("legacy initialize refused: %d sessions are live, the limit", sessions.limit)
         raise Refusal(
             HttpRefusal(f"The server has {sessions.limit} live 2025-11-25 sessions, its limit: try again later",
                         http_status=503),
