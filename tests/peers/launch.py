@@ -10,6 +10,7 @@ a file (MRTR_PEER_CLOCK_FILE) holding seconds to add to real time, so tests move
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -83,6 +84,11 @@ class StdioPeer:
     @property
     def other(self) -> str:
         return OTHER
+
+    @property
+    def command_line(self) -> str:
+        """The command as one shell string, for `python -m mrtr check --stdio "..."`."""
+        return shlex.join(self.command)
 
     def env(self, principal: str) -> dict[str, str]:
         return {**os.environ, self.principal_env: principal, "MRTR_PEER_CLOCK_FILE": str(self.clock.path)}

@@ -13,10 +13,12 @@ import subprocess
 
 import pytest
 
+from mrtr.tickets import CHECK_TITLES
 from tests.peers import launch
 from tests.peers.wire import ARGS, Hand, call, play
 
-SNIPPET = launch.ROOT / "lessons" / "when-the-server-needs-input" / "snippets" / "deploy.ts"
+LESSON = launch.ROOT / "lessons" / "when-the-server-needs-input"
+SNIPPET = LESSON / "snippets" / "deploy.ts"
 
 
 @pytest.mark.slow
@@ -52,3 +54,13 @@ def test_the_snippet_binds_the_caller_and_the_method(sdk_ts_lesson_http) -> None
     payload = json.loads(base64.urlsafe_b64decode(ticket.split(".")[1] + "=="))
     assert set(payload) == {"p", "exp", "b"}  # b: the bind tag; the raw caller is not in the ticket
     assert "bob" not in json.dumps(payload) and set(payload["p"]) == {"env", "id"}
+
+
+def test_the_sdk_section_says_who_runs_each_check() -> None:
+    prose = (LESSON / "sections" / "08-sdk-version.md").read_text()
+    for title in CHECK_TITLES.values():
+        assert f"**{title}**" in prose, title
+    code = SNIPPET.read_text()
+    assert "bind: (ctx)" in code and "redeemed.has(" in code and "pending.env !== env" in code
+    for helper in ("inputResponse(", "acceptedContent(", "inputRequired(", ".mint("):
+        assert helper in code and helper.rstrip("(").lstrip(".") in prose, helper
