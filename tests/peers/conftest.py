@@ -5,7 +5,7 @@ HTTP peers (`HttpPeer`: `.url`, `.tokens` {"bob": "bob-token", "alice": "alice-t
     sdk_ts_http          official TypeScript SDK, the SDK example's shape         session-scoped
     sdk_ts_lesson_http   official TypeScript SDK serving the lesson's snippet    session-scoped
     weak_http            weak server skipping the principal and single-use checks session-scoped
-    weak_http_with       factory: weak_http_with(skip=(...,)) as a context manager, any weakness
+    weak_http_with       factory: `with weak_http_with(skip=(...,), flags=(...,)) as peer:` any weakness
 stdio peers (`StdioPeer`: `.command`, `.env(principal)` sets MRTR_PRINCIPAL, `.clock`, `.ttl`):
     sdk_py_stdio, weak_stdio
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -64,10 +63,14 @@ def weak_stdio(peers_dir: Path) -> launch.StdioPeer:
 
 @pytest.fixture
 def weak_http_with(tmp_path: Path) -> Any:
-    """`with weak_http_with(skip=("expiry",)) as peer:` a weak HTTP peer with exactly those checks off."""
+    """`with weak_http_with(skip=("expiry",)) as peer:` a weak HTTP peer with exactly those weaknesses.
 
-    def start(skip: tuple[str, ...], **kwargs: Any) -> AbstractContextManager[launch.HttpPeer]:
-        name = "weak-" + ("-".join(skip) or "none")
-        return launch.weak_http(tmp_path, skip=skip, name=name, **kwargs)
+    `skip`: ticket checks to leave out; `flags`: protocol weaknesses from `launch.WEAK_FLAGS`.
+    """
 
-    return partial(start)
+    def start(skip: tuple[str, ...] = (), flags: tuple[str, ...] = (), **kwargs: Any
+              ) -> AbstractContextManager[launch.HttpPeer]:
+        name = "weak-" + ("-".join((*skip, *flags)) or "none")
+        return launch.weak_http(tmp_path, skip=skip, flags=flags, name=name, **kwargs)
+
+    return start

@@ -176,21 +176,30 @@ def sdk_typescript_http(workdir: Path, variant: str = "docs", ttl: float = 120.0
         yield peer
 
 
-def weak_argv(transport: str, skip: tuple[str, ...], ttl: float) -> list[str]:
+#: The weak server's protocol weaknesses (command-line flags without the dashes).
+WEAK_FLAGS = ("ask-without-capability", "any-version", "reveal-reasons", "omit-result-type")
+
+
+def weak_argv(transport: str, skip: tuple[str, ...], ttl: float, flags: tuple[str, ...] = ()) -> list[str]:
     argv = [sys.executable, str(PEERS / "weak_server.py"), transport, "--ttl", str(ttl)]
     for check in skip:
         argv += ["--skip", check]
+    for flag in flags:
+        if flag not in WEAK_FLAGS:
+            raise ValueError(f"unknown weak-server flag {flag!r}")
+        argv.append(f"--{flag}")
     return argv
 
 
 @contextmanager
 def weak_http(workdir: Path, skip: tuple[str, ...] = ("principal", "single-use"), ttl: float = 120.0,
-              name: str = "weak-http") -> Iterator[HttpPeer]:
+              name: str = "weak-http", flags: tuple[str, ...] = ()) -> Iterator[HttpPeer]:
     port = free_port()
-    with run_http(name, [*weak_argv("http", skip, ttl), "--port", str(port)], workdir, ttl=ttl, port=port) as peer:
+    argv = [*weak_argv("http", skip, ttl, flags), "--port", str(port)]
+    with run_http(name, argv, workdir, ttl=ttl, port=port) as peer:
         yield peer
 
 
 def weak_stdio(workdir: Path, skip: tuple[str, ...] = ("principal", "single-use"), ttl: float = 120.0,
-               name: str = "weak-stdio") -> StdioPeer:
-    return StdioPeer(name, weak_argv("stdio", skip, ttl), Clock(workdir / f"{name}.clock"), ttl)
+               name: str = "weak-stdio", flags: tuple[str, ...] = ()) -> StdioPeer:
+    return StdioPeer(name, weak_argv("stdio", skip, ttl, flags), Clock(workdir / f"{name}.clock"), ttl)

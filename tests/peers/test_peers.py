@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.peers import launch
-from tests.peers.wire import play
+from tests.peers.wire import play, probes
 
 HERE = Path(__file__).resolve().parent
 EXPECTED: dict[str, dict[str, Any]] = tomllib.loads((HERE / "expectations.toml").read_text())
@@ -22,8 +22,17 @@ OUTCOMES = {"completed", "refused", "asked-again"}
 CHECKS = ("signature", "principal", "expiry", "request", "answer", "single-use")
 
 
-def observe(peer: launch.HttpPeer | launch.StdioPeer) -> dict[str, str]:
-    return {slug: play(peer, slug).outcome for slug in SLUGS}
+PROBES = ("capability", "version", "uniform-refusals", "result-type")
+
+
+def observe(peer: launch.HttpPeer | launch.StdioPeer) -> dict[str, dict[str, Any]]:
+    """What the peer does with every move and every probe, all sent by hand."""
+    played = {slug: play(peer, slug) for slug in SLUGS}
+    return {"moves": {slug: move.outcome for slug, move in played.items()}, "probes": probes(peer, played)}
+
+
+def expected(name: str) -> dict[str, dict[str, Any]]:
+    return {"moves": EXPECTED[name]["moves"], "probes": EXPECTED[name]["probes"]}
 
 
 def test_the_table_covers_every_move_with_known_outcomes() -> None:
@@ -31,6 +40,7 @@ def test_the_table_covers_every_move_with_known_outcomes() -> None:
     for name, entry in EXPECTED.items():
         assert tuple(entry["moves"]) == SLUGS, name
         assert set(entry["moves"].values()) <= OUTCOMES, name
+        assert tuple(entry["probes"]) == PROBES, name
 
 
 def test_the_slugs_are_the_lessons_moves() -> None:
@@ -47,18 +57,28 @@ def test_each_weakness_lets_exactly_the_move_its_check_stops_through() -> None:
         weak = EXPECTED[f"weak-{check}"]["moves"]
         changed = {slug for slug in SLUGS if weak[slug] != control[slug]}
         assert changed == {slug for slug, stop in stops_at.items() if stop == check}, check
+        assert EXPECTED[f"weak-{check}"]["probes"] == EXPECTED["weak-none"]["probes"], check
+
+
+def test_each_protocol_weakness_fails_exactly_one_probe() -> None:
+    control = EXPECTED["weak-none"]["probes"]
+    for flag in launch.WEAK_FLAGS:
+        entry = EXPECTED[f"weak-{flag}"]
+        assert entry["moves"] == EXPECTED["weak-none"]["moves"], flag
+        assert sum(entry["probes"][probe] != control[probe] for probe in PROBES) == 1, flag
 
 
 @pytest.mark.parametrize("name", [name for name, entry in EXPECTED.items() if entry["fixture"] != "weak_http_with"])
 def test_a_peer_does_what_the_table_says(request: pytest.FixtureRequest, name: str) -> None:
     peer = request.getfixturevalue(EXPECTED[name]["fixture"])
-    assert observe(peer) == EXPECTED[name]["moves"]
+    assert observe(peer) == expected(name)
 
 
 @pytest.mark.parametrize("name", [name for name, entry in EXPECTED.items() if entry["fixture"] == "weak_http_with"])
 def test_a_weak_peer_does_what_the_table_says(weak_http_with, name: str) -> None:
-    with weak_http_with(skip=tuple(EXPECTED[name]["weak_skip"])) as peer:
-        assert observe(peer) == EXPECTED[name]["moves"]
+    entry = EXPECTED[name]
+    with weak_http_with(skip=tuple(entry["weak_skip"]), flags=tuple(entry.get("weak_flags", ()))) as peer:
+        assert observe(peer) == expected(name)
 
 
 def test_the_python_sdk_refuses_every_bad_ticket_with_one_frozen_error(sdk_py_http) -> None:

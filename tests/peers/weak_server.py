@@ -18,6 +18,12 @@ so the checker can be shown to catch exactly the weakness switched on:
     single-use   redeemed tickets are not remembered
 Every ticket failure is the same error object: -32602 "Invalid or expired requestState".
 
+Protocol weaknesses, for the checker's probes (also off by default):
+    --ask-without-capability   asks its question even when the client declared no elicitation (no -32021)
+    --any-version              serves any protocol version instead of answering -32022
+    --reveal-reasons           each ticket failure's message names the check that failed
+    --omit-result-type         complete results carry no resultType (input_required ones still do)
+
 Principals: over HTTP a bearer token from `--token NAME=TOKEN` (default bob=bob-token,
 alice=alice-token; anything else gets 401). Over stdio the environment variable `--principal-env`
 names (default MRTR_PRINCIPAL). Clock: the real time plus the seconds written in the file
@@ -66,8 +72,11 @@ def unb64(text: str) -> bytes:
 
 
 class Weak:
-    def __init__(self, skip: set[str], ttl: float, clock_file: str | None) -> None:
+    def __init__(self, skip: set[str], ttl: float, clock_file: str | None, *, ask_without_capability: bool = False,
+                 any_version: bool = False, reveal_reasons: bool = False, omit_result_type: bool = False) -> None:
         self.skip, self.ttl = skip, ttl
+        self.ask_without_capability, self.any_version = ask_without_capability, any_version
+        self.reveal_reasons, self.omit_result_type = reveal_reasons, omit_result_type
         self.clock_file = Path(clock_file) if clock_file else None
         self.redeemed: set[str] = set()
 
@@ -164,7 +173,7 @@ class Weak:
         version = meta.get("io.modelcontextprotocol/protocolVersion")
         if version is None:
             return error(400, {"code": -32602, "message": "Missing _meta protocol version"})
-        if version != VERSION:
+        if version != VERSION and not self.any_version:
             return error(400, {"code": -32022, "message": "Unsupported protocol version",
                                "data": {"supported": [VERSION], "requested": version}})
         caps = meta.get("io.modelcontextprotocol/clientCapabilities")
@@ -176,17 +185,20 @@ class Weak:
         elif method == "tools/call":
             if params.get("name") != "deploy":
                 return error(400, {"code": -32602, "message": "Unknown tool"})
-            if not isinstance(caps, dict) or "elicitation" not in caps:
+            if (not isinstance(caps, dict) or "elicitation" not in caps) and not self.ask_without_capability:
                 return error(400, {"code": -32021, "message": "deploy requires the elicitation capability",
                                    "data": {"requiredCapabilities": {"elicitation": {}}}})
             try:
                 result = self.deploy(params, principal)
             except Refused as exc:
                 print(f"weak peer: requestState refused ({exc})", file=sys.stderr, flush=True)
+                if self.reveal_reasons:
+                    return error(400, {"code": -32602, "message": f"requestState refused: {exc}"})
                 return error(400, dict(REFUSED))
         else:
             return error(404, {"code": -32601, "message": "Method not found"})
-        result.setdefault("resultType", "complete")
+        if not self.omit_result_type:
+            result.setdefault("resultType", "complete")
         return 200, {"jsonrpc": "2.0", "id": rid, "result": result}
 
 
@@ -244,8 +256,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ttl", type=float, default=120.0)
     parser.add_argument("--token", action="append", help="NAME=TOKEN (HTTP; repeat; default bob and alice)")
     parser.add_argument("--principal-env", default="MRTR_PRINCIPAL")
+    parser.add_argument("--ask-without-capability", action="store_true")
+    parser.add_argument("--any-version", action="store_true")
+    parser.add_argument("--reveal-reasons", action="store_true")
+    parser.add_argument("--omit-result-type", action="store_true")
     args = parser.parse_args(argv)
-    weak = Weak(set(args.skip), args.ttl, os.environ.get("MRTR_PEER_CLOCK_FILE"))
+    weak = Weak(set(args.skip), args.ttl, os.environ.get("MRTR_PEER_CLOCK_FILE"),
+                ask_without_capability=args.ask_without_capability, any_version=args.any_version,
+                reveal_reasons=args.reveal_reasons, omit_result_type=args.omit_result_type)
     if args.transport == "stdio":
         serve_stdio(weak, os.environ.get(args.principal_env, ""))
         return

@@ -45,7 +45,7 @@ def http_send(peer: HttpPeer, principal: str, message: dict[str, Any]) -> dict[s
     headers = {
         "Content-Type": "application/json",
         "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": VERSION,
+        "MCP-Protocol-Version": message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
         "Mcp-Method": message["method"],
         "Authorization": f"Bearer {peer.tokens[principal]}",
     }
@@ -183,3 +183,45 @@ def play(peer: HttpPeer | StdioPeer, slug: str) -> Played:
         return Played(outcome(replies[-1]), minted, replies)
     finally:
         hand.close()
+
+
+def probes(peer: HttpPeer | StdioPeer, played: dict[str, Played]) -> dict[str, Any]:
+    """The protocol probes, by hand, plus two facts read off the moves already played (`played`, by slug).
+
+    capability        "refused-32021" (with data.requiredCapabilities) | "asked-anyway" | "other"
+    version           "refused-32022" (with data.supported) | "served" | "other"
+    uniform-refusals  every refused ticket move got the same error object apart from its id
+    result-type       every result of every move carried resultType
+    """
+    hand = Hand(peer)
+    try:
+        bare = call(91, ARGS)
+        bare["params"]["_meta"] = {**META, "io.modelcontextprotocol/clientCapabilities": {}}
+        reply = hand.send(peer.owner, bare)
+        error = reply.get("error") or {}
+        if error.get("code") == -32021 and isinstance((error.get("data") or {}).get("requiredCapabilities"), dict):
+            capability = "refused-32021"
+        elif reply.get("result", {}).get("resultType") == "input_required":
+            capability = "asked-anyway"
+        else:
+            capability = "other"
+        ancient = call(92, ARGS)
+        ancient["params"]["_meta"] = {**META, "io.modelcontextprotocol/protocolVersion": "1900-01-01"}
+        reply = hand.send(peer.owner, ancient)
+        error = reply.get("error") or {}
+        if error.get("code") == -32022 and isinstance((error.get("data") or {}).get("supported"), list):
+            version = "refused-32022"
+        else:
+            version = "served" if "result" in reply else "other"
+    finally:
+        hand.close()
+    shapes = set()
+    for slug, move in played.items():
+        if slug in ("honest", "no-answer") or move.outcome != "refused":
+            continue
+        last = move.replies[-1]
+        shape = {"error": last["error"]} if "error" in last else {"isError": last["result"].get("content")}
+        shapes.add(json.dumps(shape, sort_keys=True))
+    results = [r["result"] for m in played.values() for r in (m.minted, *m.replies) if "result" in r]
+    return {"capability": capability, "version": version, "uniform-refusals": len(shapes) <= 1,
+            "result-type": all("resultType" in result for result in results)}
