@@ -46,8 +46,8 @@ function say(text: string, isError = false): CallToolResult {
   return { content: [{ type: 'text', text }], isError };
 }
 
-// Our own refusals are tool errors (the codec's are -32602 errors); both keep the
-// same words, so the client never learns which check failed.
+// Our own refusals are tool errors (McpServer turns anything a tool throws into one),
+// while the codec's are -32602 errors. Both use the same words and never name the check.
 const refused = () => say('Invalid or expired requestState', true);
 
 // A factory: the SDK builds a fresh server for each HTTP request, so the codec and
