@@ -1,0 +1,241 @@
+"""Protocol probes the checker runs beside the moves, judged from the wire alone.
+
+- `capability`: a call without the elicitation capability must get error -32021, not a question.
+- `version`: a request for protocol version 1900-01-01 must get -32022 with `data.supported`.
+- `missing-answer`: a retry whose inputResponses lack the answer asked for is asked again.
+- `result-type`: every result the server sent during the whole run carries `resultType`.
+- `same-error`: every refused ticket got the same error object (apart from its id); otherwise the
+  probe says which failures the error gives away.
+
+`Recorder` wraps any target and keeps every exchange, so the last two can look back over the
+run. Probes only send through the `Target` protocol: no sockets, no Flask, no clock.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from moves.engine import Call, MoveResult, answers_for, modern_request
+from moves.target import Outcome, Reply, Role, Target
+
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+UNSUPPORTED_VERSION = "1900-01-01"
+CAPABILITY_MISSING = -32021
+VERSION_UNSUPPORTED = -32022
+
+#: Probe slugs, in report order, with the one-line title the report shows.
+PROBES: dict[str, str] = {
+    "capability": "No elicitation capability: error -32021, not a question",
+    "version": "Protocol version 1900-01-01: error -32022 listing data.supported",
+    "missing-answer": "Retry lacking the answer asked for: asked again",
+    "result-type": "resultType on every result",
+    "same-error": "Every refused ticket gets the same error",
+}
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    probe: str
+    ok: bool
+    detail: str
+
+    @property
+    def title(self) -> str:
+        return PROBES.get(self.probe, self.probe)
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One request sent during the run and what came back; `label` says who sent it and why."""
+
+    role: Role
+    sent: dict[str, Any]
+    reply: Reply
+    label: str
+
+
+class Recorder:
+    """A target that keeps every exchange sent through it (the same target, seen from the side)."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.exchanges: list[Exchange] = []
+        self.context = "setup"
+
+    def __getattr__(self, name: str) -> Any:  # label, owner, other, timing, ...
+        return getattr(self.target, name)
+
+    def send(self, role: Role, message: dict[str, Any]) -> Reply:
+        reply = self.target.send(role, message)
+        self.exchanges.append(Exchange(role, message, reply, self.context))
+        return reply
+
+    def begin(self) -> None:
+        self.target.begin()
+
+    def advance(self, seconds: float, **kwargs: Any) -> bool:
+        return self.target.advance(seconds, **kwargs)
+
+    def close(self) -> None:
+        self.target.close()
+
+
+# -- reading replies --------------------------------------------------------------------------------
+
+
+def describe(reply: Reply) -> str:
+    """What came back, in a few words: 'error -32602 "Invalid ..."', 'input_required', ..."""
+    if reply.response is None:
+        return f"no usable answer ({reply.transport_error or 'nothing came back'})"
+    if "error" in reply.response:
+        error = reply.response["error"] if isinstance(reply.response["error"], dict) else {}
+        message = str(error.get("message", ""))[:80]
+        return f"error {error.get('code')} {json.dumps(message)}"
+    result = reply.response.get("result") or {}
+    kind = result.get("resultType", "no resultType")
+    if kind == "complete" or "resultType" not in result:
+        texts = [c.get("text", "") for c in result.get("content", []) if isinstance(c, dict)] \
+            if isinstance(result.get("content"), list) else []
+        text = " ".join(str(t) for t in texts).strip()[:80]
+        flag = " (isError)" if result.get("isError") is True else ""
+        return f"a complete result{flag}" + (f": {json.dumps(text)}" if text else "")
+    return f"resultType {json.dumps(str(kind)[:40])}"
+
+
+def error_code(reply: Reply) -> Any:
+    error = (reply.response or {}).get("error")
+    return error.get("code") if isinstance(error, dict) else None
+
+
+def input_required(reply: Reply) -> dict[str, Any] | None:
+    result = (reply.response or {}).get("result")
+    if isinstance(result, dict) and result.get("resultType") == "input_required":
+        return result
+    return None
+
+
+def _status_note(reply: Reply) -> str:
+    if reply.http_status is not None and reply.http_status != 400:
+        return f" (over HTTP with status {reply.http_status}; the transport says 400)"
+    return ""
+
+
+# -- the probes -------------------------------------------------------------------------------------
+
+
+def probe_capability(target: Target, call: Call, next_id: Callable[[], int]) -> ProbeResult:
+    params = {"name": call.tool, "arguments": call.arguments}
+    reply = target.send("owner", modern_request(next_id(), "tools/call", params, replace(call, capabilities={})))
+    if error_code(reply) == CAPABILITY_MISSING:
+        data = reply.response.get("error", {}).get("data") if reply.response else None
+        named = isinstance(data, dict) and isinstance(data.get("requiredCapabilities"), dict)
+        note = "" if named else "; data.requiredCapabilities is missing"
+        return ProbeResult("capability", True, f"refused with -32021{note}{_status_note(reply)}")
+    if input_required(reply):
+        return ProbeResult("capability", False, "asked for input anyway, although the request declared no "
+                                                "capabilities (it must answer -32021)")
+    return ProbeResult("capability", False, f"got {describe(reply)}, not error -32021")
+
+
+def probe_version(target: Target, call: Call, next_id: Callable[[], int]) -> ProbeResult:
+    message = modern_request(next_id(), "tools/list", {}, call)
+    message["params"]["_meta"][META_VERSION] = UNSUPPORTED_VERSION
+    reply = target.send("owner", message)
+    if error_code(reply) != VERSION_UNSUPPORTED:
+        return ProbeResult("version", False, f"got {describe(reply)}, not error -32022")
+    data = reply.response.get("error", {}).get("data") if reply.response else None
+    supported = data.get("supported") if isinstance(data, dict) else None
+    if not (isinstance(supported, list) and supported and all(isinstance(v, str) for v in supported)):
+        return ProbeResult("version", False, "refused with -32022 but without data.supported listing the versions "
+                                             "it speaks")
+    shown = ", ".join(str(v)[:20] for v in supported[:5])
+    return ProbeResult("version", True, f"refused with -32022; supported: {shown}{_status_note(reply)}")
+
+
+def probe_missing_answer(target: Target, call: Call, next_id: Callable[[], int]) -> ProbeResult:
+    params = {"name": call.tool, "arguments": call.arguments}
+    target.begin()
+    first = target.send("owner", modern_request(next_id(), "tools/call", params, call))
+    asked = input_required(first)
+    ticket = asked.get("requestState") if asked else None
+    if not asked or not isinstance(ticket, str):
+        return ProbeResult("missing-answer", False, f"round one got {describe(first)}, so there was nothing to "
+                                                    "answer")
+    questions = asked.get("inputRequests") if isinstance(asked.get("inputRequests"), dict) else {}
+    answers = answers_for(questions)
+    left_out = next(iter(questions), None)
+    partial = {k: v for k, v in answers.items() if k != left_out}
+    retry = modern_request(next_id(), "tools/call", {**params, "inputResponses": partial, "requestState": ticket},
+                           call)
+    reply = target.send("owner", retry)
+    what = f"the answer to {left_out!r}" if left_out else "an answer"
+    if input_required(reply):
+        return ProbeResult("missing-answer", True, f"a retry without {what} was asked again")
+    return ProbeResult("missing-answer", False, f"a retry without {what} got {describe(reply)}; it should be asked "
+                                                "again with a new input_required")
+
+
+def probe_result_type(exchanges: Iterable[Exchange]) -> ProbeResult:
+    seen = 0
+    missing: list[str] = []
+    for exchange in exchanges:
+        result = (exchange.reply.response or {}).get("result")
+        if not isinstance(result, dict):
+            continue
+        seen += 1
+        if "resultType" not in result:
+            method = exchange.sent.get("method", "?")
+            where = f"{method} ({exchange.label})"
+            if where not in missing:
+                missing.append(where)
+    if missing:
+        return ProbeResult("result-type", False, "no resultType on the result of " + ", ".join(missing[:6]))
+    return ProbeResult("result-type", True, f"all {seen} results carried resultType")
+
+
+def _error_shape(reply: Reply) -> str | None:
+    """The refusal as the client saw it, minus the response id; None when it was no refusal."""
+    response = reply.response or {}
+    status = f"HTTP {reply.http_status}, " if reply.http_status is not None else ""
+    if isinstance(response.get("error"), dict):
+        return status + "error " + json.dumps(response["error"], sort_keys=True, separators=(",", ":"))
+    result = response.get("result")
+    if isinstance(result, dict) and result.get("isError") is True:
+        shown = {k: v for k, v in result.items() if k != "_meta"}
+        return status + "isError result " + json.dumps(shown, sort_keys=True, separators=(",", ":"))
+    return None
+
+
+def probe_same_error(results: Iterable[MoveResult]) -> ProbeResult:
+    groups: dict[str, list[str]] = {}
+    for result in results:
+        if result.move.expect != Outcome.REFUSED or result.outcome != Outcome.REFUSED or not result.steps:
+            continue
+        shape = _error_shape(result.steps[-1].reply)
+        if shape is not None:
+            groups.setdefault(shape, []).append(result.move.slug)
+    count = sum(len(v) for v in groups.values())
+    if len(groups) <= 1:
+        if not groups:
+            return ProbeResult("same-error", True, "no ticket was refused, so there was nothing to compare")
+        shape = next(iter(groups))
+        return ProbeResult("same-error", True, f"all {count} refusals were identical: {_clip(shape, 110)}")
+    ordered = sorted(groups.items(), key=lambda kv: -len(kv[1]))
+    parts = [f"{', '.join(slugs)} got {_clip(shape, 90)}" for shape, slugs in ordered]
+    revealed = [slug for _, slugs in ordered[1:] for slug in slugs]
+    return ProbeResult("same-error", False, f"the error gives away which check failed for {', '.join(revealed)}: "
+                                            + "; ".join(parts))
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def counter(start: int = 1000) -> Callable[[], int]:
+    """Request ids for probes, apart from the ones the engine uses for moves."""
+    ids = itertools.count(start)
+    return lambda: next(ids)
