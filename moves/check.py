@@ -248,6 +248,8 @@ def _move_row(result: MoveResult, move: Move, options: CheckOptions, target: Any
     elif not ok and options.allow_replay and getattr(move, "requires", "") == "single-use":
         required = False
         detail = f"warning (--allow-replay): {detail}"
+    if not ok and result.outcome not in (Outcome.NOT_RUN, Outcome.ERROR) and getattr(move, "stops_at", ""):
+        detail = f"{detail} (a sound server stops this move at its {move.stops_at} check)"
     return MoveRow(move.slug, move.title, Outcome(move.expect).value, observed, ok, detail, required,
                    getattr(move, "stops_at", "") or "")
 
@@ -361,17 +363,24 @@ def run_check(target: Target, options: CheckOptions = CheckOptions(), *, moves: 
 
 
 class _Parser(argparse.ArgumentParser):
+    out: IO[str] | None = None
+
     def error(self, message: str) -> Any:  # usage errors: one clear line and exit 2, never a traceback
         raise CheckError(message)
 
+    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+        if message:
+            (self.out or file or sys.stdout).write(message)
 
-def _parser() -> argparse.ArgumentParser:
+
+def _parser(out: IO[str] | None = None) -> argparse.ArgumentParser:
     p = _Parser(prog="python -m mrtr check", description=(
         "Play the MRTR ticket moves and protocol probes against an MCP 2026-07-28 server and report what held."))
     p.add_argument("target", nargs="?", metavar="TARGET", help="the server's MCP endpoint, an http(s) URL")
     p.add_argument("--stdio", metavar="COMMAND", help="run this command instead (one process per principal)")
     p.add_argument("--token", action="append", default=[], metavar="NAME=TOKEN",
-                   help="a principal and its bearer token; give it twice (the ticket's owner first)")
+                   help="a principal and its bearer token, given twice, the ticket's owner first (over stdio: "
+                        "optional, the value the principal variable gets; default bob=bob, alice=alice)")
     p.add_argument("--principal-env", default=PRINCIPAL_ENV, metavar="VAR",
                    help=f"over stdio, the variable that names the principal (default {PRINCIPAL_ENV})")
     p.add_argument("--tool", help="the tool to play against (default: deploy if listed, else the first tool "
@@ -386,6 +395,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-late", action="store_true", help="do not wait for the ticket to expire")
     p.add_argument("--late-after", type=float, metavar="SECONDS",
                    help="when the ticket's expiry is unreadable, send the late move this long after minting")
+    p.out = out
     return p
 
 
@@ -469,7 +479,7 @@ def main(argv: Sequence[str], *, stdout: IO[str] | None = None, stderr: IO[str] 
             timeout = DEFAULT_TIMEOUT
     target: Target | None = None
     try:
-        args = _parser().parse_args(list(argv))
+        args = _parser(out).parse_args(list(argv))
         options = CheckOptions(tool=args.tool, arguments=_json_object(args.args, "--args"),
                                other_arguments=_json_object(args.other_args, "--other-args"),
                                allow_replay=args.allow_replay, skip_late=args.skip_late)

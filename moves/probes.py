@@ -197,38 +197,49 @@ def probe_result_type(exchanges: Iterable[Exchange]) -> ProbeResult:
     return ProbeResult("result-type", True, f"all {seen} results carried resultType")
 
 
-def _error_shape(reply: Reply) -> str | None:
+def _error_shape(reply: Reply) -> dict[str, Any] | None:
     """The refusal as the client saw it, minus the response id; None when it was no refusal."""
     response = reply.response or {}
-    status = f"HTTP {reply.http_status}, " if reply.http_status is not None else ""
+    shape: dict[str, Any] = {"HTTP status": reply.http_status} if reply.http_status is not None else {}
     if isinstance(response.get("error"), dict):
-        return status + "error " + json.dumps(response["error"], sort_keys=True, separators=(",", ":"))
+        return {**shape, "kind": "error", **{f"error.{k}": v for k, v in response["error"].items()}}
     result = response.get("result")
     if isinstance(result, dict) and result.get("isError") is True:
-        shown = {k: v for k, v in result.items() if k != "_meta"}
-        return status + "isError result " + json.dumps(shown, sort_keys=True, separators=(",", ":"))
+        return {**shape, "kind": "isError result", **{f"result.{k}": v for k, v in result.items() if k != "_meta"}}
     return None
 
 
+def _show(value: Any) -> str:
+    return _clip(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False), 80)
+
+
 def probe_same_error(results: Iterable[MoveResult]) -> ProbeResult:
-    groups: dict[str, list[str]] = {}
+    groups: dict[str, tuple[dict[str, Any], list[str]]] = {}
     for result in results:
         if result.move.expect != Outcome.REFUSED or result.outcome != Outcome.REFUSED or not result.steps:
             continue
         shape = _error_shape(result.steps[-1].reply)
         if shape is not None:
-            groups.setdefault(shape, []).append(result.move.slug)
-    count = sum(len(v) for v in groups.values())
-    if len(groups) <= 1:
-        if not groups:
-            return ProbeResult("same-error", True, "no ticket was refused, so there was nothing to compare")
-        shape = next(iter(groups))
-        return ProbeResult("same-error", True, f"all {count} refusals were identical: {_clip(shape, 110)}")
-    ordered = sorted(groups.items(), key=lambda kv: -len(kv[1]))
-    parts = [f"{', '.join(slugs)} got {_clip(shape, 90)}" for shape, slugs in ordered]
+            key = json.dumps(shape, sort_keys=True, default=str)
+            groups.setdefault(key, (shape, []))[1].append(result.move.slug)
+    count = sum(len(slugs) for _, slugs in groups.values())
+    if not groups:
+        return ProbeResult("same-error", True, "no ticket was refused, so there was nothing to compare")
+    if len(groups) == 1:
+        shape = next(iter(groups.values()))[0]
+        shown = ", ".join(f"{k} {_show(v)}" for k, v in shape.items() if k != "kind")
+        return ProbeResult("same-error", True, f"all {count} refusals were identical: {_clip(shown, 140)}")
+    ordered = sorted(groups.values(), key=lambda group: -len(group[1]))
+    keys = sorted({k for shape, _ in ordered for k in shape})
+    differing = [k for k in keys if len({json.dumps(shape.get(k), sort_keys=True, default=str)
+                                         for shape, _ in ordered}) > 1]
+    parts = []
+    for shape, slugs in ordered:
+        shown = ", ".join(f"{k} {_show(shape[k]) if k in shape else 'absent'}" for k in differing)
+        parts.append(f"{', '.join(slugs)}: {shown}")
     revealed = [slug for _, slugs in ordered[1:] for slug in slugs]
-    return ProbeResult("same-error", False, f"the error gives away which check failed for {', '.join(revealed)}: "
-                                            + "; ".join(parts))
+    return ProbeResult("same-error", False, f"the error gives away which check failed for {', '.join(revealed)}; "
+                                            "they differ in " + "; ".join(parts))
 
 
 def _clip(text: str, limit: int) -> str:

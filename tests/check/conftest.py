@@ -132,7 +132,7 @@ class BadHandler(BaseHTTPRequestHandler):
         elif path == "/redirect":
             self._send(307, "text/plain", b"", Location="http://127.0.0.1:1/elsewhere")
         elif path == "/huge":
-            self._send(200, "application/json", _response(message, {"resultType": "complete", "x": "y" * 300_000}))
+            self._send(200, "application/json", _response(message, {"resultType": "complete", "x": "y" * 5_000_000}))
         elif path == "/endless-json":
             self._stream(b"[" * 1024, "application/json")
         elif path == "/endless-sse":

@@ -2,8 +2,8 @@
 
 Written from the spec alone (stdlib only, no `mrtr` import), so the checker is proven against a
 server that is not the app. Its `deploy` tool asks "Deploy to <env>?" and hands out a readable,
-HMAC-signed ticket `w1.<payload>.<mac>` with sub, exp, req (a digest of the request), jti and the
-work. Weaknesses, named in `--weak a,b` (or WEAK_SERVER_WEAK):
+HMAC-signed ticket `t1.<payload>.<mac>` (a shape the engine can read) with sub, exp, req (a digest
+of the request), jti and the work. Weaknesses, named in `--weak a,b` (or WEAK_SERVER_WEAK):
 
     principal    never compares the ticket's sub with the caller
     single-use   keeps no redeemed store (a retry sent twice deploys twice)
@@ -71,7 +71,7 @@ class WeakServer:
         payload = {"sub": principal, "exp": int(time.time()) + self.ttl, "req": self._digest(name, arguments),
                    "jti": secrets.token_hex(8), "work": {"env": arguments.get("env")}}
         body = _b64(json.dumps(payload, sort_keys=True).encode())
-        return f"w1.{body}.{_b64(hmac.new(KEY, body.encode(), hashlib.sha256).digest())}"
+        return f"t1.{body}.{_b64(hmac.new(KEY, body.encode(), hashlib.sha256).digest())}"
 
     @staticmethod
     def _digest(name: str, arguments: Any) -> str:
@@ -137,7 +137,7 @@ class WeakServer:
         try:
             prefix, body, mac = str(ticket).split(".")
             good = hmac.compare_digest(_unb64(mac), hmac.new(KEY, body.encode(), hashlib.sha256).digest())
-            claims = json.loads(_unb64(body)) if good and prefix == "w1" else None
+            claims = json.loads(_unb64(body)) if good and prefix == "t1" else None
         except (ValueError, TypeError):
             claims = None
         if not isinstance(claims, dict):
