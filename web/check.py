@@ -12,6 +12,8 @@ Safety, owned here:
 - `MRTR_PUBLIC=1` (a public deployment) turns even loopback off unless `MRTR_CHECK_HOSTS` lists it.
 - Runs are rate-limited per visitor (`MRTR_CHECK_RUNS`, default 5 per `MRTR_CHECK_WINDOW` = 600 s,
   and one at a time), with at most `MAX_ACTIVE` runs at once for everyone.
+- A late move waits at most `MRTR_CHECK_MAX_WAIT` seconds (default 300) for a ticket to expire.
+  (`MRTR_CHECK_RESOLVER`, a `(host, port) -> [addresses]` callable, is a test seam only.)
 - Tokens go into the run's target and nowhere else: never logged, never rendered, never kept
   after the run ends. Token inputs are password fields that are never refilled.
 """
@@ -236,7 +238,7 @@ def runs() -> Runs:
 def _setup(state: Any) -> None:
     app: Flask = state.app
     app.extensions[RUNS_KEY] = Runs()
-    for name in ("MRTR_PUBLIC", "MRTR_CHECK_HOSTS", "MRTR_CHECK_RUNS", "MRTR_CHECK_WINDOW"):
+    for name in ("MRTR_PUBLIC", "MRTR_CHECK_HOSTS", "MRTR_CHECK_RUNS", "MRTR_CHECK_WINDOW", "MRTR_CHECK_MAX_WAIT"):
         if app.config.get(name) in (None, "") and os.environ.get(name):
             app.config[name] = os.environ[name]
 

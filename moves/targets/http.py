@@ -238,22 +238,18 @@ class HttpTarget:
 
     def _judge_body(self, raw: bytes, ctype: str, status: int, request_id: Any, role: Role) -> Checked:
         text = raw.decode("utf-8", "replace")
+        if status in (401, 403):
+            return Checked(error=f"HTTP {status}: the server refused the bearer token of {self._name(role)}")
         if not raw.strip():
-            if status in (401, 403):
-                return Checked(error=f"HTTP {status}: the server refused the bearer token of {self._name(role)}")
             return Checked(error=f"HTTP {status} with an empty body: no JSON-RPC response to the request")
         if ctype == "text/html" or text.lstrip()[:15].lower().startswith(("<!doctype", "<html")):
             return Checked(error=f"HTTP {status} with an HTML page{_title(text)}, not an MCP response: "
                                  "is this the MCP endpoint's URL?")
         message, error = parse_json(raw, f"the HTTP {status} body ({ctype or 'no content type'})")
         if error:
-            if status in (401, 403):
-                return Checked(error=f"HTTP {status}: the server refused the bearer token of {self._name(role)}")
             return Checked(error=error)
         problem = check_response(message, request_id)
         if problem:
-            if status in (401, 403):
-                return Checked(error=f"HTTP {status}: the server refused the bearer token of {self._name(role)}")
             return Checked(error=f"HTTP {status}: {problem}")
         return Checked(response=message)
 

@@ -125,7 +125,8 @@ def check_response(message: Any, request_id: Any) -> str | None:
         return "the reply is JSON but not JSON-RPC 2.0 (no \"jsonrpc\": \"2.0\")"
     if "result" not in message and "error" not in message:
         return "the reply is a JSON-RPC message with neither a result nor an error"
-    if message.get("id") != request_id:
+    if message.get("id") != request_id and not ("error" in message and message.get("id") is None):
+        # (an error with id null is JSON-RPC's "I could not tell which request": still this one's answer)
         return f"the reply answers id {clip(json.dumps(message.get('id')), 40)}, not the request's id {request_id!r}"
     if "error" in message and not isinstance(message["error"], dict):
         return "the reply's error is not an object"

@@ -127,6 +127,9 @@ class BadHandler(BaseHTTPRequestHandler):
             self._send(200, "application/json", b'{"hello": "world"}')
         elif path == "/wrongid":
             self._send(200, "application/json", json.dumps({"jsonrpc": "2.0", "id": 424242, "result": {}}).encode())
+        elif path == "/nullid":
+            error = {"code": -32700, "message": "Parse error"}
+            self._send(400, "application/json", json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode())
         elif path == "/empty":
             self._send(202, "application/json", b"")
         elif path == "/redirect":

@@ -140,6 +140,15 @@ def test_a_public_deployment_checks_nothing_unless_hosts_are_listed() -> None:
     assert listed.allows("127.0.0.1", ipaddress.ip_address("127.0.0.1"))
 
 
+def test_the_public_flag_and_the_host_list_are_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MRTR_PUBLIC", "1")
+    assert soup(make_app().test_client().get("/check")).select_one("#check-disabled") is not None
+    monkeypatch.setenv("MRTR_CHECK_HOSTS", "127.0.0.1")
+    page = soup(make_app().test_client().get("/check"))
+    assert page.select_one("#check-disabled") is None
+    assert "operator listed" in page.select_one(".check-note").get_text()
+
+
 def test_runs_are_rate_limited_per_visitor_and_one_at_a_time() -> None:
     now = [100.0]
     registry = Runs(clock=lambda: now[0])

@@ -104,6 +104,12 @@ def test_http_target_explains_every_bad_answer(bad_server: str, path: str, words
     assert "bob-token" not in reply.transport_error
 
 
+def test_http_target_takes_an_error_with_id_null_as_the_answer(bad_server: str) -> None:
+    reply = HttpTarget(bad_server + "/nullid", TOKENS).send("owner", request(5, "tools/list"))
+    assert reply.transport_error is None and reply.http_status == 400
+    assert reply.response == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+
+
 def test_http_target_explains_a_refused_connection_and_a_refused_token(mcp_url: str) -> None:
     import socket
 
