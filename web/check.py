@@ -12,6 +12,9 @@ Safety, owned here:
 - `MRTR_PUBLIC=1` (a public deployment) turns even loopback off unless `MRTR_CHECK_HOSTS` lists it.
 - Runs are rate-limited per visitor (`MRTR_CHECK_RUNS`, default 5 per `MRTR_CHECK_WINDOW` = 600 s,
   and one at a time), with at most `MAX_ACTIVE` runs at once for everyone.
+- A run goes on in a thread of the process that started it; its progress is saved as one JSON file
+  in `MRTR_CHECK_STATE_DIR` (default `<MRTR_STATE_DIR>/check-runs`), so every gunicorn worker can
+  draw it. Visitors are kept there as digests, never addresses; tokens are never written.
 - A late move waits at most `MRTR_CHECK_MAX_WAIT` seconds (default 300) for a ticket to expire.
   (`MRTR_CHECK_RESOLVER`, a `(host, port) -> [addresses]` callable, is a test seam only.)
 - Tokens go into the run's target and nowhere else: never logged, never rendered, never kept
@@ -20,23 +23,27 @@ Safety, owned here:
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import ipaddress
 import json
 import logging
 import math
 import os
+import re
 import secrets
 import socket
 import threading
 import time
-from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from flask import Blueprint, Flask, Response, abort, current_app, redirect, request, url_for
 
+from mrtr.keys import default_state_dir
 from web import htmx
 
 bp = Blueprint("check", __name__)
@@ -51,6 +58,11 @@ MAX_ACTIVE = 4
 MAX_RUNS_KEPT = 200
 RUN_TTL = 30 * 60.0
 MAX_FIELD = 4096
+#: A running run not saved for this long is taken as dead (its worker went away).
+STALE = 120.0
+#: How often the late wait's progress is saved (seconds).
+WAIT_SAVE_EVERY = 0.5
+_RUN_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
 #: The lesson section that explains each defence a failing row is about.
 SECTIONS: dict[str, str] = {
     "signature": "checks-and-clock",
@@ -166,81 +178,114 @@ def vet_url(url: str, host_rules: HostRules, resolve: Resolver = _resolve) -> tu
 
 @dataclass
 class Run:
+    """One run as every worker sees it: plain JSON-able fields, saved to the run store on each change."""
+
     id: str
     visitor: str
     url: str
     started: float
+    updated: float = 0.0
     state: str = "running"  # running, done, error
     phase: str = "Starting"
     total: int = 0
-    rows: list[Any] = field(default_factory=list)
-    probes: list[Any] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    probes: list[dict[str, Any]] = field(default_factory=list)
     waited: float = 0.0
     wait_total: float = 0.0
     waiting: bool = False
-    report: Any = None
+    summary: str = ""
     error: str = ""
     finished: float = 0.0
-    thread: threading.Thread | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def running(self) -> bool:
         return self.state == "running"
 
 
-class Runs:
-    """Every run of this process, and the per-visitor rate limit."""
+class RunStore:
+    """The runs, one JSON file each in `directory`, so every worker process of the app sees every run
+    (the run itself goes on in the process that started it). The per-visitor limit is kept there too,
+    under a file lock. A run whose process went away stops being updated and reads as failed after
+    `STALE` seconds. Several hosts need a shared directory or sticky routing for /check/runs/*.
+    """
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, directory: Path, clock: Callable[[], float] = time.time) -> None:
+        self.directory = directory
         self.clock = clock
-        self._lock = threading.Lock()
-        self._runs: OrderedDict[str, Run] = OrderedDict()
-        self._starts: dict[str, deque[float]] = {}
+        self.threads: dict[str, threading.Thread] = {}  # this process's runs, for tests and shutdown
+
+    def _path(self, run_id: str) -> Path:
+        return self.directory / f"{run_id}.json"
+
+    def save(self, run: Run) -> None:
+        run.updated = self.clock()
+        data = {k: v for k, v in run.__dict__.items()}
+        tmp = self.directory / f".{run.id}.{os.getpid()}.{threading.get_ident()}.tmp"
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, self._path(run.id))
 
     def get(self, run_id: str) -> Run | None:
-        with self._lock:
-            return self._runs.get(run_id)
+        if not _RUN_ID.fullmatch(run_id):
+            return None
+        try:
+            data = json.loads(self._path(run_id).read_text(encoding="utf-8"))
+            run = Run(**data)
+        except (OSError, ValueError, TypeError):
+            return None
+        if run.running and self.clock() - run.updated > STALE:
+            run.state, run.error = "error", "The run stopped: the process running it went away."
+        return run
+
+    def _all(self) -> list[Run]:
+        found = [self.get(p.stem) for p in self.directory.glob("*.json")]
+        return [r for r in found if r is not None]
 
     def start(self, visitor: str, url: str, limit: int, window: float) -> Run:
+        self.directory.mkdir(parents=True, exist_ok=True)
         now = self.clock()
-        with self._lock:
-            self._evict(now)
-            if any(r.running and r.visitor == visitor for r in self._runs.values()):
+        with open(self.directory / ".lock", "a+b") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            runs = self._evict(self._all(), now)
+            if any(r.running and r.visitor == visitor for r in runs):
                 raise CheckInputError("A check you started is still running: wait for it to finish first.")
-            if sum(r.running for r in self._runs.values()) >= MAX_ACTIVE:
+            if sum(r.running for r in runs) >= MAX_ACTIVE:
                 raise CheckInputError("The checker is busy with other people's runs; try again in a minute.")
-            starts = self._starts.setdefault(visitor, deque())
-            while starts and now - starts[0] >= window:
-                starts.popleft()
+            starts = sorted(r.started for r in runs if r.visitor == visitor and now - r.started < window)
             if len(starts) >= limit:
-                wait = max(1, math.ceil(window - (now - starts[0])))
+                wait = max(1, math.ceil(window - (now - starts[-limit])))
                 raise CheckInputError(f"You have started {limit} checks recently; try again in {wait} s.")
-            starts.append(now)
             run = Run(secrets.token_urlsafe(16), visitor, url, now)
-            self._runs[run.id] = run
+            self.save(run)
             return run
 
-    def _evict(self, now: float) -> None:
-        finished = [r for r in self._runs.values() if not r.running]
+    def _evict(self, runs: list[Run], now: float) -> list[Run]:
+        """Forget finished runs after RUN_TTL (the rate limit window must not exceed it), and the oldest past
+        MAX_RUNS_KEPT."""
+        keep = []
+        finished = sorted((r for r in runs if not r.running), key=lambda r: r.finished)
+        excess = max(0, len(runs) - MAX_RUNS_KEPT)
         for run in finished:
-            if now - run.finished > RUN_TTL or len(self._runs) > MAX_RUNS_KEPT:
-                del self._runs[run.id]
-        for visitor in [v for v, s in self._starts.items() if not s]:
-            del self._starts[visitor]
+            if now - max(run.finished, run.started) > RUN_TTL or excess > 0:
+                excess -= 1
+                self._path(run.id).unlink(missing_ok=True)
+            else:
+                keep.append(run)
+        return keep + [r for r in runs if r.running]
 
 
-def runs() -> Runs:
+def runs() -> RunStore:
     return current_app.extensions[RUNS_KEY]
 
 
 @bp.record_once
 def _setup(state: Any) -> None:
     app: Flask = state.app
-    app.extensions[RUNS_KEY] = Runs()
-    for name in ("MRTR_PUBLIC", "MRTR_CHECK_HOSTS", "MRTR_CHECK_RUNS", "MRTR_CHECK_WINDOW", "MRTR_CHECK_MAX_WAIT"):
+    for name in ("MRTR_PUBLIC", "MRTR_CHECK_HOSTS", "MRTR_CHECK_RUNS", "MRTR_CHECK_WINDOW", "MRTR_CHECK_MAX_WAIT",
+                 "MRTR_CHECK_STATE_DIR"):
         if app.config.get(name) in (None, "") and os.environ.get(name):
             app.config[name] = os.environ[name]
+    directory = app.config.get("MRTR_CHECK_STATE_DIR") or default_state_dir() / "check-runs"
+    app.extensions[RUNS_KEY] = RunStore(Path(directory))
 
 
 # -- the form ----------------------------------------------------------------------------------------
@@ -276,7 +321,8 @@ def _json_object(text: str, label: str) -> dict[str, Any] | None:
 
 
 def _visitor() -> str:
-    return request.remote_addr or "unknown"
+    """Who is asking, as a digest: the run files never hold an address."""
+    return hashlib.sha256((request.remote_addr or "unknown").encode()).hexdigest()[:16]
 
 
 def _lesson_url(section: str | None) -> str | None:
@@ -325,9 +371,10 @@ def start_check() -> Response:
     options = CheckOptions(tool=form.tool or None, arguments=arguments, allow_replay=form.allow_replay,
                            skip_late=form.skip_late)
     app = current_app._get_current_object()  # type: ignore[attr-defined]
-    thread = threading.Thread(target=_execute, args=(app, run, url, address, (owner, other), options, runs().clock),
+    store = runs()
+    thread = threading.Thread(target=_execute, args=(app, store, run, url, address, (owner, other), options),
                               name=f"check-{run.id[:6]}", daemon=True)
-    run.thread = thread
+    store.threads[run.id] = thread
     thread.start()
     log.info("check run %s started for %s", run.id[:6], url)
     target = url_for("check.run_page", run_id=run.id)
@@ -336,30 +383,46 @@ def start_check() -> Response:
     return redirect(target, 303)
 
 
-def _execute(app: Flask, run: Run, url: str, address: str, tokens: tuple[str, str], options: Any,
-             clock: Callable[[], float]) -> None:
+def _execute(app: Flask, store: RunStore, run: Run, url: str, address: str, tokens: tuple[str, str],
+             options: Any) -> None:
     """The background run. Tokens live in the target only, and go with it when this returns."""
     from moves.check import CheckError, Events, run_check
     from moves.targets.http import HttpTarget
     from moves.targets.remote import Timing
 
+    lock = threading.Lock()
+    last_wait = [0.0]
+
+    def save() -> None:
+        try:
+            store.save(run)
+        except OSError as exc:
+            log.error("check run %s: could not save progress: %s", run.id[:6], exc.strerror)
+
     def phase(text: str) -> None:
-        with run.lock:
-            run.phase = text[:1].upper() + text[1:]
-            run.waiting = False
+        with lock:
+            run.phase, run.waiting = text[:1].upper() + text[1:], False
+            save()
 
     def move_done(row: Any, index: int, total: int) -> None:
-        with run.lock:
-            run.rows.append(row)
+        with lock:
+            run.rows.append({"move": row.move, "title": row.title, "expected": row.expected,
+                             "observed": row.observed, "verdict": row.verdict, "detail": row.detail,
+                             "stops_at": row.stops_at})
             run.total = total
+            save()
 
     def probe_done(probe: Any) -> None:
-        with run.lock:
-            run.probes.append(probe)
+        with lock:
+            run.probes.append({"probe": probe.probe, "title": probe.title, "ok": probe.ok, "detail": probe.detail})
+            save()
 
     def wait(waited: float, total: float) -> None:
-        with run.lock:
+        with lock:
             run.waiting, run.waited, run.wait_total = True, waited, total
+            if waited >= total or store.clock() - last_wait[0] >= WAIT_SAVE_EVERY:
+                last_wait[0] = store.clock()
+                save()
 
     max_wait = float(app.config.get("MRTR_CHECK_MAX_WAIT") or 300)
     target = None
@@ -369,21 +432,23 @@ def _execute(app: Flask, run: Run, url: str, address: str, tokens: tuple[str, st
         tokens = ("", "")
         report = run_check(target, options, events=Events(phase=phase, move_done=move_done,
                                                            probe_done=probe_done, wait=wait))
-        with run.lock:
-            run.report, run.state = report, "done"
+        with lock:
+            run.summary, run.state = report.summary(), "done"
     except CheckError as exc:
-        with run.lock:
+        with lock:
             run.error, run.state = str(exc), "error"
     except Exception as exc:  # never a traceback on the page; the log gets the type, never a token
         log.error("check run %s failed: %s", run.id[:6], type(exc).__name__)
-        with run.lock:
+        with lock:
             run.error, run.state = "The checker failed unexpectedly; nothing more is known.", "error"
     finally:
         if target is not None:
             target.close()
-        with run.lock:
+        with lock:
             run.waiting = False
-            run.finished = clock()
+            run.finished = store.clock()
+            save()
+        store.threads.pop(run.id, None)
 
 
 # -- the run page ------------------------------------------------------------------------------------
@@ -405,32 +470,27 @@ def _verdict_outcome(verdict: str) -> str:
 
 
 def _view(run: Run) -> dict[str, Any]:
-    with run.lock:
-        rows = list(run.rows)
-        probes = list(run.probes)
-        state, phase, error, report = run.state, run.phase, run.error, run.report
-        waiting, waited, wait_total, total = run.waiting, run.waited, run.wait_total, run.total
-    move_views = [RowView(r.move, r.title, r.expected, r.observed, r.verdict, r.detail,
-                          _lesson_url(SECTIONS.get(r.stops_at)) if r.verdict in ("fail", "warn") else None)
-                  for r in rows]
-    probe_views = [RowView(p.probe, p.title, "", "", "pass" if p.ok else "fail", p.detail,
-                           None if p.ok else _lesson_url(SECTIONS.get(p.probe))) for p in probes]
-    if state == "running":
-        status = f"{phase}…" + (f" ({len(rows)} of {total} moves played)" if total else "")
-        if waiting:
+    move_views = [RowView(r["move"], r["title"], r["expected"], r["observed"], r["verdict"], r["detail"],
+                          _lesson_url(SECTIONS.get(r["stops_at"])) if r["verdict"] in ("fail", "warn") else None)
+                  for r in run.rows]
+    probe_views = [RowView(p["probe"], p["title"], "", "", "pass" if p["ok"] else "fail", p["detail"],
+                           None if p["ok"] else _lesson_url(SECTIONS.get(p["probe"]))) for p in run.probes]
+    if run.state == "running":
+        status = f"{run.phase}…" + (f" ({len(run.rows)} of {run.total} moves played)" if run.total else "")
+        if run.waiting:
             status = "Waiting for the ticket to expire before the late move…"
-    elif state == "error":
+    elif run.state == "error":
         status = "The check could not run."
     else:
-        status = report.summary() if report else "Done."
-    return {"moves": move_views, "probes": probe_views, "status": status, "state": state, "error": error,
-            "waiting": waiting, "waited": round(waited, 1), "wait_total": round(wait_total, 1),
-            "report": report, "outcome": _verdict_outcome}
+        status = run.summary or "Done."
+    return {"moves": move_views, "probes": probe_views, "status": status, "state": run.state, "error": run.error,
+            "waiting": run.waiting, "waited": round(run.waited, 1), "wait_total": round(run.wait_total, 1),
+            "outcome": _verdict_outcome}
 
 
 @bp.get("/check/runs/<run_id>")
 def run_page(run_id: str) -> Response:
-    run = runs().get(run_id) if len(run_id) < 64 else None
+    run = runs().get(run_id)
     if run is None:
         abort(404)
     return htmx.render(RUN_PAGE, RUN_FRAGMENT, run=run, view=_view(run))

@@ -5,14 +5,27 @@ refreshes itself until the report is there."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from pathlib import Path
 
+import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, expect
 
+from app import create_app
 from moves.catalog import load_moves
-from tests.browser.helpers import LiveServer, assert_no_axe_violations
+from tests.browser.conftest import BROWSER_TEST_CONFIG
+from tests.browser.helpers import LiveServer, assert_no_axe_violations, serve
 
 REPORT_TIMEOUT_MS = 90_000  # a whole run on a loaded 2-core machine; expect returns as soon as it is there
+
+
+@pytest.fixture(scope="module")
+def checker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The app with its own run directory, so runs of earlier sessions never count against this one."""
+    state = Path(tmp_path_factory.mktemp("check-runs"))
+    with serve(create_app({**BROWSER_TEST_CONFIG, "MRTR_CHECK_STATE_DIR": str(state)})) as live:
+        yield live
 
 
 def fill(page: Page, url: str) -> None:
@@ -22,8 +35,8 @@ def fill(page: Page, url: str) -> None:
     page.get_by_label("Skip the late move").check()
 
 
-def test_the_app_checks_its_own_mcp_with_live_progress(page: Page, live_server: LiveServer, axe: Axe) -> None:
-    page.goto("/check")
+def test_the_app_checks_its_own_mcp_with_live_progress(page: Page, checker: LiveServer, axe: Axe) -> None:
+    page.goto(checker.url + "/check")
     assert_no_axe_violations(page, axe)
 
     fill(page, "http://203.0.113.7/mcp")
@@ -33,7 +46,7 @@ def test_the_app_checks_its_own_mcp_with_live_progress(page: Page, live_server: 
     expect(error).to_be_focused()
     expect(page.get_by_label("Bearer token of the ticket's owner")).to_have_value("")
 
-    fill(page, live_server.url + "/mcp")
+    fill(page, checker.url + "/mcp")
     page.get_by_role("button", name="Check the server").click()
     expect(page).to_have_url(re.compile(r"/check/runs/[\w-]+$"))
     status = page.locator("#check-status")
@@ -46,10 +59,10 @@ def test_the_app_checks_its_own_mcp_with_live_progress(page: Page, live_server: 
     assert_no_axe_violations(page, axe)
 
 
-def test_without_javascript_the_run_page_refreshes_until_the_report(no_js_page: Page, live_server: LiveServer) -> None:
+def test_without_javascript_the_run_page_refreshes_until_the_report(no_js_page: Page, checker: LiveServer) -> None:
     page = no_js_page
-    page.goto("/check")
-    fill(page, live_server.url + "/mcp")
+    page.goto(checker.url + "/check")
+    fill(page, checker.url + "/mcp")
     page.get_by_role("button", name="Check the server").click()
     expect(page).to_have_url(re.compile(r"/check/runs/[\w-]+$"))
     expect(page.locator("#check-status")).to_contain_text("PASS", timeout=REPORT_TIMEOUT_MS)

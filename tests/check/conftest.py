@@ -29,6 +29,14 @@ APP_CONFIG: dict[str, Any] = {
 TOKENS = ["--token", "bob=bob-token", "--token", "alice=alice-token"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def check_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """/check saves its runs here instead of the user's state directory."""
+    APP_CONFIG["MRTR_CHECK_STATE_DIR"] = str(tmp_path_factory.mktemp("check-runs"))
+    yield
+    APP_CONFIG.pop("MRTR_CHECK_STATE_DIR", None)
+
+
 @pytest.fixture(scope="module")
 def app_server() -> Iterator[LiveServer]:
     """The real app (create_app), its /mcp answering on a loopback port."""

@@ -21,7 +21,7 @@ from moves.check import MoveRow
 from moves.probes import ProbeResult
 from tests.browser.helpers import LiveServer, serve
 from tests.check.conftest import APP_CONFIG
-from web.check import SECTIONS, CheckInputError, HostRules, Run, Runs, vet_url
+from web.check import RUN_TTL, SECTIONS, STALE, CheckInputError, HostRules, Run, RunStore, vet_url
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = "when-the-server-needs-input"
@@ -59,13 +59,19 @@ def form(url: str, **extra: str) -> dict[str, str]:
     return {"url": url, "owner_token": "bob-token", "other_token": "alice-token", **extra}
 
 
+def join(app: Flask, run_id: str) -> None:
+    """Wait for a run's thread to end (it ran in this process): no sleeping."""
+    thread = app.extensions["mrtr.check_runs"].threads.get(run_id)
+    if thread is not None:
+        thread.join(timeout=120)
+        assert not thread.is_alive()
+
+
 def finish(app: Flask, client: FlaskClient, response: Any) -> BeautifulSoup:
     """Follow a started run to its end (joining its thread: no sleeping) and return the run page."""
     assert response.status_code == 303, response.get_data(as_text=True)
     location = response.headers["Location"]
-    run = app.extensions["mrtr.check_runs"].get(location.rsplit("/", 1)[1])
-    run.thread.join(timeout=120)
-    assert not run.thread.is_alive()
+    join(app, location.rsplit("/", 1)[1])
     page = client.get(location)
     assert page.status_code == 200
     return soup(page)
@@ -149,23 +155,55 @@ def test_the_public_flag_and_the_host_list_are_read_from_the_environment(monkeyp
     assert "operator listed" in page.select_one(".check-note").get_text()
 
 
-def test_runs_are_rate_limited_per_visitor_and_one_at_a_time() -> None:
+def test_runs_are_rate_limited_per_visitor_and_one_at_a_time(tmp_path: Path) -> None:
     now = [100.0]
-    registry = Runs(clock=lambda: now[0])
-    first = registry.start("198.51.100.1", "u", limit=2, window=60)
+    registry = RunStore(tmp_path / "runs", clock=lambda: now[0])
+
+    def done(run: Run) -> None:
+        run.state, run.finished = "done", now[0]
+        registry.save(run)
+
+    first = registry.start("v1", "u", limit=2, window=60)
     with pytest.raises(CheckInputError, match="still running"):
-        registry.start("198.51.100.1", "u", limit=2, window=60)
-    first.state, first.finished = "done", now[0]
-    registry.start("198.51.100.1", "u", limit=2, window=60).state = "done"
+        registry.start("v1", "u", limit=2, window=60)
+    done(first)
+    done(registry.start("v1", "u", limit=2, window=60))
     with pytest.raises(CheckInputError, match="try again in 60 s"):
-        registry.start("198.51.100.1", "u", limit=2, window=60)
-    registry.start("198.51.100.2", "u", limit=2, window=60).state = "done"  # someone else is not limited
+        registry.start("v1", "u", limit=2, window=60)
+    done(registry.start("v2", "u", limit=2, window=60))  # someone else is not limited
     now[0] += 60
-    assert registry.start("198.51.100.1", "u", limit=2, window=60).running
+    assert registry.start("v1", "u", limit=2, window=60).running
     for n in range(3):
-        registry.start(f"203.0.113.{n}", "u", limit=2, window=60)
+        registry.start(f"w{n}", "u", limit=2, window=60)
     with pytest.raises(CheckInputError, match="busy"):
-        registry.start("203.0.113.9", "u", limit=2, window=60)
+        registry.start("w9", "u", limit=2, window=60)
+
+
+def test_a_run_whose_process_went_away_reads_as_failed_and_old_runs_are_forgotten(tmp_path: Path) -> None:
+    now = [100.0]
+    registry = RunStore(tmp_path, clock=lambda: now[0])
+    run = registry.start("v1", "http://127.0.0.1:9/mcp", limit=5, window=60)
+    assert registry.get(run.id).running
+    now[0] += STALE + 1
+    stale = registry.get(run.id)
+    assert stale.state == "error" and "went away" in stale.error
+    registry.start("v1", "u", limit=5, window=60)  # the dead run no longer blocks its visitor
+    now[0] += RUN_TTL + 1
+    registry.start("v2", "u", limit=5, window=60)
+    assert registry.get(run.id) is None
+    assert registry.get("../../etc/passwd") is None and registry.get("x" * 100) is None
+
+
+def test_runs_are_shared_between_processes_through_their_files(tmp_path: Path) -> None:
+    one, two = RunStore(tmp_path), RunStore(tmp_path)
+    run = one.start("v1", "u", limit=5, window=60)
+    run.rows.append({"move": "honest", "title": "Honest retry", "expected": "completed", "observed": "completed",
+                     "verdict": "pass", "detail": "", "stops_at": ""})
+    one.save(run)
+    assert two.get(run.id).rows == run.rows
+    with pytest.raises(CheckInputError, match="still running"):
+        two.start("v1", "u", limit=5, window=60)
+    assert not any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
 
 
 def test_an_unknown_run_is_404() -> None:
@@ -183,12 +221,15 @@ def test_every_lesson_link_names_a_real_section() -> None:
 # -- live progress -------------------------------------------------------------------------------------
 
 
-def _running(app: Flask) -> Run:
-    run = app.extensions["mrtr.check_runs"].start("203.0.113.50", "http://127.0.0.1:9/mcp", 5, 600)
+def _running(app: Flask, probes: list[ProbeResult] | None = None) -> Run:
+    store = app.extensions["mrtr.check_runs"]
+    run = store.start("203.0.113.50", "http://127.0.0.1:9/mcp", 5, 600)
     run.phase, run.total = "Playing late", 7
-    run.rows = [MoveRow("honest", "Honest retry", "completed", "completed", True, "deployed", True, "")]
-    run.probes = []
+    row = MoveRow("honest", "Honest retry", "completed", "completed", True, "deployed", True, "")
+    run.rows = [{**row.__dict__, "verdict": row.verdict}]
+    run.probes = [{"probe": p.probe, "title": p.title, "ok": p.ok, "detail": p.detail} for p in probes or []]
     run.waiting, run.waited, run.wait_total = True, 1.2, 3.0
+    store.save(run)
     return run
 
 
@@ -209,6 +250,7 @@ def test_a_running_check_polls_with_htmx_and_refreshes_without_javascript() -> N
     assert "<html" not in fragment.get_data(as_text=True) and soup(fragment).select_one("#check-progress[hx-get]")
     run.state, run.finished, run.waiting = "error", 0.0, False
     run.error = "could not connect to 127.0.0.1:9: connection refused (is the server running?)"
+    app.extensions["mrtr.check_runs"].save(run)
     done = soup(app.test_client().get(f"/check/runs/{run.id}"))
     assert done.select_one("noscript meta") is None and not done.select_one("#check-progress").has_attr("hx-get")
     assert "connection refused" in done.select_one(".check-error[role=alert]").get_text()
@@ -216,8 +258,7 @@ def test_a_running_check_polls_with_htmx_and_refreshes_without_javascript() -> N
 
 def test_a_probe_failure_links_to_the_rule() -> None:
     app = make_app()
-    run = _running(app)
-    run.probes = [ProbeResult("capability", False, "asked anyway"), ProbeResult("version", True, "ok")]
+    run = _running(app, [ProbeResult("capability", False, "asked anyway"), ProbeResult("version", True, "ok")])
     html = soup(app.test_client().get(f"/check/runs/{run.id}"))
     failing = html.select_one("tr[data-probe=capability] a.check-learn")
     assert failing["href"] == f"/lessons/{LESSON}#spec-rules"
@@ -261,8 +302,7 @@ def test_an_htmx_start_answers_with_the_polling_fragment_and_pushes_the_run_url(
     assert started.status_code == 200
     push = started.headers["HX-Push-Url"]
     assert re.fullmatch(r"/check/runs/[\w-]+", push)
-    run = live.app.extensions["mrtr.check_runs"].get(push.rsplit("/", 1)[1])
-    run.thread.join(timeout=120)
+    join(live.app, push.rsplit("/", 1)[1])
     assert soup(started).select_one("#check-progress") is not None
 
 

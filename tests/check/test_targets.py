@@ -98,7 +98,8 @@ def test_http_target_reads_an_sse_answer_and_keeps_the_notifications(bad_server:
     ("/silent", "no complete answer within 0.5 s"),
 ])
 def test_http_target_explains_every_bad_answer(bad_server: str, path: str, words: str) -> None:
-    reply = HttpTarget(bad_server + path, TOKENS, timeout=0.5, max_bytes=64 * 1024).send("owner", request(1, "x"))
+    timeout = 0.5 if path == "/silent" else 30
+    reply = HttpTarget(bad_server + path, TOKENS, timeout=timeout, max_bytes=64 * 1024).send("owner", request(1, "x"))
     assert reply.response is None
     assert words in (reply.transport_error or "")
     assert "bob-token" not in reply.transport_error
@@ -222,7 +223,7 @@ def test_stdio_target_talks_to_mrtr_serve() -> None:
     ("exit", "exited with code 3; its stderr ended: fake: cannot open the database"),
 ])
 def test_stdio_target_explains_every_bad_process(mode: str, words: str) -> None:
-    target = StdioTarget(fake(mode), timeout=0.5, max_bytes=64 * 1024)
+    target = StdioTarget(fake(mode), timeout=0.5 if mode == "silent" else 30, max_bytes=64 * 1024)
     try:
         if mode == "exit":
             target._process("owner").proc.wait(timeout=10)  # type: ignore[union-attr]
