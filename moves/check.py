@@ -21,6 +21,7 @@ import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import IO, Any
 
 from moves.catalog import Move, load_moves
@@ -317,10 +318,10 @@ def run_check(target: Target, options: CheckOptions = CheckOptions(), *, moves: 
               events: Events | None = None) -> Report:
     """Play every move and probe against `target` and report. Raises CheckError when it cannot start.
 
-    The caller owns the target (and closes it). Moves come from lessons/moves.toml unless given.
+    The caller owns the target (and closes it). Moves: `moves`, else MRTR_MOVES_FILE, else lessons/moves.toml.
     """
     events = events or Events()
-    catalog = tuple(moves) if moves is not None else load_moves()
+    catalog = tuple(moves) if moves is not None else moves_from_env()
     recorder = Recorder(target)
     next_id = counter(1)
     events.phase("listing tools")
@@ -357,6 +358,15 @@ def run_check(target: Target, options: CheckOptions = CheckOptions(), *, moves: 
         report.probes.append(result_probe)
         events.probe_done(result_probe)
     return report
+
+
+def moves_from_env() -> tuple[Move, ...]:
+    """The moves the checker plays: `MRTR_MOVES_FILE` when set (as the app reads it), else lessons/moves.toml."""
+    path = os.environ.get("MRTR_MOVES_FILE")
+    try:
+        return load_moves(Path(path) if path else None)
+    except ValueError as exc:
+        raise CheckError(str(exc)) from None
 
 
 # -- the command line -------------------------------------------------------------------------------

@@ -43,8 +43,12 @@ from urllib.parse import urlsplit
 
 from flask import Blueprint, Flask, Response, abort, current_app, redirect, request, url_for
 
+from moves.check import CheckError, CheckOptions, Events, run_check
+from moves.targets.http import HttpTarget
+from moves.targets.remote import Timing
 from mrtr.keys import default_state_dir
 from web import htmx
+from web.content import get_content
 
 bp = Blueprint("check", __name__)
 log = logging.getLogger("mrtr.check")
@@ -328,8 +332,6 @@ def _visitor() -> str:
 def _lesson_url(section: str | None) -> str | None:
     if not section:
         return None
-    from web.content import get_content
-
     lesson = get_content().lessons[0]
     if lesson.section(section) is None:
         return None
@@ -366,13 +368,12 @@ def start_check() -> Response:
     except CheckInputError as exc:
         form.error = str(exc)
         return _page(form, 400)
-    from moves.check import CheckOptions
-
     options = CheckOptions(tool=form.tool or None, arguments=arguments, allow_replay=form.allow_replay,
                            skip_late=form.skip_late)
+    moves = get_content().moves  # the moves this app teaches (MRTR_MOVES_FILE included)
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     store = runs()
-    thread = threading.Thread(target=_execute, args=(app, store, run, url, address, (owner, other), options),
+    thread = threading.Thread(target=_execute, args=(app, store, run, url, address, (owner, other), options, moves),
                               name=f"check-{run.id[:6]}", daemon=True)
     store.threads[run.id] = thread
     thread.start()
@@ -384,12 +385,8 @@ def start_check() -> Response:
 
 
 def _execute(app: Flask, store: RunStore, run: Run, url: str, address: str, tokens: tuple[str, str],
-             options: Any) -> None:
+             options: Any, moves: Any) -> None:
     """The background run. Tokens live in the target only, and go with it when this returns."""
-    from moves.check import CheckError, Events, run_check
-    from moves.targets.http import HttpTarget
-    from moves.targets.remote import Timing
-
     lock = threading.Lock()
     last_wait = [0.0]
 
@@ -430,7 +427,7 @@ def _execute(app: Flask, store: RunStore, run: Run, url: str, address: str, toke
         target = HttpTarget(url, [("owner", tokens[0]), ("other", tokens[1])], connect_to=address,
                             timing=Timing(skip_late=options.skip_late, max_wait=max_wait))
         tokens = ("", "")
-        report = run_check(target, options, events=Events(phase=phase, move_done=move_done,
+        report = run_check(target, options, moves=moves, events=Events(phase=phase, move_done=move_done,
                                                            probe_done=probe_done, wait=wait))
         with lock:
             run.summary, run.state = report.summary(), "done"

@@ -265,3 +265,29 @@ def test_the_progress_bar_draws_on_a_terminal_and_announces_once_elsewhere() -> 
     for waited in (0.0, 1.0, 2.0):
         plain(waited, 2.0)
     assert log.getvalue() == "late move: waiting 2.0 s for the ticket to expire\n"
+
+
+def test_an_eighth_move_in_the_moves_file_is_played_with_no_code_change(mcp_url: str, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    eighth = tmp_path / "moves.toml"
+    eighth.write_text((ROOT / "lessons" / "moves.toml").read_text(encoding="utf-8") + '''
+[[moves]]
+slug = "stolen-other-request"
+title = "Alice spends it on prod"
+summary = "alice sends bob's ticket with her own token, on a deploy to prod."
+sender = "other"
+at = 25
+timing = "in-time"
+ticket = "as-issued"
+answer = "accept"
+request = "other"
+expect = "refused"
+stops_at = "principal"
+''', encoding="utf-8")
+    monkeypatch.setenv("MRTR_MOVES_FILE", str(eighth))
+    code, report = check_json(mcp_url, *TOKENS, "--skip-late")
+    assert code == 0 and [m["move"] for m in report["moves"]] == [*SLUGS, "stolen-other-request"]
+    assert report["moves"][-1]["observed"] == "refused" and report["moves"][-1]["ok"]
+    monkeypatch.setenv("MRTR_MOVES_FILE", str(tmp_path / "missing.toml"))
+    code, _, err = check(mcp_url, *TOKENS)
+    assert code == 2 and "cannot read the moves file" in err
