@@ -21,6 +21,7 @@ from typing import Any
 
 from moves.engine import Call, MoveResult, answers_for, modern_request
 from moves.target import Outcome, Reply, Role, Target
+from moves.targets.remote import ticket_expiry
 
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 UNSUPPORTED_VERSION = "1900-01-01"
@@ -65,6 +66,7 @@ class Recorder:
         self.target = target
         self.exchanges: list[Exchange] = []
         self.context = "setup"
+        self.last_ticket: str | None = None
 
     def __getattr__(self, name: str) -> Any:  # label, owner, other, timing, ...
         return getattr(self.target, name)
@@ -72,13 +74,20 @@ class Recorder:
     def send(self, role: Role, message: dict[str, Any]) -> Reply:
         reply = self.target.send(role, message)
         self.exchanges.append(Exchange(role, message, reply, self.context))
+        minted = input_required(reply)
+        if minted and isinstance(minted.get("requestState"), str):
+            self.last_ticket = minted["requestState"]
         return reply
 
     def begin(self) -> None:
         self.target.begin()
 
-    def advance(self, seconds: float, **kwargs: Any) -> bool:
-        return self.target.advance(seconds, **kwargs)
+    def advance(self, seconds: float, *, past_expiry: bool, expires_at: float | None,
+                on_progress: Any = None) -> bool:
+        """As the target's, but a ticket the engine could not read may still show its `exp` (JWT-like)."""
+        if expires_at is None and past_expiry and self.last_ticket:
+            expires_at = ticket_expiry(self.last_ticket)
+        return self.target.advance(seconds, past_expiry=past_expiry, expires_at=expires_at, on_progress=on_progress)
 
     def close(self) -> None:
         self.target.close()

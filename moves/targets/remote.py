@@ -11,6 +11,7 @@ This module never opens sockets or processes and never imports Flask.
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Callable
@@ -87,6 +88,26 @@ class Timing:
             if now >= until:
                 return
             self.sleep(min(TICK, until - now))
+
+
+def ticket_expiry(ticket: str) -> float | None:
+    """The `exp` any holder can read in a ticket shaped like `prefix.payload.signature` (JWT-like, the
+    TypeScript SDK's codec, ...): the first dot-separated part that is base64url JSON with a numeric
+    top-level `exp`. None for sealed or opaque tickets. Reading is all this does: nothing is trusted.
+    """
+    if not isinstance(ticket, str) or len(ticket) > 65536:
+        return None
+    for part in ticket.split("."):
+        if len(part) < 8:
+            continue
+        try:
+            decoded = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+        except (ValueError, RecursionError):
+            continue
+        exp = decoded.get("exp") if isinstance(decoded, dict) else None
+        if isinstance(exp, int | float) and not isinstance(exp, bool):
+            return float(exp)
+    return None
 
 
 @dataclass

@@ -138,6 +138,13 @@ def test_the_late_move_waits_past_the_weak_servers_readable_expiry(weak: Callabl
     assert code == 0 and failing(report) == (set(), set())
 
 
+def test_the_late_move_reads_exp_from_a_ticket_shape_the_engine_does_not(weak: Callable[..., Any]) -> None:
+    with weak("x9-prefix") as url:
+        code, out, err = check(url, *TOKENS)
+    assert code == 0, out + err
+    assert "late move: waiting" in err and "late           refused      refused      PASS" in out
+
+
 def test_allow_replay_turns_a_missing_redeemed_store_into_a_warning(weak: Callable[..., Any]) -> None:
     with weak("single-use") as url:
         code, out, _ = check(url, *TOKENS, "--skip-late", "--allow-replay")

@@ -12,7 +12,7 @@ import pytest
 
 from moves.target import Reply
 from moves.targets.http import HttpTarget, TargetConfigError, header_value
-from moves.targets.remote import Timing
+from moves.targets.remote import Timing, ticket_expiry
 from moves.targets.stdio import StdioConfigError, StdioTarget
 
 HERE = Path(__file__).resolve().parent
@@ -176,6 +176,15 @@ def test_the_late_wait_falls_back_to_late_after_or_declines() -> None:
     too_long = Timing(clock=fake.clock, sleep=fake.sleep, max_wait=60)
     assert not too_long.advance(300, past_expiry=True, expires_at=fake.now + 3600)
     assert "longer than the 60 s" in too_long.skip_reason and fake.now == pytest.approx(1005.0)
+
+
+def test_ticket_expiry_reads_jwt_like_tickets_and_nothing_else() -> None:
+    body = base64.urlsafe_b64encode(b'{"p": {"step": "confirm"}, "exp": 1790000120}').rstrip(b"=").decode()
+    assert ticket_expiry(f"v1.{body}.c2lnbmF0dXJl") == 1790000120.0
+    assert ticket_expiry("v1.AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8") is None  # sealed bytes
+    assert ticket_expiry("not a ticket at all") is None
+    no_exp = base64.urlsafe_b64encode(b'{"exp": "soon"}').decode()
+    assert ticket_expiry(f"t1.{no_exp}.sig") is None
 
 
 # -- stdio ---------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ of the request), jti and the work. Weaknesses, named in `--weak a,b` (or WEAK_SE
     version      serves any protocol version
     result-type  leaves resultType off tools/list
     asks-error   answers a retry without the answer with an error instead of asking again
+    x9-prefix    (not a weakness) tickets start "x9." instead of "t1.", a shape the engine does not read
 
 Run over HTTP: `python tests/check/weak_server.py --port N` (tokens bob-token, alice-token), or
 over stdio: `python tests/check/weak_server.py --stdio` (principal from MRTR_PRINCIPAL).
@@ -61,6 +62,7 @@ class WeakServer:
         self.weak = weak
         self.ttl = ttl
         self.redeemed: set[str] = set()
+        self.prefix = "x9" if "x9-prefix" in weak else "t1"
         self.lock = threading.Lock()
 
     def _refuse_ticket(self, why: str) -> Refused:
@@ -71,7 +73,7 @@ class WeakServer:
         payload = {"sub": principal, "exp": int(time.time()) + self.ttl, "req": self._digest(name, arguments),
                    "jti": secrets.token_hex(8), "work": {"env": arguments.get("env")}}
         body = _b64(json.dumps(payload, sort_keys=True).encode())
-        return f"t1.{body}.{_b64(hmac.new(KEY, body.encode(), hashlib.sha256).digest())}"
+        return f"{self.prefix}.{body}.{_b64(hmac.new(KEY, body.encode(), hashlib.sha256).digest())}"
 
     @staticmethod
     def _digest(name: str, arguments: Any) -> str:
@@ -137,7 +139,7 @@ class WeakServer:
         try:
             prefix, body, mac = str(ticket).split(".")
             good = hmac.compare_digest(_unb64(mac), hmac.new(KEY, body.encode(), hashlib.sha256).digest())
-            claims = json.loads(_unb64(body)) if good and prefix == "t1" else None
+            claims = json.loads(_unb64(body)) if good and prefix == self.prefix else None
         except (ValueError, TypeError):
             claims = None
         if not isinstance(claims, dict):
