@@ -324,6 +324,15 @@ def _json_object(text: str, label: str) -> dict[str, Any] | None:
     return value
 
 
+def _same_site() -> None:
+    """A check is started from this app's own form only: another site must not aim a visitor's browser at it."""
+    origin = request.headers.get("Origin")
+    # Browsers say "null" under this app's no-referrer policy; Sec-Fetch-Site tells cross-site posts apart.
+    foreign = origin not in (None, "null") and origin.rstrip("/").lower() != request.host_url.rstrip("/").lower()
+    if foreign or request.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"):
+        raise CheckInputError("Checks start from this page's own form, not from another site.")
+
+
 def _visitor() -> str:
     """Who is asking, as a digest: the run files never hold an address."""
     return hashlib.sha256((request.remote_addr or "unknown").encode()).hexdigest()[:16]
@@ -352,6 +361,7 @@ def check_page() -> Response:
 def start_check() -> Response:
     form = Form()
     try:
+        _same_site()
         form = Form(url=_field("url")[:2048], tool=_field("tool").strip(), args=_field("args"),
                     skip_late=request.form.get("skip_late") == "1",
                     allow_replay=request.form.get("allow_replay") == "1")

@@ -114,6 +114,13 @@ def test_bad_forms_get_a_400_panel_that_never_echoes_a_token(data: dict[str, str
         assert "secret-owner-XYZ" not in text and "alice-token" not in text
 
 
+@pytest.mark.parametrize("headers", [{"Origin": "https://evil.example"},
+                                     {"Origin": "null", "Sec-Fetch-Site": "cross-site"}])
+def test_a_check_cannot_be_started_from_another_site(headers: dict[str, str]) -> None:
+    response = make_app().test_client().post("/check", data=form("http://127.0.0.1:9/mcp"), headers=headers)
+    assert response.status_code == 400 and "not from another site" in response.get_data(as_text=True)
+
+
 def test_host_names_are_resolved_and_every_address_vetted() -> None:
     rules = HostRules.from_config("", public=False)
     table = {"localhost": ["127.0.0.1", "::1"], "rebind.test": ["127.0.0.1", "10.0.0.8"],
