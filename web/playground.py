@@ -130,6 +130,10 @@ class Toggles:
     def is_default(self) -> bool:
         return self == Toggles()
 
+    @property
+    def query(self) -> str:
+        return urllib.parse.urlencode(self.params)
+
     def url(self, move: str | None = None) -> str:
         params = dict(self.params)
         if move:
