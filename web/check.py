@@ -249,7 +249,7 @@ class RunStore:
         now = self.clock()
         with open(self.directory / ".lock", "a+b") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            runs = self._evict(self._all(), now)
+            runs = self._evict(self._all(), now, max(RUN_TTL, window))
             if any(r.running and r.visitor == visitor for r in runs):
                 raise CheckInputError("A check you started is still running: wait for it to finish first.")
             if sum(r.running for r in runs) >= MAX_ACTIVE:
@@ -262,14 +262,14 @@ class RunStore:
             self.save(run)
             return run
 
-    def _evict(self, runs: list[Run], now: float) -> list[Run]:
-        """Forget finished runs after RUN_TTL (the rate limit window must not exceed it), and the oldest past
-        MAX_RUNS_KEPT."""
+    def _evict(self, runs: list[Run], now: float, ttl: float) -> list[Run]:
+        """Forget finished runs after `ttl` (never shorter than the rate limit's window), and the oldest
+        past MAX_RUNS_KEPT."""
         keep = []
         finished = sorted((r for r in runs if not r.running), key=lambda r: r.finished)
         excess = max(0, len(runs) - MAX_RUNS_KEPT)
         for run in finished:
-            if now - max(run.finished, run.started) > RUN_TTL or excess > 0:
+            if now - max(run.finished, run.started) > ttl or excess > 0:
                 excess -= 1
                 self._path(run.id).unlink(missing_ok=True)
             else:
