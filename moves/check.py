@@ -394,7 +394,7 @@ def _parser(out: IO[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--principal-env", default=PRINCIPAL_ENV, metavar="VAR",
                    help=f"over stdio, the variable that names the principal (default {PRINCIPAL_ENV})")
     p.add_argument("--tool", help="the tool to play against (default: deploy if listed, else the first tool "
-                                  "that answers input_required)")
+                                  "that answers input_required; each tool tried is really called)")
     p.add_argument("--args", metavar="JSON", help="the tool's arguments, a JSON object")
     p.add_argument("--other-args", metavar="JSON", help="the arguments of the other request (default: --args "
                                                         "with one string changed)")
