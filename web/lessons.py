@@ -45,7 +45,7 @@ def widget_context(course: Course, lesson: Lesson, name: str) -> dict[str, Any]:
     if name == "sdk":
         return {"sdk": widgets.sdk_data(lesson)}
     if name == "breakit":
-        return {"links": widgets.breakit_data()}
+        return {"links": widgets.breakit_data(lesson)}
     if name == "playground":
         return {"playground": playground_context()}
     if name == "quiz":

@@ -11,6 +11,7 @@ import base64
 import inspect
 import json
 import threading
+import tomllib
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,11 +31,11 @@ EXPIRY_AT = 120
 #: What each claim in a ticket payload is for (shown beside the decoded value).
 CLAIM_MEANINGS: dict[str, str] = {
     "v": "Format version of the claims, so a later server can tell old tickets from new ones.",
-    "jti": "A random id for this one ticket; the single-use check records it once it is spent.",
-    "sub": "The principal the ticket was minted for. A retry by anyone else fails the principal check.",
-    "req": "A digest of the method, the tool and its arguments. The retry must match it exactly.",
+    "jti": "A random id for this one ticket; Not already redeemed records it once it is spent.",
+    "sub": "The principal the ticket was minted for. A retry by anyone else fails Principal is the caller.",
+    "req": "A digest of the method, the tool and its arguments. Same method and arguments compares it with the retry.",
     "iat": "Issued at, in seconds since the epoch (the server's clock when it minted the ticket).",
-    "exp": "Expires at: issued at plus 120 seconds. Later than this, the expiry check fails.",
+    "exp": "Expires at: issued at plus 120 seconds. Later than this, Not expired fails.",
     "step": "Which question the server was waiting on when it handed the work out.",
     "work.env": "The half-done work itself: the environment to deploy. It comes back from the ticket, "
                 "not from the retry's arguments.",
@@ -178,17 +179,15 @@ def sdk_data(lesson: Lesson) -> dict[str, str]:
 
 # -- links that break it ---------------------------------------------------------------------------------
 
-BREAK_IT = (
-    ("Remove the signature check, then send the tampered ticket", "/playground?no_signature=1#move-tampered",
-     "signature"),
-    ("Turn single use off, then send the honest retry twice", "/playground?single_use=0#move-twice",
-     "single-use"),
-    ("Seal the tickets, then open one and tamper with it", "/playground?sealed=1#move-tampered", "signature"),
-    ("Move the clock 150 s past the mint, then send the honest retry", "/playground?offset=150#move-honest",
-     "expiry"),
-)
 
+def breakit_data(lesson: Lesson) -> list[dict[str, str]]:
+    """The "Break it" links, from the lesson's breakit.toml: label, playground URL, what the switch changes."""
+    def load() -> list[dict[str, str]]:
+        path = lesson.directory / "breakit.toml"
+        if not path.is_file():
+            return []
+        with path.open("rb") as handle:
+            links = tomllib.load(handle).get("links", [])
+        return [{"label": str(x["label"]), "href": str(x["href"]), "changes": str(x["changes"])} for x in links]
 
-def breakit_data() -> list[dict[str, str]]:
-    return [{"label": label, "href": href, "check": check, "check_title": CHECK_TITLES[check]}
-            for label, href, check in BREAK_IT]
+    return _cached(f"breakit:{lesson.slug}", load)

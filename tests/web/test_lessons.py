@@ -166,17 +166,24 @@ def test_sdk_figure_shows_our_snippet_beside_the_real_deploy_source(page) -> Non
     assert figure.select_one("#sdk-sdk-version-py").get_text() == inspect.getsource(tools.deploy)
 
 
-def test_breakit_links_preset_the_playground(page) -> None:
-    hrefs = [a["href"] for a in page.select("#break-it ul.breakit a")]
-    assert "/playground?no_signature=1#move-tampered" in hrefs
-    assert "/playground?single_use=0#move-twice" in hrefs
-    assert "/playground?sealed=1#move-tampered" in hrefs
-    assert any("offset=" in h for h in hrefs)
+def test_breakit_links_preset_the_playground_and_say_what_each_switch_does(page) -> None:
+    links = page.select("#break-it ul.breakit li")
+    hrefs = [li.a["href"] for li in links]
+    assert hrefs == [
+        "/playground?single_use=1&sealed=0&no_signature=1&offset=0&move=tampered#move-tampered",
+        "/playground?single_use=0&sealed=0&no_signature=0&offset=0&move=twice#move-twice",
+        "/playground?single_use=1&sealed=1&no_signature=0&offset=0&move=tampered#move-tampered",
+        "/playground?single_use=1&sealed=0&no_signature=0&offset=150&move=honest#move-honest",
+    ]
+    texts = [li.get_text(" ", strip=True) for li in links]
+    assert "removes Signature matches" in texts[0] and "removes Not already redeemed" in texts[1]
+    assert "removes no check" in texts[2] and "removes no check" in texts[3]
+    assert "defence you remove" not in page.select_one("#break-it").get_text()
 
 
 def test_playground_and_quiz_are_embedded(page) -> None:
     assert page.select_one("#playground [data-playground]") is not None
-    assert len(page.select("#quick-check li.question form")) == 12
+    assert len(page.select("#quick-check li.question form")) == len(load_course().lesson(LESSON).questions)
 
 
 def test_figure_endpoint_renders_fragment_for_htmx_and_page_otherwise(app: Flask, client: FlaskClient) -> None:
