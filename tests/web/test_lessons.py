@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import inspect
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from flask.testing import FlaskClient
 
 from app import create_app
 from mrtr import CHECKS, tools
+from mrtr.tickets import CHECK_TITLES
 from web.content import DEFAULT_ROOT, load_course
 
 from .conftest import TEST_KEY
@@ -137,7 +139,7 @@ def test_timeline_plays_every_move_and_matches_moves_toml(page) -> None:
         assert list(cells) == list(CHECKS)
         assert row.select_one("td.result").get_text(strip=True) == move.expect.replace("-", " ")
         if move.stops_at:
-            assert [c for c, o in cells.items() if o == "fail"] == [move.stops_at]
+            assert [c for c, o in cells.items() if o in ("fail", "asked-again")] == [move.stops_at]
             after = list(CHECKS)[list(CHECKS).index(move.stops_at) + 1:]
             assert all(cells[c] == "skipped" for c in after)
         else:
@@ -225,3 +227,85 @@ def test_hostile_lesson_text_is_escaped(tmp_path: Path) -> None:
         assert hostile not in response.text
         assert "&lt;script&gt;alert(" in response.text
         assert_csp_clean(response.data)
+
+
+# -- the prose says only what is true, one way -----------------------------------------------------
+
+LESSON_DIR = DEFAULT_ROOT / LESSON
+OURS = [p for p in sorted((LESSON_DIR / "sections").glob("*.md")) if p.name != "08-sdk-version.md"]
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def _taught() -> dict[str, str]:
+    """Every piece of lesson text this test polices: the sections (not 08), meta.toml without the move
+    notes, the quiz, the field notes and the Break-it data."""
+    meta = _text(LESSON_DIR / "meta.toml").split("[[move_notes]]")[0]
+    texts = {p.name: _text(p) for p in OURS}
+    texts.update({"meta.toml": meta, "quiz.toml": _text(LESSON_DIR / "quiz.toml"),
+                  "breakit.toml": _text(LESSON_DIR / "breakit.toml")})
+    fields = LESSON_DIR / "fields.toml"
+    if fields.exists():
+        texts["fields.toml"] = _text(fields)
+    return texts
+
+
+#: Names a check has had besides its title. Each check has one name: its title in CHECK_TITLES.
+CHECK_ALIASES = ("signature check", "principal check", "expiry check", "same-request check", "request check",
+                 "digest check", "redeemed-ticket check", "single-use check", "answer check", "refused at")
+
+
+def test_each_check_has_one_name_everywhere() -> None:
+    for name, text in _taught().items():
+        lowered = text.lower().replace('"remove the signature check', "").replace("remove the signature check", "")
+        for alias in CHECK_ALIASES:
+            assert alias not in lowered, f"{name} calls a check {alias!r}; use its title"
+
+
+def test_replicas_share_the_key_and_the_redeemed_store() -> None:
+    text = _text(LESSON_DIR / "sections" / "02-round-trip.md")
+    assert "nothing else" not in text
+    assert "redeemed" in text and "shared state" in text
+
+
+def test_minus_32602_is_taught_as_the_sdks_convention_wherever_it_appears() -> None:
+    for name, text in _taught().items():
+        if name in ("meta.toml", "fields.toml", "breakit.toml"):
+            continue
+        for block in re.split(r"\n\s*\n|\[\[questions\]\]", text):
+            if "-32602" in block:
+                assert "convention" in block, f"{name}: -32602 taught without saying it is the SDKs' convention"
+
+
+def test_ticket_anatomy_names_the_real_payload_fields_and_says_the_hmac_once() -> None:
+    text = _text(LESSON_DIR / "sections" / "03-ticket-anatomy.md")
+    bullets = re.findall(r"^- `([a-z.]+)`", text, flags=re.M)
+    assert bullets == ["v", "jti", "sub", "req", "iat", "exp", "step", "work.env"]
+    assert "beside" in text
+    phrase = "HMAC-SHA256 over the prefix and the payload"
+    assert phrase in text
+    anatomy = (Path(__file__).parents[2] / "templates" / "lessons" / "_widget_anatomy.html").read_text()
+    assert phrase in anatomy
+    for name, body in _taught().items():
+        assert "HMAC-SHA256 over the payload" not in body and "HMAC over the payload" not in body, name
+
+
+def test_legacy_ids_break_it_and_recap_say_what_is_true() -> None:
+    legacy = _text(LESSON_DIR / "sections" / "07-old-clients.md")
+    assert "numbers the requests it sends" in legacy
+    breakit = _text(LESSON_DIR / "sections" / "10-break-it.md")
+    assert "Each toggle removes one line of defence" not in breakit
+    assert breakit.count("No check is removed") == 2
+    recap = _text(LESSON_DIR / "sections" / "13-recap.md")
+    assert "ticket, The" not in recap
+    for title in CHECK_TITLES.values():
+        assert title in recap
+
+
+def test_the_timeline_shows_the_missing_answer_as_asked_again(page) -> None:
+    row = page.find("tr", id="timeline-checks-and-clock-no-answer")
+    cell = row.select_one('td.cell[data-check="answer"]')
+    assert cell["data-outcome"] == "asked-again" and cell.get_text(strip=True) == "Asked again"
+    assert "Failed" not in row.get_text()
