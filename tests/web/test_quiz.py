@@ -14,7 +14,6 @@ from mrtr.tickets import CHECK_TITLES
 from web.content import DEFAULT_ROOT, load_course
 
 from .conftest import TEST_KEY
-
 from .helpers import HX, assert_csp_clean, assert_unique_ids, rendered, soup
 
 LESSON = "when-the-server-needs-input"
