@@ -33,7 +33,11 @@ def playground_context() -> dict[str, Any] | None:
 def widget_context(course: Course, lesson: Lesson, name: str) -> dict[str, Any]:
     """Everything one widget template needs, computed from the real server."""
     if name == "roundtrip":
-        return {"steps": widgets.roundtrip_data(lesson)}
+        stores = request.args.get("stores") or "shared"
+        if stores not in widgets.REPLAY_MODES:
+            abort(400, description="stores must be shared or own")
+        return {"steps": widgets.roundtrip_data(lesson, "rt-note"), "replay": widgets.replay_data(stores),
+                "notes_anchor": "rt-note"}
     if name in ("anatomy", "sealed"):
         return {"ticket": widgets.anatomy_data()}
     if name == "timeline":

@@ -96,7 +96,10 @@ def test_roundtrip_figure_shows_six_real_steps_across_two_replicas(page) -> None
     answer = json.loads(steps[1].select_one("pre.json code").get_text())
     assert answer["result"]["resultType"] == "input_required"
     retry = json.loads(steps[3].select_one("pre.json code").get_text())
-    assert retry["id"] != first["id"] and retry["params"]["requestState"] == answer["result"]["requestState"]
+    ticket, shown = answer["result"]["requestState"], retry["params"]["requestState"]
+    # The full ticket is shown once, where it is issued; the retry shows it shortened.
+    assert retry["id"] != first["id"] and shown.startswith(ticket[:16]) and shown.endswith(ticket[-6:])
+    assert len(shown) < 30
     done = steps[4].select("ol.checks li")
     assert [li["data-check"] for li in done] == list(CHECKS)
     assert {li["data-outcome"] for li in done} == {"pass"}
@@ -309,3 +312,90 @@ def test_the_timeline_shows_the_missing_answer_as_asked_again(page) -> None:
     cell = row.select_one('td.cell[data-check="answer"]')
     assert cell["data-outcome"] == "asked-again" and cell.get_text(strip=True) == "Asked again"
     assert "Failed" not in row.get_text()
+
+
+# -- every field explained ---------------------------------------------------------------------------
+
+#: The fields the issue names, as a key that must be explained in the figure (label ends with it).
+NAMED_FIELDS = ("_meta", "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientCapabilities",
+                "elicitation", "io.modelcontextprotocol/clientInfo", "mode", "requestedSchema", "action",
+                "resultType", "inputRequests", "requestState", "isError", "io.modelcontextprotocol/serverInfo",
+                "id", "inputResponses", "content", "code", "message")
+
+
+def test_every_field_of_every_message_links_to_its_note_in_a_definition_list(page) -> None:
+    figure = page.select_one("#round-trip .roundtrip")
+    labels = []
+    for pre in figure.select(".rt-step pre.json"):
+        message = json.loads(pre.get_text())
+        notes = pre.find_next_sibling("dl", class_="field-notes")
+        assert notes is not None
+
+        def keys(value):  # noqa: ANN001, ANN202
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    yield k
+                    yield from keys(v)
+            elif isinstance(value, list):
+                for v in value:
+                    yield from keys(v)
+
+        links = pre.select("a.field-key")
+        assert [a.get_text() for a in links] == [json.dumps(k) for k in keys(message)], "a key without a note"
+        for a in links:
+            entry = notes.find(id=a["href"][1:])
+            assert entry is not None and entry.dt and entry.dd.get_text(strip=True), a
+            assert a["aria-label"].endswith("what this field is")
+            assert len(entry.dd.get_text()) < 260  # one or two lines
+        labels += [dt.get_text(" ", strip=True) for dt in notes.select("dt")]
+    for name in NAMED_FIELDS:
+        assert any(label.endswith(name) for label in labels), name
+    assert any(label.startswith("Authorization") for label in labels)
+
+
+def test_the_principal_comes_from_the_authorization_header_shown_on_each_request(page) -> None:
+    steps = page.select("#round-trip .rt-step")
+    for n in (0, 3, 5):
+        http = steps[n].select_one("pre.http")
+        assert "Authorization: Bearer bob-token" in http.get_text()
+        note = steps[n].find(id=http.a["href"][1:])
+        assert "Principal is the caller" in note.dd.get_text()
+    assert steps[1].select_one("pre.http") is None  # responses carry no request header
+
+
+def test_the_full_ticket_is_shown_once_in_the_round_trip(page) -> None:
+    figure = str(page.select_one("#round-trip"))
+    assert len(re.findall(r"t1\.[A-Za-z0-9_-]{40,}", figure)) == 1
+
+
+def test_a_bad_fields_file_fails_loudly(tmp_path: Path) -> None:
+    root = tmp_path / "lessons"
+    shutil.copytree(DEFAULT_ROOT, root)
+    (root / LESSON / "fields.toml").write_text('[[fields]]\npath = "id"\nnote = "x"\n')
+    app = create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory",
+                      "MRTR_CONTENT_DIR": str(root)})
+    app.testing = False
+    assert app.test_client().get(URL).status_code == 500
+
+
+# -- single use brings back one piece of shared state ---------------------------------------------------
+
+@pytest.mark.parametrize(("stores", "second"), [("shared", "refused"), ("own", "deployed")])
+def test_the_replay_is_refused_on_a_shared_store_and_deploys_on_separate_ones(client: FlaskClient, stores: str,
+                                                                            second: str) -> None:
+    url = f"{URL}/figures/round-trip"
+    response = client.get(url, query_string={"stores": stores})
+    assert response.status_code == 200
+    replay = soup(response.data).select_one(".replay")
+    steps = replay.select(".replay-step")
+    assert [(s["data-replica"], s["data-verdict"]) for s in steps] == [("B", "deployed"), ("A", second)]
+    outcomes = {li["data-check"]: li["data-outcome"] for li in steps[1].select("ol.checks li")}
+    assert outcomes["single-use"] == ("fail" if stores == "shared" else "pass")
+    assert replay.find("input", attrs={"value": stores}).has_attr("checked")
+    form = replay.form
+    assert form["method"] == "get" and form["hx-select"] == "#" + replay["id"]
+
+
+def test_an_unknown_store_mode_is_a_clear_400(client: FlaskClient) -> None:
+    response = client.get(f"{URL}/figures/round-trip", query_string={"stores": "<script>"})
+    assert response.status_code == 400 and "<script>" not in response.text
