@@ -136,7 +136,8 @@ def quiz_page(slug: str) -> Response:
     """The quick check; an htmx request gets only the quiz (progress.js restores answers after a reload)."""
     lesson = _lesson_or_404(slug)
     quiz = quiz_context(lesson, request.args.get("progress"))
-    return htmx.render("quiz/quiz.html", "quiz/_quiz.html", lesson=lesson, quiz=quiz)
+    share_question = lesson.question(request.args.get("embed") or "")  # the snippet's question; unknown: the first
+    return htmx.render("quiz/quiz.html", "quiz/_quiz.html", lesson=lesson, quiz=quiz, share_question=share_question)
 
 
 def check(lesson: Lesson, question: Question, form: Mapping[str, str]) -> tuple[Feedback, dict[str, Any]]:

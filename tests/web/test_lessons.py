@@ -399,3 +399,17 @@ def test_the_replay_is_refused_on_a_shared_store_and_deploys_on_separate_ones(cl
 def test_an_unknown_store_mode_is_a_clear_400(client: FlaskClient) -> None:
     response = client.get(f"{URL}/figures/round-trip", query_string={"stores": "<script>"})
     assert response.status_code == 400 and "<script>" not in response.text
+
+
+@pytest.mark.parametrize("url", ["/", URL, f"{URL}/figures/round-trip", f"/quiz/{LESSON}", f"/embed/quiz/{LESSON}",
+                                 "/no/such/page"])
+def test_pages_have_a_meta_description(client: FlaskClient, url: str) -> None:
+    meta = soup(client.get(url).data).find("meta", attrs={"name": "description"})
+    assert meta is not None and len(meta["content"].strip()) > 20
+
+
+def test_home_progress_copy_button_waits_for_a_code(client: FlaskClient) -> None:
+    button = soup(client.get("/").data).select_one("#progress button.copy")
+    assert button.has_attr("hidden") and button.has_attr("data-progress-copy")
+    script = (Path(__file__).parents[2] / "static" / "js" / "app.js").read_text()
+    assert 'hasAttribute("data-progress-copy")' in script  # app.js leaves it to progress.js
