@@ -413,3 +413,13 @@ def test_home_progress_copy_button_waits_for_a_code(client: FlaskClient) -> None
     assert button.has_attr("hidden") and button.has_attr("data-progress-copy")
     script = (Path(__file__).parents[2] / "static" / "js" / "app.js").read_text()
     assert 'hasAttribute("data-progress-copy")' in script  # app.js leaves it to progress.js
+
+
+def test_the_legacy_transcript_shows_what_section_07_says_about_ids(page) -> None:
+    """Section 07 says the server's elicitation/create carries id 1, like the client's initialize."""
+    messages = [json.loads(p.get_text()) for p in page.select("#old-clients .shim pre.json code")]
+    initialize = next(m for m in messages if m.get("method") == "initialize")
+    asked = next(m for m in messages if m.get("method") == "elicitation/create")
+    assert initialize["id"] == asked["id"] == 1
+    assert "it is `1`, the same number the client used for `initialize`" in _text(
+        LESSON_DIR / "sections" / "07-old-clients.md")
