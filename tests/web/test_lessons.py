@@ -423,3 +423,39 @@ def test_the_legacy_transcript_shows_what_section_07_says_about_ids(page) -> Non
     assert initialize["id"] == asked["id"] == 1
     assert "it is `1`, the same number the client used for `initialize`" in _text(
         LESSON_DIR / "sections" / "07-old-clients.md")
+
+
+def _outcomes(single_use: bool = True, sealed: bool = False, no_signature: bool = False, offset: int = 0
+              ) -> dict[str, tuple[str, str | None]]:
+    from dataclasses import replace
+
+    from mrtr import FakeClock, MemoryStore, Server
+    from mrtr.keys import KeyRing
+    from mrtr.scenario import play
+    from mrtr.server import Policy
+
+    out = {}
+    for move in load_course().moves:
+        clock = FakeClock(1_790_000_000.0)
+        server = Server(ring=KeyRing([TEST_KEY]), store=MemoryStore(), clock=clock,
+                        policy=Policy(single_use=single_use, verify_signature=not no_signature, sealed=sealed))
+        played = play(server, replace(move, at=move.at + offset), clock=clock)
+        failed = played.last.exchange.trace.first_failure if played.last.exchange.trace else None
+        out[move.slug] = (played.verdict, failed.name if failed else None)
+    return out
+
+
+def test_break_it_says_what_each_switch_really_does() -> None:
+    """Section 10 and breakit.toml, checked against the real server: which moves each switch changes."""
+    base = _outcomes()
+
+    def changed(**switch: object) -> set[str]:
+        now = _outcomes(**switch)  # type: ignore[arg-type]
+        return {slug for slug in base if now[slug] != base[slug]}
+
+    assert changed(no_signature=True) == {"tampered"} and _outcomes(no_signature=True)["tampered"][0] == "deployed"
+    assert changed(single_use=False) == {"twice"} and _outcomes(single_use=False)["twice"][0] == "deployed"
+    assert changed(sealed=True) == set()
+    late = _outcomes(offset=150)
+    assert changed(offset=150) == {"honest", "other-request", "no-answer", "twice"}
+    assert all(late[slug] == ("refused", "expiry") for slug in ("honest", "other-request", "no-answer", "twice"))
