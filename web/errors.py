@@ -22,8 +22,9 @@ def _is_protocol_endpoint() -> bool:
 
 
 def _page(code: int, title: str, message: str) -> Response:
-    return htmx.render("errors/error.html", "errors/_error.html", status=code, code=code, title=title,
-                       message=message)
+    # Inside another site's iframe (the embeddable quiz) an error page has no site menu around it.
+    page = "embed/error.html" if request.path.startswith("/embed/") else "errors/error.html"
+    return htmx.render(page, "errors/_error.html", status=code, code=code, title=title, message=message)
 
 
 def init_app(app: Flask) -> None:

@@ -16,7 +16,11 @@
   var PREFIX = "mrtr-progress.";
   var SLUG = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 
-  function empty() { return { sections: {}, moves: {}, quiz: {} }; }
+  var TOKEN = /^[A-Za-z0-9_.\-]{1,4000}$/;
+
+  /* quizTokens: {lesson: the signed quiz progress the server last returned}, so a reload can show the
+     answers again (the server renders them from the token; nothing here is trusted for the score). */
+  function empty() { return { sections: {}, moves: {}, quiz: {}, quizTokens: {} }; }
 
   function isObject(value) { return value !== null && typeof value === "object" && !Array.isArray(value); }
 
@@ -37,13 +41,21 @@
         return SLUG.test(qid) && typeof answers[qid] === "boolean";
       });
     });
+    if (data.quizTokens !== undefined) {
+      ok = ok && isObject(data.quizTokens) && Object.keys(data.quizTokens).every(function (lesson) {
+        return SLUG.test(lesson) && typeof data.quizTokens[lesson] === "string" && TOKEN.test(data.quizTokens[lesson]);
+      });
+    }
     return ok;
   }
 
   function load() {
     try {
       var stored = JSON.parse(window.localStorage.getItem(KEY) || "null");
-      if (stored && stored.v === VERSION && valid(stored.data)) { return stored.data; }
+      if (stored && stored.v === VERSION && valid(stored.data)) {
+        stored.data.quizTokens = stored.data.quizTokens || {};
+        return stored.data;
+      }
     } catch (e) { /* storage off or corrupted: start afresh */ }
     return empty();
   }
@@ -145,11 +157,29 @@
     update(function (data) { data.moves[slug] = verdict || "played"; });
   }
 
-  function recordAnswer(lesson, qid, correct) {
+  /* The first answer to a question is what counts, here as in the quiz's own score. */
+  function recordAnswer(lesson, qid, correct, token) {
     if (!SLUG.test(lesson) || !SLUG.test(qid)) { return; }
     update(function (data) {
       data.quiz[lesson] = data.quiz[lesson] || {};
-      data.quiz[lesson][qid] = correct;
+      if (!(qid in data.quiz[lesson])) { data.quiz[lesson][qid] = correct; }
+      if (token && TOKEN.test(token)) { data.quizTokens[lesson] = token; }
+    });
+  }
+
+  /* After a reload the quiz starts blank: ask the server to render it again from the stored token. */
+  function restoreQuizzes() {
+    if (!window.htmx || document.querySelector("[data-embed]")) { return; }
+    var data = load();
+    Array.prototype.forEach.call(document.querySelectorAll(".quiz[data-quiz]"), function (quiz) {
+      var lesson = quiz.getAttribute("data-quiz");
+      var token = data.quizTokens[lesson];
+      var score = quiz.querySelector("#quiz-score");
+      if (!token || !SLUG.test(lesson) || quiz.hasAttribute("data-restoring") ||
+          !score || score.getAttribute("data-answered") !== "0") { return; }
+      quiz.setAttribute("data-restoring", "true");
+      window.htmx.ajax("GET", "/quiz/" + lesson + "?progress=" + encodeURIComponent(token),
+                       { target: quiz, swap: "outerHTML" });
     });
   }
 
@@ -161,7 +191,8 @@
     });
     Array.prototype.forEach.call(scope.querySelectorAll("[data-question][data-correct][data-lesson]:not([data-progress-seen])"), function (el) {
       el.setAttribute("data-progress-seen", "true");
-      recordAnswer(el.getAttribute("data-lesson"), el.getAttribute("data-question"), el.getAttribute("data-correct") === "true");
+      recordAnswer(el.getAttribute("data-lesson"), el.getAttribute("data-question"), el.getAttribute("data-correct") === "true",
+                   el.getAttribute("data-progress"));
     });
   }
 
@@ -266,6 +297,7 @@
     scan(document);
     watchSections();
     initPanel();
+    restoreQuizzes();
   }
 
   document.addEventListener("htmx:afterSettle", function (event) {
