@@ -19,6 +19,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -91,6 +92,34 @@ class Trace:
 
     def as_dicts(self) -> list[dict[str, str]]:
         return [{"check": c.name, "outcome": c.outcome, "detail": c.detail} for c in self.checks]
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def read_payload(text: str) -> Any:
+    """Parse a ticket's JSON payload, refusing (ValueError) what no server writes and no page can show.
+
+    An unverified payload (the lab's "remove signature" switch, or counter-mode plaintext without
+    its tag) is whatever a visitor made it: nesting deep enough to exhaust the parser's recursion,
+    or lone UTF-16 surrogates (`\\ud800`) that no UTF-8 encoder can write back out.
+    """
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError("ticket payload nests too deeply to read") from None
+    stack = [value]
+    while stack:  # iterative: the value may be as deep as the parser allowed
+        item = stack.pop()
+        if isinstance(item, str):
+            if _LONE_SURROGATE.search(item):
+                raise ValueError("ticket payload holds a lone UTF-16 surrogate, which is not valid text")
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return value
 
 
 def b64encode(raw: bytes) -> str:
@@ -264,7 +293,7 @@ class TicketCodec:
                 body = ctr.update(blob[:-16]) + ctr.finalize()
         else:
             raise ValueError("unknown ticket format")
-        claims = json.loads(body.decode("utf-8"))
+        claims = read_payload(body.decode("utf-8"))
         if not isinstance(claims, dict) or claims.get("v") != 1:
             raise ValueError("ticket payload is not a version-1 claims object")
         return claims
