@@ -284,12 +284,27 @@ def check_field(name: str, value: str, spec: Field | None) -> None:
         raise InputRefused(f"{label} {problem}.")
 
 
+def _path_problem(environ: dict[str, object]) -> str | None:
+    """Why the request's path is not UTF-8: WSGI hands it over as bytes in latin-1 clothing, and the
+    raw request line (when the server keeps it) still has the percent-escapes Werkzeug may have replaced."""
+    for key in ("PATH_INFO", "REQUEST_URI", "RAW_URI"):
+        value = environ.get(key)
+        if not isinstance(value, str):
+            continue
+        raw = value.encode("latin-1", "replace")
+        if key != "PATH_INFO":
+            raw = unquote_to_bytes(raw.split(b"?", 1)[0])
+        problem = utf8_problem(raw)
+        if problem:
+            return problem
+    return None
+
+
 def check_request() -> None:
     """The before-request hook: refuse the request (InputRefused) before any view reads it."""
     if request.endpoint in UNGUARDED or request.path == "/mcp" or request.path.startswith("/mcp/"):
         return
-    path = request.environ.get("PATH_INFO", "")
-    problem = utf8_problem(path.encode("latin-1", "replace")) if isinstance(path, str) else None
+    problem = _path_problem(request.environ)
     if problem:
         raise InputRefused(f"The address is not UTF-8 text: {problem}.")
     fields = FIELDS.get(request.endpoint or "", {})
