@@ -6,7 +6,8 @@ web/errors.py) instead of letting a value reach a view that could choke on it:
 
 * bytes that are not UTF-8, raw lone surrogates (`%ED%A0%80`) included, in the path, names and values;
 * lone surrogates written as JSON escapes (`\\ud800`) in any field, and control characters (NUL, ESC...);
-* too many fields, field names or values longer than their field allows, forms not URL-encoded;
+* too many fields, field names or values longer than their field allows, forms not URL-encoded or
+  sent in chunks (Werkzeug would cut a chunked body at the size limit and serve the rest);
 * in JSON fields: nesting deeper than the server accepts, NaN/Infinity, numbers no double can hold;
 * in ticket fields: a signed ticket whose (unverified) payload would trip any of the above;
 * in count fields (`?autoplay=`, `?maxwidth=`): anything but a few ASCII characters;
@@ -61,7 +62,7 @@ class InputRefused(BadRequest):
     def __init__(self, message: str, code: int = 400) -> None:
         super().__init__(description=message)
         self.code = code
-        self.title = {400: "That input could not be used", 414: "That address is too long",
+        self.title = {411: "That form could not be read", 414: "That address is too long",
                       415: "That form could not be read"}.get(code, "That input could not be used")
 
 
@@ -315,8 +316,12 @@ def check_request() -> None:
     if request.method == "POST" and request.mimetype == "multipart/form-data":
         raise InputRefused("Forms on these pages are sent URL-encoded (application/x-www-form-urlencoded), "
                            "not as multipart/form-data.", 415)
+    if "chunked" in request.headers.get("Transfer-Encoding", "").lower():
+        # Werkzeug reads a chunked body up to MAX_CONTENT_LENGTH and silently drops the rest; a browser
+        # always sends a form with its length, so a chunked one is refused rather than served cut short.
+        raise InputRefused("Forms on these pages are sent with a Content-Length, not in chunks.", 411)
     if request.method == "POST" and request.mimetype == "application/x-www-form-urlencoded":
-        sent += _pairs(request.get_data(cache=True), "form")
+        sent += _pairs(request.get_data(cache=True), "form")  # past MAX_CONTENT_LENGTH: 413, never read
     for name, value in sent:
         check_field(name, value, fields.get(name))
 

@@ -425,6 +425,10 @@ PAGE_VALUES: dict[str, str | bytes] = {
     "url-huge-port": "http://localhost:99999999999/quiz",
     "url-javascript": "javascript:alert(1)",
 }
+#: Values also sent as htmx requests, which render fragments instead of pages.
+FRAGMENT_VALUES = ("script", "attribute-break", "raw-surrogate-bytes", "surrogate-escape-json", "deep-arrays",
+                   "json-wrong-env-object", "huge-float")
+HTMX = {"HX-Request": "true"}
 #: The values that test encoding, not meaning: also sent in the query string of POST routes.
 ENCODING_VALUES = ("raw-surrogate-bytes", "non-utf8-ff", "surrogate-escape", "nul", "script", "huge-int")
 
@@ -445,12 +449,12 @@ def page_cases(routes: list[Route]) -> list[Case]:
         prefix = f"page/{route.method}{route.path}"
 
         def case(name: str, pairs: Pairs, query: Pairs | None = None, *, markup: str | None = None,
-                 route: Route = route, where: str = where) -> Case:
+                 headers: dict[str, str] | None = None, route: Route = route, where: str = where) -> Case:
             path = route.path
             if where == "query" or query:
                 path += "?" + urlencode(pairs if where == "query" else query or [])
             form = pairs if where == "form" else None
-            return Case(name, route.method, path, {}, form=form, markup=markup)
+            return Case(name, route.method, path, dict(headers or {}), form=form, markup=markup)
 
         for field_name in route.fields:
             for value_name, value in PAGE_VALUES.items():
@@ -463,6 +467,10 @@ def page_cases(routes: list[Route]) -> list[Case]:
                     value = PAGE_VALUES[value_name]
                     cases.append(case(f"{prefix}/query-{field_name}/{value_name}", list(route.base.items()),
                                       [(field_name, value)], markup=_markup(value)))
+            for value_name in FRAGMENT_VALUES:  # the htmx fragments are other templates: try them too
+                value = PAGE_VALUES[value_name]
+                cases.append(case(f"{prefix}/{field_name}/htmx-{value_name}", _with(route.base, field_name, value),
+                                  markup=_markup(value), headers=HTMX))
             if field_name in route.base:
                 cases.append(case(f"{prefix}/{field_name}/missing",
                                   [(k, v) for k, v in route.base.items() if k != field_name]))
@@ -475,6 +483,10 @@ def page_cases(routes: list[Route]) -> list[Case]:
         cases.append(case(f"{prefix}/surrogate-field-name", [*route.base.items(), ("\\ud800", "1")]))
         cases.append(case(f"{prefix}/raw-surrogate-field-name", [*route.base.items(), (b"\xed\xa0\x80", "1")]))
         cases.append(case(f"{prefix}/nothing", []))
+        cases.append(case(f"{prefix}/htmx-nothing", [], headers=HTMX))
+        cases.append(case(f"{prefix}/htmx-hostile-headers", list(route.base.items()), markup=XSS, headers={
+            **HTMX, "HX-Boosted": "\u00ff", "HX-History-Restore-Request": "maybe", "HX-Current-URL": XSS,
+            "HX-Target": XSS, "HX-Trigger-Name": XSS, "HX-Trigger": "x" * 8000, "HX-Prompt": "\u00e9\u00ff"}))
         if route.method == "POST":
             cases.append(Case(f"{prefix}/multipart", "POST", route.path,
                               {"Content-Type": "multipart/form-data; boundary=b"},

@@ -216,6 +216,12 @@ def test_multipart_forms_are_refused_with_415(client: FlaskClient) -> None:
     assert response.status_code == 415 and "URL-encoded" in error_text(response)
 
 
+def test_a_chunked_form_is_refused_with_411_instead_of_being_cut_at_the_limit(client: FlaskClient) -> None:
+    response = client.post("/playground/custom", data=b"ticket=x", headers={"Transfer-Encoding": "chunked"},
+                           content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 411 and "Content-Length" in error_text(response)
+
+
 def test_an_oversized_form_is_a_413_page_saying_so(client: FlaskClient) -> None:
     response = client.post("/playground/custom", data={"arguments": "x" * (300 * 1024)})
     assert response.status_code == 413 and "larger than this site accepts" in error_text(response)
