@@ -480,6 +480,9 @@ def page_cases(routes: list[Route]) -> list[Case]:
                               [*route.base.items(), *[(field_name, str(i)) for i in range(200)]]))
         cases.append(case(f"{prefix}/unknown-field", [*route.base.items(), ("no_such_field", XSS)], markup=XSS))
         cases.append(case(f"{prefix}/long-field-name", [*route.base.items(), ("n" * 5000, "1")]))
+        # a refused value's message names its field: the name must come back escaped
+        cases.append(case(f"{prefix}/markup-field-name", [*route.base.items(), ("<script>n</script>", "\x00")],
+                          markup="<script>n</script>"))
         cases.append(case(f"{prefix}/surrogate-field-name", [*route.base.items(), ("\\ud800", "1")]))
         cases.append(case(f"{prefix}/raw-surrogate-field-name", [*route.base.items(), (b"\xed\xa0\x80", "1")]))
         cases.append(case(f"{prefix}/nothing", []))
