@@ -19,7 +19,6 @@ import hashlib
 import hmac
 import json
 import os
-import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from itsdangerous import Signer
 
 from .errors import TicketRejected
 from .keys import KeyRing
+from .wire import has_lone_surrogate
 
 CHECKS: tuple[str, ...] = ("signature", "principal", "expiry", "request", "answer", "single-use")
 CHECK_TITLES: dict[str, str] = {
@@ -94,9 +94,6 @@ class Trace:
         return [{"check": c.name, "outcome": c.outcome, "detail": c.detail} for c in self.checks]
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def read_payload(text: str) -> Any:
     """Parse a ticket's JSON payload, refusing (ValueError) what no server writes and no page can show.
 
@@ -112,7 +109,7 @@ def read_payload(text: str) -> Any:
     while stack:  # iterative: the value may be as deep as the parser allowed
         item = stack.pop()
         if isinstance(item, str):
-            if _LONE_SURROGATE.search(item):
+            if has_lone_surrogate(item):
                 raise ValueError("ticket payload holds a lone UTF-16 surrogate, which is not valid text")
         elif isinstance(item, dict):
             stack.extend(item)

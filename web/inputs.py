@@ -17,7 +17,8 @@ web/errors.py) instead of letting a value reach a view that could choke on it:
 declared still gets the generic checks. This module never changes a value, never decides what a
 field means (the views still say "offset must be between 0 and 600"), and never reads `/mcp`.
 The text helpers (`utf8_problem`, `lone_surrogate_escape`, `text_problem`, `json_text_problem`) are
-plain functions any other module may reuse.
+plain functions any other module may reuse; bodies for /mcp go through `mrtr.wire` instead, whose
+`has_lone_surrogate` these share.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from werkzeug.exceptions import BadRequest
 
 from mrtr.server import MAX_JSON_DEPTH
 from mrtr.tickets import SIGNED_PREFIX, b64decode_strict
+from mrtr.wire import has_lone_surrogate
 
 #: At most this many fields in a query string, and (separately) in a form body, repeats included.
 MAX_FIELDS = 64
@@ -158,13 +160,12 @@ def lone_surrogate_escape(text: str) -> bool:
     return high_ends_at >= 0
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def text_problem(text: str) -> str | None:
     """Why `text` (already decoded) is not plain Unicode text a page can echo, or None."""
-    if _SURROGATE.search(text):
+    if has_lone_surrogate(text):
         return "holds a lone UTF-16 surrogate, which is not valid Unicode text"
     if lone_surrogate_escape(text):
         return "holds a lone UTF-16 surrogate escape (such as \\ud800), which is not valid Unicode text"
