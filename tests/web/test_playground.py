@@ -492,5 +492,5 @@ def test_reentering_a_move_url_without_js_shows_the_playground(client: FlaskClie
 
 def test_a_missing_answer_reads_as_asked_again_not_failed(client: FlaskClient) -> None:
     page = soup(play(client, "no-answer"))
-    item = page.select_one("#pg-result li[data-check=answer]")
+    item = page.select_one(".pg-outcome li[data-check=answer]")
     assert item["data-outcome"] == "fail" and item.select_one(".check-outcome").get_text() == "asked again"
