@@ -18,6 +18,7 @@ import binascii
 import hashlib
 import hmac
 import json
+import math
 import os
 import secrets
 from collections.abc import Callable
@@ -328,9 +329,11 @@ def check_binding(
     exp = claims.get("exp")
     # Positive form, so a missing or non-numeric exp can never pass.
     if not (isinstance(exp, int | float) and not isinstance(exp, bool) and now < exp):
-        age = f"{now - exp:.0f} s ago" if isinstance(exp, int | float) else "at an unknown time"
+        # Whole seconds, as iat and exp are: 300.4 s past an exp of 120 reads "180 s ago", not 181.
+        finite = isinstance(exp, int | float) and not isinstance(exp, bool) and math.isfinite(exp)
+        age = f"{math.floor(now) - math.floor(exp)} s ago" if finite else "at an unknown time"
         fail("expiry", f"ticket expired {age}")
-    trace.record("expiry", "pass", f"{exp - now:.0f} s left")
+    trace.record("expiry", "pass", f"{math.floor(exp) - math.floor(now)} s left")
 
     expected = request_digest(method, target, arguments)
     if claims.get("req") != expected:

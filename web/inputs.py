@@ -90,19 +90,24 @@ _CUSTOM: dict[str, Field] = {
     "answer": Field(max_chars=16),
     "answer_raw": Field("json", 16_384, max_depth=None),
     "minted_at": Field(max_chars=32),
+    # The custom retry's lab state, carried between sends (web/playground.py validates both).
+    "seed": Field(max_chars=64),
+    "redeemed": Field(max_chars=4096),
 }
 _AUTOPLAY = {"autoplay": Field("count", 6)}
 
 #: endpoint -> the query parameters and form fields its view reads (GET and POST alike).
 FIELDS: dict[str, dict[str, Field]] = {
     "lessons.home": {},
-    "lessons.lesson_page": {**_SWITCHES, "progress": _PROGRESS},
+    "lessons.lesson_page": {**_SWITCHES, "progress": _PROGRESS, "stores": Field(max_chars=16)},
     "lessons.figure": {},
-    "quiz.quiz_page": {"progress": _PROGRESS},
+    "quiz.quiz_page": {"progress": _PROGRESS, "embed": Field(max_chars=64)},
     "quiz.answer": {"choice": Field(max_chars=64), "progress": _PROGRESS},
     "playground.show": dict(_SWITCHES),
     "playground.play_move": dict(_SWITCHES),
     "playground.play_custom_move": {**_SWITCHES, **_CUSTOM},
+    "playground.move_page": dict(_SWITCHES),
+    "playground.custom_page": {},
     "demo.deck": _AUTOPLAY,
     "demo.step": _AUTOPLAY,
     "demo.move": _AUTOPLAY,
@@ -113,6 +118,12 @@ FIELDS: dict[str, dict[str, Field]] = {
     "embed.question": {"progress": _PROGRESS, "origin": _ORIGIN},
     "embed.answer": {"single": Field(max_chars=8), "origin": _ORIGIN, "choice": Field(max_chars=64),
                      "progress": _PROGRESS},
+    # /check answers over-long fields with its own panel (web/check.py MAX_FIELD = 4096), so the guard's
+    # limit sits above it: the guard stops only what the page itself could not handle.
+    "check.check_page": {},
+    "check.start_check": {name: Field(max_chars=8192) for name in ("url", "tool", "args", "owner_token",
+                                                                   "other_token", "skip_late", "allow_replay")},
+    "check.run_page": {},
     "embed.oembed": {"url": Field("url", 2048), "format": Field(max_chars=16), "maxwidth": Field("count", 6),
                      "maxheight": Field("count", 6)},
 }

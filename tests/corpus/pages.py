@@ -19,7 +19,7 @@ from tests.corpus.hostile import Route
 from web.content import get_content
 from web.inputs import FIELDS, UNGUARDED
 
-MOVE_ENDPOINTS = frozenset({"playground.play_move", "demo.move", "demo.notes_move"})
+MOVE_ENDPOINTS = frozenset({"playground.play_move", "playground.move_page", "demo.move", "demo.notes_move"})
 
 
 def path_samples(app: Flask) -> dict[str, dict[str, Any]]:
@@ -43,6 +43,8 @@ def path_samples(app: Flask) -> dict[str, dict[str, Any]]:
                 values[arg] = section.id
             elif arg == "n":
                 values[arg] = 1
+            elif arg == "run_id":
+                values[arg] = "0" * 22  # a well-formed id of no run: the page answers 404
             else:
                 raise LookupError(f"no sample for <{arg}> in {rule.rule}: add one to tests/corpus/pages.py")
         samples[rule.endpoint] = values

@@ -36,7 +36,10 @@ MIN_PAGE_CASES = 2000
 #: oEmbed 1.0 mandates 501 for a format the provider does not serve; every other 5xx is a failure.
 SPEC_5XX = {("/oembed", 501)}
 #: The site's error page or fragment (web/errors.py), or the playground's own in-place error.
-ERROR_BLOCK = re.compile(r'<div class="(?:error-page|error-message|pg-error)"[^>]*>(.*?)</div>', re.S)
+#: The block each page family shows a refusal in: the site's error page (or the embed's), the playground's and
+#: the checker's panels.
+ERROR_BLOCK = re.compile(
+    r'<(div|main) class="[^"]*\b(?:error-page|error-message|pg-error|check-error)\b[^"]*"[^>]*>(.*?)</\1>', re.S)
 
 
 def quiz_paths(app: Flask) -> list[str]:
@@ -103,7 +106,7 @@ def page_failure(case: Case, status: int, content_type: str, body: bytes) -> str
     if 400 <= status < 500 and status not in (404, 405):
         if content_type.startswith("text/html"):
             message = ERROR_BLOCK.search(text)
-            if message is None or len(re.sub(r"<[^>]*>|\s+", "", message.group(1))) < 20:
+            if message is None or len(re.sub(r"<[^>]*>|\s+", "", message.group(2))) < 20:
                 return f"HTTP {status} without a message saying why"
         elif len(text.strip()) < 10:
             return f"HTTP {status} with an empty body"
@@ -114,7 +117,7 @@ def honest_pages_via_client(client: FlaskClient) -> None:
     form = custom_form(client)
     page = BeautifulSoup(client.post("/playground/custom", data=form).data, "html.parser")
     verdict = page.select_one("[data-verdict]")
-    assert verdict is not None and verdict["data-verdict"] == "deployed"
+    assert verdict is not None and verdict["data-verdict"] == "completed"
     assert client.get("/").status_code == 200
 
 
