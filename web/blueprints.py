@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Flask
 
-from web import content, demo, embed, errors, lessons, mcp, playground, quiz, templating
+from web import classroom, content, demo, embed, errors, lessons, mcp, playground, quiz, templating
 
 
 def register(app: Flask) -> None:
@@ -17,3 +17,4 @@ def register(app: Flask) -> None:
     app.register_blueprint(playground.bp)  # "Misuse the ticket"
     app.register_blueprint(demo.bp)  # presenter mode at /demo
     app.register_blueprint(embed.bp)  # the embeddable quiz and /oembed
+    app.register_blueprint(classroom.bp)  # the live class: /class/..., /join, /j/<code>
