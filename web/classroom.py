@@ -226,7 +226,8 @@ def qr_svg(text: str, label: str) -> Markup:
     """The QR code of `text` as inline SVG (no script, no style attribute: CSP-safe)."""
     svg = segno.make(text, error="m").svg_inline(scale=6, dark="#000000", light="#ffffff", title=label,
                                                  svgclass="qr", lineclass=None, omitsize=True)
-    return Markup(svg.replace("<svg ", '<svg role="img" aria-label="' + Markup.escape(label) + '" ', 1))  # noqa: S704
+    attrs = f'<svg role="img" aria-label="{Markup.escape(label)!s}" '
+    return Markup(svg.replace("<svg ", attrs, 1))  # noqa: S704 - segno's own SVG, the label escaped
 
 
 def _heat_level(count: int, top: int) -> int:
