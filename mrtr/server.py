@@ -68,10 +68,9 @@ log = logging.getLogger("mrtr")
 
 @dataclass(frozen=True)
 class Policy:
-    """Switches the playground flips. Production keeps the defaults."""
+    """Production switches: single use (the redeemed store) and sealed (AEAD) tickets."""
 
     single_use: bool = True
-    verify_signature: bool = True
     sealed: bool = False
 
 
@@ -498,8 +497,7 @@ class Connection:
                           capabilities=caps, trace=trace, now=now,
                           progress_token=meta.get("progressToken") if isinstance(meta, dict) else None)
         if "requestState" in params:
-            policy = self.server.policy
-            claims = self.server.codec.open(params["requestState"], trace, verify_signature=policy.verify_signature)
+            claims = self.server.codec.open(params["requestState"], trace)
             check_binding(claims, trace, principal=self.principal, now=now, method=method, target=target,
                           arguments=arguments)
             ctx.state = claims

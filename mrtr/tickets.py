@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from itsdangerous import Signer
@@ -166,7 +165,7 @@ class TicketCodec:
         self._signer = _Signer(
             list(reversed(ring.keys)), salt=_SALT, digest_method=hashlib.sha256, key_derivation="hmac"
         )
-        self._aead = [(self._kid(k), AESGCM(self._seal_key(k)), self._seal_key(k)) for k in ring.keys]
+        self._aead = [(self._kid(k), AESGCM(self._seal_key(k))) for k in ring.keys]
 
     @staticmethod
     def _seal_key(key: bytes) -> bytes:
@@ -203,7 +202,7 @@ class TicketCodec:
     def encode(self, claims: dict[str, Any], *, sealed: bool | None = None) -> str:
         body = canonical_json(claims)
         if self.sealed if sealed is None else sealed:
-            kid, aead, _key = self._aead[0]
+            kid, aead = self._aead[0]
             nonce = os.urandom(12)
             blob = aead.encrypt(nonce, body, SEALED_PREFIX.encode())
             return f"{SEALED_PREFIX}.{b64encode(kid + nonce + blob)}"
@@ -211,26 +210,23 @@ class TicketCodec:
 
     # -- opening -----------------------------------------------------------------------------
 
-    def open(self, token: object, trace: Trace, *, verify_signature: bool = True) -> dict[str, Any]:
+    def open(self, token: object, trace: Trace) -> dict[str, Any]:
         """Verify the ticket's integrity and return its claims; record the signature check.
 
         Raises:
             TicketRejected: the token is not a string, too long, malformed, or fails its MAC/tag.
         """
         try:
-            claims = self._open(token, verify_signature)
+            claims = self._open(token)
         except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
             reason = str(exc) or exc.__class__.__name__
             trace.record("signature", "fail", reason)
             trace.skip_rest("not reached: an earlier check failed")
             raise TicketRejected("signature", reason) from None
-        if verify_signature:
-            trace.record("signature", "pass", "integrity verified with a shared key")
-        else:
-            trace.record("signature", "skipped", "signature check removed: the payload was trusted as-is")
+        trace.record("signature", "pass", "integrity verified with a shared key")
         return claims
 
-    def _open(self, token: object, verify_signature: bool) -> dict[str, Any]:
+    def _open(self, token: object) -> dict[str, Any]:
         if not isinstance(token, str):
             raise ValueError(f"requestState must be a string, got {type(token).__name__}")
         if len(token) > MAX_TICKET_LENGTH:
@@ -241,41 +237,40 @@ class TicketCodec:
             if not sep or not payload or not sig:
                 raise ValueError("ticket is not prefix.payload.signature")
             mac = b64decode_strict(sig)
-            if verify_signature and not self._signer.verify_raw(f"{prefix}.{payload}".encode("ascii"), mac):
+            if not self._signer.verify_raw(f"{prefix}.{payload}".encode("ascii"), mac):
                 raise ValueError("signature mismatch: the payload is not what a server signed")
             body = b64decode_strict(payload)
         elif prefix == SEALED_PREFIX:
-            raw = b64decode_strict(rest)
-            if len(raw) < 4 + 12 + 16:
-                raise ValueError("sealed ticket is too short")
-            kid, nonce, blob = raw[:4], raw[4:16], raw[16:]
-            found = next(((aead, key) for i, aead, key in self._aead if hmac.compare_digest(i, kid)), None)
-            if found is None:
+            kid, nonce, blob = split_sealed(rest)
+            aead = next((aead for i, aead in self._aead if hmac.compare_digest(i, kid)), None)
+            if aead is None:
                 raise ValueError("sealed with a key this server does not hold")
-            aead, key = found
-            if verify_signature:
-                try:
-                    body = aead.decrypt(nonce, blob, SEALED_PREFIX.encode())
-                except Exception:  # InvalidTag: the ciphertext or tag was changed
-                    raise ValueError("authentication tag mismatch: the sealed ticket was altered") from None
-            else:
-                # Without the tag check AES-GCM is plain counter mode: decrypt, trust the result.
-                ctr = Cipher(algorithms.AES(key), modes.CTR(nonce + b"\x00\x00\x00\x02")).decryptor()
-                body = ctr.update(blob[:-16]) + ctr.finalize()
+            try:
+                body = aead.decrypt(nonce, blob, SEALED_PREFIX.encode())
+            except Exception:  # InvalidTag: the ciphertext or tag was changed
+                raise ValueError("authentication tag mismatch: the sealed ticket was altered") from None
         else:
             raise ValueError("unknown ticket format")
-        claims = json.loads(body.decode("utf-8"))
-        if not isinstance(claims, dict) or claims.get("v") != 1:
-            raise ValueError("ticket payload is not a version-1 claims object")
-        return claims
+        return parse_claims(body)
 
-    def peek(self, token: object) -> dict[str, Any] | None:
-        """Decode a signed ticket WITHOUT verifying it, for display only. Never trust the result."""
-        try:
-            return self._open(token, verify_signature=False) if isinstance(token, str) and \
-                token.startswith(SIGNED_PREFIX + ".") else None
-        except (ValueError, binascii.Error, UnicodeDecodeError):
-            return None
+
+def split_sealed(rest: str) -> tuple[bytes, bytes, bytes]:
+    """A sealed ticket's body (after "s1.") as key id, nonce and ciphertext-with-tag."""
+    raw = b64decode_strict(rest)
+    if len(raw) < 4 + 12 + 16:
+        raise ValueError("sealed ticket is too short")
+    return raw[:4], raw[4:16], raw[16:]
+
+
+def parse_claims(body: bytes) -> dict[str, Any]:
+    """Decoded ticket bytes as a version-1 claims object; ValueError for anything else."""
+    try:
+        claims = json.loads(body.decode("utf-8"))
+    except RecursionError:
+        raise ValueError("ticket payload nests too deeply") from None
+    if not isinstance(claims, dict) or claims.get("v") != 1:
+        raise ValueError("ticket payload is not a version-1 claims object")
+    return claims
 
 
 def check_binding(

@@ -20,7 +20,9 @@ from typing import Any
 
 from flask import Blueprint, abort, render_template, request, url_for
 
-from mrtr import FakeClock, KeyRing, MemoryStore, Server
+from moves.labcodec import LabRing
+from moves.targets.lab import lab_server
+from mrtr import FakeClock
 from mrtr.scenario import Move, play
 from mrtr.tickets import CHECK_TITLES, b64encode
 from mrtr.transcripts import roundtrip
@@ -30,7 +32,7 @@ bp = Blueprint("demo", __name__, url_prefix="/demo")
 
 #: Public on purpose: a demo must never show (or depend on) the app's real secret.
 DEMO_KEY = "mrtr-lab-demo-key-presenter-not-a-secret"
-DEMO_RING = KeyRing([DEMO_KEY])
+DEMO_RING = LabRing.public(DEMO_KEY)
 #: The instant every demo starts at (2026-09-21T12:53:20Z), so times and expiries never drift.
 DEMO_EPOCH = 1_790_000_000.0
 #: Auto-play bounds, in seconds per slide.
@@ -145,7 +147,7 @@ def move_slides(lesson: Lesson, first_index: int) -> list[Slide]:
     slides = []
     for number, move in enumerate(get_content().moves, 1):
         clock = FakeClock(DEMO_EPOCH)
-        server = Server(ring=DEMO_RING, store=MemoryStore(), clock=clock, jti=demo_jti(f"move:{move.slug}"))
+        server = lab_server(DEMO_RING, clock=clock, jti=demo_jti(f"move:{move.slug}"))
         result = play(server, move, clock=clock)
         trace = result.last.exchange.trace
         checks = tuple(trace.as_dicts()) if trace else ()

@@ -1,8 +1,10 @@
 """The "Misuse the ticket" playground: pick a move, and the real server judges it.
 
-Every experiment runs on the app's own key ring (so the tickets shown are genuine app tickets that
-can be replayed against /mcp) but on a fresh `MemoryStore` and a `FakeClock` started at the app's
-current time, so one learner's plays never touch another's and every play is reproducible.
+Every experiment runs on a lab server (`web.services.Services.new_lab_server`): the lab's own keys,
+which /mcp never accepts, lab tokens, a fresh `MemoryStore` and a `FakeClock` started at the app's
+current time, so one learner's plays never touch another's, every play is reproducible, and no
+ticket shown here is worth anything against /mcp. No configured token or key reaches the page: the
+"run it yourself" scripts mint their own ticket on /mcp with `$BOB_TOKEN`-style variables.
 Nothing on the page is canned: the sent message, the checks, the answer and the log all come from
 `mrtr.scenario` and the `Exchange` the server returned.
 
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import shlex
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -24,9 +25,11 @@ from typing import Any
 from flask import Blueprint, abort, current_app, request
 from werkzeug.datastructures import MultiDict
 
-from mrtr import FakeClock, MemoryStore, Policy, Server
+from moves import labcodec
+from moves.script import TICKET_MARK, ScriptStep, replay_script
+from mrtr import FakeClock, Server
 from mrtr.scenario import Move, Play, Step, mint, play, play_custom, verdict_of
-from mrtr.server import MODERN_VERSION, shape_problem
+from mrtr.server import shape_problem
 from mrtr.tickets import CHECK_TITLES, CHECKS, SEALED_PREFIX
 from web import htmx
 from web.services import get_services
@@ -39,7 +42,8 @@ RESULT = "playground/_result.html"
 ERROR = "playground/_error.html"
 
 MAX_OFFSET = 600
-MAX_AT = 86_400
+#: The custom move's latest send time: enough to go well past expiry, no more.
+MAX_AT = 3_600
 ANSWERS = ("accept", "decline", "cancel", "none", "raw")
 ANSWER_BODIES: dict[str, Any] = {
     "accept": {"confirm": {"action": "accept", "content": {"confirm": True}}},
@@ -102,8 +106,8 @@ class Toggles:
                    _flag(args, "no_signature", False), offset)
 
     @property
-    def policy(self) -> Policy:
-        return Policy(single_use=self.single_use, verify_signature=not self.no_signature, sealed=self.sealed)
+    def switches(self) -> dict[str, bool]:
+        return {"single_use": self.single_use, "sealed": self.sealed, "verify_signature": not self.no_signature}
 
     @property
     def params(self) -> dict[str, str]:
@@ -126,25 +130,6 @@ class Toggles:
 
 def pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
-
-
-def curl_command(base_url: str, token: str, message: dict[str, Any]) -> str:
-    """A curl line that sends `message` to /mcp exactly as the playground did; every argument quoted."""
-    data = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
-    params = message.get("params") if isinstance(message.get("params"), dict) else {}
-    name = params.get("name") if isinstance(params.get("name"), str) else "deploy"
-    headers = [
-        "Content-Type: application/json",
-        "Accept: application/json, text/event-stream",
-        f"MCP-Protocol-Version: {MODERN_VERSION}",
-        f"Mcp-Method: {message.get('method', 'tools/call')}",
-        f"Mcp-Name: {name}",
-        f"Authorization: Bearer {token}",
-    ]
-    lines = [f"curl -sS -X POST {shlex.quote(base_url)}"]
-    lines += [f"  -H {shlex.quote(h)}" for h in headers]
-    lines.append(f"  --data {shlex.quote(data)}")
-    return " \\\n".join(lines)
 
 
 @dataclass
@@ -213,13 +198,14 @@ class TicketView:
     token: str
     sealed: bool
     payload: str | None  # pretty JSON of the decoded (unverified) claims, signed tickets only
+    problem: str | None = None  # why a payload could not be shown
 
     @classmethod
-    def of(cls, server: Server, token: Any) -> TicketView | None:
+    def of(cls, token: Any) -> TicketView | None:
         if not isinstance(token, str):
             return None
-        claims = server.codec.peek(token)
-        return cls(token, token.startswith(SEALED_PREFIX + "."), pretty(claims) if claims is not None else None)
+        peeked = labcodec.peek(token)
+        return cls(token, token.startswith(SEALED_PREFIX + "."), peeked.text, peeked.problem)
 
 
 @dataclass
@@ -229,7 +215,6 @@ class StepView:
     token: str
     sent: str
     answer: str
-    curl: str
     ticket: TicketView | None
     http_status: int
 
@@ -238,12 +223,31 @@ class StepView:
         return f"{self.at:g}"
 
 
-def step_view(server: Server, step: Step, token: str, base_url: str) -> StepView:
+def step_view(step: Step, token: str) -> StepView:
     params = step.sent.get("params") if isinstance(step.sent.get("params"), dict) else {}
     return StepView(step.at, step.principal, token, pretty(step.sent), pretty(step.response),
-                    curl_command(base_url, token, step.sent),
-                    TicketView.of(server, params.get("requestState")) if "requestState" in params else None,
+                    TicketView.of(params.get("requestState")) if "requestState" in params else None,
                     step.exchange.http_status)
+
+
+def _marked(message: dict[str, Any], minted: str | None) -> dict[str, Any]:
+    """`message` with the lab's ticket swapped for the script's real one (other tickets stay as typed)."""
+    params = message.get("params")
+    if not isinstance(params, dict) or params.get("requestState") != minted or minted is None:
+        return message
+    return {**message, "params": {**params, "requestState": TICKET_MARK}}
+
+
+def script_for(played: Play, *, title: str, edit: tuple[str, Any] | None = None) -> str:
+    """A shell script that replays `played` against /mcp on a ticket /mcp mints for the learner now."""
+    services = get_services()
+    ttl = services.server.ttl
+    result = (played.minted.response or {}).get("result")
+    minted = result.get("requestState") if isinstance(result, dict) else None
+    steps = [ScriptStep(s.principal, _marked(s.sent, minted), wait=ttl + 1 if s.at >= ttl else 0,
+                        edit=edit if i == len(played.steps) - 1 else None) for i, s in enumerate(played.steps)]
+    return replay_script(url=_base_url(), title=title, first=played.minted.sent, owner=played.minted.principal,
+                         steps=steps, public_tokens=services.public_mcp_tokens())
 
 
 @dataclass
@@ -255,6 +259,7 @@ class Result:
     earlier: list[tuple[StepView, str]]
     checks: list[CheckView]
     log: list[tuple[str, str]]
+    script: str = ""
     move: Move | None = None
     note: str | None = None
 
@@ -274,14 +279,14 @@ class RoundOne:
     sent: str
     answer: str
     ticket: TicketView
-    curl: str
+    script: str
 
 
 @dataclass
 class CustomForm:
     ticket: str
     arguments: str = DEFAULT_ARGUMENTS
-    token_choice: str = "bob-token"
+    token_choice: str = ""
     token_other: str = ""
     at: str = "8"
     answer: str = "accept"
@@ -305,6 +310,7 @@ class Playground:
     tokens: list[str]
     mcp_url: str
     ttl: int
+    tokens_public: bool = True
     embedded: bool = False
     result: Result | None = None
     error: str | None = None
@@ -344,14 +350,10 @@ def move_notes() -> Mapping[str, str]:
     return {}
 
 
-def lab_server(policy: Policy, now: float) -> tuple[Server, FakeClock]:
-    """The app's server (keys, catalog, ttl) under `policy`, on a throwaway store and a fake clock."""
+def lab_server(toggles: Toggles, now: float) -> tuple[Server, FakeClock]:
+    """A lab server (lab keys, the app's catalog and ttl) under the switches, on a fresh store and a fake clock."""
     clock = FakeClock(now)
-    server = get_services().server.with_policy(policy)
-    server.store = MemoryStore()
-    server.clock = clock
-    server.on_log = None  # experiments stay out of the app's own log; each play carries its own
-    return server, clock
+    return get_services().new_lab_server(clock=clock, **toggles.switches), clock
 
 
 def _now() -> float:
@@ -359,7 +361,8 @@ def _now() -> float:
 
 
 def _token(principal: str) -> str:
-    return get_services().token_for(principal) or f"<no token configured for {principal}>"
+    """The lab token shown for `principal`: never a token /mcp was configured with (unless public)."""
+    return get_services().lab_token_for(principal)
 
 
 def _base_url() -> str:
@@ -373,30 +376,31 @@ def _log_lines(play_: Play) -> list[tuple[str, str]]:
     return lines
 
 
-def _result(server: Server, play_: Play, token_of: Any, kind: str, move: Move | None = None) -> Result:
-    base = _base_url()
-    views = [step_view(server, s, token_of(s), base) for s in play_.steps]
+def _result(play_: Play, token_of: Any, kind: str, move: Move | None = None, script: str = "") -> Result:
+    views = [step_view(s, token_of(s)) for s in play_.steps]
     checks = check_views(play_.last)
     earlier = [(v, verdict_line(s, check_views(s))) for v, s in zip(views[:-1], play_.steps[:-1], strict=True)]
     return Result(kind, verdict_of(play_.last.response), verdict_line(play_.last, checks), views[-1], earlier,
-                  checks, _log_lines(play_), move, move_notes().get(move.slug) if move else None)
+                  checks, _log_lines(play_), script, move, move_notes().get(move.slug) if move else None)
 
 
 def run_move(move: Move, toggles: Toggles) -> Result:
-    server, clock = lab_server(toggles.policy, _now())
+    server, clock = lab_server(toggles, _now())
     played = play(server, replace(move, at=move.at + toggles.offset), clock=clock)
-    return _result(server, played, lambda s: _token(s.principal), "move", move)
+    edit = ("work.env", move.edit_to) if move.ticket == "edit-env" else None
+    return _result(played, lambda s: _token(s.principal), "move", move,
+                   script_for(played, title=move.title, edit=edit))
 
 
 def round_one(toggles: Toggles) -> RoundOne:
     now = _now()
-    server, clock = lab_server(toggles.policy, now)
+    server, clock = lab_server(toggles, now)
     step = mint(server, clock)
     token = _token("bob")
-    ticket = TicketView.of(server, step.response["result"]["requestState"])  # type: ignore[index]
+    ticket = TicketView.of(step.response["result"]["requestState"])  # type: ignore[index]
     assert ticket is not None
     return RoundOne(int(now), token, pretty(step.sent), pretty(step.response), ticket,
-                    curl_command(_base_url(), token, step.sent))
+                    script_for(Play(step), title="Round one"))
 
 
 def playground_context(args: Mapping[str, Any] | None = None, *, strict: bool = False) -> dict[str, Any]:
@@ -420,8 +424,9 @@ def playground_context(args: Mapping[str, Any] | None = None, *, strict: bool = 
         moves=[MoveView(m, notes.get(m.slug), _token(m.actor)) for m in moves()],
         round_one=first,
         custom=CustomForm(ticket=first.ticket.token, token_choice=first.token, minted_at=str(first.minted_at)),
-        tokens=list(services.tokens),
+        tokens=list(services.lab_tokens),
         mcp_url=_base_url(),
+        tokens_public=services.tokens_public,
         ttl=services.server.ttl,
         embedded=request.blueprint != bp.name,
     )
@@ -474,11 +479,10 @@ def _custom_call(values: CustomForm) -> dict[str, Any]:
         raise PlaygroundInputError("Token is empty: choose a token or type one")
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in token):
         raise PlaygroundInputError("Token may not contain control characters such as line breaks")
-    principal = get_services().principal_for(token)
+    principal = get_services().lab_principal_for(token)
     if principal is None:
-        known = ", ".join(get_services().tokens)
-        raise PlaygroundInputError(f"Token {token[:60]!r} names nobody: /mcp would answer HTTP 401 before "
-                                   f"looking at the ticket. Known tokens: {known}")
+        raise PlaygroundInputError("That token names nobody on the lab server: a server answers HTTP 401 before "
+                                   "looking at the ticket. Pick one of the lab's tokens from the list.")
     try:
         at = float(values.at or "0")
     except ValueError:
@@ -508,11 +512,11 @@ def _custom_call(values: CustomForm) -> dict[str, Any]:
 
 
 def run_custom(call: dict[str, Any], toggles: Toggles) -> Result:
-    server, clock = lab_server(toggles.policy, call["minted_at"])
+    server, clock = lab_server(toggles, call["minted_at"])
     played = play_custom(server, clock, principal=call["principal"], at=call["at"], arguments=call["arguments"],
                          request_state=call["request_state"], input_responses=call["input_responses"],
                          request_id=CUSTOM_REQUEST_ID)
-    return _result(server, played, lambda s: call["token"], "custom")
+    return _result(played, lambda s: call["token"], "custom", script=script_for(played, title="Your retry"))
 
 
 # -- views -----------------------------------------------------------------------------------------

@@ -1,6 +1,9 @@
 """The app's long-lived objects, built once per app from its config: keys, store, server, tokens.
 
-Views reach them through `get_services()`. Nothing here reads a request; nothing here renders.
+Also the lab's own: its key ring (derived from the app's for a separate purpose, never accepted by
+/mcp) and its tokens (the public demo tokens when MRTR_TOKENS is unset, else lab-only ones), so no
+page ever needs a configured secret. Views reach them through `get_services()`; `new_lab_server`
+builds a page's server. Nothing here reads a request; nothing here renders.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from typing import Any
 
 from flask import current_app
 
+from moves.labcodec import LabRing, lab_ring_from
+from moves.targets.lab import lab_server
 from mrtr import KeyRing, MemoryStore, Policy, Server, SqliteStore, ring_from_config, system_clock
 from mrtr.catalog import Catalog
 from mrtr.keys import default_state_dir
@@ -22,6 +27,8 @@ from mrtr.store import RedeemedStore
 from mrtr.tools import lesson_catalog
 
 DEFAULT_TOKENS = "bob-token=bob,alice-token=alice"
+#: The lab's two principals: the ticket's owner and the other one.
+LAB_PRINCIPALS = ("bob", "alice")
 
 
 class ConfigError(ValueError):
@@ -85,12 +92,47 @@ class Services:
     tokens: dict[str, str]
     catalog: Catalog
     log: ServerLog
+    #: The lab's keys: pages sign and seal with these, and /mcp never accepts them.
+    lab_ring: LabRing = field(default=None)  # type: ignore[assignment]
+    #: token -> principal for the lab's own servers. Public: safe to show on any page.
+    lab_tokens: dict[str, str] = field(default_factory=dict)
+    #: True when /mcp runs on the public demo tokens (MRTR_TOKENS unset): pages may show those.
+    tokens_public: bool = True
 
     def principal_for(self, token: str | None) -> str | None:
         return self.tokens.get(token) if token else None
 
     def token_for(self, principal: str) -> str | None:
         return next((t for t, p in self.tokens.items() if p == principal), None)
+
+    def lab_principal_for(self, token: str | None) -> str | None:
+        return self.lab_tokens.get(token) if token else None
+
+    def lab_token_for(self, principal: str) -> str:
+        return next((t for t, p in self.lab_tokens.items() if p == principal), f"<no lab token for {principal}>")
+
+    def public_mcp_tokens(self) -> dict[str, str]:
+        """principal -> token for /mcp, only when those tokens are the public demo ones; else empty."""
+        return {p: t for t, p in self.tokens.items()} if self.tokens_public else {}
+
+    def new_lab_server(self, *, clock: Any, single_use: bool = True, sealed: bool = False,
+                       verify_signature: bool = True, jti: Any = None) -> Server:
+        """A fresh lab server (lab keys, fresh store, the app's catalog) for a page or a class demo."""
+        return lab_server(self.lab_ring, clock=clock, single_use=single_use, sealed=sealed,
+                          verify_signature=verify_signature, catalog=self.catalog, ttl=self.server.ttl, jti=jti)
+
+
+def lab_tokens_for(tokens: Mapping[str, str]) -> tuple[dict[str, str], bool]:
+    """The lab's tokens, and whether /mcp's tokens are the public demo ones."""
+    if tokens == parse_tokens(DEFAULT_TOKENS):
+        return dict(tokens), True
+    lab = {}
+    for principal in LAB_PRINCIPALS:
+        token = f"lab-{principal}-token"
+        while token in tokens:
+            token = f"lab-{token}"
+        lab[token] = principal
+    return lab, False
 
 
 def build_services(config: Mapping[str, Any]) -> Services:
@@ -109,8 +151,9 @@ def build_services(config: Mapping[str, Any]) -> Services:
     store = make_store(config)
     server = Server(ring=ring, store=store, clock=config.get("MRTR_CLOCK") or system_clock, catalog=catalog,
                     policy=Policy(), ttl=ttl, on_log=log.write)
-    return Services(ring, store, server, parse_tokens(str(config.get("MRTR_TOKENS") or DEFAULT_TOKENS)),
-                    catalog, log)
+    tokens = parse_tokens(str(config.get("MRTR_TOKENS") or DEFAULT_TOKENS))
+    lab_tokens, public = lab_tokens_for(tokens)
+    return Services(ring, store, server, tokens, catalog, log, lab_ring_from(ring), lab_tokens, public)
 
 
 def config_from_env(environ: Mapping[str, str] = os.environ) -> dict[str, Any]:

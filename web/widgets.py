@@ -2,7 +2,8 @@
 
 Each `*_data` function returns plain values for one widget template. The expensive, deterministic
 ones (the round trip, the lab, the check matrix) are computed once per process and key ring and
-cached on the app; the anatomy mints a fresh ticket whenever it is asked for.
+cached on the app; the anatomy mints a fresh ticket whenever it is asked for. Every server here
+runs on the lab's keys (`Services.lab_ring`), never the app's: no ticket a figure shows works on /mcp.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from flask import current_app
 
-from mrtr import CHECKS, FakeClock, MemoryStore, Server, transcripts
+from mrtr import CHECKS, FakeClock, transcripts
 from mrtr import tools as mrtr_tools
 from mrtr.scenario import play
 from mrtr.tickets import CHECK_TITLES
@@ -74,7 +75,7 @@ class FigureStep:
 
 
 def roundtrip_data(lesson: Lesson) -> list[FigureStep]:
-    steps = _cached("roundtrip", lambda: transcripts.roundtrip(get_services().ring))
+    steps = _cached("roundtrip", lambda: transcripts.roundtrip(get_services().lab_ring))
     captions = {c.n: c for c in lesson.roundtrip_steps}
     figure = []
     for step in steps:
@@ -94,7 +95,7 @@ def _b64decode(text: str) -> bytes:
 
 def anatomy_data() -> dict[str, Any]:
     """A freshly minted ticket, its three parts, its claims field by field, and the same claims sealed."""
-    raw = transcripts.anatomy(get_services().ring)
+    raw = transcripts.anatomy(get_services().lab_ring)
     claims = raw["claims"]
     fields = []
     for name, value in claims.items():
@@ -128,11 +129,11 @@ class MatrixRow:
 
 
 def _play_all(course: Course, lesson: Lesson) -> list[MatrixRow]:
-    ring = get_services().ring
+    services = get_services()
     rows = []
     for move in course.moves:
         clock = FakeClock(transcripts.FIGURE_EPOCH)
-        server = Server(ring=ring, store=MemoryStore(), clock=clock)
+        server = services.new_lab_server(clock=clock)
         result = play(server, move, clock=clock)
         trace = result.last.exchange.trace
         outcomes = {c.name: c.outcome for c in trace.checks} if trace else {}

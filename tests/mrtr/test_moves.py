@@ -70,9 +70,13 @@ def test_single_use_off_lets_the_replay_deploy_again(make_server, clock):
     assert outcomes(p)["single-use"] == "skipped"
 
 
-def test_removing_the_signature_check_lets_the_edited_ticket_deploy_to_prod(make_server, clock):
+def test_removing_the_signature_check_lets_the_edited_ticket_deploy_to_prod(clock):
+    from moves.labcodec import LabRing
+    from moves.targets.lab import lab_server
+
     tampered = next(m for m in MOVES if m.slug == "tampered")
-    p = play(make_server(verify_signature=False), tampered, clock=clock)
+    server = lab_server(LabRing.public("lab-test-key-0123456789abcdefghijklmnop"), clock=clock, verify_signature=False)
+    p = play(server, tampered, clock=clock)
     assert p.verdict == "deployed"
     assert p.last.response["result"]["content"][0]["text"] == "deployed to prod"
     assert outcomes(p)["signature"] == "skipped"

@@ -59,7 +59,7 @@ def test_a_sealed_ticket_hides_its_payload():
     assert token.startswith("s1.")
     raw = b64decode_strict(token[3:])
     assert b"staging" not in raw and b"bob" not in raw
-    assert codec.peek(token) is None
+    assert not hasattr(codec, "peek")  # the production codec has no unverified decoding at all
 
 
 def test_the_newest_key_signs_and_older_keys_still_verify():

@@ -1,15 +1,14 @@
 """The "Misuse the ticket" playground through Flask's test client.
 
 Every move is played against the real server under each switch, and the page is read the way a
-browser would (BeautifulSoup on the HTML). The curl commands the page prints are parsed back with
-shlex and sent to /mcp, so "reproduces it against /mcp" is tested, not assumed.
+browser would (BeautifulSoup on the HTML). The "run it yourself" scripts are run for real against
+/mcp in tests/web/test_lab_safety.py.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import shlex
 from typing import Any
 
 import pytest
@@ -95,24 +94,6 @@ def custom_form(client: FlaskClient, **switches: str) -> dict[str, str]:
         else:
             data[name] = field.get("value", "")
     return data
-
-
-def curl_to_request(command: str) -> tuple[str, dict[str, str], str]:
-    words = shlex.split(command.replace("\\\n", " "))
-    assert words[:4] == ["curl", "-sS", "-X", "POST"]
-    url, headers, data = words[4], {}, None
-    rest = words[5:]
-    while rest:
-        flag, value, *rest = rest
-        if flag == "-H":
-            name, _, val = value.partition(": ")
-            headers[name] = val
-        elif flag == "--data":
-            data = value
-        else:  # pragma: no cover - the command has nothing else
-            raise AssertionError(f"unexpected curl argument {flag}")
-    assert data is not None
-    return url, headers, data
 
 
 # -- every move under every switch -----------------------------------------------------------------
@@ -431,50 +412,6 @@ def test_hostile_strings_are_escaped(client: FlaskClient) -> None:
     # and a hostile env the server accepts is escaped in the ticket it mints, too
     response = client.post("/playground/custom", data={**form, "ticket": ""}, headers=HX)
     assert hostile not in response.get_data(as_text=True)
-
-
-# -- curl ------------------------------------------------------------------------------------------
-
-
-def test_curl_headers_and_quoting(client: FlaskClient) -> None:
-    page = soup(play(client, "stolen"))
-    command = page.select_one("#pg-sent-curl").get_text()
-    url, headers, data = curl_to_request(command)
-    assert url == "http://localhost/mcp"
-    assert headers == {
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": "2026-07-28",
-        "Mcp-Method": "tools/call",
-        "Mcp-Name": "deploy",
-        "Authorization": "Bearer alice-token",
-    }
-    assert json.loads(data) == json.loads(page.select_one("#pg-sent-json").get_text())
-    note = page.select_one(".pg-sent .pg-curl").get_text(" ", strip=True)
-    assert "120 s after minting" in note
-
-
-def test_curl_quotes_single_quotes_safely(client: FlaskClient) -> None:
-    tricky = "it's $(rm -rf /) `x` \"q\""
-    form = {**custom_form(client), "arguments": json.dumps({"env": tricky})}
-    page = soup(client.post("/playground/custom", data=form, headers=HX))
-    _, _, data = curl_to_request(page.select_one("#pg-sent-curl").get_text())
-    assert json.loads(data)["params"]["arguments"] == {"env": tricky}
-
-
-def test_round_one_and_honest_curls_really_work_against_mcp(client: FlaskClient) -> None:
-    page = soup(client.get("/playground"))
-    url, headers, data = curl_to_request(page.select_one("#pg-round-one-curl").get_text())
-    assert "fresh" in page.select_one(".pg-round-one .pg-curl").get_text()
-    minted = client.post("/mcp", data=data, headers=headers)
-    assert minted.status_code == 200 and minted.get_json()["result"]["resultType"] == "input_required"
-
-    honest = soup(play(client, "honest"))
-    url, headers, data = curl_to_request(honest.select_one("#pg-sent-curl").get_text())
-    first = client.post("/mcp", data=data, headers=headers)
-    assert first.get_json()["result"]["content"][0]["text"] == "deployed to staging"
-    again = client.post("/mcp", data=data, headers=headers)  # the app's own store remembers it
-    assert again.get_json()["error"]["message"] == FROZEN_TICKET_MESSAGE
 
 
 # -- the lesson embeds the same widget --------------------------------------------------------------
