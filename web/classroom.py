@@ -44,10 +44,11 @@ from flask import (
 )
 from markupsafe import Markup
 
+from mrtr import SqliteStore
 from mrtr.keys import default_state_dir
 from web import htmx
 from web.classroom_live import LocalBus, make_bus
-from web.classroom_round import THROUGH, Attempt, ClassLab, check_order
+from web.classroom_round import THROUGH, Attempt, ClassLab, check_order, class_ring
 from web.classroom_store import (
     MAX_LEARNERS,
     NICKNAME_MAX,
@@ -59,6 +60,7 @@ from web.classroom_store import (
     normalize_code,
 )
 from web.content import Lesson, Question, get_content
+from web.services import get_services
 
 bp = Blueprint("classroom", __name__)
 
@@ -112,13 +114,17 @@ class Classroom:
     max_classes: int
     answers: RateLimit = field(default_factory=lambda: RateLimit(ANSWER_LIMIT, ANSWER_WINDOW))
     labs: dict[str, ClassLab] = field(default_factory=dict)
+    _spent: SqliteStore | None = None
 
     def lab(self, row: ClassRow) -> ClassLab:
         lab = self.labs.get(row.id)
         if lab is None:
             if len(self.labs) > 1000:
                 self.labs.clear()
-            lab = self.labs[row.id] = ClassLab(row.lab_key, self.lab_path, clock=self.clock)
+            if self._spent is None:
+                self._spent = SqliteStore(self.lab_path)
+            ring = class_ring(get_services().lab_ring, row.id)
+            lab = self.labs[row.id] = ClassLab(ring, self._spent, clock=self.clock)
         return lab
 
 

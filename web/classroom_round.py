@@ -4,22 +4,27 @@ This module is the ONLY place the classroom touches the protocol, behind `ClassL
 `ClassLab.play`, so switching to the move engine and lab keys that helper "lab" is building
 (`moves/`, branch `lab`) is an edit here and nowhere else.
 
-Keys: every class has its own random lab key (stored with the class, never configured, never the
-key ring `/mcp` accepts), so a ticket minted here is worthless against `/mcp` and vice versa.
-Spent ticket ids go to a SQLite store shared by every process serving the class. Each attempt mints
+Keys: the lab's keys (`moves.labcodec.LabRing`, derived from the app's ring for the lab alone and
+never accepted by `/mcp`), narrowed once more per class (`class_ring`), so a ticket minted in one
+class is worthless against `/mcp`, the playground and every other class. Servers come from the
+lab's `lab_server`. Spent ticket ids go to a SQLite store shared by every process serving the class. Each attempt mints
 a fresh ticket for the learner's principal at the real time, then plays the move on a fake clock
 that starts there (a "too late" move jumps 300 s ahead without waiting). Never imports Flask.
 """
 
 from __future__ import annotations
 
+import base64
 import copy
+import hashlib
+import hmac
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from mrtr import FakeClock, KeyRing, Policy, Server, SqliteStore
+from moves.labcodec import LabRing
+from moves.targets.lab import lab_server
+from mrtr import FakeClock, Server, SqliteStore
 from mrtr.scenario import ACCEPT, Move, deploy_call, edit_env, mint, send, verdict_of
 from mrtr.tickets import CHECK_TITLES, CHECKS
 
@@ -55,16 +60,23 @@ def check_order() -> tuple[str, ...]:
     return tuple(CHECKS)
 
 
-class ClassLab:
-    """One class's lab server: its key, the shared spent-ticket store and the class's switches."""
+def class_ring(lab: LabRing, class_id: str) -> LabRing:
+    """The class's own lab keys: each lab key narrowed by HMAC to this class (nothing stored)."""
+    label = b"mrtr-lab classroom v1\x00" + class_id.encode()
+    return LabRing([base64.urlsafe_b64encode(hmac.new(key, label, hashlib.sha256).digest()).rstrip(b"=")
+                    for key in lab.keys])
 
-    def __init__(self, key: str, store_path: str | Path, *, clock: Callable[[], float]) -> None:
-        self.ring = KeyRing([key])
-        self.store = SqliteStore(store_path)
+
+class ClassLab:
+    """One class's lab server: its keys, the shared spent-ticket store and the class's switches."""
+
+    def __init__(self, ring: LabRing, store: SqliteStore, *, clock: Callable[[], float]) -> None:
+        self.ring = ring
+        self.store = store
         self.clock = clock
 
     def _server(self, clock: FakeClock, single_use: bool) -> Server:
-        return Server(ring=self.ring, store=self.store, clock=clock, policy=Policy(single_use=single_use))
+        return lab_server(self.ring, clock=clock, single_use=single_use, store=self.store, name="mrtr-classroom")
 
     def mint(self, principal: str) -> str:
         """A fresh ticket for `principal`: round one of deploy {env: staging}."""

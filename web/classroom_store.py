@@ -31,7 +31,7 @@ _NICKNAME = re.compile(r"^[^\W_][\w .'-]*$", re.UNICODE)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS classes (
-  id TEXT PRIMARY KEY, code TEXT NOT NULL UNIQUE, host_hash TEXT, lesson TEXT NOT NULL, lab_key TEXT NOT NULL,
+  id TEXT PRIMARY KEY, code TEXT NOT NULL UNIQUE, host_hash TEXT, lesson TEXT NOT NULL,
   created REAL NOT NULL, version INTEGER NOT NULL DEFAULT 0, stage INTEGER NOT NULL DEFAULT 0,
   question_no INTEGER NOT NULL DEFAULT 0, question_id TEXT, revealed INTEGER NOT NULL DEFAULT 0,
   round_open INTEGER NOT NULL DEFAULT 0, single_use INTEGER NOT NULL DEFAULT 1,
@@ -84,7 +84,6 @@ class ClassRow:
     code: str
     host_hash: str | None
     lesson: str
-    lab_key: str
     created: float
     version: int
     stage: int
@@ -110,7 +109,7 @@ class Learner:
         return f"learner-{self.id}"
 
 
-_CLASS_COLS = ("id, code, host_hash, lesson, lab_key, created, version, stage, question_no, question_id, revealed,"
+_CLASS_COLS = ("id, code, host_hash, lesson, created, version, stage, question_no, question_id, revealed,"
                " round_open, single_use, first_replay, first_replay_at")
 
 
@@ -118,7 +117,7 @@ def _class(row: tuple[Any, ...] | None) -> ClassRow | None:
     if row is None:
         return None
     values = list(row)
-    for i in (10, 11, 12):
+    for i in (9, 10, 11):
         values[i] = bool(values[i])
     return ClassRow(*values)
 
@@ -186,9 +185,8 @@ class ClassStore:
             code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
             class_id = secrets.token_urlsafe(12)
             try:
-                self._write("INSERT INTO classes (id, code, host_hash, lesson, lab_key, created) VALUES (?,?,?,?,?,?)",
-                            (class_id, code, digest(host_secret) if host_secret else None, lesson,
-                             secrets.token_urlsafe(32), self.clock()))
+                self._write("INSERT INTO classes (id, code, host_hash, lesson, created) VALUES (?,?,?,?,?)",
+                            (class_id, code, digest(host_secret) if host_secret else None, lesson, self.clock()))
             except sqlite3.IntegrityError:
                 continue
             found = self.by_code(code)

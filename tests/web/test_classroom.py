@@ -363,16 +363,26 @@ def test_no_configured_secret_reaches_any_page(app: Flask, host: FlaskClient, co
     host.post(f"/class/{code}/host/question")
     host.post(f"/class/{code}/host/round", data={"open": "1"})
     play(ann, code, "honest")
-    with sqlite3.connect(db_path) as db:
-        lab_key = db.execute("SELECT lab_key FROM classes").fetchone()[0]
+    lab_keys = [k.decode() for k in app.extensions["mrtr"].lab_ring.keys]
     pages = [host.get(f"/class/{code}/host"), host.get(f"/class/{code}/host/events"),
              host.get(f"/class/{code}/host/results.csv"), ann.get(f"/class/{code}/me"),
              ann.post(f"/class/{code}/play", data={"move": "twice"}), app.test_client().get(f"/join?code={code}")]
     for page in pages:
         text = page.get_data(as_text=True)
-        for secret in (TEST_KEY, "bob-secret-token", "alice-secret-token", lab_key):
+        for secret in (TEST_KEY, "bob-secret-token", "alice-secret-token", *lab_keys):
             assert secret not in text
         csp = page.headers.get("Content-Security-Policy", "")
         assert "'unsafe-inline'" not in csp
         assert not re.search(r"<script(?![^>]*\bsrc=)", text) and " style=" not in text
         assert not re.search(r" on\w+=", text)
+
+
+def test_each_class_signs_on_its_own_lab_keys(app: Flask) -> None:
+    from moves.labcodec import LabRing
+    from web.classroom_round import class_ring
+
+    lab = app.extensions["mrtr"].lab_ring
+    one, two = class_ring(lab, "class-one"), class_ring(lab, "class-two")
+    assert isinstance(one, LabRing)
+    assert not set(one.keys) & set(two.keys)
+    assert not set(one.keys) & (set(lab.keys) | set(app.extensions["mrtr"].ring.keys))
