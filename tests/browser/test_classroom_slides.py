@@ -17,7 +17,8 @@ from tests.browser.helpers import assert_no_axe_violations
 
 SIZES = [(1024, 768), (1280, 720), (1280, 800), (1920, 1080)]
 MOVES = ["honest", "tampered", "stolen", "late", "other-request", "no-answer", "twice"]
-URLS = [f"/demo/step/{n}" for n in range(1, 7)] + [f"/demo/move/{slug}" for slug in MOVES]
+URLS = ([f"/demo/step/{n}" for n in range(1, 7)] + [f"/demo/move/{slug}" for slug in MOVES]
+        + ["/demo/switch/single-use-off", "/demo/switch/signature-off"])
 
 
 @pytest.mark.parametrize(("width", "height"), SIZES, ids=[f"{w}x{h}" for w, h in SIZES])

@@ -13,8 +13,10 @@ from web.demo import DEMO_RING
 
 STEP_URLS = [f"/demo/step/{n}" for n in range(1, 7)]
 MOVE_URLS = [f"/demo/move/{slug}" for slug in MOVE_SLUGS]
-ALL = ["/demo", "/demo/notes", *STEP_URLS, *MOVE_URLS, *(u.replace("/demo/", "/demo/notes/") for u in
-                                                          STEP_URLS + MOVE_URLS)]
+SWITCH_SLUGS = ["single-use-off", "signature-off"]
+SWITCH_URLS = [f"/demo/switch/{slug}" for slug in SWITCH_SLUGS]
+ALL = ["/demo", "/demo/notes", *STEP_URLS, *MOVE_URLS, *SWITCH_URLS,
+       *(u.replace("/demo/", "/demo/notes/") for u in STEP_URLS + MOVE_URLS + SWITCH_URLS)]
 
 
 def _current(html: bytes):
@@ -29,7 +31,7 @@ def test_every_slide_and_note_is_a_page(client: FlaskClient, url: str) -> None:
     assert response.status_code == 200
     assert_csp_clean(response.data)
     assert_unique_ids(response.data)
-    assert len(soup(response.data).select("[data-slide]")) == 13
+    assert len(soup(response.data).select("[data-slide]")) == 15
 
 
 @pytest.mark.parametrize(("url", "anchor"), [("/demo", "step-1"), ("/demo/step/3", "step-3"),
@@ -41,13 +43,14 @@ def test_deep_links_pick_the_slide(client: FlaskClient, url: str, anchor: str) -
 
 def test_prev_and_next_links_walk_the_deck_without_js(client: FlaskClient) -> None:
     url, seen = "/demo/step/1", []
-    for _ in range(13):
+    for _ in range(15):
         slide = _current(client.get(url).data)
         seen.append(slide["id"])
         url = slide.select_one("a[rel=next]")["href"] if slide.select_one("a[rel=next]") else None
         if url is None:
             break
-    assert seen == [f"step-{n}" for n in range(1, 7)] + [f"move-{s}" for s in MOVE_SLUGS]
+    assert seen == ([f"step-{n}" for n in range(1, 7)] + [f"move-{s}" for s in MOVE_SLUGS]
+                    + [f"switch-{s}" for s in SWITCH_SLUGS])
     back = _current(client.get("/demo/move/stolen").data).select_one("a[rel=prev]")["href"]
     assert back == "/demo/move/tampered"
 
@@ -116,3 +119,12 @@ def test_the_deck_refuses_framing(client: FlaskClient) -> None:
     response = client.get("/demo")
     assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
     assert response.headers["X-Frame-Options"] == "DENY"
+
+
+@pytest.mark.parametrize(("slug", "deployed_to"), [("single-use-off", "staging"), ("signature-off", "prod")])
+def test_a_switched_off_protection_lets_the_misuse_through(client: FlaskClient, slug: str, deployed_to: str) -> None:
+    slide = _current(client.get(f"/demo/switch/{slug}").data)
+    assert slide.select_one("[data-verdict]")["data-verdict"] == "deployed"
+    assert not slide.select('.big-checks [data-outcome="fail"]')
+    assert len(slide.select('.big-checks [data-outcome="skipped"]')) == 1
+    assert f"deployed to {deployed_to}" in slide.get_text()
