@@ -9,8 +9,14 @@ Who may do what: the presenter holds a secret capability (shown once, stored has
 HttpOnly, SameSite=Strict cookie scoped to the class) or, when `MRTR_INSTRUCTOR_TOKEN` is set, that
 token. A learner holds a per-learner token (cookie, or `Authorization: Bearer` for curl). Learners
 never see others' answers; the presenter's tally is for the room. The attack round's tickets are
-signed on the class's own lab key (web.classroom_round), never on a key `/mcp` accepts. This module
+signed on the class's own lab keys (web.classroom_round), never on a key `/mcp` accepts. This module
 never writes SQL (web.classroom_store) and never touches the protocol except through ClassLab.
+
+Settings (app config first, then the environment): MRTR_CLASS_DB (default: classroom.sqlite3 in the
+state dir), MRTR_CLASS_TTL_HOURS (12), MRTR_INSTRUCTOR_TOKEN, MRTR_REDIS_URL (live updates across
+processes), MRTR_CLASS_POLL_SECONDS (2: how often a live stream re-reads the store without a
+notice), MRTR_CLASS_STREAM_SECONDS (30: an SSE stream's life before the browser reconnects),
+MRTR_MAX_CLASSES (200 open at once), MRTR_CLASS_CLOCK (tests: the clock).
 """
 
 from __future__ import annotations
@@ -507,7 +513,10 @@ def me(code: str) -> str:
 @bp.get("/class/<code>/me/live")
 def me_live(code: str) -> Response:
     """The learner's live panel for htmx polling: 204 (nothing to swap) until the presenter moves on."""
-    row = _class_or_404(code)
+    row = classroom().store.by_code(code)
+    if row is None:  # the class ended: say so, and 286 tells htmx to stop polling
+        return Response('<div id="live" class="live"><p data-ended>This class has ended. Thanks for taking part!</p>'
+                        "</div>", status=286)
     learner = _learner(row)
     if learner is None:
         abort(403)

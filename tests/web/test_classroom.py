@@ -352,10 +352,12 @@ def test_lifetime_is_configurable(clock: FakeClock, db_path: Path) -> None:
 
 
 def test_ending_a_class_deletes_it(app: Flask, host: FlaskClient, code: str) -> None:
-    join(app, code, "Ann")
+    ann = join(app, code, "Ann")
     response = host.post(f"/class/{code}/host/end")
     assert response.status_code == 303 and response.headers["Location"] == "/demo"
     assert app.test_client().post("/join", data={"code": code, "nickname": "Bo"}).status_code == 404
+    ended = ann.get(f"/class/{code}/me/live?stage=0")
+    assert ended.status_code == 286 and "data-ended" in ended.get_data(as_text=True)  # htmx stops polling
 
 
 def test_no_configured_secret_reaches_any_page(app: Flask, host: FlaskClient, code: str, db_path: Path) -> None:
