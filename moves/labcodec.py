@@ -89,9 +89,9 @@ class LabCodec(TicketCodec):
         except (ValueError, binascii.Error, UnicodeError) as exc:
             reason = str(exc) or exc.__class__.__name__
             trace.record("signature", "fail", reason)
-            trace.skip_rest("not reached: an earlier check failed")
+            trace.skip_rest("an earlier check failed")
             raise TicketRejected("signature", reason) from None
-        trace.record("signature", "skipped", "signature check removed: the payload was trusted as-is")
+        trace.record("signature", "skipped", "the payload was trusted as-is", "switched-off")
         return claims
 
     def _open_unverified(self, token: object) -> dict[str, Any]:

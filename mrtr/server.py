@@ -269,12 +269,12 @@ class CallContext:
             return None if problem else {k: responses[k] for k in questions}
         if problem:
             self.trace.record("answer", "fail", f"{problem}; the server asks again")
-            self.trace.skip_rest("not reached: no answer to redeem")
+            self.trace.skip_rest("no answer to redeem")
             return None
         said = ", ".join(f"{k}: {responses[k].get('action', 'answered')}" for k in questions)
         self.trace.record("answer", "pass", said)
         if not self.server.policy.single_use:
-            self.trace.record("single-use", "skipped", "single use is switched off: spent tickets are not remembered")
+            self.trace.record("single-use", "skipped", "spent tickets are not remembered", "switched-off")
         elif self.server.store.redeem(str(self.state.get("jti")), float(self.state["exp"]), self.now):
             self.trace.record("single-use", "pass", f"ticket {self.state.get('jti')} redeemed now")
         else:
@@ -505,7 +505,7 @@ class Connection:
         if ctx.state is not None and trace.first_failure is None and not isinstance(result, InputRequired):
             self._note(f"requestState accepted: ticket {ctx.state.get('jti')} for {self.principal}")
         if ctx.state is not None and not ctx._answered:
-            trace.skip_rest("not needed: the handler finished without reading an answer")
+            trace.skip_rest("the handler finished without reading an answer", "not-needed")
         if isinstance(result, InputRequired):
             if method not in INPUT_REQUIRED_METHODS:  # pragma: no cover - guarded by the table below
                 raise InternalError("input_required from a method that may not return it")

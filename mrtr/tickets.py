@@ -43,6 +43,8 @@ CHECK_TITLES: dict[str, str] = {
 }
 
 Outcome = Literal["pass", "fail", "skipped"]
+#: Why a check was skipped: an earlier one failed, the handler never needed it, or a switch removed it.
+SkipReason = Literal["", "not-reached", "not-needed", "switched-off"]
 
 SIGNED_PREFIX = "t1"
 SEALED_PREFIX = "s1"
@@ -60,6 +62,7 @@ class Check(NamedTuple):
     name: str
     outcome: Outcome
     detail: str = ""
+    why: SkipReason = ""  # set for skipped checks only
 
     @property
     def title(self) -> str:
@@ -72,14 +75,14 @@ class Trace:
 
     checks: list[Check] = field(default_factory=list)
 
-    def record(self, name: str, outcome: Outcome, detail: str = "") -> None:
-        self.checks.append(Check(name, outcome, detail))
+    def record(self, name: str, outcome: Outcome, detail: str = "", why: SkipReason = "") -> None:
+        self.checks.append(Check(name, outcome, detail, why if outcome == "skipped" else ""))
 
-    def skip_rest(self, detail: str) -> None:
+    def skip_rest(self, detail: str, why: SkipReason = "not-reached") -> None:
         done = {c.name for c in self.checks}
         for name in CHECKS:
             if name not in done:
-                self.checks.append(Check(name, "skipped", detail))
+                self.checks.append(Check(name, "skipped", detail, why))
 
     @property
     def first_failure(self) -> Check | None:
@@ -89,7 +92,7 @@ class Trace:
         return next((c.outcome for c in self.checks if c.name == name), None)
 
     def as_dicts(self) -> list[dict[str, str]]:
-        return [{"check": c.name, "outcome": c.outcome, "detail": c.detail} for c in self.checks]
+        return [{"check": c.name, "outcome": c.outcome, "detail": c.detail, "why": c.why} for c in self.checks]
 
 
 def b64encode(raw: bytes) -> str:
@@ -221,7 +224,7 @@ class TicketCodec:
         except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
             reason = str(exc) or exc.__class__.__name__
             trace.record("signature", "fail", reason)
-            trace.skip_rest("not reached: an earlier check failed")
+            trace.skip_rest("an earlier check failed")
             raise TicketRejected("signature", reason) from None
         trace.record("signature", "pass", "integrity verified with a shared key")
         return claims
@@ -291,7 +294,7 @@ def check_binding(
 
     def fail(check: str, reason: str) -> None:
         trace.record(check, "fail", reason)
-        trace.skip_rest("not reached: an earlier check failed")
+        trace.skip_rest("an earlier check failed")
         raise TicketRejected(check, reason)
 
     sub = claims.get("sub")

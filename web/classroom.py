@@ -54,7 +54,7 @@ from mrtr import SqliteStore
 from mrtr.keys import default_state_dir
 from web import htmx
 from web.classroom_live import LocalBus, make_bus
-from web.classroom_round import THROUGH, Attempt, ClassLab, check_order, class_ring
+from web.classroom_round import THROUGH, Attempt, ClassLab, check_order, class_ring, is_replay
 from web.classroom_store import (
     MAX_LEARNERS,
     NICKNAME_MAX,
@@ -75,8 +75,6 @@ LEARNER_COOKIE = "mrtr_learner"
 #: Per learner: at most this many answers in ANSWER_WINDOW seconds, and plays in PLAY_WINDOW seconds.
 ANSWER_LIMIT, ANSWER_WINDOW = 10, 10.0
 PLAY_LIMIT, PLAY_WINDOW = 30, 60.0
-#: The move whose success with single use off names "the first learner to get a replay through".
-REPLAY_MOVE = "twice"
 
 
 def _setting(name: str, default: Any = None) -> Any:
@@ -578,7 +576,7 @@ def play(code: str) -> Response:
     attempt = cr.lab(row).play(move, learner.principal, single_use=row.single_use)
     cr.store.set_ticket(learner, attempt.ticket)
     learner = replace(learner, ticket=attempt.ticket)
-    replay_through = move.slug == REPLAY_MOVE and attempt.went_through
+    replay_through = is_replay(move) and attempt.went_through
     first = cr.store.record_attempt(row, learner, move=move.slug, outcome=attempt.verdict,
                                     stopped_at=attempt.stopped_at, single_use=row.single_use,
                                     replay_through=replay_through)

@@ -52,15 +52,21 @@ class RedisBus(LocalBus):
         self._listener: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self._ready = threading.Event()
+        self.ensure_listening()  # subscribed before this process serves its first live view
 
     def _listen(self) -> None:
         while True:
             try:
-                pubsub = self._client.pubsub(ignore_subscribe_messages=True)
+                pubsub = self._client.pubsub()
                 pubsub.psubscribe(CHANNEL_PREFIX + "*")
-                pubsub.get_message(timeout=1.0)  # the subscribe confirmation: from here on nothing is missed
+                for _ in range(50):  # wait for Redis to confirm: from then on no notice is missed
+                    confirmed = pubsub.get_message(timeout=0.2)
+                    if confirmed and confirmed.get("type") == "psubscribe":
+                        break
                 self._ready.set()
                 for message in pubsub.listen():
+                    if message.get("type") != "pmessage":
+                        continue
                     channel = message.get("channel")
                     if isinstance(channel, bytes):
                         channel = channel.decode("utf-8", "replace")
@@ -75,7 +81,7 @@ class RedisBus(LocalBus):
             if self._listener is None or not self._listener.is_alive():
                 self._listener = threading.Thread(target=self._listen, name="classroom-redis", daemon=True)
                 self._listener.start()
-        self._ready.wait(timeout=2.0)
+        self._ready.wait(timeout=10.0)
 
     def notify(self, class_id: str) -> None:
         super().notify(class_id)

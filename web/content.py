@@ -13,7 +13,6 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from flask import Flask, current_app
@@ -21,15 +20,15 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 from mdit_py_plugins.anchors import anchors_plugin
 
-from mrtr.scenario import Move
+from moves.catalog import Move, load_moves
+from moves.target import Outcome
+from mrtr.tickets import CHECKS
 
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "lessons"
 
 #: The live figures a section may ask for; each has a template `lessons/_widget_<name>.html`.
 WIDGETS = frozenset({"roundtrip", "anatomy", "timeline", "sealed", "shim", "sdk", "lab", "breakit",
                      "playground", "quiz"})
-#: The misuse moves the playground, the timeline and the tests are built around.
-MOVE_SLUGS = ("honest", "tampered", "stolen", "late", "other-request", "no-answer", "twice")
 
 _SLUG = re.compile(r"\A[a-z0-9]+(?:-[a-z0-9]+)*\Z")
 
@@ -78,6 +77,26 @@ class Question:
 
 
 @dataclass(frozen=True)
+class MoveNote:
+    """What a move teaches when it gets `outcome` (stopped at `stopped_at`, on a `ticket` kind, when given)."""
+
+    slug: str  # a move's slug, or "*" for any move
+    outcome: Outcome
+    text: str
+    stopped_at: str | None = None  # None: any; "": no check failed
+    ticket: str | None = None  # None: any; "signed" or "sealed"
+
+    def matches(self, slug: str, outcome: Outcome, stopped_at: str | None, sealed: bool) -> bool:
+        return (self.slug in (slug, "*") and self.outcome == outcome
+                and (self.stopped_at is None or self.stopped_at == (stopped_at or ""))
+                and (self.ticket is None or self.ticket == ("sealed" if sealed else "signed")))
+
+    @property
+    def specificity(self) -> tuple[int, int, int]:
+        return (self.slug != "*", self.stopped_at is not None, self.ticket is not None)
+
+
+@dataclass(frozen=True)
 class Lesson:
     slug: str
     title: str
@@ -86,9 +105,15 @@ class Lesson:
     objectives: tuple[str, ...]
     sections: tuple[Section, ...]
     roundtrip_steps: tuple[RoundTripCaption, ...]
-    move_notes: Mapping[str, str]
+    move_notes: tuple[MoveNote, ...]
     questions: tuple[Question, ...]
     directory: Path
+
+    def note_for(self, slug: str, outcome: Outcome | str, stopped_at: str | None = None, *,
+                 sealed: bool = False) -> MoveNote | None:
+        """The most specific note written for what this move really got, or None (never a wrong one)."""
+        found = [n for n in self.move_notes if n.matches(slug, Outcome(outcome), stopped_at, sealed)]
+        return max(found, key=lambda n: n.specificity) if found else None
 
     def section(self, section_id: str) -> Section | None:
         return next((s for s in self.sections if s.id == section_id), None)
@@ -163,18 +188,32 @@ def _markdown(section_id: str) -> MarkdownIt:
 
 
 def _load_moves(path: Path) -> tuple[Move, ...]:
-    data = _read_toml(path)
-    moves: list[Move] = []
-    for i, raw in enumerate(_tables(data, "moves", str(path)), 1):
-        try:
-            moves.append(Move.from_dict(raw))
-        except (TypeError, ValueError) as exc:
-            raise ContentError(f"{path}: move #{i} is malformed ({exc})") from None
-    slugs = [m.slug for m in moves]
-    _unique(slugs, "move slug", str(path))
-    if sorted(slugs) != sorted(MOVE_SLUGS):
-        raise ContentError(f"{path}: the moves must be exactly {', '.join(MOVE_SLUGS)}; got {', '.join(slugs)}")
-    return tuple(moves)
+    try:
+        return load_moves(path)
+    except ValueError as exc:
+        raise ContentError(str(exc)) from None
+
+
+def _load_notes(meta: Mapping[str, Any], where: str, moves: tuple[Move, ...]) -> tuple[MoveNote, ...]:
+    notes: list[MoveNote] = []
+    slugs = {m.slug for m in moves}
+    outcomes = {str(o) for o in Outcome}
+    for raw in _tables(meta, "move_notes", where):
+        slug = _field(raw, "slug", str, f"{where}: move note")
+        nwhere = f"{where}: move note {slug!r}"
+        if slug != "*" and slug not in slugs:
+            raise ContentError(f"{nwhere}: there is no such move in moves.toml")
+        outcome = _field(raw, "outcome", str, nwhere)
+        if outcome not in outcomes:
+            raise ContentError(f"{nwhere}: outcome must be one of {', '.join(sorted(outcomes))}; got {outcome!r}")
+        stopped_at = raw.get("stopped_at")
+        if stopped_at is not None and stopped_at not in ("", *CHECKS):
+            raise ContentError(f"{nwhere}: stopped_at {stopped_at!r} is not a check")
+        ticket = raw.get("ticket")
+        if ticket not in (None, "signed", "sealed"):
+            raise ContentError(f"{nwhere}: ticket must be signed or sealed; got {ticket!r}")
+        notes.append(MoveNote(slug, Outcome(outcome), _field(raw, "lesson", str, nwhere), stopped_at, ticket))
+    return tuple(notes)
 
 
 def _load_questions(path: Path, section_ids: set[str]) -> tuple[Question, ...]:
@@ -241,17 +280,7 @@ def _load_lesson(root: Path, entry: Mapping[str, Any], moves: tuple[Move, ...]) 
     if any(s.widget == "roundtrip" for s in sections) and [s.n for s in steps] != list(range(1, 7)):
         raise ContentError(f"{where}: the roundtrip figure needs captions for steps 1 to 6, in order")
 
-    notes: dict[str, str] = {}
-    for raw in _tables(meta, "move_notes", where):
-        note_slug = _field(raw, "slug", str, f"{where}: move note")
-        if note_slug in notes:
-            raise ContentError(f"{where}: duplicate move note {note_slug!r}")
-        notes[note_slug] = _field(raw, "lesson", str, f"{where}: move note {note_slug!r}")
-    move_slugs = {m.slug for m in moves}
-    if notes and set(notes) != move_slugs:
-        unknown, missing = sorted(set(notes) - move_slugs), sorted(move_slugs - set(notes))
-        raise ContentError(f"{where}: move_notes must cover exactly the moves in moves.toml "
-                           f"(unknown: {unknown or 'none'}; missing: {missing or 'none'})")
+    notes = _load_notes(meta, where, moves)
 
     objectives = meta.get("objectives", [])
     if not isinstance(objectives, list) or not all(isinstance(o, str) and o.strip() for o in objectives):
@@ -266,21 +295,21 @@ def _load_lesson(root: Path, entry: Mapping[str, Any], moves: tuple[Move, ...]) 
         objectives=tuple(objectives),
         sections=tuple(sections),
         roundtrip_steps=steps,
-        move_notes=MappingProxyType(notes),
+        move_notes=notes,
         questions=_load_questions(directory / "quiz.toml", {s.id for s in sections}),
         directory=directory,
     )
 
 
-def load_course(root: Path = DEFAULT_ROOT) -> Course:
-    """Read and validate the whole course under `root`.
+def load_course(root: Path = DEFAULT_ROOT, moves_file: Path | None = None) -> Course:
+    """Read and validate the whole course under `root` (the moves from `moves_file`, default root/moves.toml).
 
     Raises:
         ContentError: a file is missing or malformed, or the pieces do not fit together.
     """
     course = _read_toml(root / "course.toml")
     where = str(root / "course.toml")
-    moves = _load_moves(root / "moves.toml")
+    moves = _load_moves(moves_file or root / "moves.toml")
     lessons = tuple(_load_lesson(root, entry, moves) for entry in _tables(course, "lessons", where))
     if not lessons:
         raise ContentError(f"{where}: the course has no lessons")
@@ -289,8 +318,11 @@ def load_course(root: Path = DEFAULT_ROOT) -> Course:
 
 
 def init_app(app: Flask) -> None:
-    """Load the course once, at start-up; `MRTR_CONTENT_DIR` points at another tree (tests)."""
-    app.extensions["content"] = load_course(Path(app.config.get("MRTR_CONTENT_DIR") or DEFAULT_ROOT))
+    """Load the course once, at start-up; `MRTR_CONTENT_DIR` points at another tree, `MRTR_MOVES_FILE`
+    at another moves file (tests)."""
+    moves_file = app.config.get("MRTR_MOVES_FILE")
+    app.extensions["content"] = load_course(Path(app.config.get("MRTR_CONTENT_DIR") or DEFAULT_ROOT),
+                                            Path(moves_file) if moves_file else None)
 
 
 def get_content() -> Course:

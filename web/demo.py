@@ -1,4 +1,4 @@
-"""Presenter mode: the round trip's six steps and the seven moves as a full-screen deck.
+"""Presenter mode: the round trip's six steps and every move of lessons/moves.toml as a full-screen deck.
 
 Everything on a slide is produced by real servers at the moment the page is asked for, but on a
 FIXED demo key, a fixed clock and a seeded ticket-id sequence, so the same slide replays byte for
@@ -20,12 +20,12 @@ from typing import Any
 
 from flask import Blueprint, abort, render_template, request, url_for
 
+from moves.catalog import Move
+from moves.engine import Call, play
 from moves.labcodec import LabRing
-from moves.targets.lab import lab_server
-from mrtr import FakeClock
-from mrtr.scenario import Move, play
+from moves.story import roundtrip
+from moves.targets.lab import lab_target
 from mrtr.tickets import CHECK_TITLES, b64encode
-from mrtr.transcripts import roundtrip
 from web.content import Lesson, get_content
 
 bp = Blueprint("demo", __name__, url_prefix="/demo")
@@ -43,15 +43,17 @@ VERDICT_LABELS = {
     "input_required": "input_required",
     "answered": "Answered",
     "complete": "Deployed",
+    "completed": "Deployed",
     "refused": "Refused",
     "deployed": "Deployed",
     "asked-again": "Asked again",
     "declined": "Declined",
     "error": "Error",
+    "not-run": "Not run",
 }
 #: Verdicts a slide shows as good news, bad news, or neither.
-VERDICT_TONES = {"complete": "ok", "deployed": "ok", "refused": "bad", "error": "bad", "asked-again": "warn",
-                 "input_required": "warn", "declined": "warn"}
+VERDICT_TONES = {"complete": "ok", "completed": "ok", "deployed": "ok", "refused": "bad", "error": "bad",
+                 "asked-again": "warn", "input_required": "warn", "declined": "warn", "not-run": "warn"}
 
 
 def demo_jti(seed: str) -> Callable[[], str]:
@@ -73,7 +75,7 @@ class Slide:
     index: int
     kind: str  # "step", "move" or "switch"
     key: str  # the step number or the move slug
-    number: int  # 1-6 for steps, 1-7 for moves
+    number: int  # 1-6 for steps, 1-N for the N moves
     title: str
     caption: str
     note: str  # what the presenter says (speaker notes)
@@ -133,11 +135,15 @@ def step_slides(lesson: Lesson) -> list[Slide]:
     return slides
 
 
-def _describe(move: Move) -> tuple[tuple[str, str], ...]:
-    ticket = "as issued" if move.ticket == "as-issued" else f"payload edited to {move.edit_to}"
-    answer = "yes (confirm: true)" if move.answer == "confirm" else "none"
-    facts = [("Caller", move.actor), ("Sent at", f"t = {move.at:g} s (expires at 120 s)"), ("Ticket", ticket),
-             ("Answer", answer), ("Arguments", ", ".join(f"{k}: {v}" for k, v in move.arguments.items()))]
+CALL = Call(client_name="mrtr-lab-playground")
+
+
+def _describe(move: Move, caller: str) -> tuple[tuple[str, str], ...]:
+    ticket = "as issued" if move.ticket == "as-issued" else f"payload edited ({move.edit_path} = {move.edit_value})"
+    answer = "yes (accepted)" if move.answer == "accept" else "none"
+    arguments = CALL.other_arguments if move.request == "other" else CALL.arguments
+    facts = [("Caller", caller), ("Sent at", f"t = {move.at:g} s (expires at 120 s)"), ("Ticket", ticket),
+             ("Answer", answer), ("Arguments", ", ".join(f"{k}: {v}" for k, v in arguments.items()))]
     if move.repeat:
         facts.append(("Before it", "the same honest retry, at t = 8 s"))
     return tuple(facts)
@@ -146,22 +152,24 @@ def _describe(move: Move) -> tuple[tuple[str, str], ...]:
 def move_slides(lesson: Lesson, first_index: int) -> list[Slide]:
     slides = []
     for number, move in enumerate(get_content().moves, 1):
-        clock = FakeClock(DEMO_EPOCH)
-        server = lab_server(DEMO_RING, clock=clock, jti=demo_jti(f"move:{move.slug}"))
-        result = play(server, move, clock=clock)
-        trace = result.last.exchange.trace
-        checks = tuple(trace.as_dicts()) if trace else ()
-        blocks = [Block("Round one: bob calls deploy", result.minted.sent),
-                  Block("The server answers input_required with a ticket", result.minted.response)]
+        target = lab_target(DEMO_RING, now=DEMO_EPOCH, jti=demo_jti(f"move:{move.slug}"))
+        result = play(move, target, CALL)
+        last = result.last
+        checks = tuple(last.reply.trace or ()) if last else ()
+        blocks = []
+        if result.minted is not None:
+            blocks += [Block("Round one: bob calls deploy", result.minted.sent),
+                       Block("The server answers input_required with a ticket", result.minted.reply.response)]
         for step in result.steps:
-            blocks.append(Block(f"Retry by {step.principal} at t = {step.at:g} s", step.sent))
-            blocks.append(Block("The server's answer", step.response))
-        log = [line for step in (result.minted, *result.steps) for line in step.exchange.log]
+            blocks.append(Block(f"Retry by {target.principal(step.role)} at t = {step.at:g} s", step.sent))
+            blocks.append(Block("The server's answer", step.reply.response))
+        log = [line for step in ([result.minted] if result.minted else []) + result.steps for line in step.reply.log]
+        note = lesson.note_for(move.slug, result.outcome, result.stopped_at)
         slides.append(Slide(
             index=first_index + number - 1, kind="move", key=move.slug, number=number, title=move.title,
-            caption=move.summary, note=lesson.move_notes.get(move.slug, move.summary), verdict=result.verdict,
-            actor=move.actor, at=move.at, checks=checks, stopped_at=_first_failure(checks),
-            facts=_describe(move), blocks=tuple(blocks), log=tuple(log),
+            caption=move.summary, note=note.text if note else move.summary, verdict=str(result.outcome),
+            actor=target.principal(move.sender), at=move.at, checks=checks, stopped_at=_first_failure(checks),
+            facts=_describe(move, target.principal(move.sender)), blocks=tuple(blocks), log=tuple(log),
         ))
     return slides
 
@@ -188,29 +196,31 @@ def switch_slides(first_index: int) -> list[Slide]:
         move = get_content().move(slug)
         if move is None:
             continue
-        clock = FakeClock(DEMO_EPOCH)
-        server = lab_server(DEMO_RING, clock=clock, jti=demo_jti(f"switch:{key}"), **switch)
-        result = play(server, move, clock=clock)
-        trace = result.last.exchange.trace
-        checks = tuple(trace.as_dicts()) if trace else ()
-        blocks = [Block("Round one: bob calls deploy", result.minted.sent),
-                  Block("The server answers input_required with a ticket", result.minted.response)]
+        target = lab_target(DEMO_RING, now=DEMO_EPOCH, jti=demo_jti(f"switch:{key}"), **switch)
+        result = play(move, target, CALL)
+        last = result.last
+        checks = tuple(last.reply.trace or ()) if last else ()
+        blocks = []
+        if result.minted is not None:
+            blocks += [Block("Round one: bob calls deploy", result.minted.sent),
+                       Block("The server answers input_required with a ticket", result.minted.reply.response)]
         for step in result.steps:
-            blocks.append(Block(f"Retry by {step.principal} at t = {step.at:g} s", step.sent))
-            blocks.append(Block("The server's answer", step.response))
-        log = [line for step in (result.minted, *result.steps) for line in step.exchange.log]
+            blocks.append(Block(f"Retry by {target.principal(step.role)} at t = {step.at:g} s", step.sent))
+            blocks.append(Block("The server's answer", step.reply.response))
+        log = [line for step in ([result.minted] if result.minted else []) + result.steps for line in step.reply.log]
         switched = "single use" if "single_use" in switch else "the signature check"
+        caller = target.principal(move.sender)
         slides.append(Slide(
             index=first_index + number - 1, kind="switch", key=key, number=number, title=title, caption=caption,
-            note=note, verdict=result.verdict, actor=move.actor, at=move.at, checks=checks,
-            stopped_at=_first_failure(checks), facts=(("Switched off", switched), *_describe(move)),
+            note=note, verdict=str(result.outcome), actor=caller, at=move.at, checks=checks,
+            stopped_at=_first_failure(checks), facts=(("Switched off", switched), *_describe(move, caller)),
             blocks=tuple(blocks), log=tuple(log),
         ))
     return slides
 
 
 def build_deck() -> list[Slide]:
-    """All fifteen slides (6 steps, 7 moves, 2 switches off), replayed on fresh servers: same bytes every time."""
+    """Every slide (the round trip's steps, one per move, then the switched-off protections), replayed now."""
     lesson = _lesson()
     steps = step_slides(lesson)
     moves = move_slides(lesson, len(steps))

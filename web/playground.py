@@ -1,37 +1,45 @@
 """The "Misuse the ticket" playground: pick a move, and the real server judges it.
 
-Every experiment runs on a lab server (`web.services.Services.new_lab_server`): the lab's own keys,
-which /mcp never accepts, lab tokens, a fresh `MemoryStore` and a `FakeClock` started at the app's
-current time, so one learner's plays never touch another's, every play is reproducible, and no
-ticket shown here is worth anything against /mcp. No configured token or key reaches the page: the
-"run it yourself" scripts mint their own ticket on /mcp with `$BOB_TOKEN`-style variables.
-Nothing on the page is canned: the sent message, the checks, the answer and the log all come from
-`mrtr.scenario` and the `Exchange` the server returned.
+Every experiment is played by the move engine (`moves.engine.play`) on a lab target
+(`moves.targets.lab`): a real server on the lab's own keys, which /mcp never accepts, lab tokens,
+a fresh store and a fake clock started at the app's current time, so one learner's plays never
+touch another's, every play is reproducible, and no ticket shown here works on /mcp. No configured
+token or key reaches the page: the "run it yourself" scripts mint their own ticket on /mcp with
+`$BOB_TOKEN`-style variables. Nothing on the page is canned: the sent messages, the checks, the
+answers and the log all come from the engine's `MoveResult` and the target's `Reply`.
 
 The switches travel as query parameters (GET) or hidden inputs (POST), so every state has a URL and
-the whole widget works without JavaScript. The lesson page embeds the same widget through
-`playground_context(args)`.
+the whole widget works without JavaScript. "Write your own retry" carries its lab server's state
+(the ticket-id seed and the redeemed ids) in hidden inputs, so a second send of the same ticket is
+refused. The lesson page embeds the same widget through `playground_context(args)`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import math
+import re
+import secrets
 import urllib.parse
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from flask import Blueprint, abort, current_app, request
+from flask import Blueprint, abort, current_app, redirect, request
 from werkzeug.datastructures import MultiDict
 
 from moves import labcodec
+from moves.catalog import Move
+from moves.engine import MINT_ID, Call, MoveResult, Step, modern_request, outcome_of, play
 from moves.script import TICKET_MARK, ScriptStep, replay_script
-from mrtr import FakeClock, Server
-from mrtr.scenario import Move, Play, Step, mint, play, play_custom, verdict_of
+from moves.target import Outcome, Role
+from moves.targets.lab import LabStore, LabTarget, lab_target
 from mrtr.server import shape_problem
-from mrtr.tickets import CHECK_TITLES, CHECKS, SEALED_PREFIX
+from mrtr.tickets import CHECK_TITLES, CHECKS, SEALED_PREFIX, b64encode
 from web import htmx
+from web.content import Lesson
 from web.services import get_services
 
 bp = Blueprint("playground", __name__)
@@ -52,6 +60,10 @@ ANSWER_BODIES: dict[str, Any] = {
 }
 DEFAULT_ARGUMENTS = '{"env": "staging"}'
 CUSTOM_REQUEST_ID = 7
+#: The custom move's lab state: at most this many redeemed ids, each a plain ticket id.
+MAX_REDEEMED = 16
+_JTI = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")
+CALL = Call(client_name="mrtr-lab-playground")
 
 
 class PlaygroundInputError(ValueError):
@@ -118,6 +130,10 @@ class Toggles:
     def is_default(self) -> bool:
         return self == Toggles()
 
+    @property
+    def query(self) -> str:
+        return urllib.parse.urlencode(self.params)
+
     def url(self, move: str | None = None) -> str:
         params = dict(self.params)
         if move:
@@ -132,12 +148,16 @@ def pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
+SKIP_LABELS = {"not-reached": "not reached", "not-needed": "not needed", "switched-off": "switched off"}
+
+
 @dataclass
 class CheckView:
     name: str
     title: str
     outcome: str
     detail: str
+    why: str = ""  # for skipped checks: not-reached, not-needed or switched-off
 
     @property
     def label(self) -> str:
@@ -145,31 +165,23 @@ class CheckView:
             return "passed"
         if self.outcome == "fail":
             return "failed"
-        if self.detail.startswith("not reached"):
-            return "not reached"
-        if self.detail.startswith("not needed"):
-            return "not needed"
-        return "switched off"
+        return SKIP_LABELS.get(self.why, "not reached")
 
     @property
     def note(self) -> str:
-        """The detail without a repeat of the label ("not reached: an earlier check failed")."""
-        for prefix in ("not reached: ", "not needed: "):
-            if self.detail.startswith(prefix):
-                return self.detail[len(prefix):]
         return self.detail
 
 
 def check_views(step: Step) -> list[CheckView]:
-    trace = step.exchange.trace
-    recorded = {c.name: c for c in trace.checks} if trace else {}
+    recorded = {c["check"]: c for c in step.reply.trace or []}
     if not recorded:
         sent = step.sent.get("params") if isinstance(step.sent.get("params"), dict) else {}
-        why = ("not reached: the request was refused before its ticket was opened"
-               if "requestState" in sent else "not reached: the retry carried no requestState to check")
-        return [CheckView(name, CHECK_TITLES[name], "skipped", why) for name in CHECKS]
-    return [CheckView(name, CHECK_TITLES[name], recorded[name].outcome, recorded[name].detail)
-            if name in recorded else CheckView(name, CHECK_TITLES[name], "skipped", "not reached")
+        detail = ("the request was refused before its ticket was opened"
+                  if "requestState" in sent else "the retry carried no requestState to check")
+        return [CheckView(name, CHECK_TITLES[name], "skipped", detail, "not-reached") for name in CHECKS]
+    return [CheckView(name, CHECK_TITLES[name], recorded[name]["outcome"], recorded[name]["detail"],
+                      recorded[name].get("why", ""))
+            if name in recorded else CheckView(name, CHECK_TITLES[name], "skipped", "", "not-reached")
             for name in CHECKS]
 
 
@@ -180,17 +192,17 @@ def _result_text(response: dict[str, Any] | None) -> str:
 
 def verdict_line(step: Step, checks: list[CheckView]) -> str:
     """The one line a learner reads first: "deployed to staging", "refused at principal", ..."""
-    response = step.response
-    verdict = verdict_of(response)
+    response = step.reply.response
+    outcome = outcome_of(step.reply)
     failed = next((c for c in checks if c.outcome == "fail"), None)
-    if verdict in ("deployed", "declined"):
-        return _result_text(response) or verdict
-    if verdict == "asked-again":
+    if outcome == Outcome.COMPLETED:
+        return _result_text(response) or "completed"
+    if outcome == Outcome.ASKED_AGAIN:
         return "asked again"
-    error = (response or {}).get("error") or {}
-    if verdict == "refused" and failed is not None:
+    if outcome == Outcome.REFUSED and failed is not None:
         return f"refused at {failed.name}"
-    return f"{'refused' if verdict == 'refused' else 'error'}: {error.get('message', 'no answer')}"
+    error = (response or {}).get("error") or {}
+    return f"{'refused' if outcome == Outcome.REFUSED else 'error'}: {error.get('message', 'no answer')}"
 
 
 @dataclass
@@ -216,44 +228,48 @@ class StepView:
     sent: str
     answer: str
     ticket: TicketView | None
-    http_status: int
 
     @property
     def at_text(self) -> str:
         return f"{self.at:g}"
 
 
-def step_view(step: Step, token: str) -> StepView:
+def step_view(step: Step, principal: str, token: str) -> StepView:
     params = step.sent.get("params") if isinstance(step.sent.get("params"), dict) else {}
-    return StepView(step.at, step.principal, token, pretty(step.sent), pretty(step.response),
-                    TicketView.of(params.get("requestState")) if "requestState" in params else None,
-                    step.exchange.http_status)
+    return StepView(step.at, principal, token, pretty(step.sent), pretty(step.reply.response),
+                    TicketView.of(params.get("requestState")) if "requestState" in params else None)
 
 
 def _marked(message: dict[str, Any], minted: str | None) -> dict[str, Any]:
     """`message` with the lab's ticket swapped for the script's real one (other tickets stay as typed)."""
     params = message.get("params")
-    if not isinstance(params, dict) or params.get("requestState") != minted or minted is None:
+    if minted is None or not isinstance(params, dict) or params.get("requestState") != minted:
         return message
     return {**message, "params": {**params, "requestState": TICKET_MARK}}
 
 
-def script_for(played: Play, *, title: str, edit: tuple[str, Any] | None = None) -> str:
-    """A shell script that replays `played` against /mcp on a ticket /mcp mints for the learner now."""
+def script_for(minted: Step, steps: list[Step], principal_of: Callable[[Role], str], *, title: str,
+               ticket: str | None, edit: tuple[str, Any] | None = None) -> str:
+    """A shell script that replays these steps against /mcp on a ticket /mcp mints for the learner now."""
     services = get_services()
     ttl = services.server.ttl
-    result = (played.minted.response or {}).get("result")
-    minted = result.get("requestState") if isinstance(result, dict) else None
-    steps = [ScriptStep(s.principal, _marked(s.sent, minted), wait=ttl + 1 if s.at >= ttl else 0,
-                        edit=edit if i == len(played.steps) - 1 else None) for i, s in enumerate(played.steps)]
-    return replay_script(url=_base_url(), title=title, first=played.minted.sent, owner=played.minted.principal,
-                         steps=steps, public_tokens=services.public_mcp_tokens())
+    script_steps = [ScriptStep(principal_of(s.role), _marked(s.sent, ticket), wait=ttl + 1 if s.at >= ttl else 0,
+                               edit=edit if i == len(steps) - 1 else None) for i, s in enumerate(steps)]
+    return replay_script(url=_base_url(), title=title, first=minted.sent, owner=principal_of(minted.role),
+                         steps=script_steps, public_tokens=services.public_mcp_tokens())
+
+
+@dataclass
+class NoteView:
+    text: str
+    outcome: str
+    stopped_at: str
 
 
 @dataclass
 class Result:
     kind: str  # "move" or "custom"
-    verdict: str
+    verdict: str  # the Outcome's value: completed, refused, asked-again, error, not-run
     verdict_text: str
     last: StepView
     earlier: list[tuple[StepView, str]]
@@ -261,7 +277,7 @@ class Result:
     log: list[tuple[str, str]]
     script: str = ""
     move: Move | None = None
-    note: str | None = None
+    note: NoteView | None = None
 
     @property
     def first_failure(self) -> CheckView | None:
@@ -280,6 +296,7 @@ class RoundOne:
     answer: str
     ticket: TicketView
     script: str
+    seed: str
 
 
 @dataclass
@@ -292,13 +309,14 @@ class CustomForm:
     answer: str = "accept"
     answer_raw: str = ""
     minted_at: str = ""
+    seed: str = ""
+    redeemed: str = ""
 
 
 @dataclass
 class MoveView:
     move: Move
-    note: str | None
-    token: str
+    principal: str
 
 
 @dataclass
@@ -316,8 +334,8 @@ class Playground:
     error: str | None = None
     oob: bool = False
     answers: tuple[str, ...] = ANSWERS
-
     max_offset: int = MAX_OFFSET
+    move_count: int = field(default=0)
 
     @property
     def h(self) -> int:
@@ -343,17 +361,29 @@ def moves() -> tuple[Move, ...]:
     return tuple(_course().moves)
 
 
-def move_notes() -> Mapping[str, str]:
-    for lesson in _course().lessons:
-        if lesson.move_notes:
-            return lesson.move_notes
-    return {}
+def _notes_lesson() -> Lesson | None:
+    return next((lesson for lesson in _course().lessons if lesson.move_notes), None)
 
 
-def lab_server(toggles: Toggles, now: float) -> tuple[Server, FakeClock]:
-    """A lab server (lab keys, the app's catalog and ttl) under the switches, on a fresh store and a fake clock."""
-    clock = FakeClock(now)
-    return get_services().new_lab_server(clock=clock, **toggles.switches), clock
+def note_for(move: Move, outcome: Outcome, stopped_at: str | None, sealed: bool) -> NoteView | None:
+    """The note written for what this move really got under the current switches, or none at all."""
+    lesson = _notes_lesson()
+    note = lesson.note_for(move.slug, outcome, stopped_at, sealed=sealed) if lesson else None
+    return NoteView(note.text, str(outcome), stopped_at or "") if note else None
+
+
+def seeded_jti(seed: str) -> Callable[[], str]:
+    """Ticket ids that follow from `seed`, so the custom move re-mints the very ticket the page showed."""
+    counter = itertools.count(1)
+    return lambda: b64encode(hashlib.sha256(f"mrtr-lab-playground\x00{seed}\x00{next(counter)}".encode()).digest()[:12])
+
+
+def new_target(toggles: Toggles, now: float, *, jti: Callable[[], str] | None = None,
+               store: LabStore | None = None) -> LabTarget:
+    """A lab target (lab keys, the app's catalog and ttl) under the switches, on a fresh store and a fake clock."""
+    services = get_services()
+    return lab_target(services.lab_ring, now=now, catalog=services.catalog, ttl=services.server.ttl, jti=jti,
+                      store=store, **toggles.switches)
 
 
 def _now() -> float:
@@ -369,38 +399,53 @@ def _base_url() -> str:
     return request.host_url.rstrip("/") + "/mcp"
 
 
-def _log_lines(play_: Play) -> list[tuple[str, str]]:
-    lines = [("0", line) for line in play_.minted.exchange.log]
-    for step in play_.steps:
-        lines += [(f"{step.at:g}", line) for line in step.exchange.log]
+def _log_lines(minted: Step, steps: list[Step]) -> list[tuple[str, str]]:
+    lines = [("0", line) for line in minted.reply.log]
+    for step in steps:
+        lines += [(f"{step.at:g}", line) for line in step.reply.log]
     return lines
 
 
-def _result(play_: Play, token_of: Any, kind: str, move: Move | None = None, script: str = "") -> Result:
-    views = [step_view(s, token_of(s)) for s in play_.steps]
-    checks = check_views(play_.last)
-    earlier = [(v, verdict_line(s, check_views(s))) for v, s in zip(views[:-1], play_.steps[:-1], strict=True)]
-    return Result(kind, verdict_of(play_.last.response), verdict_line(play_.last, checks), views[-1], earlier,
-                  checks, _log_lines(play_), script, move, move_notes().get(move.slug) if move else None)
+def _result(target: LabTarget, minted: Step, steps: list[Step], principal_of: Callable[[Step], str], kind: str,
+            *, move: Move | None = None, script: str = "", note: NoteView | None = None) -> Result:
+    views = [step_view(s, principal_of(s), _token(principal_of(s))) for s in steps]
+    checks = check_views(steps[-1])
+    earlier = [(v, verdict_line(s, check_views(s))) for v, s in zip(views[:-1], steps[:-1], strict=True)]
+    outcome = outcome_of(steps[-1].reply)
+    return Result(kind, str(outcome), verdict_line(steps[-1], checks), views[-1], earlier, checks,
+                  _log_lines(minted, steps), script, move, note)
 
 
 def run_move(move: Move, toggles: Toggles) -> Result:
-    server, clock = lab_server(toggles, _now())
-    played = play(server, replace(move, at=move.at + toggles.offset), clock=clock)
-    edit = ("work.env", move.edit_to) if move.ticket == "edit-env" else None
-    return _result(played, lambda s: _token(s.principal), "move", move,
-                   script_for(played, title=move.title, edit=edit))
+    target = new_target(toggles, _now())
+    played: MoveResult = play(replace(move, at=move.at + toggles.offset), target, CALL)
+    if played.minted is None or not played.steps:  # round one failed: show what came back
+        steps = [played.minted] if played.minted else []
+        return _result(target, played.minted, steps, lambda s: target.principal(s.role), "move", move=move)
+    edit = (move.edit_path, move.edit_value) if move.ticket == "edit-work" else None
+    script = script_for(played.minted, played.steps, target.principal, title=move.title, ticket=played.ticket,
+                        edit=edit)
+    note = note_for(move, played.outcome, played.stopped_at, bool(played.ticket and played.ticket.startswith("s1.")))
+    return _result(target, played.minted, played.steps, lambda s: target.principal(s.role), "move", move=move,
+                   script=script, note=note)
+
+
+def _mint(target: LabTarget) -> Step:
+    first = modern_request(MINT_ID, "tools/call", {"name": CALL.tool, "arguments": CALL.arguments}, CALL)
+    target.begin()
+    return Step("owner", 0.0, first, target.send("owner", first))
 
 
 def round_one(toggles: Toggles) -> RoundOne:
     now = _now()
-    server, clock = lab_server(toggles, now)
-    step = mint(server, clock)
-    token = _token("bob")
-    ticket = TicketView.of(step.response["result"]["requestState"])  # type: ignore[index]
+    seed = secrets.token_urlsafe(9)
+    target = new_target(toggles, now, jti=seeded_jti(seed))
+    step = _mint(target)
+    token = _token(target.owner)
+    ticket = TicketView.of(((step.reply.response or {}).get("result") or {}).get("requestState"))
     assert ticket is not None
-    return RoundOne(int(now), token, pretty(step.sent), pretty(step.response), ticket,
-                    script_for(Play(step), title="Round one"))
+    return RoundOne(int(now), token, pretty(step.sent), pretty(step.reply.response), ticket,
+                    script_for(step, [], target.principal, title="Round one", ticket=None), seed)
 
 
 def playground_context(args: Mapping[str, Any] | None = None, *, strict: bool = False) -> dict[str, Any]:
@@ -417,22 +462,24 @@ def playground_context(args: Mapping[str, Any] | None = None, *, strict: bool = 
             raise
         toggles = Toggles()
     services = get_services()
-    notes = move_notes()
     first = round_one(toggles)
+    all_moves = moves()
     pg = Playground(
         toggles=toggles,
-        moves=[MoveView(m, notes.get(m.slug), _token(m.actor)) for m in moves()],
+        moves=[MoveView(m, "bob" if m.sender == "owner" else "alice") for m in all_moves],
         round_one=first,
-        custom=CustomForm(ticket=first.ticket.token, token_choice=first.token, minted_at=str(first.minted_at)),
+        custom=CustomForm(ticket=first.ticket.token, token_choice=first.token, minted_at=str(first.minted_at),
+                          seed=first.seed),
         tokens=list(services.lab_tokens),
         mcp_url=_base_url(),
-        tokens_public=services.tokens_public,
         ttl=services.server.ttl,
+        tokens_public=services.tokens_public,
         embedded=request.blueprint != bp.name,
+        move_count=len(all_moves),
     )
     slug = _last(args, "move")
     if slug:
-        move = next((m for m in moves() if m.slug == slug), None)
+        move = next((m for m in all_moves if m.slug == slug), None)
         if move is None:
             if strict:
                 raise PlaygroundInputError(f"there is no move called {slug[:40]!r}")
@@ -468,6 +515,8 @@ def parse_custom(form: Mapping[str, Any]) -> tuple[CustomForm, dict[str, Any]]:
         answer=str(form.get("answer", "accept")),
         answer_raw=str(form.get("answer_raw", "")),
         minted_at=str(form.get("minted_at", "")).strip(),
+        seed=str(form.get("seed", "")).strip(),
+        redeemed=str(form.get("redeemed", "")).strip(),
     )
     return values, _custom_call(values)
 
@@ -505,18 +554,43 @@ def _custom_call(values: CustomForm) -> dict[str, Any]:
         except ValueError:
             raise PlaygroundInputError("minted_at must be a time in seconds since the epoch") from None
         if not math.isfinite(minted_at) or abs(now - minted_at) > MAX_AT:
-            raise PlaygroundInputError("minted_at is more than a day away from now; reload the playground")
+            raise PlaygroundInputError("minted_at is more than an hour away from now; reload the playground")
+    seed = values.seed or secrets.token_urlsafe(9)
+    if not _JTI.match(seed):
+        raise PlaygroundInputError("The lab's ticket seed is malformed; reload the playground")
     return {"principal": principal, "token": token, "at": at, "arguments": arguments,
             "request_state": values.ticket if values.ticket.strip() else None, "input_responses": answers,
-            "minted_at": minted_at}
+            "minted_at": minted_at, "seed": seed, "redeemed": _redeemed(values.redeemed)}
 
 
-def run_custom(call: dict[str, Any], toggles: Toggles) -> Result:
-    server, clock = lab_server(toggles, call["minted_at"])
-    played = play_custom(server, clock, principal=call["principal"], at=call["at"], arguments=call["arguments"],
-                         request_state=call["request_state"], input_responses=call["input_responses"],
-                         request_id=CUSTOM_REQUEST_ID)
-    return _result(played, lambda s: call["token"], "custom", script=script_for(played, title="Your retry"))
+def _redeemed(text: str) -> list[str]:
+    ids = [part for part in text.split(",") if part]
+    if len(ids) > MAX_REDEEMED or not all(_JTI.match(i) for i in ids):
+        raise PlaygroundInputError("The lab's record of redeemed tickets is malformed; reload the playground")
+    return ids
+
+
+def run_custom(call: dict[str, Any], toggles: Toggles) -> tuple[Result, str]:
+    """Re-mint the page's ticket (same seed, same time), replay the lab's redeemed ids, send the retry.
+
+    Returns the result and the redeemed ids after it, for the next send.
+    """
+    store = LabStore(call["redeemed"], until=call["minted_at"] + MAX_AT + 3600)
+    target = new_target(toggles, call["minted_at"], jti=seeded_jti(call["seed"]), store=store)
+    minted = _mint(target)
+    params: dict[str, Any] = {"name": CALL.tool, "arguments": call["arguments"]}
+    if call["input_responses"] is not None:
+        params["inputResponses"] = call["input_responses"]
+    if call["request_state"] is not None:
+        params["requestState"] = call["request_state"]
+    message = modern_request(CUSTOM_REQUEST_ID, "tools/call", params, CALL)
+    role: Role = "owner" if call["principal"] == target.owner else "other"
+    target.advance(call["at"], past_expiry=False, expires_at=None)
+    step = Step(role, call["at"], message, target.send(role, message))
+    ticket = ((minted.reply.response or {}).get("result") or {}).get("requestState")
+    script = script_for(minted, [step], target.principal, title="Your retry", ticket=ticket)
+    result = _result(target, minted, [step], lambda s: call["principal"], "custom", script=script)
+    return result, ",".join(store.spent[-MAX_REDEEMED:])
 
 
 # -- views -----------------------------------------------------------------------------------------
@@ -566,6 +640,24 @@ def play_move(slug: str):  # noqa: ANN201
     return htmx.render(PAGE, RESULT, push_url=push, **context)
 
 
+@bp.get("/playground/moves/<slug>")
+def move_page(slug: str):  # noqa: ANN201
+    """Re-entering a move's URL (no JavaScript, a bookmark, a reload after POST): show that move's result."""
+    if next((m for m in moves() if m.slug == slug), None) is None:
+        abort(404)
+    try:
+        toggles = Toggles.parse(request.args)
+    except PlaygroundInputError:
+        toggles = Toggles()
+    return redirect(toggles.url(slug) + "#pg-result", code=303)
+
+
+@bp.get("/playground/custom")
+def custom_page():  # noqa: ANN201
+    """Re-entering the custom move's URL shows the playground at the custom form."""
+    return redirect("/playground#pg-custom-heading", code=303)
+
+
 @bp.post("/playground/custom")
 def play_custom_move():  # noqa: ANN201
     try:
@@ -580,7 +672,8 @@ def play_custom_move():  # noqa: ANN201
     context = playground_context(toggles.params)
     pg = context["pg"]
     pg.custom = values
-    pg.result = run_custom(call, toggles)
+    pg.result, values.redeemed = run_custom(call, toggles)
+    values.seed = call["seed"]
     pg.oob = htmx.wants_fragment()
     pg.embedded = _embedded(request.form)
     return htmx.render(PAGE, RESULT, **context)

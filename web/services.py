@@ -159,7 +159,7 @@ def build_services(config: Mapping[str, Any]) -> Services:
 def config_from_env(environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
     keys = ("MRTR_SECRET_KEYS", "MRTR_TICKET_TTL", "MRTR_STORE", "MRTR_STORE_PATH", "MRTR_REDIS_URL",
             "MRTR_TOKENS", "MRTR_CONFORMANCE_FIXTURES", "MRTR_EMBED_ORIGINS", "MRTR_MAX_BODY",
-            "MRTR_ALLOWED_ORIGINS", "MRTR_ANONYMOUS_PRINCIPAL", "MRTR_SHIM_WAIT")
+            "MRTR_ALLOWED_ORIGINS", "MRTR_ANONYMOUS_PRINCIPAL", "MRTR_SHIM_WAIT", "MRTR_MOVES_FILE")
     config = {k: environ[k] for k in keys if environ.get(k)}
     if "MRTR_REDIS_URL" in config and "MRTR_STORE" not in config:
         config["MRTR_STORE"] = "redis"  # the URL alone selects Redis (app.py defaults to sqlite)

@@ -17,9 +17,12 @@ from typing import Any
 
 from flask import current_app
 
-from mrtr import CHECKS, FakeClock, transcripts
+from moves import story, transcripts
+from moves.engine import Call, play
+from moves.target import Outcome
+from moves.targets.lab import lab_target
+from mrtr import CHECKS
 from mrtr import tools as mrtr_tools
-from mrtr.scenario import play
 from mrtr.tickets import CHECK_TITLES
 from web.content import Course, Lesson
 from web.services import get_services
@@ -75,7 +78,7 @@ class FigureStep:
 
 
 def roundtrip_data(lesson: Lesson) -> list[FigureStep]:
-    steps = _cached("roundtrip", lambda: transcripts.roundtrip(get_services().lab_ring))
+    steps = _cached("roundtrip", lambda: story.roundtrip(get_services().lab_ring))
     captions = {c.n: c for c in lesson.roundtrip_steps}
     figure = []
     for step in steps:
@@ -95,7 +98,7 @@ def _b64decode(text: str) -> bytes:
 
 def anatomy_data() -> dict[str, Any]:
     """A freshly minted ticket, its three parts, its claims field by field, and the same claims sealed."""
-    raw = transcripts.anatomy(get_services().lab_ring)
+    raw = story.anatomy(get_services().lab_ring)
     claims = raw["claims"]
     fields = []
     for name, value in claims.items():
@@ -113,6 +116,11 @@ def anatomy_data() -> dict[str, Any]:
 # -- the moves against the clock ---------------------------------------------------------------------
 
 
+#: The style class each outcome takes in the lesson's figures (site.css colours "deployed" as good news).
+OUTCOME_WORDS = {Outcome.COMPLETED: "deployed", Outcome.REFUSED: "refused", Outcome.ASKED_AGAIN: "asked-again",
+                 Outcome.ERROR: "error", Outcome.NOT_RUN: "not-run"}
+
+
 @dataclass(frozen=True)
 class MatrixRow:
     slug: str
@@ -122,25 +130,29 @@ class MatrixRow:
     summary: str
     note: str
     cells: tuple[tuple[str, str], ...]  # (check, pass | fail | skipped), in CHECKS order
-    verdict: str
+    verdict: str  # the Outcome's value
     expect: str
     stops_at: str
     response: str
+
+    @property
+    def word(self) -> str:
+        return OUTCOME_WORDS.get(Outcome(self.verdict), self.verdict)
 
 
 def _play_all(course: Course, lesson: Lesson) -> list[MatrixRow]:
     services = get_services()
     rows = []
     for move in course.moves:
-        clock = FakeClock(transcripts.FIGURE_EPOCH)
-        server = services.new_lab_server(clock=clock)
-        result = play(server, move, clock=clock)
-        trace = result.last.exchange.trace
-        outcomes = {c.name: c.outcome for c in trace.checks} if trace else {}
+        target = lab_target(services.lab_ring, now=story.FIGURE_EPOCH, catalog=services.catalog)
+        result = play(move, target, Call(client_name="mrtr-lab-playground"))
+        last = result.last
+        outcomes = {c["check"]: c["outcome"] for c in (last.reply.trace or [])} if last else {}
         cells = tuple((name, outcomes.get(name, "skipped")) for name in CHECKS)
-        rows.append(MatrixRow(move.slug, move.title, move.at, move.actor, move.summary,
-                              lesson.move_notes.get(move.slug, ""), cells, result.verdict, move.expect,
-                              move.stops_at, pretty(result.last.response)))
+        note = lesson.note_for(move.slug, result.outcome, result.stopped_at)
+        rows.append(MatrixRow(move.slug, move.title, move.at, target.principal(move.sender), move.summary,
+                              note.text if note else "", cells, str(result.outcome), str(move.expect),
+                              move.stops_at, pretty(last.reply.response if last else None)))
     return rows
 
 

@@ -9,8 +9,10 @@ store. Never imports Flask.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from moves.labcodec import LabCodec, LabRing
+from moves.target import Progress, Reply, Role
 from mrtr.catalog import Catalog
 from mrtr.clock import FakeClock
 from mrtr.server import Policy, Server
@@ -31,4 +33,77 @@ def lab_server(ring: LabRing, *, clock: Callable[[], float], single_use: bool = 
     return server
 
 
-__all__ = ["FakeClock", "lab_server"]
+class LabStore:
+    """A redeemed store whose spent ids can be listed, so a page can carry them to the next request."""
+
+    def __init__(self, spent: list[str] | None = None, *, until: float = float("inf")) -> None:
+        self._spent: dict[str, float] = dict.fromkeys(spent or [], until)
+
+    def redeem(self, jti: str, exp: float, now: float) -> bool:
+        self._spent = {k: v for k, v in self._spent.items() if v > now}
+        if jti in self._spent:
+            return False
+        self._spent[jti] = exp
+        return True
+
+    @property
+    def spent(self) -> list[str]:
+        return list(self._spent)
+
+    def __len__(self) -> int:
+        return len(self._spent)
+
+
+class LabTarget:
+    """The engine's target over one lab server: exact fake time, the full check trace and log per reply.
+
+    `begin()` marks the clock's current time as the mint; `advance(s)` sets the clock to that plus
+    `s` exactly (past-expiry moves need no real wait). The server's store lives as long as the target.
+    """
+
+    label = "lab server"
+
+    def __init__(self, server: Server, clock: FakeClock, *, owner: str = "bob", other: str = "alice") -> None:
+        self.server = server
+        self.clock = clock
+        self.owner = owner
+        self.other = other
+        self.t0 = clock()
+
+    def principal(self, role: Role) -> str:
+        return self.owner if role == "owner" else self.other
+
+    def send(self, role: Role, message: dict[str, Any]) -> Reply:
+        exchange = self.server.handle(message, principal=self.principal(role))
+        trace = exchange.trace.as_dicts() if exchange.trace is not None else []
+        return Reply(response=exchange.response, notifications=[m for m in exchange.messages if "method" in m],
+                     trace=trace, log=list(exchange.log))
+
+    def begin(self) -> None:
+        self.t0 = self.clock()
+
+    def advance(self, seconds: float, *, past_expiry: bool, expires_at: float | None,
+                on_progress: Progress | None = None) -> bool:
+        self.clock.set(self.t0 + seconds)
+        return True
+
+    def rewind(self) -> None:
+        """Put the clock back at the mint, so the next play starts from the same instant."""
+        self.clock.set(self.t0)
+
+    def close(self) -> None:
+        pass
+
+
+def lab_target(ring: LabRing, *, now: float, single_use: bool = True, sealed: bool = False,
+               verify_signature: bool = True, catalog: Catalog | None = None, ttl: int = DEFAULT_TTL,
+               jti: Callable[[], str] | None = None, store: RedeemedStore | None = None,
+               owner: str = "bob", other: str = "alice") -> LabTarget:
+    """A lab target on a fresh server (fresh store unless given) whose fake clock starts at `now`."""
+    clock = FakeClock(now)
+    server = lab_server(ring, clock=clock, single_use=single_use, sealed=sealed, verify_signature=verify_signature,
+                        catalog=catalog, ttl=ttl, jti=jti, store=store)
+    return LabTarget(server, clock, owner=owner, other=other)
+
+
+__all__ = ["LabStore", "LabTarget", "lab_server", "lab_target"]

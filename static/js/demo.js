@@ -189,7 +189,7 @@
   function slideFromLocation() {
     var hash = window.location.hash.replace(/^#/, "");
     if (!hash) { return -1; }
-    var match = /^move-?([1-7])$/.exec(hash);
+    var match = /^move-?([1-9][0-9]*)$/.exec(hash);  // "#move-3": the third move, however many there are
     if (match) { return moveIndex(parseInt(match[1], 10)); }
     return slides.findIndex(function (s) { return s.id === hash; });
   }

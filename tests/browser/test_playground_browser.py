@@ -8,17 +8,17 @@ from collections.abc import Iterator
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from mrtr.tickets import CHECKS
 from tests.browser.helpers import assert_no_axe_violations
 from web.content import load_course
 
-MOVES = [m.slug for m in load_course().moves]
-#: the check each move fails first with the default switches (None: no check fails)
-STOPS_AT = {"honest": None, "tampered": "signature", "stolen": "principal", "late": "expiry",
-            "other-request": "request", "no-answer": "answer", "twice": "single-use"}
-VERDICTS = {"honest": "deployed", "no-answer": "asked-again"}
+COURSE_MOVES = load_course().moves
+MOVES = [m.slug for m in COURSE_MOVES]
+#: the check each move fails first with the default switches (None: no check fails), from moves.toml
+STOPS_AT = {m.slug: m.stops_at or None for m in COURSE_MOVES}
+VERDICTS = {m.slug: str(m.expect) for m in COURSE_MOVES}
 
 
 def expected(stops_at: str | None) -> dict[str, str]:
@@ -49,7 +49,7 @@ def play(page: Page, slug: str) -> None:
 @pytest.fixture
 def playground(page: Page, axe: Axe) -> Iterator[Page]:
     page.goto("/playground")
-    expect(page.locator("[data-move]")).to_have_count(7)
+    expect(page.locator("[data-move]")).to_have_count(len(MOVES))
     assert_no_axe_violations(page, axe)
     yield page
 
@@ -96,7 +96,7 @@ def test_switching_keeps_the_current_move_and_replays_it(playground: Page) -> No
     play(page, "twice")
     expect(page.locator("#pg-result [data-verdict]")).to_have_attribute("data-verdict", "refused")
     page.get_by_label("Single use").uncheck()
-    expect(page.locator("#pg-result [data-verdict]")).to_have_attribute("data-verdict", "deployed")
+    expect(page.locator("#pg-result [data-verdict]")).to_have_attribute("data-verdict", "completed")
     expect(page).to_have_url(re.compile(r"single_use=0.*move=twice"))
 
 
@@ -179,14 +179,31 @@ def test_keyboard_only(playground: Page) -> None:
     expect(page.locator("#pg-verdict")).to_be_focused()
     expect(page.locator("#pg-verdict")).to_contain_text("deployed to staging")
     # a switch, with the keyboard: focus stays on it after the widget is swapped
+    page.get_by_label("Sealed tickets").focus()
+    page.keyboard.press("Space")
+    expect(page).to_have_url(re.compile(r"sealed=1"))
+    expect(page.get_by_label("Sealed tickets")).to_be_focused()
+    # a move pressed while a switch change is still in flight waits for it: the switch's answer is held
+    # back until the move has been pressed, so the race the learner could hit happens every time
+    held: list[Route] = []
+    switched_off = re.compile(r"/playground\?.*single_use=0&sealed=")  # the checkbox sends no "1" after the "0"
+    page.route(switched_off, lambda route: held.append(route))
+    page.evaluate("window.mrtrSameDocument = true")
     page.get_by_label("Single use").focus()
+    with page.expect_request(switched_off):
+        page.keyboard.press("Space")
+    expect(page.locator("#pg-widget")).to_have_attribute("aria-busy", "true")
+    page.locator("[data-move='twice']").focus()
     page.keyboard.press("Space")
-    expect(page).to_have_url(re.compile(r"single_use=0"))
-    expect(page.get_by_label("Single use")).to_be_focused()
-    page.locator("[data-move='stolen']").focus()
-    page.keyboard.press("Space")
+    expect(page.locator("#pg-widget")).to_have_attribute("data-queued", "twice")
+    assert len(held) == 1, "the switch request was not held back"
+    held[0].continue_()
+    expect(page.locator("#pg-result [data-result]")).to_have_attribute("data-result", "twice")
     expect(page.locator("#pg-verdict")).to_be_focused()
-    expect(page.locator("#pg-verdict")).to_contain_text("refused at principal")
+    expect(page.locator("#pg-verdict")).to_contain_text("deployed to staging")  # single use off: not stale
+    expect(page.locator("#pg-widget")).not_to_have_attribute("aria-busy", "true")
+    assert page.evaluate("window.mrtrSameDocument === true"), "the move navigated the whole page"
+    expect(page).to_have_url(re.compile(r"single_use=0.*move=twice"))
 
 
 def test_reduced_motion_shows_the_checks_at_once(browser: Browser, base_url: str) -> None:
@@ -210,7 +227,7 @@ def test_works_without_javascript(browser: Browser, base_url: str) -> None:
         expect(page.locator("button.copy")).to_have_count(2)
         expect(page.locator("button.copy:visible")).to_have_count(0)  # copy needs JavaScript: hidden
         page.locator("[data-move='stolen']").click()
-        expect(page).to_have_url(re.compile(r"/playground/moves/stolen#pg-result$"))
+        expect(page).to_have_url(re.compile(r"/playground/moves/stolen\?.*#pg-result$"))
         assert_checks(page, expected("principal"))
         expect(page.locator("#pg-verdict")).to_contain_text("refused at principal")
         # switches are a plain GET form

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mrtr import FakeClock, KeyRing, MemoryStore, Policy, Server
-from mrtr.scenario import Move
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "core-test-key-0123456789abcdef0123456789abcdef"
-MOVES = [Move.from_dict(m) for m in tomllib.loads((ROOT / "lessons" / "moves.toml").read_text())["moves"]]
 
 
 @pytest.fixture

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from moves.transcripts import lab_scenes
 from mrtr.catalog import Catalog, Tool, elicit_form
 from mrtr.client import Client, ClientError, InMemoryTransport
-from mrtr.transcripts import lab_scenes
 
 
 def client_for(server, **kwargs) -> Client:

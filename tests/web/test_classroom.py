@@ -273,7 +273,7 @@ def test_class_tickets_are_worthless_against_mcp(app: Flask, host: FlaskClient, 
     ann = join(app, code, "Ann")
     host.post(f"/class/{code}/host/round", data={"open": "1"})
     result = play(ann, code, "honest")
-    assert result["verdict"] == "deployed"
+    assert result["verdict"] == "completed"
     sent = dict(result["sent"])  # type: ignore[call-overload]
     response = app.test_client().post("/mcp", json=sent, headers={
         "Authorization": "Bearer bob-secret-token", "Accept": "application/json, text/event-stream",
@@ -288,7 +288,7 @@ def test_first_replay_through_with_single_use_off(app: Flask, host: FlaskClient,
     assert play(ann, code, "twice")["stopped_at"] == "single-use"
     host.post(f"/class/{code}/host/single-use", data={"on": "0"})
     first = play(bo, code, "twice")
-    assert first["verdict"] == "deployed" and first["first_replay_through"] is True
+    assert first["verdict"] == "completed" and first["first_replay_through"] is True
     assert play(ann, code, "twice")["first_replay_through"] is False
     assert 'data-first-replay="Bo"' in host.get(f"/class/{code}/host").get_data(as_text=True)
 
@@ -325,7 +325,7 @@ def test_csv_cells_cannot_be_formulas(app: Flask, host: FlaskClient, code: str, 
         db.execute("UPDATE learners SET nickname = '=HYPERLINK(1)'")
     lines = host.get(f"/class/{code}/host/results.csv").get_data(as_text=True).splitlines()
     assert lines[0] == "kind,nickname,item,value,stopped_at,utc"
-    assert lines[1].startswith("attempt,'=HYPERLINK(1),honest,deployed,,")
+    assert lines[1].startswith("attempt,'=HYPERLINK(1),honest,completed,,")
 
 
 def test_a_class_is_deleted_after_its_lifetime(app: Flask, host: FlaskClient, code: str, clock: FakeClock,

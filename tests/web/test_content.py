@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from app import create_app
-from web.content import DEFAULT_ROOT, MOVE_SLUGS, WIDGETS, ContentError, load_course
+from moves.catalog import load_moves
+from web.content import DEFAULT_ROOT, WIDGETS, ContentError, load_course
 
 from .conftest import TEST_KEY
 
@@ -35,16 +36,16 @@ def test_the_real_course_loads_and_is_frozen() -> None:
     course = load_course()
     lesson = course.lesson(LESSON)
     assert lesson is not None
-    assert [m.slug for m in course.moves] == list(MOVE_SLUGS)
+    assert course.moves == load_moves()
     assert len(lesson.sections) == 13 and all(s.html for s in lesson.sections)
     assert {s.widget for s in lesson.sections if s.widget} == WIDGETS
     assert [c.n for c in lesson.roundtrip_steps] == [1, 2, 3, 4, 5, 6]
-    assert set(lesson.move_notes) == set(MOVE_SLUGS)
+    assert all(lesson.note_for(m.slug, m.expect, m.stops_at) for m in course.moves)
     assert all(q.correct_choice.id == q.answer for q in lesson.questions)
     with pytest.raises(AttributeError):
         lesson.title = "changed"  # type: ignore[misc]
-    with pytest.raises(TypeError):
-        lesson.move_notes["honest"] = "changed"  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        lesson.move_notes[0].text = "changed"  # type: ignore[misc]
 
 
 def test_the_app_loads_the_course_once(app) -> None:
@@ -75,12 +76,14 @@ BROKEN: dict[str, tuple[Callable[[Path], None], str]] = {
                                              'id = "why-sign-the-ticket"'), "duplicate question id"),
     "duplicate choice id": (lambda r: edit(r / QUIZ, '{ id = "b", text = "Because the spec',
                                            '{ id = "a", text = "Because the spec'), "duplicate choice id"),
-    "move note for no move": (lambda r: edit(r / META, 'slug = "twice"', 'slug = "thrice"'), "unknown: ['thrice']"),
-    "move without a note": (lambda r: edit(r / META, '[[move_notes]]\nslug = "twice"', '[[unused]]\nslug = "twice"'),
-                            "missing: ['twice']"),
-    "an eighth move": (lambda r: edit(r / "moves.toml", 'slug = "twice"', 'slug = "thrice"'),
-                       "must be exactly"),
-    "malformed move": (lambda r: edit(r / "moves.toml", 'ticket = "edit-env"', 'ticket = "forged"'), "malformed"),
+    "move note for no move": (lambda r: edit(r / META, 'slug = "twice"', 'slug = "thrice"'),
+                              "move note 'thrice': there is no such move"),
+    "move note for no outcome": (lambda r: edit(r / META, 'outcome = "asked-again"', 'outcome = "maybe"'),
+                                 "outcome must be one of"),
+    "move note for no check": (lambda r: edit(r / META, 'stopped_at = "request"', 'stopped_at = "vibes"'),
+                               "is not a check"),
+    "malformed move": (lambda r: edit(r / "moves.toml", 'ticket = "edit-work"', 'ticket = "forged"'),
+                       "move 'tampered': field 'ticket' must be one of"),
     "bad TOML": (lambda r: edit(r / QUIZ, "[[questions]]", "[[questions"), "not valid TOML"),
     "missing quiz file": (lambda r: (r / QUIZ).unlink(), "file is missing"),
     "missing prompt": (lambda r: edit(r / QUIZ, 'prompt = "Why does', 'promp = "Why does'), "missing 'prompt'"),

@@ -14,8 +14,8 @@ import pytest
 from flask.testing import FlaskClient
 
 from app import create_app
+from moves.engine import client_meta
 from mrtr import FakeClock
-from mrtr.scenario import client_meta
 
 from .conftest import TEST_KEY
 

@@ -7,6 +7,7 @@ browser would (BeautifulSoup on the HTML). The "run it yourself" scripts are run
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from typing import Any
@@ -30,15 +31,14 @@ SWITCHES = {
     "no-signature": {"no_signature": "1"},
     "sealed": {"sealed": "1"},
 }
-#: (verdict, the check that fails first or None) for every move under every switch
+#: (outcome, the check that fails first or None) for every move under every switch, from moves.toml:
+#: single use off lets the moves that need a redeemed store through, no signature lets the edits through
 EXPECTED: dict[str, dict[str, tuple[str, str | None]]] = {
-    "default": {"honest": ("deployed", None), "tampered": ("refused", "signature"),
-                "stolen": ("refused", "principal"), "late": ("refused", "expiry"),
-                "other-request": ("refused", "request"), "no-answer": ("asked-again", "answer"),
-                "twice": ("refused", "single-use")},
-}
-EXPECTED["single-use-off"] = {**EXPECTED["default"], "twice": ("deployed", None)}
-EXPECTED["no-signature"] = {**EXPECTED["default"], "tampered": ("deployed", None)}
+    "default": {m.slug: (str(m.expect), m.stops_at or None) for m in MOVES.values()}}
+EXPECTED["single-use-off"] = {**EXPECTED["default"], **{m.slug: ("completed", None) for m in MOVES.values()
+                                                         if m.requires == "single-use"}}
+EXPECTED["no-signature"] = {**EXPECTED["default"], **{m.slug: ("completed", None) for m in MOVES.values()
+                                                       if m.ticket == "edit-work"}}
 EXPECTED["sealed"] = dict(EXPECTED["default"])
 
 
@@ -113,7 +113,7 @@ def test_every_move_under_every_switch(client: FlaskClient, slug: str, switch: s
     if stops_at:
         assert failure is not None and failure["data-first-failure"] == stops_at
     text = page.select_one("#pg-verdict").get_text(" ", strip=True)
-    if verdict == "deployed":
+    if verdict == "completed":
         assert "deployed to" in text
     elif verdict == "refused":
         assert f"refused at {stops_at}" in text
@@ -129,8 +129,8 @@ def test_every_move_under_every_switch(client: FlaskClient, slug: str, switch: s
 
 def test_only_the_honest_retry_deploys_with_default_switches(client: FlaskClient) -> None:
     deployed = [slug for slug in MOVES if soup(play(client, slug)).select_one("[data-verdict]")["data-verdict"]
-                == "deployed"]
-    assert deployed == ["honest"]
+                == "completed"]
+    assert deployed == [m.slug for m in MOVES.values() if m.expect == "completed"]
 
 
 def test_tampered_ticket_without_the_signature_check_deploys_to_prod(client: FlaskClient) -> None:
@@ -157,20 +157,31 @@ def test_twice_reports_the_first_retry_too(client: FlaskClient) -> None:
     assert "requestState accepted" in log and "already redeemed" in log
 
 
-def test_move_notes_follow_the_result(client: FlaskClient) -> None:
-    notes = {n["slug"]: n["lesson"] for n in _meta()["move_notes"]}
+NOTE_SWITCHES = [dict(zip(("single_use", "sealed", "no_signature", "offset"), combo, strict=True))
+                 for combo in itertools.product("10", "01", "01", ("0", "150"))]
+
+
+@pytest.mark.parametrize("switches", NOTE_SWITCHES, ids=lambda d: "-".join(f"{k}{v}" for k, v in d.items()))
+def test_move_notes_follow_the_result(client: FlaskClient, switches: dict[str, str]) -> None:
+    """Issue 11: a note is written for the outcome the move got under the switches, never a static one."""
     for slug in MOVES:
-        note = soup(play(client, slug)).select_one(f"[data-note='{slug}']")
-        assert note is not None and note.get_text(" ", strip=True) == notes[slug]
+        page = soup(play(client, slug, **switches))
+        note = page.select_one(f"[data-note='{slug}']")
+        assert note is not None, f"{slug} under {switches} has no note"
+        assert note["data-note-outcome"] == page.select_one("[data-verdict]")["data-verdict"]
+        failure = page.select_one("[data-first-failure]")
+        assert note["data-note-stopped"] == (failure["data-first-failure"] if failure else "")
 
 
-def _meta() -> dict[str, Any]:
-    import tomllib
-
-    from web.content import DEFAULT_ROOT
-
-    with (DEFAULT_ROOT / "when-the-server-needs-input" / "meta.toml").open("rb") as handle:
-        return tomllib.load(handle)
+@pytest.mark.parametrize(("slug", "switches", "words"), [
+    ("tampered", {"no_signature": "1"}, "signature check removed"),
+    ("tampered", {"sealed": "1"}, "cannot be read"),
+    ("tampered", {}, "signature still belongs"),
+    ("honest", {"offset": "150"}, "expiry check"),
+    ("twice", {"single_use": "0"}, "single use off"),
+])
+def test_the_note_says_what_happened(client: FlaskClient, slug: str, switches: dict[str, str], words: str) -> None:
+    assert words in soup(play(client, slug, **switches)).select_one(f"[data-note='{slug}']").get_text()
 
 
 def test_clock_offset_makes_the_honest_retry_late(client: FlaskClient) -> None:
@@ -241,7 +252,7 @@ def test_no_js_post_returns_the_full_page_with_the_result(app: Flask, client: Fl
 
 def test_get_with_a_move_is_a_shareable_result(client: FlaskClient) -> None:
     page = soup(client.get("/playground?single_use=0&move=twice"))
-    assert page.select_one("#pg-result [data-verdict]")["data-verdict"] == "deployed"
+    assert page.select_one("#pg-result [data-verdict]")["data-verdict"] == "completed"
     assert page.select_one(".pg-switches input[name=move]")["value"] == "twice"
 
 
@@ -320,7 +331,7 @@ def test_custom_move_as_prefilled_deploys(client: FlaskClient) -> None:
     assert form["arguments"] == '{"env": "staging"}' and form["answer"] == "accept"
     assert form["ticket"].startswith("t1.")
     page = soup(client.post("/playground/custom", data=form, headers=HX))
-    assert page.select_one("[data-verdict]")["data-verdict"] == "deployed"
+    assert page.select_one("[data-verdict]")["data-verdict"] == "completed"
     sent = json.loads(page.select_one("#pg-sent-json").get_text())
     assert sent["params"]["requestState"] == form["ticket"]
     assert sent["params"]["inputResponses"] == {"confirm": {"action": "accept", "content": {"confirm": True}}}
@@ -346,7 +357,7 @@ def test_custom_move_reaches_each_check(client: FlaskClient, changes: dict[str, 
 
 def test_custom_decline_is_not_a_deploy(client: FlaskClient) -> None:
     page = soup(client.post("/playground/custom", data={**custom_form(client), "answer": "decline"}, headers=HX))
-    assert page.select_one("[data-verdict]")["data-verdict"] == "declined"
+    assert page.select_one("[data-verdict]")["data-verdict"] == "completed"  # an answered question, not a deploy
     assert "nothing was deployed" in page.select_one("#pg-verdict").get_text()
 
 
@@ -436,3 +447,44 @@ def soup_of_widget(app: Flask, context: dict[str, Any]) -> Tag:
     widget = BeautifulSoup(html, "html.parser").select_one("[data-playground]")
     assert widget is not None and widget.select_one("input[name=embedded]") is not None
     return widget
+
+
+# -- the custom move keeps its lab server's state ------------------------------------------------------
+
+
+def test_custom_move_sent_twice_is_refused_the_second_time(client: FlaskClient) -> None:
+    form = custom_form(client)
+    first = soup(client.post("/playground/custom", data=form, headers=HX))
+    assert first.select_one("[data-verdict]")["data-verdict"] == "completed"
+    redeemed = first.select_one("#pg-custom-redeemed[hx-swap-oob]")["value"]
+    log = first.select_one(".pg-log").get_text(" ", strip=True)
+    minted = re.search(r"minted ticket (\S+) for bob", log).group(1)
+    assert f"requestState accepted: ticket {minted} for bob" in log and redeemed == minted
+    ticket = json.loads(first.select_one("#pg-sent-json").get_text())["params"]["requestState"]
+    assert ticket == form["ticket"]  # the page's own ticket, re-minted byte for byte by the same lab server
+    second = soup(client.post("/playground/custom", data={**form, "redeemed": redeemed}, headers=HX))
+    assert second.select_one("[data-first-failure]")["data-first-failure"] == "single-use"
+    assert f"ticket {minted} was already redeemed" in second.select_one(".pg-log").get_text(" ", strip=True)
+
+
+def test_custom_move_without_js_keeps_its_state_in_the_form(client: FlaskClient) -> None:
+    form = custom_form(client)
+    page = soup(client.post("/playground/custom", data=form))
+    again = page.select_one("form.pg-custom-form")
+    assert again.select_one("input[name=redeemed]")["value"] and \
+        again.select_one("input[name=seed]")["value"] == form["seed"]
+
+
+@pytest.mark.parametrize("redeemed", ["a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q", "bad id!", "x" * 65])
+def test_custom_move_rejects_a_malformed_lab_state(client: FlaskClient, redeemed: str) -> None:
+    response = client.post("/playground/custom", data={**custom_form(client), "redeemed": redeemed}, headers=HX)
+    assert response.status_code == 400 and "reload the playground" in response.get_data(as_text=True)
+
+
+def test_reentering_a_move_url_without_js_shows_the_playground(client: FlaskClient) -> None:
+    response = client.get("/playground/moves/stolen?sealed=1")
+    assert response.status_code == 303 and "move=stolen" in response.location and "sealed=1" in response.location
+    page = soup(client.get("/playground/moves/stolen?sealed=1", follow_redirects=True))
+    assert page.select_one("[data-result]")["data-result"] == "stolen"
+    assert client.get("/playground/moves/nope").status_code == 404
+    assert client.get("/playground/custom").status_code == 303

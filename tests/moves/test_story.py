@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
-from mrtr import KeyRing, MemoryStore
-from mrtr.replicas import Balancer, cluster
-from mrtr.transcripts import roundtrip
+from moves.story import Balancer, cluster, roundtrip
+from mrtr import FakeClock, KeyRing, MemoryStore
+from tests.mrtr.helpers import ACCEPT, assert_frozen_rejection, deploy
 
-from .helpers import ACCEPT, assert_frozen_rejection, deploy
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(1_790_000_000.0)
+
+
+@pytest.fixture
+def ring() -> KeyRing:
+    return KeyRing(["story-test-key-0123456789abcdefghijklmnop"])
 
 
 @pytest.fixture
@@ -51,5 +61,21 @@ def test_the_lesson_figure_is_played_for_real(ring):
     assert steps[3].lines[0].message["id"] != steps[0].lines[0].message["id"]
     assert steps[4].lines[0].message["result"]["content"][0]["text"] == "deployed to staging"
     assert {c["outcome"] for c in steps[4].checks} == {"pass"}
-    assert steps[5].checks[0] == {"check": "signature", "outcome": "fail", "detail": steps[5].checks[0]["detail"]}
+    assert steps[5].checks[0] == {"check": "signature", "outcome": "fail", "detail": steps[5].checks[0]["detail"],
+                                  "why": ""}
     assert_frozen_rejection(steps[5].lines[1].message)
+
+
+RING = KeyRing(["jti-test-key-0123456789abcdefghijklmnop"])
+
+
+def _sequence():
+    counter = itertools.count(1)
+    return lambda: f"demo-{next(counter):04d}"
+
+
+def test_roundtrip_replays_byte_for_byte() -> None:
+    def run() -> list:
+        return [(s.n, [line.message for line in s.lines]) for s in roundtrip(RING, jti=_sequence())]
+
+    assert run() == run()

@@ -1,0 +1,287 @@
+"""The move engine: play one `Move` against any `Target` and return a typed `MoveResult`.
+
+Round one: the owner calls the tool and must get `input_required` with a `requestState`. Then the
+engine builds the retry the move describes (ticket edit, arguments, answers built from each input
+request's schema), lets the target's time pass, sends it as the move's sender (the honest retry
+first, for a repeat move) and classifies what came back from the wire alone (`outcome_of`).
+Nothing here parses result text, knows a target's internals, or imports Flask.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from mrtr.server import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION, MODERN_VERSION
+from mrtr.tickets import SIGNED_PREFIX, b64decode_strict, b64encode, canonical_json
+
+from .catalog import Move
+from .target import Outcome, Progress, Reply, Role, Target
+
+#: When a repeat move's honest retry goes out, in story seconds after minting.
+HONEST_AT = 8.0
+#: JSON-RPC ids: round one, and a retry whose move names none.
+MINT_ID = 2
+RETRY_ID = 3
+
+
+@dataclass
+class Step:
+    """One message sent and what came back."""
+
+    role: Role
+    at: float
+    sent: dict[str, Any]
+    reply: Reply
+
+
+def _default_arguments() -> dict[str, Any]:
+    return {"env": "staging"}
+
+
+def _default_other() -> dict[str, Any]:
+    return {"env": "prod"}
+
+
+def _default_capabilities() -> dict[str, Any]:
+    return {"elicitation": {"form": {}}}
+
+
+@dataclass(frozen=True)
+class Call:
+    """What to call, so the engine is tool-agnostic."""
+
+    tool: str = "deploy"
+    arguments: dict[str, Any] = field(default_factory=_default_arguments)
+    other_arguments: dict[str, Any] = field(default_factory=_default_other)
+    client_name: str = "mrtr-lab"
+    capabilities: dict[str, Any] = field(default_factory=_default_capabilities)
+
+
+@dataclass
+class MoveResult:
+    move: Move
+    outcome: Outcome
+    ok: bool
+    detail: str
+    minted: Step | None  # round one: the owner's first call that answered input_required
+    steps: list[Step] = field(default_factory=list)  # the retries (two for repeat moves)
+    ticket: str | None = None  # the requestState minted in round one
+
+    @property
+    def stopped_at(self) -> str | None:
+        """The first failing check of the last step's trace, when the target exposes one."""
+        if not self.steps or self.steps[-1].reply.trace is None:
+            return None
+        return next((c["check"] for c in self.steps[-1].reply.trace if c.get("outcome") == "fail"), None)
+
+    @property
+    def last(self) -> Step | None:
+        return self.steps[-1] if self.steps else None
+
+
+def outcome_of(reply: Reply) -> Outcome:
+    """Classify a reply from the wire alone: error or isError -> REFUSED, input_required -> ASKED_AGAIN."""
+    response = reply.response
+    if not isinstance(response, dict):
+        return Outcome.ERROR
+    if "error" in response:
+        return Outcome.REFUSED
+    result = response.get("result")
+    if not isinstance(result, dict):
+        return Outcome.ERROR
+    if result.get("isError") is True:
+        return Outcome.REFUSED
+    if result.get("resultType") == "input_required":
+        return Outcome.ASKED_AGAIN
+    return Outcome.COMPLETED
+
+
+def _value_for(schema: Any) -> Any:
+    if not isinstance(schema, dict):
+        return True
+    if "default" in schema:
+        return schema["default"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    if isinstance(schema.get("oneOf"), list) and schema["oneOf"] and isinstance(schema["oneOf"][0], dict):
+        return schema["oneOf"][0].get("const", True)
+    kind = schema.get("type")
+    if kind == "boolean":
+        return True
+    if kind in ("number", "integer"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+        value = low + 1 if "exclusiveMinimum" in schema else max(low, 1 if "maximum" not in schema else low)
+        return int(value) if kind == "integer" else value
+    if kind == "array":
+        items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
+        options = items.get("enum") or [o.get("const") for o in items.get("anyOf", []) if isinstance(o, dict)]
+        return options[: max(1, int(schema.get("minItems", 1)))] if options else []
+    text = "yes"
+    if schema.get("format") == "email":
+        text = "lab@example.com"
+    elif schema.get("format") == "uri":
+        text = "https://example.com/"
+    elif schema.get("format") == "date":
+        text = "2026-01-01"
+    elif schema.get("format") == "date-time":
+        text = "2026-01-01T00:00:00Z"
+    minimum = int(schema.get("minLength", 0) or 0)
+    return text + "y" * max(0, minimum - len(text))
+
+
+def answers_for(input_requests: dict[str, Any]) -> dict[str, Any]:
+    """Accept answers that satisfy each input request's requestedSchema (every property filled)."""
+    answers: dict[str, Any] = {}
+    for key, request in (input_requests or {}).items():
+        params = request.get("params", request) if isinstance(request, dict) else {}
+        schema = params.get("requestedSchema") if isinstance(params, dict) else None
+        props = schema.get("properties", {}) if isinstance(schema, dict) else {}
+        content = {name: _value_for(prop) for name, prop in props.items()} if isinstance(props, dict) else {}
+        answers[key] = {"action": "accept", "content": content}
+    return answers
+
+
+def modern_request(id: Any, method: str, params: dict[str, Any], call: Call) -> dict[str, Any]:  # noqa: A002
+    """A 2026-07-28 request: `params` plus `_meta` (protocol version, capabilities, clientInfo)."""
+    meta = {META_VERSION: MODERN_VERSION, META_CAPABILITIES: copy.deepcopy(call.capabilities),
+            META_CLIENT_INFO: {"name": call.client_name, "version": "1.0"}}
+    return {"jsonrpc": "2.0", "id": id, "method": method, "params": {**copy.deepcopy(params), "_meta": meta}}
+
+
+def client_meta(capabilities: dict[str, Any] | None = None, call: Call | None = None) -> dict[str, Any]:
+    """The `_meta` a 2026-07-28 request carries (form elicitation unless `capabilities` says otherwise)."""
+    call = call or Call(client_name="mrtr-lab-playground")
+    caps = call.capabilities if capabilities is None else capabilities
+    return modern_request(0, "", {}, replace(call, capabilities=caps))["params"]["_meta"]
+
+
+def readable_claims(ticket: str) -> dict[str, Any] | None:
+    """A signed ticket's payload, decoded WITHOUT verification (what any holder can read), or None."""
+    prefix, _, rest = ticket.partition(".")
+    payload, sep, _sig = rest.rpartition(".")
+    if prefix != SIGNED_PREFIX or not sep:
+        return None
+    try:
+        claims = json.loads(b64decode_strict(payload))
+    except (ValueError, RecursionError):
+        return None
+    return claims if isinstance(claims, dict) else None
+
+
+def _string_leaf(value: Any, path: list[str], skip: frozenset[str]) -> list[str] | None:
+    if isinstance(value, str) and (not path or path[-1] not in skip):
+        return path
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            found = _string_leaf(inner, [*path, key], skip)
+            if found:
+                return found
+    return None
+
+
+def flip_one_character(ticket: str) -> str:
+    """Change one character in the middle of a ticket's body to another base64url character."""
+    prefix, dot, rest = ticket.partition(".")
+    body = rest if dot else ticket
+    if not body:
+        return ticket + "x"
+    middle = len(body) // 2
+    while body[middle] == "." and middle + 1 < len(body):
+        middle += 1
+    flipped = "B" if body[middle] != "B" else "C"
+    body = body[:middle] + flipped + body[middle + 1:]
+    return f"{prefix}.{body}" if dot else body
+
+
+def edit_ticket(ticket: str, move: Move) -> str:
+    """What an attacker does: set the payload's `edit_path` to `edit_value` and keep the old signature.
+
+    Fallback path: the first string leaf under "work", else any string leaf that is not sub/jti/req.
+    An unreadable ticket (sealed, unknown format) gets one character flipped in the middle instead.
+    """
+    claims = readable_claims(ticket)
+    if claims is None:
+        return flip_one_character(ticket)
+    path = move.edit_path.split(".") if move.edit_path else []
+    node: Any = claims
+    for key in path[:-1]:
+        node = node.get(key) if isinstance(node, dict) else None
+    if not path or not isinstance(node, dict) or path[-1] not in node:
+        skip = frozenset({"sub", "jti", "req"})
+        found = _string_leaf(claims.get("work"), ["work"], skip) or _string_leaf(claims, [], skip)
+        if not found:
+            return flip_one_character(ticket)
+        path, node = found, claims
+        for key in path[:-1]:
+            node = node[key]
+    node[path[-1]] = move.edit_value
+    prefix, _, rest = ticket.partition(".")
+    _payload, _, sig = rest.rpartition(".")
+    return f"{prefix}.{b64encode(canonical_json(claims))}.{sig}"
+
+
+def _expires_at(ticket: str) -> float | None:
+    claims = readable_claims(ticket)
+    exp = claims.get("exp") if claims else None
+    return float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None
+
+
+def _describe(reply: Reply, outcome: Outcome) -> str:
+    if reply.transport_error:
+        return reply.transport_error
+    response = reply.response or {}
+    if outcome == Outcome.REFUSED and "error" in response:
+        error = response["error"] if isinstance(response["error"], dict) else {}
+        return f"error {error.get('code')}: {str(error.get('message', ''))[:200]}"
+    result = response.get("result") if isinstance(response.get("result"), dict) else {}
+    if outcome == Outcome.ASKED_AGAIN:
+        return "input_required again: " + ", ".join(sorted(result.get("inputRequests") or {})) or "input_required"
+    texts = [c.get("text", "") for c in result.get("content", []) if isinstance(c, dict)]
+    text = " ".join(t for t in texts if isinstance(t, str)).strip()
+    prefix = "isError result" if result.get("isError") is True else "result"
+    return f"{prefix}: {text[:200]}" if text else prefix
+
+
+def play(move: Move, target: Target, call: Call | None = None, *, on_progress: Progress | None = None) -> MoveResult:
+    """Mint a ticket as the owner, then play `move` against it on `target`."""
+    call = call or Call()
+    target.begin()
+    first = modern_request(MINT_ID, "tools/call", {"name": call.tool, "arguments": call.arguments}, call)
+    minted = Step("owner", 0.0, first, target.send("owner", first))
+    response = minted.reply.response or {}
+    result = response.get("result") if isinstance(response.get("result"), dict) else {}
+    ticket = result.get("requestState")
+    if result.get("resultType") != "input_required" or not isinstance(ticket, str) or not ticket:
+        detail = "round one did not answer input_required with a requestState: " + (
+            minted.reply.transport_error or _describe(minted.reply, outcome_of(minted.reply)))
+        return MoveResult(move, Outcome.ERROR, False, detail, minted, [], None)
+    requests = result.get("inputRequests") if isinstance(result.get("inputRequests"), dict) else {}
+    expires_at = _expires_at(ticket)
+    request_id = move.request_id if move.request_id is not None else RETRY_ID
+    steps: list[Step] = []
+
+    def retry(role: Role, at: float, sent_ticket: str, arguments: dict[str, Any], answers: dict | None) -> Step:
+        params: dict[str, Any] = {"name": call.tool, "arguments": arguments, "requestState": sent_ticket}
+        if answers is not None:
+            params["inputResponses"] = answers
+        message = modern_request(request_id, "tools/call", params, call)
+        return Step(role, at, message, target.send(role, message))
+
+    if move.repeat:
+        if not target.advance(HONEST_AT, past_expiry=False, expires_at=expires_at, on_progress=on_progress):
+            return MoveResult(move, Outcome.NOT_RUN, False, "the target skipped the wait", minted, [], ticket)
+        steps.append(retry("owner", HONEST_AT, ticket, call.arguments, answers_for(requests)))
+    if not target.advance(move.at, past_expiry=move.timing == "past-expiry", expires_at=expires_at,
+                          on_progress=on_progress):
+        return MoveResult(move, Outcome.NOT_RUN, False, "skipped: the move waits past the ticket's expiry",
+                          minted, steps, ticket)
+    sent_ticket = edit_ticket(ticket, move) if move.ticket == "edit-work" else ticket
+    arguments = call.other_arguments if move.request == "other" else call.arguments
+    answers = answers_for(requests) if move.answer == "accept" else None
+    steps.append(retry(move.sender, move.at, sent_ticket, arguments, answers))
+    outcome = outcome_of(steps[-1].reply)
+    return MoveResult(move, outcome, outcome == move.expect, _describe(steps[-1].reply, outcome), minted, steps,
+                      ticket)
