@@ -224,16 +224,27 @@
  *     JSON closes.
  *   - Arrow keys, Page Up/Down, Space, Home and End inside a region that scrolls (the raw JSON, the
  *     slide index) scroll it; the deck only sees them elsewhere. Escape closes the raw JSON.
+ *   - On a page taller than the window (the speaker notes on a small laptop), ↑ ↓, Page Up/Down and
+ *     Space scroll the page first; only at its top or bottom do they change the slide.
  *   - Opening the raw JSON (J or a click) focuses it, so the keyboard scrolls it at once. */
 (function () {
   "use strict";
 
-  var deck = document.querySelector('[data-deck][data-mode="slides"]');
+  var deck = document.querySelector("[data-deck]");
   if (!deck) { return; }
+  var slidesMode = deck.getAttribute("data-mode") === "slides";
   var root = document.documentElement;
   var MIN_FIT = 0.3;
   var VERTICAL = { ArrowUp: 1, ArrowDown: 1, PageUp: 1, PageDown: 1, " ": 1, Home: 1, End: 1 };
   var HORIZONTAL = { ArrowLeft: 1, ArrowRight: 1 };
+  var PAGE = { ArrowUp: 1, ArrowDown: 1, PageUp: 1, PageDown: 1, " ": 1 };
+
+  function pageHasRoom(event) {
+    var up = event.key === "ArrowUp" || event.key === "PageUp" || (event.key === " " && event.shiftKey);
+    var max = root.scrollHeight - window.innerHeight;
+    if (max <= 1) { return false; }
+    return up ? window.scrollY > 0 : window.scrollY < max - 1;
+  }
 
   function overflows() {
     return root.scrollHeight > window.innerHeight || root.scrollWidth > window.innerWidth;
@@ -244,6 +255,7 @@
   function rawOpen() { return deck.querySelector("details[data-raw][open]") !== null; }
 
   function fit() {
+    if (!slidesMode) { return; }
     if (rawOpen()) { setFit(1); return; }  // the raw JSON covers the screen and scrolls; fit again when it closes
     setFit(1);
     var lo = MIN_FIT;
@@ -294,7 +306,8 @@
     var box = null;
     if (VERTICAL[event.key]) { box = scroller(target, false); }
     if (HORIZONTAL[event.key]) { box = scroller(target, true); }
-    if (box) { event.stopPropagation(); }  // the browser scrolls the region; the slide stays
+    if (!box && PAGE[event.key] && pageHasRoom(event)) { box = root; }
+    if (box) { event.stopPropagation(); }  // the browser scrolls the region (or the page); the slide stays
   }, true);
 
   deck.addEventListener("toggle", function (event) {

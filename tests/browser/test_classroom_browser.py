@@ -87,6 +87,8 @@ def test_a_live_class_from_start_to_attack_round(browser: Browser, class_server:
 
     names = ["Ada", "Grace", "Linus"]
     phones = [open_context(browser, class_server, contexts, viewport=PHONE) for _ in names]
+    phones[0].goto(f"/j/{code}")
+    assert_no_axe_violations(phones[0], axe)  # the join form
     for phone, name in zip(phones, names, strict=True):
         join(phone, code, name)
         expect(phone.locator("[data-waiting]")).to_be_visible()
@@ -111,6 +113,7 @@ def test_a_live_class_from_start_to_attack_round(browser: Browser, class_server:
     expect(tally.locator('[data-option="b"]')).to_have_attribute("data-count", "0")
     assert_not_reloaded(presenter)
     assert phones[2].locator("[data-count]").count() == 0  # no one's tally on a phone before the reveal
+    assert phones[2].evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
     assert_no_axe_violations(presenter, axe)
     assert_no_axe_violations(phones[1], axe)
 

@@ -80,3 +80,16 @@ def test_raw_json_fills_the_screen_and_scrolls_by_keyboard(page: Page, axe: Axe)
     expect(page.locator("[data-slide]:not([hidden]) details[data-raw]")).not_to_have_attribute("open", "")
     page.keyboard.press("ArrowLeft")  # outside the JSON the arrows change slides again
     expect(page.locator("[data-slide]:not([hidden])")).to_have_attribute("id", "move-no-answer")
+
+
+def test_arrows_scroll_a_tall_notes_page_before_changing_slide(page: Page) -> None:
+    page.set_viewport_size({"width": 1024, "height": 300})
+    page.emulate_media(reduced_motion="reduce")
+    page.goto("/demo/notes/move/twice")
+    assert page.evaluate("() => document.documentElement.scrollHeight > window.innerHeight")
+    page.locator("[data-slide]:not([hidden]) h2").focus()
+    page.keyboard.press("ArrowDown")
+    page.wait_for_function("() => window.scrollY > 0")
+    expect(page.locator("[data-slide]:not([hidden])")).to_have_attribute("id", "move-twice")
+    page.keyboard.press("End")  # End still jumps to the last slide
+    expect(page.locator("[data-slide]:not([hidden])")).to_have_attribute("id", "switch-signature-off")
