@@ -108,3 +108,26 @@ class TicketRejected(InvalidParams):
         super().__init__(FROZEN_TICKET_MESSAGE, {"reason": "invalid_request_state"})
         self.check = check
         self.reason = reason
+
+
+#: What a client is told when the redeemed store cannot be reached: nothing happened, try again.
+STORE_UNAVAILABLE_MESSAGE = (
+    "Temporarily unavailable: the server could not record this requestState as used, so nothing was done. "
+    "Try the same request again shortly."
+)
+
+
+class StoreUnavailable(ProtocolError):
+    """The redeemed-ticket store cannot be reached (Redis down, SQLite locked or unwritable).
+
+    Raised by the stores themselves, so single use fails closed: the request is refused with
+    HTTP 503 and a retryable error, and the ticket is not spent. This is not a ticket failure
+    (the frozen message is for those); `reason` is for the server log only.
+    """
+
+    code = INTERNAL_ERROR
+    http_status = 503
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(STORE_UNAVAILABLE_MESSAGE, {"retryable": True})
+        self.reason = reason

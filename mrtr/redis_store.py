@@ -9,7 +9,13 @@ The time-to-live is `exp - now` in milliseconds, computed from the caller's `now
 read the clock). A relative TTL keeps the store correct under an injected clock; an absolute
 `EXAT` would be measured against the Redis host's clock instead.
 
-This module imports `redis` only; the app imports it only when Redis is configured.
+Redis that cannot be reached (down, timing out, refusing writes) raises `StoreUnavailable`,
+never a driver exception: single use then fails closed with a retryable error. A connection
+error is retried once (`CONNECT_RETRIES`: a pooled connection left over from before a Redis
+restart fails once); a timeout is not, since the SET may have landed. In that rare case the
+retry is refused as a replay, which is the safe side to err on.
+
+This module imports `redis`; the app imports this module only when Redis is configured.
 """
 
 from __future__ import annotations
@@ -17,7 +23,17 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from .errors import StoreUnavailable
+
 DEFAULT_PREFIX = "mrtr:redeemed:"
+#: Seconds to wait for Redis to accept a connection or answer a command before it counts as down.
+REDIS_TIMEOUT = 5.0
+#: Extra attempts after a connection error (not after a timeout), with no backoff.
+CONNECT_RETRIES = 1
 #: SCAN page size for `__len__`; a hint to Redis, not a limit.
 SCAN_COUNT = 1000
 
@@ -32,11 +48,10 @@ class RedisStore:
         self.prefix = prefix
 
     @classmethod
-    def from_url(cls, url: str, *, prefix: str = DEFAULT_PREFIX, timeout: float = 5.0) -> RedisStore:
+    def from_url(cls, url: str, *, prefix: str = DEFAULT_PREFIX, timeout: float = REDIS_TIMEOUT) -> RedisStore:
         """Connect lazily to `url` (redis://host:port/db, rediss://…, unix://…)."""
-        import redis
-
-        client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+        retry = Retry(NoBackoff(), CONNECT_RETRIES, supported_errors=(redis.exceptions.ConnectionError,))
+        client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=retry)
         return cls(client, prefix=prefix)
 
     def key(self, jti: str) -> str:
@@ -47,12 +62,18 @@ class RedisStore:
         # At least 1 ms: Redis refuses PX 0, and a ticket at or past its expiry never reaches
         # here (the expiry check comes first), so the floor only guards the boundary.
         ttl_ms = max(1, math.ceil((float(exp) - float(now)) * 1000))
-        return bool(self.client.set(self.key(jti), b"1", nx=True, px=ttl_ms))
+        try:
+            return bool(self.client.set(self.key(jti), b"1", nx=True, px=ttl_ms))
+        except redis.exceptions.RedisError as exc:
+            raise StoreUnavailable(f"Redis store: {type(exc).__name__}: {exc}") from exc
 
     def __len__(self) -> int:
         """How many spent ids are still remembered (SCAN over the prefix; O(keys), for monitoring)."""
         pattern = _glob_escape(self.prefix) + "*"
-        return sum(1 for _ in self.client.scan_iter(match=pattern, count=SCAN_COUNT))
+        try:
+            return sum(1 for _ in self.client.scan_iter(match=pattern, count=SCAN_COUNT))
+        except redis.exceptions.RedisError as exc:
+            raise StoreUnavailable(f"Redis store: {type(exc).__name__}: {exc}") from exc
 
     def __repr__(self) -> str:
         return f"RedisStore(prefix={self.prefix!r})"

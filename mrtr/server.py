@@ -34,6 +34,7 @@ from .errors import (
     MissingMeta,
     ParseError,
     ProtocolError,
+    StoreUnavailable,
     TicketRejected,
     UnsupportedVersion,
 )
@@ -253,6 +254,8 @@ class CallContext:
 
         Raises:
             TicketRejected: the ticket was already redeemed.
+            StoreUnavailable: the redeemed store cannot be reached; the ticket is not spent
+                (HTTP 503, a retryable error, never the frozen ticket error).
         """
         self._answered = True
         responses = self.input_responses or {}
@@ -275,13 +278,24 @@ class CallContext:
         self.trace.record("answer", "pass", said)
         if not self.server.policy.single_use:
             self.trace.record("single-use", "skipped", "spent tickets are not remembered", "switched-off")
-        elif self.server.store.redeem(str(self.state.get("jti")), float(self.state["exp"]), self.now):
+        elif self._redeem():
             self.trace.record("single-use", "pass", f"ticket {self.state.get('jti')} redeemed now")
         else:
             reason = f"ticket {self.state.get('jti')} was already redeemed"
             self.trace.record("single-use", "fail", reason)
             raise TicketRejected("single-use", reason)
         return {k: responses[k] for k in questions}
+
+    def _redeem(self) -> bool:
+        state = self.state or {}
+        try:
+            return self.server.store.redeem(str(state.get("jti")), float(state["exp"]), self.now)
+        except StoreUnavailable as exc:
+            detail = "the redeemed store is unavailable: nothing was done and the ticket is not spent"
+            self.trace.record("single-use", "skipped", detail, "unavailable")
+            self._conn._note(f"single use not checked for ticket {state.get('jti')}: {detail}")
+            log.warning("redeemed store unavailable, request refused with a retryable error: %s", exc.reason)
+            raise
 
 
 class Connection:

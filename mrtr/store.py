@@ -5,6 +5,10 @@ one atomic operation, `redeem(jti, exp, now)`, true the first time an id is rede
 after. An id is kept only until its ticket's expiry: after that the expiry check refuses the
 ticket anyway, so eviction is safe and memory stays flat. Stores never read the clock; the
 caller passes `now`.
+
+A store that cannot answer (SQLite locked past its busy timeout, its file unwritable or gone)
+raises `StoreUnavailable`, never a driver exception: single use then fails closed with a
+retryable error and the ticket is not spent.
 """
 
 from __future__ import annotations
@@ -12,8 +16,20 @@ from __future__ import annotations
 import heapq
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
+
+from .errors import StoreUnavailable
+
+T = TypeVar("T")
+
+#: How long a SQLite write waits for another process's lock before the store counts as down (s).
+SQLITE_BUSY_TIMEOUT = 10.0
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS redeemed (jti TEXT PRIMARY KEY, exp REAL NOT NULL) WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS redeemed_exp ON redeemed (exp)",
+)
 
 
 class RedeemedStore(Protocol):
@@ -51,40 +67,60 @@ class MemoryStore:
 class SqliteStore:
     """A store in one SQLite file, so several processes on one machine share it."""
 
-    def __init__(self, path: str | Path, *, evict_every: int = 64) -> None:
+    def __init__(self, path: str | Path, *, evict_every: int = 64, busy_timeout: float | None = None) -> None:
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._evict_every = evict_every
+        self._busy_timeout = SQLITE_BUSY_TIMEOUT if busy_timeout is None else busy_timeout
         self._count = 0
-        self._db().execute(
-            "CREATE TABLE IF NOT EXISTS redeemed (jti TEXT PRIMARY KEY, exp REAL NOT NULL) WITHOUT ROWID"
-        )
-        self._db().execute("CREATE INDEX IF NOT EXISTS redeemed_exp ON redeemed (exp)")
+        self._run(lambda db: None)  # open (and create) it now, so a bad path shows at start-up
 
     def _db(self) -> sqlite3.Connection:
-        # sqlite3 connections belong to the thread that made them; keep one per thread.
+        # sqlite3 connections belong to the thread that made them; keep one per thread. Each new
+        # connection makes sure the table exists, so a store whose file was lost comes back.
         db = getattr(self._local, "db", None)
         if db is None:
-            db = sqlite3.connect(self.path, timeout=10, isolation_level=None, check_same_thread=True)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
+            db = sqlite3.connect(self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=True)
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                for statement in _SCHEMA:
+                    db.execute(statement)
+            except sqlite3.Error:
+                db.close()
+                raise
             self._local.db = db
         return db
 
+    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `work` on this thread's connection; any SQLite failure becomes StoreUnavailable."""
+        try:
+            return work(self._db())
+        except sqlite3.Error as exc:
+            db = getattr(self._local, "db", None)
+            self._local.db = None  # reconnect next time: the file may have been fixed or replaced
+            if db is not None:
+                db.close()
+            raise StoreUnavailable(f"SQLite store {self.path}: {type(exc).__name__}: {exc}") from exc
+
     def redeem(self, jti: str, exp: float, now: float) -> bool:
-        db = self._db()
         self._count += 1
-        if self._count % self._evict_every == 0:
-            db.execute("DELETE FROM redeemed WHERE exp <= ?", (now,))
-        # A spent id whose ticket has expired may be reused only after eviction; an expired
-        # ticket never gets this far, so the lazy schedule above is enough.
-        cur = db.execute("INSERT OR IGNORE INTO redeemed (jti, exp) VALUES (?, ?)", (jti, exp))
-        return cur.rowcount == 1
+        evict = self._count % self._evict_every == 0
+
+        def work(db: sqlite3.Connection) -> bool:
+            if evict:
+                db.execute("DELETE FROM redeemed WHERE exp <= ?", (now,))
+            # A spent id whose ticket has expired may be reused only after eviction; an expired
+            # ticket never gets this far, so the lazy schedule above is enough.
+            cur = db.execute("INSERT OR IGNORE INTO redeemed (jti, exp) VALUES (?, ?)", (jti, exp))
+            return cur.rowcount == 1
+
+        return self._run(work)
 
     def evict(self, now: float) -> int:
-        return self._db().execute("DELETE FROM redeemed WHERE exp <= ?", (now,)).rowcount
+        return self._run(lambda db: db.execute("DELETE FROM redeemed WHERE exp <= ?", (now,)).rowcount)
 
     def __len__(self) -> int:
-        return int(self._db().execute("SELECT COUNT(*) FROM redeemed").fetchone()[0])
+        return self._run(lambda db: int(db.execute("SELECT COUNT(*) FROM redeemed").fetchone()[0]))

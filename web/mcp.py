@@ -13,6 +13,14 @@ other legacy traffic is refused with 400 and a reason.
 
 One function, `_error_response`, turns every refusal into a response; bodies come from the core's
 `ProtocolError.to_error()`.
+
+Limits, each a named constant below or an app setting: the body (`MRTR_MAX_BODY`, read at most
+that plus one byte whatever the framing, UTF-8 only), live sessions (`MAX_SESSIONS` in all,
+`MAX_SESSIONS_PER_PRINCIPAL` each: a principal's new session ends only that principal's least
+recently used one), calls waiting on the shim per session (`MAX_PENDING_CALLS_PER_SESSION`),
+idle sessions (`SESSION_IDLE_TIMEOUT`) and the shim's wait (`MRTR_SHIM_WAIT`). A waiting legacy
+stream writes an SSE comment every `KEEPALIVE_INTERVAL` seconds, so a client that has gone is
+noticed by the failed write: its call is cancelled and its worker thread freed.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from flask import Blueprint, Flask, Response, current_app, request
-from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
+from werkzeug.wsgi import get_input_stream
 
 from mrtr import Connection
 from mrtr.errors import (
@@ -42,15 +50,27 @@ from mrtr.errors import (
     ProtocolError,
 )
 from mrtr.server import LEGACY_VERSIONS, META_VERSION, may_hold_surrogates
+from mrtr.wire import NotUtf8, utf8_text
 from web.services import Services, get_services
 
 bp = Blueprint("mcp", __name__)
 log = logging.getLogger("mrtr.http")
 
 SESSIONS_KEY = "mrtr.mcp_sessions"
+#: Live 2025-11-25 sessions in this process; past it, initialize gets 503 (no one's session is ended).
 MAX_SESSIONS = 1000
+#: Live sessions of one principal; its next initialize ends its own least recently used session.
+MAX_SESSIONS_PER_PRINCIPAL = 20
+#: Calls of one session waiting on the shim for the client's answers; one more gets 429.
+MAX_PENDING_CALLS_PER_SESSION = 8
 #: A legacy session nobody has used for this long is ended (seconds).
 SESSION_IDLE_TIMEOUT = 30 * 60.0
+#: Seconds between SSE comments on a waiting legacy stream: a closed stream is noticed within two.
+KEEPALIVE_INTERVAL = 0.5
+#: Retry-After (seconds) on 503 answers: the store is down, or the session table is full.
+RETRY_AFTER = 1
+#: Bytes read from the request body at a time.
+READ_CHUNK = 64 * 1024
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 NAMED_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 SENTINEL_PREFIX, SENTINEL_SUFFIX = "=?base64?", "?="
@@ -96,55 +116,114 @@ class Session:
         if stream is not None and messages:
             stream.put(messages)
 
+    def close(self, reason: str) -> None:
+        """The session has ended: every call still waiting ends now, with `reason` as its error."""
+        with self.lock:
+            for origin in list(self.streams):
+                error = HttpRefusal(f"The session ended ({reason}) before the client answered", http_status=200)
+                self.route([{"jsonrpc": "2.0", "id": origin, "error": error.to_error()}], origin)
+                _cancel(self, origin)
+
+
+class SessionsFull(Exception):
+    """Every session slot of this process is taken by live sessions."""
+
 
 class Sessions:
     """The live sessions of this process (so several processes need sticky routing).
 
-    Sessions are kept in least-recently-used order: the oldest go when there are more than
-    `limit`, and any left unused for `idle_timeout` seconds are ended, as if the client had
-    sent DELETE. Clients that come back after that get 404 and initialize again.
+    Sessions are kept in least-recently-used order. Any left unused for `idle_timeout` seconds
+    are ended, as if the client had sent DELETE; clients that come back get 404 and initialize
+    again. One principal holds at most `per_principal` sessions: its next one ends its own least
+    recently used session, never another principal's. When `limit` live sessions are open,
+    `open` raises `SessionsFull` rather than end anyone's session.
     """
 
     def __init__(self, limit: int = MAX_SESSIONS, idle_timeout: float = SESSION_IDLE_TIMEOUT,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, per_principal: int = MAX_SESSIONS_PER_PRINCIPAL) -> None:
         self.limit = limit
+        self.per_principal = per_principal
         self.idle_timeout = idle_timeout
         self.clock = clock
         self._lock = threading.Lock()
         self._live: OrderedDict[str, Session] = OrderedDict()
+        self._by_principal: dict[str, OrderedDict[str, Session]] = {}
 
-    def _evict(self, now: float) -> None:
-        while self._live and (len(self._live) > self.limit
-                              or now - next(iter(self._live.values())).last_seen > self.idle_timeout):
-            self._live.popitem(last=False)
+    def _drop(self, session: Session) -> Session:
+        self._live.pop(session.sid, None)
+        own = self._by_principal.get(session.principal)
+        if own is not None:
+            own.pop(session.sid, None)
+            if not own:
+                del self._by_principal[session.principal]
+        return session
+
+    def _evict_idle(self, now: float) -> list[tuple[Session, str]]:
+        ended = []
+        while self._live and now - next(iter(self._live.values())).last_seen > self.idle_timeout:
+            ended.append((self._drop(next(iter(self._live.values()))), "idle for too long"))
+        return ended
 
     def open(self, principal: str, conn: Connection) -> Session:
+        """A new session for `principal`.
+
+        Raises:
+            SessionsFull: `limit` other sessions are live (and none of them is this principal's).
+        """
         now = self.clock()
         session = Session(secrets.token_urlsafe(32), principal, conn, last_seen=now)
         with self._lock:
-            self._live[session.sid] = session
-            self._evict(now)
+            ended = self._evict_idle(now)
+            own = self._by_principal.get(principal) or OrderedDict()
+            # Room comes only from this principal's own sessions, for its own cap and the global one.
+            while own and (len(own) >= self.per_principal or len(self._live) >= self.limit):
+                ended.append((self._drop(next(iter(own.values()))), "replaced by a newer session of the same user"))
+            full = len(self._live) >= self.limit
+            if not full:
+                self._live[session.sid] = session
+                self._by_principal.setdefault(principal, OrderedDict())[session.sid] = session
+        _close_all(ended)
+        if full:
+            raise SessionsFull
         return session
 
     def get(self, sid: str, principal: str) -> Session | None:
         """The session, if it is live and belongs to `principal` (another principal's id is not found)."""
         now = self.clock()
         with self._lock:
-            self._evict(now)
+            ended = self._evict_idle(now)
             session = self._live.get(sid)
-            if session is None or not secrets.compare_digest(session.principal.encode(), principal.encode()):
-                return None
-            session.last_seen = now
-            self._live.move_to_end(sid)
-            return session
+            if session is not None and secrets.compare_digest(session.principal.encode(), principal.encode()):
+                session.last_seen = now
+                self._live.move_to_end(sid)
+                self._by_principal[principal].move_to_end(sid)
+            else:
+                session = None
+        _close_all(ended)
+        return session
+
+    def count(self, principal: str | None = None) -> int:
+        """Live sessions, in all or of one principal."""
+        with self._lock:
+            return len(self._live) if principal is None else len(self._by_principal.get(principal, ()))
 
     def __len__(self) -> int:
-        return len(self._live)
+        return self.count()
 
     def end(self, sid: str, principal: str) -> bool:
         session = self.get(sid, principal)
         with self._lock:
-            return session is not None and self._live.pop(sid, None) is not None
+            ended = session is not None and self._live.get(sid) is session
+            if ended and session is not None:
+                self._drop(session)
+        if ended and session is not None:
+            session.close("ended by DELETE")
+        return ended
+
+
+def _close_all(ended: list[tuple[Session, str]]) -> None:
+    for session, reason in ended:
+        session.close(reason)
 
 
 @bp.record_once
@@ -278,20 +357,49 @@ def _accepts() -> Accepts:
     return accepts
 
 
-def _read_body() -> bytes:
-    limit = current_app.config.get("MAX_CONTENT_LENGTH")
+def _read_body() -> str:
+    """The body as text: at most the limit plus one byte is read, whatever the framing, and only UTF-8.
+
+    Werkzeug's own limit cuts a chunked body at the limit without a word, so the body is read
+    here from the WSGI input: with a Content-Length, that many bytes (refused unread if too
+    many); without one (chunked), until its end or one byte past the limit.
+    """
+    limit = int(current_app.config.get("MAX_CONTENT_LENGTH") or 0) or None
 
     def too_big() -> Refusal:
         return _refuse(f"The request body is larger than the limit of {limit} bytes", 413)
 
-    if limit is not None and request.content_length is not None and request.content_length > limit:
+    length = request.content_length
+    if limit is not None and length is not None and length > limit:
         raise too_big()
+    charset = request.mimetype_params.get("charset")
+    if charset is not None and charset.strip().lower().replace("_", "-") not in ("utf-8", "utf8"):
+        raise _refuse(f"The body must be UTF-8 JSON, not charset={charset!r}", 415)
+    environ = request.environ
+    if length is None and not environ.get("wsgi.input_terminated"):
+        length = 0  # neither Content-Length nor chunked: the body is empty (RFC 9112, section 6.3)
+    stream = get_input_stream(environ, safe_fallback=False, max_content_length=None)
+    budget = length if length is not None else (limit + 1 if limit is not None else None)
+    chunks: list[bytes] = []
+    total = 0
     try:
-        return request.get_data(cache=False)
-    except RequestEntityTooLarge:
-        raise too_big() from None
-    except ClientDisconnected:
-        raise _refuse("The request body ended early", 400) from None
+        while budget is None or total < budget:
+            chunk = stream.read(READ_CHUNK if budget is None else min(READ_CHUNK, budget - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    except Exception as exc:  # a disconnect, or broken chunked framing: the server's own exception types
+        log.info("request body could not be read: %s: %s", type(exc).__name__, exc)
+        raise _refuse("The request body ended early or its framing is broken", 400) from None
+    if limit is not None and total > limit:
+        raise too_big()
+    if length is not None and total < length:
+        raise _refuse("The request body ended early", 400)
+    try:
+        return utf8_text(b"".join(chunks))
+    except NotUtf8 as exc:
+        raise Refusal(exc) from None
 
 
 def _is_modern(message: Any) -> bool:
@@ -336,6 +444,8 @@ def _check_headers(message: Any, services: Services) -> None:
     try:
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        if META_VERSION not in meta and "id" in message:
+            return  # the core answers 400 -32602 (missing _meta): the body is wrong before any header is
         if META_VERSION in meta and _header("MCP-Protocol-Version") != meta[META_VERSION]:
             raise HeaderMismatch(f"The MCP-Protocol-Version header does not match params._meta[{META_VERSION!r}]")
         method = message.get("method")
@@ -381,7 +491,15 @@ def _initialize(
     response = exchange.response
     if not response or "result" not in response:
         return _reply(exchange, accepts)
-    session = sessions.open(principal, conn)
+    try:
+        session = sessions.open(principal, conn)
+    except SessionsFull:
+        log.warning("legacy initialize refused: %d sessions are live, the limit", sessions.limit)
+        raise Refusal(
+            HttpRefusal(f"The server has {sessions.limit} live 2025-11-25 sessions, its limit: try again later",
+                        http_status=503),
+            _request_id(message), {"Retry-After": str(RETRY_AFTER)},
+        ) from None
     reply = _reply(exchange, accepts)
     reply.headers["Mcp-Session-Id"] = session.sid
     return reply
@@ -390,12 +508,28 @@ def _initialize(
 def _continue_session(session: Session, message: Any, accepts: Accepts) -> Response:
     is_request = isinstance(message, dict) and isinstance(message.get("method"), str) and "id" in message
     with session.lock:
+        if is_request and _request_id(message) in session.streams:
+            raise Refusal(
+                HttpRefusal("A call with this id is still waiting for the client's answers: use a new id",
+                            http_status=400),
+                _request_id(message),
+            )
         exchange = session.conn.receive(message)
         if exchange.origin is not None and not is_request:
             session.route(exchange.messages, exchange.origin)  # a client's answer moves its tools/call on
             return Response(status=202)
         if exchange.response is not None or not exchange.messages:
             return _reply(exchange, accepts, legacy=True)
+        if len(session.streams) >= MAX_PENDING_CALLS_PER_SESSION:
+            _cancel(session, exchange.origin)
+            raise Refusal(
+                HttpRefusal(
+                    f"This session already has {MAX_PENDING_CALLS_PER_SESSION} calls waiting for the client's "
+                    "answers, its limit: answer or close one of them first",
+                    http_status=429,
+                ),
+                exchange.origin,
+            )
         if not accepts.sse:
             _cancel(session, exchange.origin)
             raise Refusal(
@@ -413,19 +547,27 @@ def _continue_session(session: Session, message: Any, accepts: Accepts) -> Respo
 
 def _shim_stream(
     session: Session, origin: Any, first: list[dict[str, Any]], inbox: queue.Queue[list[dict[str, Any]]], wait: float
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[dict[str, Any] | None]:
     """The server requests of each shim round, then the final response, on one SSE stream.
 
     Each round waits at most `wait` seconds for the client's answers; then the core's `expire()`
     gives up on rounds past their deadline, and if its clock disagrees this stream gives up anyway.
+    While it waits it yields None (a keep-alive comment) every `KEEPALIVE_INTERVAL` seconds: when
+    the client has closed the stream that write fails, the server closes this generator, and the
+    `finally` below cancels the call, so the worker thread is free again within about a second.
     """
     finished = False
     try:
         yield from first
         while not finished:
-            try:
-                batch = inbox.get(timeout=wait)
-            except queue.Empty:
+            batch = None
+            deadline = time.monotonic() + wait
+            while batch is None and (remaining := deadline - time.monotonic()) > 0:
+                try:
+                    batch = inbox.get(timeout=min(KEEPALIVE_INTERVAL, remaining))
+                except queue.Empty:
+                    yield None
+            if batch is None:
                 with session.lock:
                     expired = session.conn.expire()
                     for message in expired.messages:
@@ -444,6 +586,8 @@ def _shim_stream(
             session.streams.pop(origin, None)
             if not finished:  # the client went away: a closed stream is a cancellation
                 _cancel(session, origin)
+                log.info("legacy call %r on a session of %s cancelled: the client closed its stream",
+                         origin, session.principal)
 
 
 def _cancel(session: Session, origin: Any) -> None:
@@ -460,10 +604,18 @@ def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None
     )
 
 
-def _sse(messages: Iterator[dict[str, Any]] | list[dict[str, Any]]) -> Response:
+def _sse(messages: Iterator[dict[str, Any] | None] | list[dict[str, Any]]) -> Response:
     def frames() -> Iterator[str]:
-        for message in messages:
-            yield f"event: message\ndata: {json.dumps(message, separators=(',', ':'))}\n\n"
+        try:
+            for message in messages:
+                if message is None:
+                    yield ": keep-alive\n\n"  # an SSE comment: clients ignore it; a gone client fails the write
+                else:
+                    yield f"event: message\ndata: {json.dumps(message, separators=(',', ':'))}\n\n"
+        finally:  # the server closes this when the client has gone: pass that on, now, not at GC time
+            close = getattr(messages, "close", None)
+            if close is not None:
+                close()
 
     return Response(
         frames(),
@@ -479,10 +631,12 @@ def _reply(exchange: Any, accepts: Accepts, *, legacy: bool = False) -> Response
         return Response(status=202)
     response = exchange.response or exchange.messages[-1]
     status = exchange.http_status
-    if legacy and response.get("id") is not None:
-        status = 200  # on a 2025-11-25 session, a 404 would read as "session gone"
+    if legacy and response.get("id") is not None and status == 404:
+        status = 200  # on a 2025-11-25 session, a 404 would read as "session gone"; a 400 still says "malformed"
     if status == 202:
         status = 200
+    if status == 503:  # the redeemed store is down: nothing was done, the client may retry
+        return _json(response, status, {"Retry-After": str(RETRY_AFTER)})
     if status != 200 or not accepts.sse or (accepts.json and len(exchange.messages) == 1):
         return _json(response, status)
     return _sse(exchange.messages)

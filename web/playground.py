@@ -35,12 +35,12 @@ from moves.catalog import Move
 from moves.engine import MINT_ID, Call, MoveResult, Step, modern_request, outcome_of, play
 from moves.script import TICKET_MARK, ScriptStep, replay_script
 from moves.target import Outcome, Role
-from moves.targets.lab import LabStore, LabTarget, lab_target
+from moves.targets.lab import LabStore, LabTarget
 from mrtr.server import shape_problem
 from mrtr.tickets import CHECK_TITLES, CHECKS, SEALED_PREFIX, b64encode
 from web import htmx
 from web.content import Lesson
-from web.services import get_services
+from web.services import LAB_PRINCIPALS, get_services
 
 bp = Blueprint("playground", __name__)
 
@@ -148,7 +148,8 @@ def pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
-SKIP_LABELS = {"not-reached": "not reached", "not-needed": "not needed", "switched-off": "switched off"}
+SKIP_LABELS = {"not-reached": "not reached", "not-needed": "not needed", "switched-off": "switched off",
+               "unavailable": "store unavailable"}
 
 
 @dataclass
@@ -164,7 +165,8 @@ class CheckView:
         if self.outcome == "pass":
             return "passed"
         if self.outcome == "fail":
-            return "failed"
+            # a missing answer is not a refusal: the server asks the question again
+            return "asked again" if self.name == "answer" else "failed"
         return SKIP_LABELS.get(self.why, "not reached")
 
     @property
@@ -381,9 +383,7 @@ def seeded_jti(seed: str) -> Callable[[], str]:
 def new_target(toggles: Toggles, now: float, *, jti: Callable[[], str] | None = None,
                store: LabStore | None = None) -> LabTarget:
     """A lab target (lab keys, the app's catalog and ttl) under the switches, on a fresh store and a fake clock."""
-    services = get_services()
-    return lab_target(services.lab_ring, now=now, catalog=services.catalog, ttl=services.server.ttl, jti=jti,
-                      store=store, **toggles.switches)
+    return get_services().new_lab_target(now=now, jti=jti, store=store, **toggles.switches)
 
 
 def _now() -> float:
@@ -466,7 +466,7 @@ def playground_context(args: Mapping[str, Any] | None = None, *, strict: bool = 
     all_moves = moves()
     pg = Playground(
         toggles=toggles,
-        moves=[MoveView(m, "bob" if m.sender == "owner" else "alice") for m in all_moves],
+        moves=[MoveView(m, LAB_PRINCIPALS[0] if m.sender == "owner" else LAB_PRINCIPALS[1]) for m in all_moves],
         round_one=first,
         custom=CustomForm(ticket=first.ticket.token, token_choice=first.token, minted_at=str(first.minted_at),
                           seed=first.seed),

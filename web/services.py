@@ -19,7 +19,7 @@ from typing import Any
 from flask import current_app
 
 from moves.labcodec import LabRing, lab_ring_from
-from moves.targets.lab import lab_server
+from moves.targets.lab import LabTarget, lab_server, lab_target
 from mrtr import KeyRing, MemoryStore, Policy, Server, SqliteStore, ring_from_config, system_clock
 from mrtr.catalog import Catalog
 from mrtr.keys import default_state_dir
@@ -120,6 +120,14 @@ class Services:
         """A fresh lab server (lab keys, fresh store, the app's catalog) for a page or a class demo."""
         return lab_server(self.lab_ring, clock=clock, single_use=single_use, sealed=sealed,
                           verify_signature=verify_signature, catalog=self.catalog, ttl=self.server.ttl, jti=jti)
+
+
+    def new_lab_target(self, *, now: float, single_use: bool = True, sealed: bool = False,
+                       verify_signature: bool = True, jti: Any = None, store: Any = None) -> LabTarget:
+        """A fresh lab target for the move engine (`moves.engine.play`): lab keys, fake clock at `now`."""
+        return lab_target(self.lab_ring, now=now, single_use=single_use, sealed=sealed,
+                          verify_signature=verify_signature, catalog=self.catalog, ttl=self.server.ttl, jti=jti,
+                          store=store, owner=LAB_PRINCIPALS[0], other=LAB_PRINCIPALS[1])
 
 
 def lab_tokens_for(tokens: Mapping[str, str]) -> tuple[dict[str, str], bool]:

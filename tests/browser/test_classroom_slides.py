@@ -50,9 +50,11 @@ def test_checks_are_numbered_in_one_column(page: Page) -> None:
     checks = page.locator("[data-slide]:not([hidden]) .big-checks li")
     expect(checks).to_have_count(6)
     expect(checks.locator(".check-n")).to_have_text([f"{n}." for n in range(1, 7)])
-    lefts = {round(box["x"]) for box in (checks.nth(i).bounding_box() for i in range(6)) if box}
-    assert len(lefts) == 1, "the checks are one column"
-    tops = [checks.nth(i).bounding_box()["y"] for i in range(6)]  # type: ignore[index]
+    expect(page.locator("[data-deck]")).to_have_attribute("data-fit", re.compile(r"^[01]\.\d{3}$"))
+    boxes = page.evaluate("""() => [...document.querySelectorAll('[data-slide]:not([hidden]) .big-checks li')]
+        .map(e => { const r = e.getBoundingClientRect(); return [r.left, r.top]; })""")
+    assert len({round(left) for left, _ in boxes}) == 1, "the checks are one column"
+    tops = [top for _, top in boxes]
     assert tops == sorted(tops)
     expect(checks.last).to_have_attribute("data-check", "single-use")
     expect(checks.last).to_be_in_viewport()

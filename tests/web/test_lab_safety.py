@@ -334,3 +334,20 @@ def test_each_moves_script_replays_it_on_the_real_server(served: tuple[str, Path
     move = COURSE.move(slug)
     expected = {"deployed": "completed"}.get(str(move.expect), str(move.expect))
     assert outcome_on_mcp(last_response(output)) == expected, output
+
+
+def test_the_lab_is_no_oracle_for_real_tickets(walked: tuple[Flask, list[tuple[str, str]]]) -> None:
+    """A ticket /mcp minted, pasted into the custom move: the lab cannot verify it, nor see /mcp's store."""
+    app, _ = walked
+    client = app.test_client()
+    headers = mcp_headers(next(iter(SECRET_TOKENS)))
+    real = client.post("/mcp", json=mcp_call(2, "staging"), headers=headers).get_json()["result"]["requestState"]
+    assert "deployed" in json.dumps(client.post("/mcp", json=mcp_call(3, "staging", real), headers=headers).get_json())
+    form = next(f for f in custom_forms(app) if f["answer"] == "accept" and f["ticket"].startswith("t1."))
+    for switches, stopped in (({}, "signature"), ({"no_signature": "1"}, None)):
+        page = BeautifulSoup(client.post("/playground/custom", data={**form, **switches, "ticket": real},
+                                         headers=HX).get_data(as_text=True), "html.parser")
+        failure = page.select_one("[data-first-failure]")
+        # with the check on, lab keys never verify a real ticket; with it off, the lab's own fresh store
+        # lets the already-redeemed real ticket through: what /mcp remembers never shows here
+        assert (failure["data-first-failure"] or None if failure else None) == stopped

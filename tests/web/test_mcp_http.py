@@ -469,13 +469,13 @@ def test_legacy_traffic_without_a_session_is_400_and_says_why(client):
 
 
 def test_a_non_legacy_version_header_is_served_as_modern_even_with_a_session(client):
-    """Spec: a modern request ignores Mcp-Session-Id; here its headers do not mirror the body."""
+    """Spec: a modern request ignores Mcp-Session-Id. Without _meta it is malformed (-32602); with
+    _meta, its headers do not mirror the body (-32020). A legacy session would have listed tools."""
     sid = open_session(client)
-    response = client.post(
-        "/mcp",
-        json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-        headers={**LEGACY_HEADERS, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "1999-01-01"},
-    )
+    headers = {**LEGACY_HEADERS, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "1999-01-01"}
+    response = client.post("/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers=headers)
+    assert response.status_code == 400 and error_of(response)["code"] == -32602
+    response = client.post("/mcp", json=rpc("tools/list", request_id=3), headers=headers)
     assert response.status_code == 400 and error_of(response)["code"] == -32020
 
 
@@ -630,10 +630,11 @@ def test_no_garbage_in_a_live_session_is_a_500(client):
         assert_clean(response)
 
 
-def test_idle_legacy_sessions_are_ended_and_the_oldest_go_first():
-    """App-defined: sessions live in memory, so idle ones are ended and their number is capped."""
+def test_idle_legacy_sessions_are_ended_and_a_full_table_ends_no_one_elses():
+    """App-defined: sessions live in memory, so idle ones are ended and their number is capped;
+    a full table refuses a newcomer rather than end another principal's session."""
     from mrtr import KeyRing, MemoryStore, Server
-    from web.mcp import Sessions
+    from web.mcp import Sessions, SessionsFull
 
     now = [0.0]
     sessions = Sessions(limit=2, idle_timeout=60, clock=lambda: now[0])
@@ -642,8 +643,11 @@ def test_idle_legacy_sessions_are_ended_and_the_oldest_go_first():
     now[0] = 30
     assert sessions.get(first.sid, "bob") is first  # use keeps it alive
     second = sessions.open("bob", server.connect("bob"))
-    third = sessions.open("alice", server.connect("alice"))
-    assert sessions.get(first.sid, "bob") is None and len(sessions) == 2  # over the limit: oldest gone
+    with pytest.raises(SessionsFull):
+        sessions.open("alice", server.connect("alice"))
+    assert sessions.get(first.sid, "bob") is first and sessions.get(second.sid, "bob") is second
+    third = sessions.open("bob", server.connect("bob"))  # bob makes room from his own: the least recently used
+    assert sessions.get(first.sid, "bob") is None and len(sessions) == 2
     now[0] = 30 + 61
-    assert sessions.get(second.sid, "bob") is None and sessions.get(third.sid, "alice") is None
+    assert sessions.get(second.sid, "bob") is None and sessions.get(third.sid, "bob") is None
     assert len(sessions) == 0

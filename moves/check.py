@@ -1,0 +1,528 @@
+"""`python -m mrtr check`: play every move of lessons/moves.toml and the protocol probes against one
+server (an HTTP URL with two bearer tokens, or a stdio command), and report what held.
+
+Python API (the CLI, the /check page and the tests use it):
+    run_check(target, CheckOptions(...), events=Events(...)) -> Report   # raises CheckError
+    Report.ok, .to_json(), .table(), .summary(), .junit()
+    main(argv, *, stdout=..., stderr=..., timeout=...) -> exit code 0 / 1 / 2
+
+Exit codes: 0 every required move and probe held; 1 one did not; 2 a usage error, or a target the
+checker cannot use (unreachable, not MCP, no tool that asks for input). A move is required unless
+`--skip-late` skipped it or `--allow-replay` turned its single-use failure into a warning.
+Nothing here prints a traceback for a peer's fault, and tokens never reach the output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, Any
+
+from moves.catalog import Move, load_moves
+from moves.engine import Call, MoveResult, modern_request, play
+from moves.probes import (
+    ProbeResult,
+    Recorder,
+    counter,
+    describe,
+    input_required,
+    probe_capability,
+    probe_missing_answer,
+    probe_result_type,
+    probe_same_error,
+    probe_version,
+)
+from moves.target import Outcome, Target
+from moves.targets.http import HttpTarget, TargetConfigError
+from moves.targets.remote import DEFAULT_TIMEOUT, Timing, clip
+from moves.targets.stdio import PRINCIPAL_ENV, StdioConfigError, StdioTarget
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+DEFAULT_TOOL = "deploy"
+
+
+class CheckError(Exception):
+    """The check cannot run at all; the message says why in plain words (exit 2)."""
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    tool: str | None = None  # default: deploy if listed, else the first tool that answers input_required
+    arguments: dict[str, Any] | None = None  # default: built from the tool's inputSchema
+    other_arguments: dict[str, Any] | None = None  # default: the arguments with one string changed
+    allow_replay: bool = False  # a failed single-use move is a warning, not a failure
+    skip_late: bool = False  # the past-expiry move is not run (set the target's Timing too)
+
+
+@dataclass
+class MoveRow:
+    move: str
+    title: str
+    expected: str
+    observed: str
+    ok: bool
+    detail: str
+    required: bool = True
+    stops_at: str = ""
+
+    @property
+    def verdict(self) -> str:
+        """pass, fail, warn (failed but not required) or skip (not run, not required)."""
+        if self.ok:
+            return "pass"
+        if self.required:
+            return "fail"
+        return "skip" if self.observed == Outcome.NOT_RUN.value else "warn"
+
+
+@dataclass
+class Events:
+    """Callbacks while a check runs (the terminal progress bar, the /check page's live view)."""
+
+    phase: Callable[[str], None] = lambda text: None  # "listing tools", "playing stolen", ...
+    move_done: Callable[[MoveRow, int, int], None] = lambda row, index, total: None
+    probe_done: Callable[[ProbeResult], None] = lambda probe: None
+    wait: Callable[[float, float], None] = lambda waited, total: None  # the late move's real wait
+
+
+@dataclass
+class Report:
+    target: str
+    tool: str
+    arguments: dict[str, Any]
+    other_arguments: dict[str, Any] | None
+    moves: list[MoveRow] = field(default_factory=list)
+    probes: list[ProbeResult] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok or not r.required for r in self.moves) and all(p.ok for p in self.probes)
+
+    def to_json(self) -> dict[str, Any]:
+        """Exactly the object the issue specifies (and nothing else)."""
+        return {
+            "target": self.target,
+            "ok": self.ok,
+            "moves": [{"move": r.move, "expected": r.expected, "observed": r.observed, "ok": r.ok,
+                       "detail": r.detail} for r in self.moves],
+            "probes": [{"probe": p.probe, "ok": p.ok, "detail": p.detail} for p in self.probes],
+        }
+
+    def counts(self) -> dict[str, int]:
+        verdicts = [r.verdict for r in self.moves]
+        return {"moves": len(self.moves), "held": verdicts.count("pass"), "failed": verdicts.count("fail"),
+                "warned": verdicts.count("warn"), "skipped": verdicts.count("skip"), "probes": len(self.probes),
+                "probes_held": sum(p.ok for p in self.probes)}
+
+    def summary(self) -> str:
+        c = self.counts()
+        extra = [f"{c['warned']} warning{'s' * (c['warned'] != 1)}"] if c["warned"] else []
+        extra += [f"{c['skipped']} skipped"] if c["skipped"] else []
+        tail = f" ({', '.join(extra)})" if extra else ""
+        return (f"{'PASS' if self.ok else 'FAIL'}: {c['held']} of {c['moves']} moves and {c['probes_held']} of "
+                f"{c['probes']} probes held{tail}")
+
+    def table(self) -> str:
+        args = json.dumps(self.arguments, ensure_ascii=False)
+        other = json.dumps(self.other_arguments, ensure_ascii=False) if self.other_arguments is not None else "none"
+        lines = [f"Target: {self.target}", f"Tool:   {self.tool} {args} (other request: {other})", ""]
+        width = max([len("move"), *(len(r.move) for r in self.moves)]) + 2
+        lines.append(f"{'MOVE':<{width}}{'EXPECTED':<13}{'SERVER DID':<13}VERDICT")
+        for r in self.moves:
+            lines.append(f"{r.move:<{width}}{r.expected:<13}{r.observed:<13}{r.verdict.upper()}")
+        pwidth = max([len("probe"), *(len(p.probe) for p in self.probes)]) + 2
+        lines += ["", f"{'PROBE':<{pwidth}}VERDICT  DETAIL"]
+        for p in self.probes:
+            lines.append(f"{p.probe:<{pwidth}}{'PASS' if p.ok else 'FAIL':<9}{p.detail}")
+        notes = [f"  {r.move} ({r.verdict}): {r.detail}" for r in self.moves if r.verdict != "pass"]
+        if notes:
+            lines += ["", "Moves that did not hold:", *notes]
+        lines += ["", self.summary()]
+        return "\n".join(lines)
+
+    def junit(self) -> str:
+        c = self.counts()
+        failures = c["failed"] + (c["probes"] - c["probes_held"])
+        suites = ET.Element("testsuites", name="mrtr check")
+        suite = ET.SubElement(suites, "testsuite", name=f"mrtr check {self.target}",
+                              tests=str(c["moves"] + c["probes"]), failures=str(failures), errors="0",
+                              skipped=str(c["skipped"]))
+        for r in self.moves:
+            case = ET.SubElement(suite, "testcase", classname="mrtr.check.moves", name=r.move)
+            if r.verdict == "fail":
+                failure = ET.SubElement(case, "failure", message=f"expected {r.expected}, server did {r.observed}")
+                failure.text = r.detail
+            elif r.verdict == "skip":
+                ET.SubElement(case, "skipped", message=r.detail)
+            elif r.verdict == "warn":
+                ET.SubElement(case, "system-out").text = f"warning: {r.detail}"
+        for p in self.probes:
+            case = ET.SubElement(suite, "testcase", classname="mrtr.check.probes", name=p.probe)
+            if not p.ok:
+                ET.SubElement(case, "failure", message=p.title).text = p.detail
+        ET.indent(suites)
+        return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+# -- arguments from a tool's schema -----------------------------------------------------------------
+
+
+def _example(name: str, schema: Any) -> Any:
+    schema = schema if isinstance(schema, dict) else {}
+    if "default" in schema:
+        return schema["default"]
+    if "const" in schema:
+        return schema["const"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    kind = next((k for k in kind if k != "null"), "string") if isinstance(kind, list) else kind
+    if kind in ("integer", "number"):
+        value = schema.get("minimum", 1)
+        return int(value) if kind == "integer" else value
+    if kind == "boolean":
+        return False
+    if kind == "array":
+        return []
+    if kind == "object":
+        return {}
+    if name == "env":
+        return "staging"
+    formats = {"email": "check@example.com", "uri": "https://example.com/", "date": "2026-07-28",
+               "date-time": "2026-07-28T00:00:00Z"}
+    text = formats.get(schema.get("format"), "mrtr-check")
+    return text.ljust(int(schema.get("minLength", 0) or 0), "x")
+
+
+def arguments_for(input_schema: Any) -> dict[str, Any]:
+    """Arguments that satisfy a tool's inputSchema: its required properties, each with an example."""
+    schema = input_schema if isinstance(input_schema, dict) else {}
+    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    required = [r for r in schema.get("required", []) if isinstance(r, str)] \
+        if isinstance(schema.get("required"), list) else []
+    return {name: _example(name, props.get(name)) for name in required}
+
+
+def other_arguments_for(arguments: dict[str, Any], input_schema: Any = None) -> dict[str, Any] | None:
+    """The same arguments with one string changed (staging <-> prod, another enum value, or a suffix).
+
+    None when there is no string (or number, or boolean) argument to change.
+    """
+    schema = input_schema if isinstance(input_schema, dict) else {}
+    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    for name, value in arguments.items():
+        if not isinstance(value, str):
+            continue
+        enum = props.get(name, {}).get("enum") if isinstance(props.get(name), dict) else None
+        choices = [v for v in enum if isinstance(v, str) and v != value] if isinstance(enum, list) else []
+        swaps = {"staging": "prod", "prod": "staging", "production": "staging"}
+        changed = choices[0] if choices else swaps.get(value, value + "-other")
+        return {**arguments, name: changed}
+    for name, value in arguments.items():
+        if isinstance(value, bool):
+            return {**arguments, name: not value}
+        if isinstance(value, int | float):
+            return {**arguments, name: value + 1}
+    return None
+
+
+# -- running ----------------------------------------------------------------------------------------
+
+
+def _move_row(result: MoveResult, move: Move, options: CheckOptions, target: Any) -> MoveRow:
+    observed = Outcome(result.outcome).value
+    detail = result.detail
+    ok = bool(result.ok)
+    required = True
+    if result.outcome == Outcome.NOT_RUN:
+        timing = getattr(target, "timing", None)
+        reason = getattr(timing, "skip_reason", None)
+        detail = reason or detail
+        if move.timing == "past-expiry" and options.skip_late:
+            required = False
+    elif not ok and options.allow_replay and getattr(move, "requires", "") == "single-use":
+        required = False
+        detail = f"warning (--allow-replay): {detail}"
+    if not ok and result.outcome not in (Outcome.NOT_RUN, Outcome.ERROR) and getattr(move, "stops_at", ""):
+        detail = f"{detail} (a sound server stops this move at its {move.stops_at} check)"
+    return MoveRow(move.slug, move.title, Outcome(move.expect).value, observed, ok, detail, required,
+                   getattr(move, "stops_at", "") or "")
+
+
+def _tools(target: Target, call: Call, role: Any, next_id: Callable[[], int]) -> list[dict[str, Any]]:
+    who = target.owner if role == "owner" else target.other
+    reply = target.send(role, modern_request(next_id(), "tools/list", {}, call))
+    if reply.response is None:
+        raise CheckError(f"{target.label} did not answer tools/list for {who}: {reply.transport_error}")
+    if "error" in reply.response:
+        raise CheckError(f"{target.label} refused tools/list for {who} with {describe(reply)}")
+    tools = reply.response.get("result", {}).get("tools")
+    if not isinstance(tools, list):
+        raise CheckError(f"{target.label} answered tools/list for {who} without a list of tools")
+    return [t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
+
+
+def _round_one(target: Target, call: Call, next_id: Callable[[], int]) -> tuple[bool, str]:
+    reply = target.send("owner", modern_request(next_id(), "tools/call",
+                                                {"name": call.tool, "arguments": call.arguments}, call))
+    if reply.response is None:
+        raise CheckError(f"{target.label} did not answer tools/call {call.tool}: {reply.transport_error}")
+    asked = input_required(reply)
+    if asked and isinstance(asked.get("requestState"), str):
+        return True, ""
+    if asked:
+        return False, "answered input_required without a requestState ticket"
+    return False, f"answered {describe(reply)}"
+
+
+def _choose(target: Target, tools: list[dict[str, Any]], options: CheckOptions, base: Call,
+            next_id: Callable[[], int]) -> tuple[Call, dict[str, Any]]:
+    names = [t["name"] for t in tools]
+    by_name = {t["name"]: t for t in tools}
+    if options.tool is not None:
+        if options.tool not in by_name:
+            listed = ", ".join(clip(n, 40) for n in names[:12]) or "none"
+            raise CheckError(f"{target.label} lists no tool named {options.tool!r} (it lists: {listed})")
+        candidates = [options.tool]
+    elif DEFAULT_TOOL in by_name:
+        candidates = [DEFAULT_TOOL]
+    else:
+        candidates = names
+    if not candidates:
+        raise CheckError(f"{target.label} lists no tools, so there is nothing to check")
+    tried: list[str] = []
+    for name in candidates:
+        schema = by_name[name].get("inputSchema")
+        arguments = options.arguments if options.arguments is not None else arguments_for(schema)
+        call = replace(base, tool=name, arguments=arguments,
+                       other_arguments=options.other_arguments if options.other_arguments is not None
+                       else other_arguments_for(arguments, schema))
+        asks, why = _round_one(target, call, next_id)
+        if asks:
+            return call, schema if isinstance(schema, dict) else {}
+        tried.append(f"{name} {why}")
+    if len(candidates) == 1:
+        raise CheckError(f"tools/call {tried[0]}: it must ask for input (input_required with a requestState) "
+                         "for the moves to be played; choose another tool with --tool, or other --args")
+    raise CheckError("no tool answered input_required with a requestState; tried " + "; ".join(tried[:5])
+                     + ". Name one with --tool")
+
+
+def run_check(target: Target, options: CheckOptions = CheckOptions(), *, moves: Sequence[Move] | None = None,
+              events: Events | None = None) -> Report:
+    """Play every move and probe against `target` and report. Raises CheckError when it cannot start.
+
+    The caller owns the target (and closes it). Moves: `moves`, else MRTR_MOVES_FILE, else lessons/moves.toml.
+    """
+    events = events or Events()
+    catalog = tuple(moves) if moves is not None else moves_from_env()
+    recorder = Recorder(target)
+    next_id = counter(1)
+    events.phase("listing tools")
+    tools = _tools(recorder, Call(), "owner", next_id)
+    _tools(recorder, Call(), "other", next_id)
+    events.phase("calling the tool")
+    call, _schema = _choose(recorder, tools, options, Call(), next_id)
+    report = Report(target.label, call.tool, dict(call.arguments),
+                    dict(call.other_arguments) if call.other_arguments is not None else None)
+    probe_ids = counter(1000)
+    results: list[MoveResult] = []
+    total = len(catalog)
+    for index, move in enumerate(catalog, 1):
+        recorder.context = f"move {move.slug}"
+        events.phase(f"playing {move.slug}")
+        if getattr(move, "request", "same") == "other" and call.other_arguments is None:
+            row = MoveRow(move.slug, move.title, Outcome(move.expect).value, Outcome.NOT_RUN.value, False,
+                          "not run: no argument to change for the other request; pass --other-args", True,
+                          getattr(move, "stops_at", "") or "")
+        else:
+            result = play(move, recorder, call, on_progress=events.wait)
+            row = _move_row(result, move, options, target)
+            results.append(result)
+        report.moves.append(row)
+        events.move_done(row, index, total)
+    for slug, probe in (("capability", probe_capability), ("version", probe_version),
+                        ("missing-answer", probe_missing_answer)):
+        recorder.context = f"probe {slug}"
+        events.phase(f"probing {slug}")
+        result_probe = probe(recorder, call, probe_ids)
+        report.probes.append(result_probe)
+        events.probe_done(result_probe)
+    for result_probe in (probe_same_error(results), probe_result_type(recorder.exchanges)):
+        report.probes.append(result_probe)
+        events.probe_done(result_probe)
+    return report
+
+
+def moves_from_env() -> tuple[Move, ...]:
+    """The moves the checker plays: `MRTR_MOVES_FILE` when set (as the app reads it), else lessons/moves.toml."""
+    path = os.environ.get("MRTR_MOVES_FILE")
+    try:
+        return load_moves(Path(path) if path else None)
+    except ValueError as exc:
+        raise CheckError(str(exc)) from None
+
+
+# -- the command line -------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    out: IO[str] | None = None
+
+    def error(self, message: str) -> Any:  # usage errors: one clear line and exit 2, never a traceback
+        raise CheckError(message)
+
+    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+        if message:
+            (self.out or file or sys.stdout).write(message)
+
+
+def _parser(out: IO[str] | None = None) -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m mrtr check", description=(
+        "Play the MRTR ticket moves and protocol probes against an MCP 2026-07-28 server and report what held."))
+    p.add_argument("target", nargs="?", metavar="TARGET", help="the server's MCP endpoint, an http(s) URL")
+    p.add_argument("--stdio", metavar="COMMAND", help="run this command instead (one process per principal)")
+    p.add_argument("--token", action="append", default=[], metavar="NAME=TOKEN",
+                   help="a principal and its bearer token, given twice, the ticket's owner first (over stdio: "
+                        "optional, the value the principal variable gets; default bob=bob, alice=alice)")
+    p.add_argument("--principal-env", default=PRINCIPAL_ENV, metavar="VAR",
+                   help=f"over stdio, the variable that names the principal (default {PRINCIPAL_ENV})")
+    p.add_argument("--tool", help="the tool to play against (default: deploy if listed, else the first tool "
+                                  "that answers input_required; each tool tried is really called)")
+    p.add_argument("--args", metavar="JSON", help="the tool's arguments, a JSON object")
+    p.add_argument("--other-args", metavar="JSON", help="the arguments of the other request (default: --args "
+                                                        "with one string changed)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    p.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    p.add_argument("--allow-replay", action="store_true",
+                   help="single use becomes a warning (for tools without side effects)")
+    p.add_argument("--skip-late", action="store_true", help="do not wait for the ticket to expire")
+    p.add_argument("--late-after", type=float, metavar="SECONDS",
+                   help="when the ticket's expiry is unreadable, send the late move this long after minting")
+    p.out = out
+    return p
+
+
+def _json_object(text: str | None, flag: str) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise CheckError(f"{flag} is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise CheckError(f"{flag} must be a JSON object, like '{{\"env\": \"staging\"}}'")
+    return value
+
+
+def _tokens(values: list[str]) -> list[tuple[str, str]]:
+    pairs = []
+    for value in values:
+        name, sep, token = value.partition("=")
+        if not sep or not name.strip() or not token:
+            raise CheckError("--token looks like NAME=TOKEN, for example --token bob=bob-token")
+        pairs.append((name.strip(), token))
+    return pairs
+
+
+def build_target(args: argparse.Namespace, *, timeout: float = DEFAULT_TIMEOUT) -> Target:
+    if args.late_after is not None and not (0 < args.late_after <= 3600):
+        raise CheckError("--late-after must be a number of seconds between 0 and 3600")
+    timing = Timing(late_after=args.late_after, skip_late=args.skip_late)
+    tokens = _tokens(args.token)
+    if bool(args.target) == bool(args.stdio):
+        raise CheckError("give either TARGET (an http(s) URL) or --stdio \"COMMAND\", not both or neither")
+    try:
+        if args.stdio:
+            if tokens and len(tokens) != 2:
+                raise CheckError("over stdio, --token NAME=VALUE is optional but, if given, given twice")
+            return StdioTarget(args.stdio, tokens or None, principal_env=args.principal_env, timeout=timeout,
+                               timing=timing)
+        if len(tokens) != 2:
+            raise CheckError("an HTTP target needs two principals: --token NAME=TOKEN, given twice")
+        return HttpTarget(args.target, tokens, timeout=timeout, timing=timing)
+    except (TargetConfigError, StdioConfigError) as exc:
+        raise CheckError(str(exc)) from None
+
+
+class ProgressBar:
+    """The late move's wait as a bar on a terminal; one line per phase otherwise."""
+
+    def __init__(self, stream: IO[str], width: int = 30, tty: bool | None = None) -> None:
+        self.stream = stream
+        self.width = width
+        self.tty = stream.isatty() if tty is None else tty
+        self._announced = False
+
+    def __call__(self, waited: float, total: float) -> None:
+        done = total <= 0 or waited >= total
+        if not self.tty:
+            if not self._announced:
+                self.stream.write(f"late move: waiting {total:.1f} s for the ticket to expire\n")
+                self.stream.flush()
+                self._announced = True
+            if done:
+                self._announced = False
+            return
+        filled = self.width if done else int(self.width * waited / total)
+        bar = "#" * filled + "-" * (self.width - filled)
+        self.stream.write(f"\rlate move: waiting for the ticket to expire [{bar}] {waited:5.1f} / {total:.1f} s")
+        if done:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def main(argv: Sequence[str], *, stdout: IO[str] | None = None, stderr: IO[str] | None = None,
+         timeout: float | None = None) -> int:
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    if timeout is None:
+        try:
+            timeout = float(os.environ.get("MRTR_CHECK_TIMEOUT") or DEFAULT_TIMEOUT)
+        except ValueError:
+            timeout = DEFAULT_TIMEOUT
+    target: Target | None = None
+    try:
+        args = _parser(out).parse_args(list(argv))
+        options = CheckOptions(tool=args.tool, arguments=_json_object(args.args, "--args"),
+                               other_arguments=_json_object(args.other_args, "--other-args"),
+                               allow_replay=args.allow_replay, skip_late=args.skip_late)
+        target = build_target(args, timeout=timeout)
+        tty = err.isatty()
+        events = Events(
+            phase=(lambda text: print(f"… {text}", file=err, flush=True)) if tty else (lambda text: None),
+            wait=ProgressBar(err),
+        )
+        report = run_check(target, options, events=events)
+        if args.junit:
+            try:
+                with open(args.junit, "w", encoding="utf-8") as handle:
+                    handle.write(report.junit())
+            except OSError as exc:
+                raise CheckError(f"could not write --junit {args.junit}: {exc.strerror or exc}") from None
+        if args.json:
+            out.write(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n")
+        else:
+            out.write(report.table() + "\n")
+        out.flush()
+        return EXIT_OK if report.ok else EXIT_FAILED
+    except CheckError as exc:
+        print(f"mrtr check: error: {exc}", file=err)
+        return EXIT_USAGE
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
+    except KeyboardInterrupt:
+        print("mrtr check: interrupted", file=err)
+        return 130
+    except Exception as exc:  # a bug of ours: still one line, never a traceback
+        print(f"mrtr check: internal error: {type(exc).__name__}: {clip(str(exc), 200)}", file=err)
+        return EXIT_USAGE
+    finally:
+        if target is not None:
+            target.close()

@@ -1,0 +1,261 @@
+"""Protocol probes the checker runs beside the moves, judged from the wire alone.
+
+- `capability`: a call without the elicitation capability must get error -32021, not a question.
+- `version`: a request for protocol version 1900-01-01 must get -32022 with `data.supported`.
+- `missing-answer`: a retry whose inputResponses lack the answer asked for is asked again.
+- `result-type`: every result the server sent during the whole run carries `resultType`.
+- `same-error`: every refused ticket got the same error object (apart from its id); otherwise the
+  probe says which failures the error gives away.
+
+`Recorder` wraps any target and keeps every exchange, so the last two can look back over the
+run. Probes only send through the `Target` protocol: no sockets, no Flask, no clock.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from moves.engine import Call, MoveResult, answers_for, modern_request
+from moves.target import Outcome, Reply, Role, Target
+from moves.targets.remote import ticket_expiry
+
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+UNSUPPORTED_VERSION = "1900-01-01"
+CAPABILITY_MISSING = -32021
+VERSION_UNSUPPORTED = -32022
+
+#: Probe slugs, in report order, with the one-line title the report shows.
+PROBES: dict[str, str] = {
+    "capability": "No elicitation capability: error -32021, not a question",
+    "version": "Protocol version 1900-01-01: error -32022 listing data.supported",
+    "missing-answer": "Retry lacking the answer asked for: asked again",
+    "result-type": "resultType on every result",
+    "same-error": "Every refused ticket gets the same error",
+}
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    probe: str
+    ok: bool
+    detail: str
+
+    @property
+    def title(self) -> str:
+        return PROBES.get(self.probe, self.probe)
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One request sent during the run and what came back; `label` says who sent it and why."""
+
+    role: Role
+    sent: dict[str, Any]
+    reply: Reply
+    label: str
+
+
+class Recorder:
+    """A target that keeps every exchange sent through it (the same target, seen from the side)."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.exchanges: list[Exchange] = []
+        self.context = "setup"
+        self.last_ticket: str | None = None
+
+    def __getattr__(self, name: str) -> Any:  # label, owner, other, timing, ...
+        return getattr(self.target, name)
+
+    def send(self, role: Role, message: dict[str, Any]) -> Reply:
+        reply = self.target.send(role, message)
+        self.exchanges.append(Exchange(role, message, reply, self.context))
+        minted = input_required(reply)
+        if minted and isinstance(minted.get("requestState"), str):
+            self.last_ticket = minted["requestState"]
+        return reply
+
+    def begin(self) -> None:
+        self.target.begin()
+
+    def advance(self, seconds: float, *, past_expiry: bool, expires_at: float | None,
+                on_progress: Any = None) -> bool:
+        """As the target's, but a ticket the engine could not read may still show its `exp` (JWT-like)."""
+        if expires_at is None and past_expiry and self.last_ticket:
+            expires_at = ticket_expiry(self.last_ticket)
+        return self.target.advance(seconds, past_expiry=past_expiry, expires_at=expires_at, on_progress=on_progress)
+
+    def close(self) -> None:
+        self.target.close()
+
+
+# -- reading replies --------------------------------------------------------------------------------
+
+
+def describe(reply: Reply) -> str:
+    """What came back, in a few words: 'error -32602 "Invalid ..."', 'input_required', ..."""
+    if reply.response is None:
+        return f"no usable answer ({reply.transport_error or 'nothing came back'})"
+    if "error" in reply.response:
+        error = reply.response["error"] if isinstance(reply.response["error"], dict) else {}
+        message = str(error.get("message", ""))[:80]
+        return f"error {error.get('code')} {json.dumps(message)}"
+    result = reply.response.get("result") or {}
+    kind = result.get("resultType", "no resultType")
+    if kind == "complete" or "resultType" not in result:
+        texts = [c.get("text", "") for c in result.get("content", []) if isinstance(c, dict)] \
+            if isinstance(result.get("content"), list) else []
+        text = " ".join(str(t) for t in texts).strip()[:80]
+        flag = " (isError)" if result.get("isError") is True else ""
+        return f"a complete result{flag}" + (f": {json.dumps(text)}" if text else "")
+    return f"resultType {json.dumps(str(kind)[:40])}"
+
+
+def error_code(reply: Reply) -> Any:
+    error = (reply.response or {}).get("error")
+    return error.get("code") if isinstance(error, dict) else None
+
+
+def input_required(reply: Reply) -> dict[str, Any] | None:
+    result = (reply.response or {}).get("result")
+    if isinstance(result, dict) and result.get("resultType") == "input_required":
+        return result
+    return None
+
+
+def _status_note(reply: Reply) -> str:
+    if reply.http_status is not None and reply.http_status != 400:
+        return f" (over HTTP with status {reply.http_status}; the transport says 400)"
+    return ""
+
+
+# -- the probes -------------------------------------------------------------------------------------
+
+
+def probe_capability(target: Target, call: Call, next_id: Callable[[], int]) -> ProbeResult:
+    params = {"name": call.tool, "arguments": call.arguments}
+    reply = target.send("owner", modern_request(next_id(), "tools/call", params, replace(call, capabilities={})))
+    if error_code(reply) == CAPABILITY_MISSING:
+        data = reply.response.get("error", {}).get("data") if reply.response else None
+        named = isinstance(data, dict) and isinstance(data.get("requiredCapabilities"), dict)
+        note = "" if named else "; data.requiredCapabilities is missing"
+        return ProbeResult("capability", True, f"refused with -32021{note}{_status_note(reply)}")
+    if input_required(reply):
+        return ProbeResult("capability", False, "asked for input anyway, although the request declared no "
+                                                "capabilities (it must answer -32021)")
+    return ProbeResult("capability", False, f"got {describe(reply)}, not error -32021")
+
+
+def probe_version(target: Target, call: Call, next_id: Callable[[], int]) -> ProbeResult:
+    message = modern_request(next_id(), "tools/list", {}, call)
+    message["params"]["_meta"][META_VERSION] = UNSUPPORTED_VERSION
+    reply = target.send("owner", message)
+    if error_code(reply) != VERSION_UNSUPPORTED:
+        return ProbeResult("version", False, f"got {describe(reply)}, not error -32022")
+    data = reply.response.get("error", {}).get("data") if reply.response else None
+    supported = data.get("supported") if isinstance(data, dict) else None
+    if not (isinstance(supported, list) and supported and all(isinstance(v, str) for v in supported)):
+        return ProbeResult("version", False, "refused with -32022 but without data.supported listing the versions "
+                                             "it speaks")
+    shown = ", ".join(str(v)[:20] for v in supported[:5])
+    return ProbeResult("version", True, f"refused with -32022; supported: {shown}{_status_note(reply)}")
+
+
+def probe_missing_answer(target: Target, call: Call, next_id: Callable[[], int]) -> ProbeResult:
+    params = {"name": call.tool, "arguments": call.arguments}
+    target.begin()
+    first = target.send("owner", modern_request(next_id(), "tools/call", params, call))
+    asked = input_required(first)
+    ticket = asked.get("requestState") if asked else None
+    if not asked or not isinstance(ticket, str):
+        return ProbeResult("missing-answer", False, f"round one got {describe(first)}, so there was nothing to "
+                                                    "answer")
+    questions = asked.get("inputRequests") if isinstance(asked.get("inputRequests"), dict) else {}
+    answers = answers_for(questions)
+    left_out = next(iter(questions), None)
+    partial = {k: v for k, v in answers.items() if k != left_out}
+    retry = modern_request(next_id(), "tools/call", {**params, "inputResponses": partial, "requestState": ticket},
+                           call)
+    reply = target.send("owner", retry)
+    what = f"the answer to {left_out!r}" if left_out else "an answer"
+    if input_required(reply):
+        return ProbeResult("missing-answer", True, f"a retry without {what} was asked again")
+    return ProbeResult("missing-answer", False, f"a retry without {what} got {describe(reply)}; it should be asked "
+                                                "again with a new input_required")
+
+
+def probe_result_type(exchanges: Iterable[Exchange]) -> ProbeResult:
+    seen = 0
+    missing: list[str] = []
+    for exchange in exchanges:
+        result = (exchange.reply.response or {}).get("result")
+        if not isinstance(result, dict):
+            continue
+        seen += 1
+        if "resultType" not in result:
+            method = exchange.sent.get("method", "?")
+            where = f"{method} ({exchange.label})"
+            if where not in missing:
+                missing.append(where)
+    if missing:
+        return ProbeResult("result-type", False, "no resultType on the result of " + ", ".join(missing[:6]))
+    return ProbeResult("result-type", True, f"all {seen} results carried resultType")
+
+
+def _error_shape(reply: Reply) -> dict[str, Any] | None:
+    """The refusal as the client saw it, minus the response id; None when it was no refusal."""
+    response = reply.response or {}
+    shape: dict[str, Any] = {"HTTP status": reply.http_status} if reply.http_status is not None else {}
+    if isinstance(response.get("error"), dict):
+        return {**shape, "kind": "error", **{f"error.{k}": v for k, v in response["error"].items()}}
+    result = response.get("result")
+    if isinstance(result, dict) and result.get("isError") is True:
+        return {**shape, "kind": "isError result", **{f"result.{k}": v for k, v in result.items() if k != "_meta"}}
+    return None
+
+
+def _show(value: Any) -> str:
+    return _clip(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False), 80)
+
+
+def probe_same_error(results: Iterable[MoveResult]) -> ProbeResult:
+    groups: dict[str, tuple[dict[str, Any], list[str]]] = {}
+    for result in results:
+        if result.move.expect != Outcome.REFUSED or result.outcome != Outcome.REFUSED or not result.steps:
+            continue
+        shape = _error_shape(result.steps[-1].reply)
+        if shape is not None:
+            key = json.dumps(shape, sort_keys=True, default=str)
+            groups.setdefault(key, (shape, []))[1].append(result.move.slug)
+    count = sum(len(slugs) for _, slugs in groups.values())
+    if not groups:
+        return ProbeResult("same-error", True, "no ticket was refused, so there was nothing to compare")
+    if len(groups) == 1:
+        shape = next(iter(groups.values()))[0]
+        shown = ", ".join(f"{k} {_show(v)}" for k, v in shape.items() if k != "kind")
+        return ProbeResult("same-error", True, f"all {count} refusals were identical: {_clip(shown, 140)}")
+    ordered = sorted(groups.values(), key=lambda group: -len(group[1]))
+    keys = sorted({k for shape, _ in ordered for k in shape})
+    differing = [k for k in keys if len({json.dumps(shape.get(k), sort_keys=True, default=str)
+                                         for shape, _ in ordered}) > 1]
+    parts = []
+    for shape, slugs in ordered:
+        shown = ", ".join(f"{k} {_show(shape[k]) if k in shape else 'absent'}" for k in differing)
+        parts.append(f"{', '.join(slugs)}: {shown}")
+    revealed = [slug for _, slugs in ordered[1:] for slug in slugs]
+    return ProbeResult("same-error", False, f"the error gives away which check failed for {', '.join(revealed)}; "
+                                            "they differ in " + "; ".join(parts))
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def counter(start: int = 1000) -> Callable[[], int]:
+    """Request ids for probes, apart from the ones the engine uses for moves."""
+    ids = itertools.count(start)
+    return lambda: next(ids)

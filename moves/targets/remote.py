@@ -1,0 +1,156 @@
+"""What the HTTP and stdio targets share: the real-time wait of the late move, and reading replies.
+
+Remote targets cannot move a server's clock. In-time moves are sent at once; a past-expiry move
+waits, for real, until just past the ticket's `exp` (when the engine could read it) or the
+configured `late_after`, or is skipped. `Timing` owns that wait, on an injected clock and sleep,
+so tests can drive it without waiting. `check_response` turns "something came back" into either
+a JSON-RPC response for the request sent or a plain-words reason why not.
+
+This module never opens sockets or processes and never imports Flask.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from moves.target import Progress
+
+#: Seconds to wait past a readable `exp` before sending the late move (servers compare whole seconds).
+EXPIRY_MARGIN = 1.0
+#: How often the wait reports progress (seconds).
+TICK = 0.1
+#: A wait longer than this is refused rather than started (a server whose tickets live an hour).
+MAX_WAIT = 30 * 60.0
+#: Per-request timeout unless the caller gives one (seconds).
+DEFAULT_TIMEOUT = 10.0
+#: The most bytes one reply may take, body or stream (a guard against endless output).
+MAX_REPLY_BYTES = 4 * 1024 * 1024
+
+
+@dataclass
+class Timing:
+    """When the late move may be sent, and the wait until then.
+
+    `late_after`: seconds after minting to wait when the ticket's expiry cannot be read.
+    `skip_late`: never wait; the late move is reported as not run.
+    """
+
+    late_after: float | None = None
+    skip_late: bool = False
+    clock: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
+    max_wait: float = MAX_WAIT
+    started: float = 0.0
+    #: Why the last `advance` declined to wait (shown in the report), or None.
+    skip_reason: str | None = None
+
+    def begin(self) -> None:
+        self.started = self.clock()
+        self.skip_reason = None
+
+    def advance(self, seconds: float, *, past_expiry: bool, expires_at: float | None,
+                on_progress: Progress | None = None) -> bool:
+        self.skip_reason = None
+        if not past_expiry:
+            return True  # a remote server's clock cannot be moved: in-time moves go at once
+        if self.skip_late:
+            self.skip_reason = "skipped (--skip-late)"
+            return False
+        if expires_at is not None:
+            if expires_at > 1e11:  # milliseconds, not seconds
+                expires_at /= 1000.0
+            until = expires_at + EXPIRY_MARGIN
+        elif self.late_after is not None:
+            until = self.started + self.late_after
+        else:
+            self.skip_reason = ("not run: the ticket's payload is unreadable, so its expiry is unknown; "
+                                "pass --late-after SECONDS (a little more than the server's ticket lifetime)")
+            return False
+        total = until - self.clock()
+        if total > self.max_wait:
+            self.skip_reason = (f"not run: the ticket expires in {total:.0f} s, longer than the "
+                                f"{self.max_wait:.0f} s the checker will wait; pass --skip-late")
+            return False
+        self._wait(until, max(total, 0.0), on_progress)
+        return True
+
+    def _wait(self, until: float, total: float, on_progress: Progress | None) -> None:
+        start = until - total
+        while True:
+            now = self.clock()
+            if on_progress is not None:
+                on_progress(min(max(now - start, 0.0), total), total)
+            if now >= until:
+                return
+            self.sleep(min(TICK, until - now))
+
+
+def ticket_expiry(ticket: str) -> float | None:
+    """The `exp` any holder can read in a ticket shaped like `prefix.payload.signature` (JWT-like, the
+    TypeScript SDK's codec, ...): the first dot-separated part that is base64url JSON with a numeric
+    top-level `exp`. None for sealed or opaque tickets. Reading is all this does: nothing is trusted.
+    """
+    if not isinstance(ticket, str) or len(ticket) > 65536:
+        return None
+    for part in ticket.split("."):
+        if len(part) < 8:
+            continue
+        try:
+            decoded = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+        except (ValueError, RecursionError):
+            continue
+        exp = decoded.get("exp") if isinstance(decoded, dict) else None
+        if isinstance(exp, int | float) and not isinstance(exp, bool):
+            return float(exp)
+    return None
+
+
+@dataclass
+class Checked:
+    """A reply read off the wire: the response, what came before it, or why there is none."""
+
+    response: dict[str, Any] | None = None
+    notifications: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+
+
+def clip(text: str, limit: int = 120) -> str:
+    """One line of untrusted text, short enough for a report."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def parse_json(raw: bytes | str, where: str) -> tuple[Any, str | None]:
+    """JSON from the wire, or a reason it is not JSON."""
+    try:
+        return json.loads(raw), None
+    except (ValueError, RecursionError):
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        return None, f"{where} is not JSON: {clip(text, 80)!r}"
+
+
+def is_response(message: Any) -> bool:
+    return isinstance(message, dict) and "id" in message and ("result" in message or "error" in message)
+
+
+def check_response(message: Any, request_id: Any) -> str | None:
+    """None when `message` is a JSON-RPC 2.0 response to `request_id`; else why it is not."""
+    if not isinstance(message, dict):
+        return f"the reply is JSON but not a JSON-RPC message (a {type(message).__name__})"
+    if message.get("jsonrpc") != "2.0":
+        return "the reply is JSON but not JSON-RPC 2.0 (no \"jsonrpc\": \"2.0\")"
+    if "result" not in message and "error" not in message:
+        return "the reply is a JSON-RPC message with neither a result nor an error"
+    if message.get("id") != request_id and not ("error" in message and message.get("id") is None):
+        # (an error with id null is JSON-RPC's "I could not tell which request": still this one's answer)
+        return f"the reply answers id {clip(json.dumps(message.get('id')), 40)}, not the request's id {request_id!r}"
+    if "error" in message and not isinstance(message["error"], dict):
+        return "the reply's error is not an object"
+    if "result" in message and not isinstance(message["result"], dict):
+        return "the reply's result is not an object"
+    return None

@@ -1,0 +1,285 @@
+"""A stdio command as a move target: one process per principal, one JSON-RPC message per line.
+
+A stdio server has one user per process, named by its environment. The command is started at
+most once per principal, with `MRTR_PRINCIPAL` (or the variable `principal_env` names) set to that
+principal's value; the other principal's process starts only when a move first needs it (the
+stolen move). Every request waits at most `timeout` seconds and reads at most `max_bytes`; a
+process that floods stdout, prints a line that is not JSON, dies, or never answers gives a
+`Reply.transport_error` saying so, and after a flood or a hang the process is stopped rather than
+trusted again. Processes run in their own process group and `close()` always ends them (and
+anything they started): stdin closed, then SIGTERM, then SIGKILL.
+
+The command is split like a shell would (`shlex`) but never run through a shell.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import selectors
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import IO, Any
+
+from moves.target import Progress, Reply, Role
+from moves.targets.remote import (
+    DEFAULT_TIMEOUT,
+    MAX_REPLY_BYTES,
+    Timing,
+    check_response,
+    clip,
+    is_response,
+    parse_json,
+)
+
+PRINCIPAL_ENV = "MRTR_PRINCIPAL"
+#: Seconds a process gets to exit after its stdin closes, then again after SIGTERM.
+GRACE = 2.0
+STDERR_TAIL = 2048
+
+
+class StdioConfigError(ValueError):
+    """The command cannot be used (empty, unparsable): a usage error."""
+
+
+class _Process:
+    """One running server process and what it has said."""
+
+    def __init__(self, argv: list[str], env: Mapping[str, str]) -> None:
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=dict(env), start_new_session=True)
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self.stdout: IO[bytes] = self.proc.stdout
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.stdout, selectors.EVENT_READ)
+        self.buffer = b""
+        self.broken: str | None = None
+        self._stderr: collections.deque[bytes] = collections.deque()
+        self._stderr_size = 0
+        self._stderr_lock = threading.Lock()
+        self._drain = threading.Thread(target=self._drain_stderr, args=(self.proc.stderr,), daemon=True)
+        self._drain.start()
+
+    def _drain_stderr(self, stream: IO[bytes]) -> None:
+        """Keep only the tail of stderr, so a chatty server never blocks on a full pipe."""
+        try:
+            while chunk := os.read(stream.fileno(), 65536):
+                with self._stderr_lock:
+                    self._stderr.append(chunk)
+                    self._stderr_size += len(chunk)
+                    while self._stderr_size - len(self._stderr[0]) >= STDERR_TAIL and len(self._stderr) > 1:
+                        self._stderr_size -= len(self._stderr.popleft())
+        except (OSError, ValueError):
+            return
+
+    def stderr_tail(self) -> str:
+        with self._stderr_lock:
+            text = b"".join(self._stderr)[-STDERR_TAIL:].decode("utf-8", "replace").strip()
+        lines = [line for line in text.splitlines() if line.strip()]
+        return clip(" | ".join(lines[-3:]), 200) if lines else ""
+
+    def exited(self) -> str | None:
+        code = self.proc.poll()
+        if code is None:
+            return None
+        tail = self.stderr_tail()
+        return f"the process exited with code {code}" + (f"; its stderr ended: {tail}" if tail else "")
+
+    def stop(self) -> None:
+        """Close stdin, wait, SIGTERM the group, wait, SIGKILL the group; then release every pipe."""
+        proc = self.proc
+        try:
+            if proc.stdin is not None and not proc.stdin.closed:
+                try:
+                    proc.stdin.close()
+                except OSError:
+                    pass
+            for sig in (None, signal.SIGTERM, signal.SIGKILL):
+                if sig is not None:
+                    try:
+                        os.killpg(proc.pid, sig)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+                try:
+                    proc.wait(timeout=GRACE)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            else:
+                proc.wait()
+            if proc.returncode is not None:  # the leader is gone: clear out anything it left in its group
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        finally:
+            self.selector.close()
+            self.stdout.close()
+            self._drain.join(timeout=GRACE)
+            if proc.stderr is not None:
+                proc.stderr.close()
+
+
+class StdioTarget:
+    """Moves sent as lines to a command's stdin; one process per principal."""
+
+    def __init__(self, command: str | list[str], principals: Mapping[str, str] | list[tuple[str, str]] | None = None,
+                 *, principal_env: str = PRINCIPAL_ENV, env: Mapping[str, str] | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, max_bytes: int = MAX_REPLY_BYTES, timing: Timing | None = None,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        """`principals`: (name, value) twice, owner first; the value goes in `principal_env`.
+
+        Default: bob and alice, each with their own name as the value.
+        """
+        if isinstance(command, str):
+            try:
+                argv = shlex.split(command)
+            except ValueError as exc:
+                raise StdioConfigError(f"the --stdio command cannot be split into words: {exc}") from None
+        else:
+            argv = list(command)
+        if not argv:
+            raise StdioConfigError("the --stdio command is empty")
+        if not principal_env or "=" in principal_env or "\0" in principal_env:
+            raise StdioConfigError(f"--principal-env must name an environment variable, got {principal_env!r}")
+        pairs = list(principals.items()) if isinstance(principals, Mapping) else list(principals or [])
+        if not pairs:
+            pairs = [("bob", "bob"), ("alice", "alice")]
+        if len(pairs) != 2 or pairs[0][0] == pairs[1][0]:
+            raise StdioConfigError("a stdio target needs two differently named principals")
+        (self.owner, owner_value), (self.other, other_value) = pairs
+        self.argv = argv
+        self.label = shlex.join(argv)
+        self.principal_env = principal_env
+        self._values: dict[Role, str] = {"owner": owner_value, "other": other_value}
+        self._env = dict(os.environ if env is None else env)
+        self.timeout = timeout
+        self.max_bytes = max_bytes
+        self.timing = timing or Timing()
+        self._monotonic = monotonic
+        self._procs: dict[Role, _Process] = {}
+        self._start_errors: dict[Role, str] = {}
+
+    # -- the Target protocol --------------------------------------------------------------------
+
+    def begin(self) -> None:
+        self.timing.begin()
+
+    def advance(self, seconds: float, *, past_expiry: bool, expires_at: float | None,
+                on_progress: Progress | None = None) -> bool:
+        return self.timing.advance(seconds, past_expiry=past_expiry, expires_at=expires_at, on_progress=on_progress)
+
+    def close(self) -> None:
+        procs, self._procs = self._procs, {}
+        for process in procs.values():
+            process.stop()
+
+    def __enter__(self) -> StdioTarget:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def send(self, role: Role, message: dict[str, Any]) -> Reply:
+        process = self._process(role)
+        if isinstance(process, str):
+            return Reply(None, transport_error=process)
+        try:
+            return self._exchange(process, message)
+        except Exception as exc:  # never let a peer crash the checker
+            process.broken = f"the checker stopped the process after {type(exc).__name__}"
+            return Reply(None, transport_error=f"talking to the process failed: {type(exc).__name__}")
+
+    # -- processes ------------------------------------------------------------------------------
+
+    def _name(self, role: Role) -> str:
+        return self.owner if role == "owner" else self.other
+
+    def _process(self, role: Role) -> _Process | str:
+        if role in self._start_errors:
+            return self._start_errors[role]
+        process = self._procs.get(role)
+        if process is None:
+            env = {**self._env, self.principal_env: self._values[role]}
+            try:
+                process = _Process(self.argv, env)
+            except FileNotFoundError:
+                self._start_errors[role] = f"could not start {clip(self.argv[0], 60)!r}: no such command"
+                return self._start_errors[role]
+            except PermissionError:
+                self._start_errors[role] = f"could not start {clip(self.argv[0], 60)!r}: permission denied"
+                return self._start_errors[role]
+            except OSError as exc:
+                self._start_errors[role] = f"could not start {clip(self.argv[0], 60)!r}: {exc.strerror or exc}"
+                return self._start_errors[role]
+            self._procs[role] = process
+        if process.broken:
+            return process.broken
+        return process
+
+    def _fail(self, process: _Process, why: str, *, stop: bool) -> Reply:
+        if stop:
+            process.broken = f"not sent: the process was stopped after an earlier failure ({why})"
+            process.stop()
+        return Reply(None, transport_error=why)
+
+    def _exchange(self, process: _Process, message: dict[str, Any]) -> Reply:
+        gone = process.exited()
+        if gone:
+            process.broken = gone
+            return Reply(None, transport_error=gone)
+        assert process.proc.stdin is not None
+        try:
+            process.proc.stdin.write(json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
+            process.proc.stdin.flush()
+        except (BrokenPipeError, ConnectionResetError, ValueError):
+            process.proc.poll()
+            why = process.exited() or "the process closed its stdin"
+            process.broken = why
+            return Reply(None, transport_error=why)
+        request_id = message.get("id")
+        deadline = self._monotonic() + self.timeout
+        notifications: list[dict[str, Any]] = []
+        received = 0
+        while True:
+            while b"\n" not in process.buffer:
+                left = deadline - self._monotonic()
+                if left <= 0 or not process.selector.select(timeout=left):
+                    return self._fail(process, f"no answer within {self.timeout:g} s", stop=True)
+                chunk = os.read(process.stdout.fileno(), 65536)
+                if not chunk:
+                    process.proc.poll()
+                    try:
+                        process.proc.wait(timeout=GRACE)
+                    except subprocess.TimeoutExpired:
+                        pass
+                    why = process.exited() or "the process closed its stdout"
+                    process.broken = why
+                    return Reply(None, notifications, transport_error=why)
+                received += len(chunk)
+                process.buffer += chunk
+                if b"\n" not in process.buffer and len(process.buffer) > self.max_bytes:
+                    return self._fail(process, f"the process wrote a line longer than {self.max_bytes // 1024} KiB",
+                                      stop=True)
+                if received > self.max_bytes:
+                    return self._fail(process, f"the process wrote more than {self.max_bytes // 1024} KiB without "
+                                               "answering the request", stop=True)
+            line, process.buffer = process.buffer.split(b"\n", 1)
+            if not line.strip():
+                continue
+            parsed, error = parse_json(line, "a line on the process's stdout")
+            if error:
+                return Reply(None, notifications, transport_error=error)
+            if is_response(parsed) and parsed.get("id") == request_id:
+                problem = check_response(parsed, request_id)
+                return Reply(None if problem else parsed, notifications, transport_error=problem)
+            if isinstance(parsed, dict):
+                notifications.append(parsed)
+            else:
+                return Reply(None, notifications, transport_error="a line on the process's stdout is JSON but not a "
+                                                                  "JSON-RPC message")

@@ -1,0 +1,69 @@
+"""/check in a real browser: the app checks its own /mcp with live progress (htmx), the report has no
+axe violations, a refused URL shows its message in place; and without JavaScript the run page
+refreshes itself until the report is there."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Page, expect
+
+from app import create_app
+from moves.catalog import load_moves
+from tests.browser.conftest import BROWSER_TEST_CONFIG
+from tests.browser.helpers import LiveServer, assert_no_axe_violations, serve
+
+REPORT_TIMEOUT_MS = 90_000  # a whole run on a loaded 2-core machine; expect returns as soon as it is there
+
+
+@pytest.fixture(scope="module")
+def checker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The app with its own run directory, so runs of earlier sessions never count against this one."""
+    state = Path(tmp_path_factory.mktemp("check-runs"))
+    with serve(create_app({**BROWSER_TEST_CONFIG, "MRTR_CHECK_STATE_DIR": str(state)})) as live:
+        yield live
+
+
+def fill(page: Page, url: str) -> None:
+    page.get_by_label("MCP endpoint URL").fill(url)
+    page.get_by_label("Bearer token of the ticket's owner").fill("bob-token")
+    page.get_by_label("Bearer token of a second user").fill("alice-token")
+    page.get_by_label("Skip the late move").check()
+
+
+def test_the_app_checks_its_own_mcp_with_live_progress(page: Page, checker: LiveServer, axe: Axe) -> None:
+    page.goto(checker.url + "/check")
+    assert_no_axe_violations(page, axe)
+
+    fill(page, "http://203.0.113.7/mcp")
+    page.get_by_role("button", name="Check the server").click()
+    error = page.locator("#check-error")
+    expect(error).to_contain_text("only checks servers on this machine")
+    expect(error).to_be_focused()
+    expect(page.get_by_label("Bearer token of the ticket's owner")).to_have_value("")
+
+    fill(page, checker.url + "/mcp")
+    page.get_by_role("button", name="Check the server").click()
+    expect(page).to_have_url(re.compile(r"/check/runs/[\w-]+$"))
+    status = page.locator("#check-status")
+    expect(status).to_contain_text("PASS", timeout=REPORT_TIMEOUT_MS)
+    expect(page.locator("#check-progress")).to_have_attribute("data-state", "done")
+    expect(page.locator('tr[data-move="stolen"] td.cell')).to_have_attribute("data-outcome", "pass")
+    expect(page.locator('tr[data-move="late"]')).to_have_attribute("data-verdict", "skip")
+    expect(page.locator('tr[data-probe="same-error"]')).to_have_attribute("data-verdict", "pass")
+    assert "bob-token" not in page.content()
+    assert_no_axe_violations(page, axe)
+
+
+def test_without_javascript_the_run_page_refreshes_until_the_report(no_js_page: Page, checker: LiveServer) -> None:
+    page = no_js_page
+    page.goto(checker.url + "/check")
+    fill(page, checker.url + "/mcp")
+    page.get_by_role("button", name="Check the server").click()
+    expect(page).to_have_url(re.compile(r"/check/runs/[\w-]+$"))
+    expect(page.locator("#check-status")).to_contain_text("PASS", timeout=REPORT_TIMEOUT_MS)
+    expect(page.locator("tr[data-move]")).to_have_count(len(load_moves()))

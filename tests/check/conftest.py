@@ -1,0 +1,175 @@
+"""Servers the checker's tests point at: the app's own /mcp served for real, the weak server, and a
+misbehaving HTTP server with one bad answer per path.
+
+All listen on free 127.0.0.1 ports from daemon threads and stop when their fixture ends. The app's
+tickets live 2 s (`MRTR_TICKET_TTL=2`), so the late move's real wait stays short.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from app import create_app
+from tests.browser.helpers import LiveServer, serve
+from tests.check.weak_server import WeakServer, serve_http
+
+APP_CONFIG: dict[str, Any] = {
+    "TESTING": True,
+    "MRTR_SECRET_KEYS": "check-test-key-0123456789abcdef0123456789abcdef",
+    "MRTR_STORE": "memory",
+    "MRTR_TICKET_TTL": 2,
+}
+TOKENS = ["--token", "bob=bob-token", "--token", "alice=alice-token"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def check_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """/check saves its runs here instead of the user's state directory."""
+    APP_CONFIG["MRTR_CHECK_STATE_DIR"] = str(tmp_path_factory.mktemp("check-runs"))
+    yield
+    APP_CONFIG.pop("MRTR_CHECK_STATE_DIR", None)
+
+
+@pytest.fixture(scope="module")
+def app_server() -> Iterator[LiveServer]:
+    """The real app (create_app), its /mcp answering on a loopback port."""
+    with serve(create_app(dict(APP_CONFIG))) as live:
+        yield live
+
+
+@pytest.fixture(scope="module")
+def mcp_url(app_server: LiveServer) -> str:
+    return app_server.url + "/mcp"
+
+
+@contextmanager
+def weak_http(*weak: str, ttl: int = 2) -> Iterator[str]:
+    """The weak server over HTTP, weak in the named ways; yields its URL."""
+    httpd = serve_http(WeakServer(set(weak), ttl=ttl), 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/mcp"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=10)
+
+
+@pytest.fixture
+def weak() -> Callable[..., Any]:
+    return weak_http
+
+
+# -- a server that answers badly, one way per path ---------------------------------------------------
+
+
+class BadServer(ThreadingHTTPServer):
+    daemon_threads = True
+    stop = threading.Event()
+    seen: list[dict[str, str]] = []
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client hanging up mid-answer is what these tests provoke: nothing to report."""
+
+
+def _response(message: dict[str, Any], result: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": message.get("id"), "result": result}).encode()
+
+
+class BadHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: BadServer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _send(self, status: int, ctype: str, body: bytes, **headers: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _stream(self, chunk: bytes, ctype: str) -> None:
+        """Write `chunk` again and again (chunked) until the client goes away or the test ends."""
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for _ in range(200_000):
+                if self.server.stop.is_set():
+                    return
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        except OSError:
+            return
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        message = json.loads(body)
+        self.server.seen.append(dict(self.headers.items()))
+        path = self.path
+        if path == "/echo":
+            self._send(200, "application/json", _response(message, {"resultType": "complete",
+                                                                     "headers": dict(self.headers.items())}))
+        elif path == "/sse":
+            note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}}
+            final = json.loads(_response(message, {"resultType": "complete"}))
+            frames = f"event: message\r\ndata: {json.dumps(note)}\r\n\r\n: a comment\n\ndata: {json.dumps(final)}\n\n"
+            self._send(200, "text/event-stream", frames.encode())
+        elif path == "/html":
+            page = b"<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
+            self._send(502, "text/html", page)
+        elif path == "/login":
+            self._send(200, "text/html; charset=utf-8", b"<html><title>Sign in</title></html>")
+        elif path == "/notjson":
+            self._send(200, "application/json", b'{"jsonrpc": "2.0", "id": 1, "result": {')
+        elif path == "/notrpc":
+            self._send(200, "application/json", b'{"hello": "world"}')
+        elif path == "/wrongid":
+            self._send(200, "application/json", json.dumps({"jsonrpc": "2.0", "id": 424242, "result": {}}).encode())
+        elif path == "/nullid":
+            error = {"code": -32700, "message": "Parse error"}
+            self._send(400, "application/json", json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode())
+        elif path == "/empty":
+            self._send(202, "application/json", b"")
+        elif path == "/redirect":
+            self._send(307, "text/plain", b"", Location="http://127.0.0.1:1/elsewhere")
+        elif path == "/huge":
+            self._send(200, "application/json", _response(message, {"resultType": "complete", "x": "y" * 5_000_000}))
+        elif path == "/endless-json":
+            self._stream(b"[" * 1024, "application/json")
+        elif path == "/endless-sse":
+            note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}}
+            self._stream(f"data: {json.dumps(note)}\n\n".encode(), "text/event-stream")
+        elif path == "/silent":
+            self.server.stop.wait(30)
+        else:
+            self._send(404, "text/plain", b"no such path")
+
+
+@pytest.fixture(scope="module")
+def bad_server() -> Iterator[str]:
+    """A misbehaving server; yields its base URL (paths choose the misbehaviour)."""
+    httpd = BadServer(("127.0.0.1", 0), BadHandler)
+    httpd.stop = threading.Event()
+    httpd.seen = []
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.stop.set()
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=10)

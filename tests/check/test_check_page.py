@@ -1,0 +1,325 @@
+"""/check, through the Flask test client: the form, what it refuses (SSRF, bad input, too many runs),
+live progress with and without JavaScript, and real runs against the app's own /mcp and the weak
+server, whose failing rows link to the lesson section on the defence."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import tomllib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bs4 import BeautifulSoup
+from flask import Flask
+from flask.testing import FlaskClient
+
+from app import create_app
+from moves.check import MoveRow
+from moves.probes import ProbeResult
+from tests.browser.helpers import LiveServer, serve
+from tests.check.conftest import APP_CONFIG
+from web.check import RUN_TTL, SECTIONS, STALE, CheckInputError, HostRules, Run, RunStore, vet_url
+
+ROOT = Path(__file__).resolve().parents[2]
+LESSON = "when-the-server-needs-input"
+HX = {"HX-Request": "true"}
+
+
+def resolver(table: dict[str, list[str]]) -> Callable[[str, int], list[str]]:
+    def resolve(host: str, port: int) -> list[str]:
+        try:
+            return [str(ipaddress.ip_address(host))]
+        except ValueError:
+            pass
+        if host not in table:
+            raise OSError("not found")
+        return table[host]
+    return resolve
+
+
+def make_app(**config: Any) -> Flask:
+    return create_app({**APP_CONFIG, **config})
+
+
+@pytest.fixture(scope="module")
+def live() -> Iterator[LiveServer]:
+    """The app, serving both /check and the /mcp it checks, for real on a loopback port."""
+    with serve(make_app()) as server:
+        yield server
+
+
+def soup(response: Any) -> BeautifulSoup:
+    return BeautifulSoup(response.get_data(as_text=True), "html.parser")
+
+
+def form(url: str, **extra: str) -> dict[str, str]:
+    return {"url": url, "owner_token": "bob-token", "other_token": "alice-token", **extra}
+
+
+def join(app: Flask, run_id: str) -> None:
+    """Wait for a run's thread to end (it ran in this process): no sleeping."""
+    thread = app.extensions["mrtr.check_runs"].threads.get(run_id)
+    if thread is not None:
+        thread.join(timeout=120)
+        assert not thread.is_alive()
+
+
+def finish(app: Flask, client: FlaskClient, response: Any) -> BeautifulSoup:
+    """Follow a started run to its end (joining its thread: no sleeping) and return the run page."""
+    assert response.status_code == 303, response.get_data(as_text=True)
+    location = response.headers["Location"]
+    join(app, location.rsplit("/", 1)[1])
+    page = client.get(location)
+    assert page.status_code == 200
+    return soup(page)
+
+
+# -- the form ------------------------------------------------------------------------------------------
+
+
+def test_the_form_has_labelled_fields_and_never_fills_in_a_token() -> None:
+    page = soup(make_app().test_client().get("/check"))
+    for name in ("url", "owner_token", "other_token", "tool", "args", "skip_late", "allow_replay"):
+        field = page.find(attrs={"name": name})
+        assert field is not None and page.find("label", attrs={"for": field["id"]}) is not None
+    assert all(not f.get("value") for f in page.select("input[type=password]"))
+    assert page.find("form")["action"] == "/check"
+
+
+@pytest.mark.parametrize(("data", "words"), [
+    (form("http://127.0.0.1:9/mcp", owner_token=""), "Give both tokens"),
+    (form("http://127.0.0.1:9/mcp", other_token="secret-owner-XYZ", owner_token="secret-owner-XYZ"),
+     "two different users"),
+    (form("ftp://127.0.0.1/mcp"), "must start with http:// or https://"),
+    (form(""), "Give the URL"),
+    (form("http://bob:secret@127.0.0.1/mcp"), "never in the URL"),
+    (form("http://127.0.0.1:99999/mcp"), "cannot be read"),
+    (form("http://127.0.0.1:9/mcp", args="[1]"), "must be a JSON object"),
+    (form("http://127.0.0.1:9/mcp", args="{oops"), "must be JSON"),
+    (form("http://203.0.113.7/mcp"), "only checks servers on this machine"),
+    (form("http://nowhere.invalid/mcp"), "could not be resolved"),
+    (form("http://127.0.0.1:9/mcp", tool="x" * 5000), "too long"),
+])
+def test_bad_forms_get_a_400_panel_that_never_echoes_a_token(data: dict[str, str], words: str) -> None:
+    app = make_app(MRTR_CHECK_RESOLVER=resolver({"nowhere.invalid": []}))
+    data = {**data, **{k: "secret-owner-XYZ" for k in ("owner_token",) if data[k] == "bob-token"}}
+    for headers in ({}, HX):
+        response = app.test_client().post("/check", data=data, headers=headers)
+        assert response.status_code == 400
+        text = response.get_data(as_text=True)
+        assert words in soup(response).select_one("#check-error").get_text()
+        assert "secret-owner-XYZ" not in text and "alice-token" not in text
+
+
+@pytest.mark.parametrize("headers", [{"Origin": "https://evil.example"},
+                                     {"Origin": "null", "Sec-Fetch-Site": "cross-site"}])
+def test_a_check_cannot_be_started_from_another_site(headers: dict[str, str]) -> None:
+    response = make_app().test_client().post("/check", data=form("http://127.0.0.1:9/mcp"), headers=headers)
+    assert response.status_code == 400 and "not from another site" in response.get_data(as_text=True)
+
+
+def test_host_names_are_resolved_and_every_address_vetted() -> None:
+    rules = HostRules.from_config("", public=False)
+    table = {"localhost": ["127.0.0.1", "::1"], "rebind.test": ["127.0.0.1", "10.0.0.8"],
+             "mapped.test": ["::ffff:127.0.0.1"]}
+    assert vet_url("http://localhost:8000/mcp", rules, resolver(table)) == ("http://localhost:8000/mcp", "127.0.0.1")
+    assert vet_url("http://mapped.test/mcp", rules, resolver(table))[1] == "127.0.0.1"
+    with pytest.raises(CheckInputError, match="10.0.0.8"):
+        vet_url("http://rebind.test/mcp", rules, resolver(table))
+
+
+def test_listed_hosts_widen_the_rules_but_never_to_link_local_addresses() -> None:
+    rules = HostRules.from_config("mcp.internal, 192.0.2.0/24 ,metadata.test", public=False)
+    table = {"mcp.internal": ["198.51.100.4"], "metadata.test": ["169.254.169.254"], "other.test": ["192.0.2.9"]}
+    assert vet_url("https://mcp.internal/mcp", rules, resolver(table))[1] == "198.51.100.4"
+    assert vet_url("http://other.test/mcp", rules, resolver(table))[1] == "192.0.2.9"
+    with pytest.raises(CheckInputError, match="169.254.169.254"):
+        vet_url("http://metadata.test/mcp", rules, resolver(table))
+    assert rules.allows("x", ipaddress.ip_address("127.0.0.1"))
+
+
+def test_a_public_deployment_checks_nothing_unless_hosts_are_listed() -> None:
+    app = make_app(MRTR_PUBLIC="1")
+    page = soup(app.test_client().get("/check"))
+    assert page.select_one("#check-disabled") is not None
+    assert page.select_one("button[type=submit]").has_attr("disabled")
+    refused = app.test_client().post("/check", data=form("http://127.0.0.1:9/mcp"))
+    assert refused.status_code == 400 and "checks no servers" in refused.get_data(as_text=True)
+    listed = HostRules.from_config("127.0.0.1", public=True)
+    assert not listed.allows("localhost", ipaddress.ip_address("::1"))
+    assert listed.allows("127.0.0.1", ipaddress.ip_address("127.0.0.1"))
+
+
+def test_the_public_flag_and_the_host_list_are_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MRTR_PUBLIC", "1")
+    assert soup(make_app().test_client().get("/check")).select_one("#check-disabled") is not None
+    monkeypatch.setenv("MRTR_CHECK_HOSTS", "127.0.0.1")
+    page = soup(make_app().test_client().get("/check"))
+    assert page.select_one("#check-disabled") is None
+    assert "operator listed" in page.select_one(".check-note").get_text()
+
+
+def test_runs_are_rate_limited_per_visitor_and_one_at_a_time(tmp_path: Path) -> None:
+    now = [100.0]
+    registry = RunStore(tmp_path / "runs", clock=lambda: now[0])
+
+    def done(run: Run) -> None:
+        run.state, run.finished = "done", now[0]
+        registry.save(run)
+
+    first = registry.start("v1", "u", limit=2, window=60)
+    with pytest.raises(CheckInputError, match="still running"):
+        registry.start("v1", "u", limit=2, window=60)
+    done(first)
+    done(registry.start("v1", "u", limit=2, window=60))
+    with pytest.raises(CheckInputError, match="try again in 60 s"):
+        registry.start("v1", "u", limit=2, window=60)
+    done(registry.start("v2", "u", limit=2, window=60))  # someone else is not limited
+    now[0] += 60
+    assert registry.start("v1", "u", limit=2, window=60).running
+    for n in range(3):
+        registry.start(f"w{n}", "u", limit=2, window=60)
+    with pytest.raises(CheckInputError, match="busy"):
+        registry.start("w9", "u", limit=2, window=60)
+
+
+def test_a_run_whose_process_went_away_reads_as_failed_and_old_runs_are_forgotten(tmp_path: Path) -> None:
+    now = [100.0]
+    registry = RunStore(tmp_path, clock=lambda: now[0])
+    run = registry.start("v1", "http://127.0.0.1:9/mcp", limit=5, window=60)
+    assert registry.get(run.id).running
+    now[0] += STALE + 1
+    stale = registry.get(run.id)
+    assert stale.state == "error" and "went away" in stale.error
+    registry.start("v1", "u", limit=5, window=60)  # the dead run no longer blocks its visitor
+    now[0] += RUN_TTL + 1
+    registry.start("v2", "u", limit=5, window=60)
+    assert registry.get(run.id) is None
+    assert registry.get("../../etc/passwd") is None and registry.get("x" * 100) is None
+
+
+def test_runs_are_shared_between_processes_through_their_files(tmp_path: Path) -> None:
+    one, two = RunStore(tmp_path), RunStore(tmp_path)
+    run = one.start("v1", "u", limit=5, window=60)
+    run.rows.append({"move": "honest", "title": "Honest retry", "expected": "completed", "observed": "completed",
+                     "verdict": "pass", "detail": "", "stops_at": ""})
+    one.save(run)
+    assert two.get(run.id).rows == run.rows
+    with pytest.raises(CheckInputError, match="still running"):
+        two.start("v1", "u", limit=5, window=60)
+    assert not any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
+
+
+def test_an_unknown_run_is_404() -> None:
+    client = make_app().test_client()
+    assert client.get("/check/runs/nope").status_code == 404
+    assert client.get("/check/runs/" + "x" * 100).status_code == 404
+
+
+def test_every_lesson_link_names_a_real_section() -> None:
+    meta = tomllib.loads((ROOT / "lessons" / LESSON / "meta.toml").read_text())
+    ids = {s["id"] for s in meta["sections"]}
+    assert set(SECTIONS.values()) <= ids
+
+
+# -- live progress -------------------------------------------------------------------------------------
+
+
+def _running(app: Flask, probes: list[ProbeResult] | None = None) -> Run:
+    store = app.extensions["mrtr.check_runs"]
+    run = store.start("203.0.113.50", "http://127.0.0.1:9/mcp", 5, 600)
+    run.phase, run.total = "Playing late", 7
+    row = MoveRow("honest", "Honest retry", "completed", "completed", True, "deployed", True, "")
+    run.rows = [{**row.__dict__, "verdict": row.verdict}]
+    run.probes = [{"probe": p.probe, "title": p.title, "ok": p.ok, "detail": p.detail} for p in probes or []]
+    run.waiting, run.waited, run.wait_total = True, 1.2, 3.0
+    store.save(run)
+    return run
+
+
+def test_a_running_check_polls_with_htmx_and_refreshes_without_javascript() -> None:
+    app = make_app()
+    run = _running(app)
+    page = app.test_client().get(f"/check/runs/{run.id}")
+    html = soup(page)
+    assert html.select_one("noscript meta[http-equiv=refresh]") is not None
+    progress = html.select_one("#check-progress")
+    assert progress["hx-get"] == f"/check/runs/{run.id}" and progress["data-state"] == "running"
+    assert html.select_one("#check-status")["role"] == "status"
+    assert "Waiting for the ticket to expire" in html.select_one("#check-status").get_text()
+    bar = html.select_one("progress#check-wait-bar")
+    assert (bar["value"], bar["max"]) == ("1.2", "3.0")
+    assert [r["data-move"] for r in html.select("tr[data-move]")] == ["honest"]
+    fragment = app.test_client().get(f"/check/runs/{run.id}", headers=HX)
+    assert "<html" not in fragment.get_data(as_text=True) and soup(fragment).select_one("#check-progress[hx-get]")
+    run.state, run.finished, run.waiting = "error", 0.0, False
+    run.error = "could not connect to 127.0.0.1:9: connection refused (is the server running?)"
+    app.extensions["mrtr.check_runs"].save(run)
+    done = soup(app.test_client().get(f"/check/runs/{run.id}"))
+    assert done.select_one("noscript meta") is None and not done.select_one("#check-progress").has_attr("hx-get")
+    assert "connection refused" in done.select_one(".check-error[role=alert]").get_text()
+
+
+def test_a_probe_failure_links_to_the_rule() -> None:
+    app = make_app()
+    run = _running(app, [ProbeResult("capability", False, "asked anyway"), ProbeResult("version", True, "ok")])
+    html = soup(app.test_client().get(f"/check/runs/{run.id}"))
+    failing = html.select_one("tr[data-probe=capability] a.check-learn")
+    assert failing["href"] == f"/lessons/{LESSON}#spec-rules"
+    assert html.select_one("tr[data-probe=version] a") is None
+
+
+# -- real runs ---------------------------------------------------------------------------------------
+
+
+def test_checking_the_apps_own_mcp_holds_everywhere(live: LiveServer) -> None:
+    client = live.app.test_client()
+    started = client.post("/check", data=form(live.url + "/mcp"))
+    html = finish(live.app, client, started)
+    verdicts = {r["data-move"]: r["data-verdict"] for r in html.select("tr[data-move]")}
+    slugs = [m["slug"] for m in tomllib.loads((ROOT / "lessons" / "moves.toml").read_text())["moves"]]
+    assert list(verdicts) == slugs and set(verdicts.values()) == {"pass"}
+    assert {r["data-verdict"] for r in html.select("tr[data-probe]")} == {"pass"}
+    assert html.select_one("#check-status").get_text().startswith("PASS")
+    assert not html.select("a.check-learn")
+    text = str(html)
+    assert "bob-token" not in text and "alice-token" not in text
+
+
+def test_checking_a_weak_server_links_each_failure_to_its_lesson_section(live: LiveServer,
+                                                                         weak: Callable[..., Any]) -> None:
+    app = make_app(MRTR_CHECK_RESOLVER=None)
+    client = app.test_client()
+    with weak("principal", "single-use") as url:
+        html = finish(app, client, client.post("/check", data=form(url, skip_late="1"), headers={}))
+    rows = {r["data-move"]: r for r in html.select("tr[data-move]")}
+    assert {m for m, r in rows.items() if r["data-verdict"] == "fail"} == {"stolen", "twice"}
+    assert rows["late"]["data-verdict"] == "skip"
+    assert rows["stolen"].select_one("a.check-learn")["href"] == f"/lessons/{LESSON}#checks-and-clock"
+    assert rows["twice"].select_one("a.check-learn")["href"] == f"/lessons/{LESSON}#spec-rules"
+    assert html.select_one("#check-status").get_text().startswith("FAIL")
+
+
+def test_an_htmx_start_answers_with_the_polling_fragment_and_pushes_the_run_url(live: LiveServer) -> None:
+    client = live.app.test_client()
+    started = client.post("/check", data=form(live.url + "/mcp", skip_late="1"), headers=HX)
+    assert started.status_code == 200
+    push = started.headers["HX-Push-Url"]
+    assert re.fullmatch(r"/check/runs/[\w-]+", push)
+    join(live.app, push.rsplit("/", 1)[1])
+    assert soup(started).select_one("#check-progress") is not None
+
+
+def test_an_unreachable_server_gets_an_error_panel() -> None:
+    import socket
+
+    app = make_app()
+    client = app.test_client()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        html = finish(app, client, client.post("/check", data=form(f"http://127.0.0.1:{s.getsockname()[1]}/mcp")))
+    assert "connection refused" in html.select_one(".check-error[role=alert]").get_text()
+    assert html.select_one("#check-status").get_text() == "The check could not run."

@@ -1,0 +1,300 @@
+"""`python -m mrtr check` end to end: the app's own /mcp over HTTP and `python -m mrtr serve` over stdio
+pass every move and probe (exit 0, the JSON exactly as issue 10 specifies); the weak server is caught
+exactly where it is weak; bad input always ends in one clear line and exit 2, never a traceback.
+
+The only real waiting is the late move's, kept to a couple of seconds by 2-second tickets.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from moves.catalog import load_moves
+from moves.check import ProgressBar, arguments_for, main, other_arguments_for
+from tests.check.conftest import TOKENS
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+SLUGS = [m.slug for m in load_moves()]
+PROBE_SLUGS = ["capability", "version", "missing-answer", "same-error", "result-type"]
+STDIO_ENV = {"MRTR_TICKET_TTL": "2", "MRTR_STORE": "memory",
+             "MRTR_SECRET_KEYS": "stdio-check-key-0123456789abcdef0123456789abcdef"}
+
+
+def check(*argv: str, timeout: float | None = None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=out, stderr=err, timeout=timeout)
+    return code, out.getvalue(), err.getvalue()
+
+
+def check_json(*argv: str) -> tuple[int, dict[str, Any]]:
+    code, out, err = check(*argv, "--json")
+    assert "Traceback" not in err
+    return code, json.loads(out)
+
+
+def assert_exact_schema(report: dict[str, Any]) -> None:
+    assert list(report) == ["target", "ok", "moves", "probes"]
+    assert isinstance(report["target"], str) and isinstance(report["ok"], bool)
+    assert [m["move"] for m in report["moves"]] == SLUGS
+    for move in report["moves"]:
+        assert list(move) == ["move", "expected", "observed", "ok", "detail"]
+        assert move["expected"] in ("refused", "completed", "asked-again")
+        assert move["observed"] in ("refused", "completed", "asked-again", "error", "not-run")
+        assert isinstance(move["ok"], bool) and isinstance(move["detail"], str)
+    assert [p["probe"] for p in report["probes"]] == PROBE_SLUGS
+    for probe in report["probes"]:
+        assert list(probe) == ["probe", "ok", "detail"]
+        assert isinstance(probe["ok"], bool) and isinstance(probe["detail"], str)
+
+
+def failing(report: dict[str, Any]) -> tuple[set[str], set[str]]:
+    return ({m["move"] for m in report["moves"] if not m["ok"]}, {p["probe"] for p in report["probes"] if not p["ok"]})
+
+
+# -- sound servers -------------------------------------------------------------------------------------
+
+
+def test_the_apps_own_mcp_passes_every_move_and_probe(mcp_url: str, tmp_path: Path) -> None:
+    junit = tmp_path / "report.xml"
+    code, report = check_json(mcp_url, *TOKENS, "--junit", str(junit))
+    assert code == 0, report
+    assert_exact_schema(report)
+    assert report["target"] == mcp_url and report["ok"] is True
+    assert failing(report) == (set(), set())
+    assert {m["move"]: m["observed"] for m in report["moves"]} == {m.slug: str(m.expect) for m in load_moves()}
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and suite.get("tests") == str(len(SLUGS) + 5) and suite.get("failures") == "0"
+    assert "bob-token" not in junit.read_text() and "alice-token" not in json.dumps(report)
+
+
+def test_mrtr_serve_over_stdio_passes_every_move_and_probe() -> None:
+    run = subprocess.run([sys.executable, "-m", "mrtr", "check", "--stdio", f"{sys.executable} -m mrtr serve",
+                          "--json"], cwd=ROOT, env={**os.environ, **STDIO_ENV}, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(run.stdout)
+    assert_exact_schema(report)
+    assert report["ok"] and failing(report) == (set(), set())
+    assert "late move: waiting" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_the_table_and_summary_line(mcp_url: str) -> None:
+    code, out, err = check(mcp_url, *TOKENS, "--skip-late")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == f"Target: {mcp_url}"
+    assert lines[1] == 'Tool:   deploy {"env": "staging"} (other request: {"env": "prod"})'
+    assert "MOVE" in lines[3] and "EXPECTED" in lines[3] and "SERVER DID" in lines[3] and "VERDICT" in lines[3]
+    rows = {line.split()[0]: line.split() for line in lines[4:4 + len(SLUGS)]}
+    assert rows["stolen"][1:] == ["refused", "refused", "PASS"]
+    assert rows["late"][1:] == ["refused", "not-run", "SKIP"]
+    assert "late (skip): skipped (--skip-late)" in out
+    assert lines[-1] == f"PASS: {len(SLUGS) - 1} of {len(SLUGS)} moves and 5 of 5 probes held (1 skipped)"
+    assert "late move: waiting" not in err
+
+
+# -- the weak server -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("weaknesses", "moves", "probes"), [
+    (("principal", "single-use"), {"stolen", "twice"}, set()),
+    (("reveal",), set(), {"same-error"}),
+    (("capability", "version", "result-type"), set(), {"capability", "version", "result-type"}),
+    (("asks-error",), {"no-answer"}, {"missing-answer"}),
+])
+def test_the_weak_server_is_caught_exactly_where_it_is_weak(weak: Callable[..., Any], weaknesses: tuple[str, ...],
+                                                             moves: set[str], probes: set[str]) -> None:
+    with weak(*weaknesses) as url:
+        code, report = check_json(url, *TOKENS, "--skip-late")
+    assert_exact_schema(report)
+    assert failing(report) == (moves | {"late"}, probes)
+    assert code == 1 and report["ok"] is False
+
+
+def test_a_revealing_server_is_told_which_failures_its_error_gives_away(weak: Callable[..., Any]) -> None:
+    with weak("reveal") as url:
+        _, report = check_json(url, *TOKENS, "--skip-late")
+    detail = next(p["detail"] for p in report["probes"] if p["probe"] == "same-error")
+    assert detail.startswith("the error gives away which check failed for ")
+    for words in ("bad signature", "wrong principal", "another request", "already redeemed"):
+        assert words in detail
+
+
+def test_the_late_move_waits_past_the_weak_servers_readable_expiry(weak: Callable[..., Any]) -> None:
+    with weak() as url:
+        code, report = check_json(url, *TOKENS)
+    assert code == 0 and failing(report) == (set(), set())
+
+
+def test_the_late_move_reads_exp_from_a_ticket_shape_the_engine_does_not(weak: Callable[..., Any]) -> None:
+    with weak("x9-prefix") as url:
+        code, out, err = check(url, *TOKENS)
+    assert code == 0, out + err
+    assert "late move: waiting" in err and "late           refused      refused      PASS" in out
+
+
+def test_allow_replay_turns_a_missing_redeemed_store_into_a_warning(weak: Callable[..., Any]) -> None:
+    with weak("single-use") as url:
+        code, out, _ = check(url, *TOKENS, "--skip-late", "--allow-replay")
+        strict, _, _ = check(url, *TOKENS, "--skip-late")
+    assert code == 0 and strict == 1
+    assert "twice (warn): warning (--allow-replay): result: deployed to staging" in out
+    assert out.splitlines()[-1].endswith("(1 warning, 1 skipped)")
+
+
+def test_the_weak_server_over_stdio_is_caught_too() -> None:
+    command = f"{sys.executable} {HERE / 'weak_server.py'} --stdio --weak principal"
+    code, report = check_json("--stdio", command, "--skip-late")
+    assert code == 1 and failing(report) == ({"stolen", "late"}, set())
+
+
+def test_junit_marks_failures_and_skips(weak: Callable[..., Any], tmp_path: Path) -> None:
+    junit = tmp_path / "weak.xml"
+    with weak("principal") as url:
+        check(url, *TOKENS, "--skip-late", "--junit", str(junit))
+    suite = ET.parse(junit).getroot().find("testsuite")
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    assert cases["stolen"].find("failure") is not None and cases["late"].find("skipped") is not None
+    assert cases["honest"].find("failure") is None and suite.get("failures") == "1" and suite.get("skipped") == "1"
+
+
+# -- bad input -----------------------------------------------------------------------------------------
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    ([], "give either TARGET"),
+    (["http://127.0.0.1:9/mcp", "--stdio", "x"], "not both or neither"),
+    (["http://127.0.0.1:9/mcp"], "--token NAME=TOKEN, given twice"),
+    (["http://127.0.0.1:9/mcp", "--token", "bob"], "--token looks like NAME=TOKEN"),
+    (["ftp://127.0.0.1/mcp", *TOKENS], "http:// or https://"),
+    (["http://127.0.0.1:9/mcp", *TOKENS, "--args", "{oops"], "--args is not valid JSON"),
+    (["http://127.0.0.1:9/mcp", *TOKENS, "--other-args", "[1]"], "--other-args must be a JSON object"),
+    (["http://127.0.0.1:9/mcp", *TOKENS, "--late-after", "-3"], "--late-after must be"),
+    (["http://127.0.0.1:9/mcp", *TOKENS, "--late-after", "soon"], "invalid float value"),
+    (["http://127.0.0.1:9/mcp", *TOKENS, "--bogus"], "unrecognized arguments: --bogus"),
+    (["--stdio", "'unclosed"], "cannot be split"),
+    (["--stdio", "x", "--token", "a=1"], "given twice"),
+    (["--stdio", "/nonexistent/server"], "could not start '/nonexistent/server': no such command"),
+])
+def test_usage_errors_exit_2_with_one_clear_line(argv: list[str], words: str) -> None:
+    code, out, err = check(*argv)
+    assert code == 2 and out == ""
+    assert err.startswith("mrtr check: error: ") and words in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(("path", "words"), [
+    ("/html", "HTML page ('502 Bad Gateway')"),
+    ("/notjson", "is not JSON"),
+    ("/notrpc", "not JSON-RPC 2.0"),
+    ("/silent", "no complete answer within 0.5 s"),
+    ("/huge", "larger than 4096 KiB"),
+    ("/endless-json", "did not answer tools/list"),
+    ("/endless-sse", "did not answer tools/list"),
+])
+def test_a_target_that_is_not_a_working_mcp_server_exits_2(bad_server: str, path: str, words: str) -> None:
+    code, out, err = check(bad_server + path, *TOKENS, timeout=0.5 if path == "/silent" else 30)
+    assert code == 2 and out == "" and words in err and "Traceback" not in err, err
+
+
+def test_an_unreachable_target_and_a_wrong_token_exit_2(mcp_url: str) -> None:
+    code, _, err = check(f"http://127.0.0.1:{_closed_port()}/mcp", *TOKENS)
+    assert code == 2 and "connection refused" in err
+    code, _, err = check(mcp_url, "--token", "bob=bob-token", "--token", "alice=stolen-guess")
+    assert code == 2 and "refused the bearer token of alice" in err and "stolen-guess" not in err
+
+
+@pytest.mark.parametrize(("mode", "timeout", "words"), [
+    ("garbage", 30, "is not JSON"), ("silent", 0.5, "no answer within 0.5 s"),
+    ("flood", 30, "without answering"), ("exit", 30, "exited with code 3"),
+])
+def test_a_stdio_command_that_misbehaves_exits_2(mode: str, timeout: float, words: str) -> None:
+    code, out, err = check("--stdio", f"{sys.executable} {HERE / 'fake_stdio.py'} {mode}", timeout=timeout)
+    assert code == 2 and out == "" and words in err and "Traceback" not in err, err
+
+
+def test_a_tool_that_never_asks_or_does_not_exist_exits_2(mcp_url: str) -> None:
+    code, _, err = check(mcp_url, *TOKENS, "--tool", "nope")
+    assert code == 2 and "no tool named 'nope'" in err and "deploy" in err
+    code, _, err = check(mcp_url, *TOKENS, "--args", '{"env": 5}')
+    assert code == 2 and "tools/call deploy answered" in err and "--tool" in err
+
+
+def test_help_exits_0() -> None:
+    code, out, _ = check("--help")
+    assert code == 0 and "usage: python -m mrtr check" in out and "--allow-replay" in out
+
+
+# -- pieces --------------------------------------------------------------------------------------------
+
+
+def test_arguments_are_built_from_the_schema_and_one_string_changed() -> None:
+    schema = {"type": "object", "properties": {"env": {"type": "string"}, "count": {"type": "integer", "minimum": 2},
+                                               "region": {"type": "string", "enum": ["eu", "us"]},
+                                               "note": {"type": "string"}},
+              "required": ["env", "count", "region"]}
+    args = arguments_for(schema)
+    assert args == {"env": "staging", "count": 2, "region": "eu"}
+    assert other_arguments_for(args, schema) == {"env": "prod", "count": 2, "region": "eu"}
+    assert other_arguments_for({"region": "eu"}, schema) == {"region": "us"}
+    assert other_arguments_for({"name": "svc"}) == {"name": "svc-other"}
+    assert other_arguments_for({"n": 1}) == {"n": 2} and other_arguments_for({}) is None
+
+
+def test_the_progress_bar_draws_on_a_terminal_and_announces_once_elsewhere() -> None:
+    tty = io.StringIO()
+    bar = ProgressBar(tty, width=10, tty=True)
+    bar(0.0, 2.0)
+    bar(1.0, 2.0)
+    bar(2.0, 2.0)
+    frames = tty.getvalue().split("\r")[1:]
+    assert "[-----" in frames[0] and "[#####-----]" in frames[1] and frames[2].startswith(
+        "late move: waiting for the ticket to expire [##########]") and frames[2].endswith("\n")
+    log = io.StringIO()
+    plain = ProgressBar(log, tty=False)
+    for waited in (0.0, 1.0, 2.0):
+        plain(waited, 2.0)
+    assert log.getvalue() == "late move: waiting 2.0 s for the ticket to expire\n"
+
+
+def test_an_eighth_move_in_the_moves_file_is_played_with_no_code_change(mcp_url: str, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    eighth = tmp_path / "moves.toml"
+    eighth.write_text((ROOT / "lessons" / "moves.toml").read_text(encoding="utf-8") + '''
+[[moves]]
+slug = "stolen-other-request"
+title = "Alice spends it on prod"
+summary = "alice sends bob's ticket with her own token, on a deploy to prod."
+sender = "other"
+at = 25
+timing = "in-time"
+ticket = "as-issued"
+answer = "accept"
+request = "other"
+expect = "refused"
+stops_at = "principal"
+''', encoding="utf-8")
+    monkeypatch.setenv("MRTR_MOVES_FILE", str(eighth))
+    code, report = check_json(mcp_url, *TOKENS, "--skip-late")
+    assert code == 0 and [m["move"] for m in report["moves"]] == [*SLUGS, "stolen-other-request"]
+    assert report["moves"][-1]["observed"] == "refused" and report["moves"][-1]["ok"]
+    monkeypatch.setenv("MRTR_MOVES_FILE", str(tmp_path / "missing.toml"))
+    code, _, err = check(mcp_url, *TOKENS)
+    assert code == 2 and "cannot read the moves file" in err

@@ -1,0 +1,205 @@
+"""Starting and stopping the peer servers the checker is tested against (import as ``tests.peers.launch``).
+
+Each peer runs as its own process on a free 127.0.0.1 port (HTTP) or is described by the command
+that starts one process per principal (stdio). Readiness is a connect poll with a bounded deadline;
+processes are always terminated, then killed if they linger. Every peer reads its ticket clock from
+a file (MRTR_PEER_CLOCK_FILE) holding seconds to add to real time, so tests move past expiry with
+`advance()` instead of waiting. Owns no assertions about what a peer does: that is test_peers.py.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PEERS = ROOT / "tests" / "peers"
+JS = ROOT / "tests" / "js"
+TOKENS = {"bob": "bob-token", "alice": "alice-token"}
+OWNER, OTHER = "bob", "alice"
+PRINCIPAL_ENV = "MRTR_PRINCIPAL"
+READY_DEADLINE = 60.0  # seconds; a peer that is not listening by then failed to start
+
+
+@dataclass
+class Clock:
+    """The file every peer adds to its real clock; `advance` moves all of that peer's tickets' "now"."""
+
+    path: Path
+
+    def __post_init__(self) -> None:
+        self.path.write_text("0")
+
+    @property
+    def offset(self) -> float:
+        return float(self.path.read_text() or 0)
+
+    def advance(self, seconds: float) -> None:
+        self.path.write_text(str(self.offset + seconds))
+
+
+@dataclass
+class HttpPeer:
+    """A peer listening on `url` (POST), with a bearer token per principal."""
+
+    name: str
+    url: str
+    clock: Clock
+    ttl: float
+    tokens: dict[str, str] = field(default_factory=lambda: dict(TOKENS))
+    log: Path | None = None
+
+    @property
+    def owner(self) -> str:
+        return OWNER
+
+    @property
+    def other(self) -> str:
+        return OTHER
+
+
+@dataclass
+class StdioPeer:
+    """A peer started once per principal: `command`, with `env(principal)` naming who is calling."""
+
+    name: str
+    command: list[str]
+    clock: Clock
+    ttl: float
+    principal_env: str = PRINCIPAL_ENV
+
+    @property
+    def owner(self) -> str:
+        return OWNER
+
+    @property
+    def other(self) -> str:
+        return OTHER
+
+    @property
+    def command_line(self) -> str:
+        """The command as one shell string, for `python -m mrtr check --stdio "..."`."""
+        return shlex.join(self.command)
+
+    def env(self, principal: str) -> dict[str, str]:
+        return {**os.environ, self.principal_env: principal, "MRTR_PEER_CLOCK_FILE": str(self.clock.path)}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def node() -> str:
+    found = shutil.which("node")
+    if not found or not (JS / "node_modules" / "@modelcontextprotocol" / "server").is_dir():
+        raise RuntimeError("Node and tests/js/node_modules are needed: run npm ci in tests/js (scripts/test.sh does)")
+    return found
+
+
+def wait_listening(proc: subprocess.Popen, port: int, log: Path) -> None:
+    deadline = time.monotonic() + READY_DEADLINE
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"peer exited with {proc.returncode} before listening:\n{log.read_text()[-3000:]}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            # Not listening yet: block on the process for a moment instead of spinning.
+            try:
+                proc.wait(timeout=0.1)
+            except subprocess.TimeoutExpired:
+                pass
+    raise RuntimeError(f"peer not listening on {port} after {READY_DEADLINE:.0f} s:\n{log.read_text()[-3000:]}")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@contextmanager
+def run_http(name: str, argv: list[str], workdir: Path, *, ttl: float, port: int) -> Iterator[HttpPeer]:
+    """Start `argv` (which must listen on `port`), yield the peer once it listens, always stop it."""
+    clock = Clock(workdir / f"{name}.clock")
+    log = workdir / f"{name}.log"
+    env = {**os.environ, "MRTR_PEER_CLOCK_FILE": str(clock.path)}
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, env=env,
+                                cwd=ROOT)
+        try:
+            wait_listening(proc, port, log)
+            yield HttpPeer(name=name, url=f"http://127.0.0.1:{port}/mcp", clock=clock, ttl=ttl, log=log)
+        finally:
+            stop(proc)
+
+
+# -- the peers -------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def sdk_python_http(workdir: Path, ttl: float = 120.0) -> Iterator[HttpPeer]:
+    port = free_port()
+    argv = [sys.executable, str(PEERS / "sdk_py_server.py"), "http", "--port", str(port), "--ttl", str(ttl)]
+    with run_http("sdk-python-http", argv, workdir, ttl=ttl, port=port) as peer:
+        yield peer
+
+
+def sdk_python_stdio(workdir: Path, ttl: float = 120.0) -> StdioPeer:
+    argv = [sys.executable, str(PEERS / "sdk_py_server.py"), "stdio", "--ttl", str(ttl)]
+    return StdioPeer("sdk-python-stdio", argv, Clock(workdir / "sdk-python-stdio.clock"), ttl)
+
+
+@contextmanager
+def sdk_typescript_http(workdir: Path, variant: str = "docs", ttl: float = 120.0) -> Iterator[HttpPeer]:
+    """variant "docs": the SDK's own example shape (--ttl applies); "lesson": the lesson's snippet (TTL 120 s)."""
+    port = free_port()
+    argv = [node(), str(JS / "sdk_server.mjs"), "--port", str(port), "--variant", variant, "--ttl", str(ttl)]
+    with run_http(f"sdk-typescript-{variant}", argv, workdir, ttl=ttl if variant == "docs" else 120.0,
+                  port=port) as peer:
+        yield peer
+
+
+#: The weak server's protocol weaknesses (command-line flags without the dashes).
+WEAK_FLAGS = ("ask-without-capability", "any-version", "reveal-reasons", "omit-result-type")
+
+
+def weak_argv(transport: str, skip: tuple[str, ...], ttl: float, flags: tuple[str, ...] = ()) -> list[str]:
+    argv = [sys.executable, str(PEERS / "weak_server.py"), transport, "--ttl", str(ttl)]
+    for check in skip:
+        argv += ["--skip", check]
+    for flag in flags:
+        if flag not in WEAK_FLAGS:
+            raise ValueError(f"unknown weak-server flag {flag!r}")
+        argv.append(f"--{flag}")
+    return argv
+
+
+@contextmanager
+def weak_http(workdir: Path, skip: tuple[str, ...] = ("principal", "single-use"), ttl: float = 120.0,
+              name: str = "weak-http", flags: tuple[str, ...] = ()) -> Iterator[HttpPeer]:
+    port = free_port()
+    argv = [*weak_argv("http", skip, ttl, flags), "--port", str(port)]
+    with run_http(name, argv, workdir, ttl=ttl, port=port) as peer:
+        yield peer
+
+
+def weak_stdio(workdir: Path, skip: tuple[str, ...] = ("principal", "single-use"), ttl: float = 120.0,
+               name: str = "weak-stdio", flags: tuple[str, ...] = ()) -> StdioPeer:
+    return StdioPeer(name, weak_argv("stdio", skip, ttl, flags), Clock(workdir / f"{name}.clock"), ttl)

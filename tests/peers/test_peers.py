@@ -1,0 +1,115 @@
+"""Ground truth for the checker: every move sent BY HAND (plain JSON-RPC) to every peer, against expectations.toml.
+
+If a peer's real behaviour changes (an SDK upgrade, an edit to the lesson's snippet), the table is wrong
+and these tests say so, before any checker report is compared with it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.peers import launch
+from tests.peers.wire import play, probes
+
+HERE = Path(__file__).resolve().parent
+EXPECTED: dict[str, dict[str, Any]] = tomllib.loads((HERE / "expectations.toml").read_text())
+SLUGS = ("honest", "tampered", "stolen", "late", "other-request", "no-answer", "twice")
+OUTCOMES = {"completed", "refused", "asked-again"}
+CHECKS = ("signature", "principal", "expiry", "request", "answer", "single-use")
+
+
+PROBES = ("capability", "version", "uniform-refusals", "result-type")
+
+
+def observe(peer: launch.HttpPeer | launch.StdioPeer) -> dict[str, dict[str, Any]]:
+    """What the peer does with every move and every probe, all sent by hand."""
+    played = {slug: play(peer, slug) for slug in SLUGS}
+    return {"moves": {slug: move.outcome for slug, move in played.items()}, "probes": probes(peer, played)}
+
+
+def expected(name: str) -> dict[str, dict[str, Any]]:
+    return {"moves": EXPECTED[name]["moves"], "probes": EXPECTED[name]["probes"]}
+
+
+def test_the_table_covers_every_move_with_known_outcomes() -> None:
+    assert EXPECTED
+    for name, entry in EXPECTED.items():
+        assert tuple(entry["moves"]) == SLUGS, name
+        assert set(entry["moves"].values()) <= OUTCOMES, name
+        assert tuple(entry["probes"]) == PROBES, name
+
+
+def test_the_slugs_are_the_lessons_moves() -> None:
+    lesson = tomllib.loads((launch.ROOT / "lessons" / "moves.toml").read_text())["moves"]
+    assert {move["slug"] for move in lesson} == set(SLUGS)
+
+
+def test_each_weakness_lets_exactly_the_move_its_check_stops_through() -> None:
+    """weak-<check> differs from the all-checks control in one move: the one whose stops_at is that check."""
+    stops_at = {move["slug"]: move["stops_at"] for move in
+                tomllib.loads((launch.ROOT / "lessons" / "moves.toml").read_text())["moves"]}
+    control = EXPECTED["weak-none"]["moves"]
+    for check in CHECKS:
+        weak = EXPECTED[f"weak-{check}"]["moves"]
+        changed = {slug for slug in SLUGS if weak[slug] != control[slug]}
+        assert changed == {slug for slug, stop in stops_at.items() if stop == check}, check
+        assert EXPECTED[f"weak-{check}"]["probes"] == EXPECTED["weak-none"]["probes"], check
+
+
+def test_each_protocol_weakness_fails_exactly_one_probe() -> None:
+    control = EXPECTED["weak-none"]["probes"]
+    for flag in launch.WEAK_FLAGS:
+        entry = EXPECTED[f"weak-{flag}"]
+        assert entry["moves"] == EXPECTED["weak-none"]["moves"], flag
+        assert sum(entry["probes"][probe] != control[probe] for probe in PROBES) == 1, flag
+
+
+@pytest.mark.parametrize("name", [name for name, entry in EXPECTED.items() if entry["fixture"] != "weak_http_with"])
+def test_a_peer_does_what_the_table_says(request: pytest.FixtureRequest, name: str) -> None:
+    peer = request.getfixturevalue(EXPECTED[name]["fixture"])
+    assert observe(peer) == expected(name)
+
+
+@pytest.mark.parametrize("name", [name for name, entry in EXPECTED.items() if entry["fixture"] == "weak_http_with"])
+def test_a_weak_peer_does_what_the_table_says(weak_http_with, name: str) -> None:
+    entry = EXPECTED[name]
+    with weak_http_with(skip=tuple(entry["weak_skip"]), flags=tuple(entry.get("weak_flags", ()))) as peer:
+        assert observe(peer) == expected(name)
+
+
+def test_the_python_sdk_refuses_every_bad_ticket_with_one_frozen_error(sdk_py_http) -> None:
+    errors = []
+    for slug in ("tampered", "stolen", "late", "other-request"):
+        reply = play(sdk_py_http, slug).replies[-1]
+        errors.append({k: v for k, v in reply["error"].items()})
+    assert all(error == errors[0] for error in errors)
+    assert errors[0]["code"] == -32602 and errors[0]["message"] == "Invalid or expired requestState"
+
+
+def test_the_python_sdk_deploys_a_replayed_retry_twice(sdk_py_http) -> None:
+    replies = play(sdk_py_http, "twice").replies
+    assert [r["result"]["content"][0]["text"] for r in replies] == ["deployed to staging"] * 2
+
+
+def test_the_typescript_example_spends_a_ticket_on_another_request_for_the_ticket_env(sdk_ts_http) -> None:
+    # Asked to deploy prod with a staging ticket, it deploys staging: the codec binds no arguments.
+    reply = play(sdk_ts_http, "other-request").replies[-1]
+    assert reply["result"]["content"][0]["text"] == "deployed to staging"
+
+
+def test_the_lesson_snippet_refuses_in_its_handler_with_a_tool_error(sdk_ts_lesson_http) -> None:
+    # The codec's refusals are -32602 errors; the snippet's own checks (request, single use) are isError results.
+    assert "error" in play(sdk_ts_lesson_http, "stolen").replies[-1]
+    for slug in ("other-request", "twice"):
+        result = play(sdk_ts_lesson_http, slug).replies[-1]["result"]
+        assert result["isError"] is True
+        assert result["content"][0]["text"] == "Invalid or expired requestState"
+
+
+def test_a_weak_ticket_is_readable_and_signed(weak_http) -> None:
+    ticket = play(weak_http, "honest").minted["result"]["requestState"]
+    assert ticket.startswith("w1.") and ticket.count(".") == 2

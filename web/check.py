@@ -1,0 +1,503 @@
+"""/check: the server checker in the browser. A form (URL, two tokens, tool, arguments) starts a
+background run of `moves.check.run_check`; the run's page shows live progress (htmx polls it every
+second; without JavaScript the page refreshes itself) and then the report, drawn like the
+playground's check matrix, each failing row linking to the lesson section on that defence.
+
+Safety, owned here:
+- Only loopback targets, unless `MRTR_CHECK_HOSTS` lists more (comma-separated host names, IP
+  addresses or CIDR networks). The host is resolved and every address it resolves to is vetted;
+  the run then connects to exactly the vetted address, so DNS cannot swap it afterwards, and
+  redirects are never followed. Link-local, multicast and unspecified addresses are refused even
+  for a listed name.
+- `MRTR_PUBLIC=1` (a public deployment) turns even loopback off unless `MRTR_CHECK_HOSTS` lists it.
+- Runs are rate-limited per visitor (`MRTR_CHECK_RUNS`, default 5 per `MRTR_CHECK_WINDOW` = 600 s,
+  and one at a time), with at most `MAX_ACTIVE` runs at once for everyone.
+- A run goes on in a thread of the process that started it; its progress is saved as one JSON file
+  in `MRTR_CHECK_STATE_DIR` (default `<MRTR_STATE_DIR>/check-runs`), so every gunicorn worker can
+  draw it. Visitors are kept there as digests, never addresses; tokens are never written.
+- A late move waits at most `MRTR_CHECK_MAX_WAIT` seconds (default 300) for a ticket to expire.
+  (`MRTR_CHECK_RESOLVER`, a `(host, port) -> [addresses]` callable, is a test seam only.)
+- Tokens go into the run's target and nowhere else: never logged, never rendered, never kept
+  after the run ends. Token inputs are password fields that are never refilled.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import ipaddress
+import json
+import logging
+import math
+import os
+import re
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from flask import Blueprint, Flask, Response, abort, current_app, redirect, request, url_for
+
+from moves.check import CheckError, CheckOptions, Events, run_check
+from moves.targets.http import HttpTarget
+from moves.targets.remote import Timing
+from mrtr.keys import default_state_dir
+from web import htmx
+from web.content import get_content
+
+bp = Blueprint("check", __name__)
+log = logging.getLogger("mrtr.check")
+
+PAGE = "check/show.html"
+RUN_PAGE = "check/run.html"
+RUN_FRAGMENT = "check/_run.html"
+FORM_FRAGMENT = "check/_form.html"
+RUNS_KEY = "mrtr.check_runs"
+MAX_ACTIVE = 4
+MAX_RUNS_KEPT = 200
+RUN_TTL = 30 * 60.0
+MAX_FIELD = 4096
+#: A running run not saved for this long is taken as dead (its worker went away).
+STALE = 120.0
+#: How often the late wait's progress is saved (seconds).
+WAIT_SAVE_EVERY = 0.5
+_RUN_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
+#: The lesson section that explains each defence a failing row is about.
+SECTIONS: dict[str, str] = {
+    "signature": "checks-and-clock",
+    "principal": "checks-and-clock",
+    "expiry": "checks-and-clock",
+    "request": "checks-and-clock",
+    "answer": "spec-rules",
+    "single-use": "spec-rules",
+    "capability": "spec-rules",
+    "missing-answer": "spec-rules",
+    "result-type": "round-trip",
+    "same-error": "checks-and-clock",
+}
+
+
+class CheckInputError(ValueError):
+    """The form cannot be run as sent (bad URL, a host not allowed, ...): HTTP 400 with this message."""
+
+
+# -- configuration -----------------------------------------------------------------------------------
+
+
+def _config(name: str, default: Any = None) -> Any:
+    value = current_app.config.get(name)
+    return default if value in (None, "") else value
+
+
+def is_public() -> bool:
+    return str(_config("MRTR_PUBLIC", "")).strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class HostRules:
+    names: frozenset[str]
+    networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
+    loopback: bool
+
+    @classmethod
+    def from_config(cls, hosts: str, public: bool) -> HostRules:
+        names: set[str] = set()
+        networks = []
+        for entry in (e.strip().lower() for e in str(hosts or "").split(",")):
+            if not entry:
+                continue
+            try:
+                networks.append(ipaddress.ip_network(entry.strip("[]"), strict=False))
+            except ValueError:
+                names.add(entry.rstrip("."))
+        return cls(frozenset(names), tuple(networks), loopback=not public)
+
+    @property
+    def any_allowed(self) -> bool:
+        return self.loopback or bool(self.names) or bool(self.networks)
+
+    def allows(self, host: str, address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+        if address.is_loopback and self.loopback:
+            return True
+        if any(address.version == net.version and address in net for net in self.networks):
+            return True
+        risky = address.is_link_local or address.is_multicast or address.is_unspecified or address.is_reserved
+        return host in self.names and not risky
+
+
+def rules() -> HostRules:
+    return HostRules.from_config(_config("MRTR_CHECK_HOSTS", ""), is_public())
+
+
+Resolver = Callable[[str, int], list[str]]
+
+
+def _resolve(host: str, port: int) -> list[str]:
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def vet_url(url: str, host_rules: HostRules, resolve: Resolver = _resolve) -> tuple[str, str]:
+    """The URL to check and the one address to connect to; raises CheckInputError when not allowed."""
+    url = url.strip()
+    if not url:
+        raise CheckInputError("Give the URL of the server's MCP endpoint, for example http://127.0.0.1:8000/mcp.")
+    if len(url) > 2048:
+        raise CheckInputError("That URL is too long.")
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise CheckInputError("That URL cannot be read (check the port).") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise CheckInputError("The URL must start with http:// or https:// and name a host.")
+    if parts.username or parts.password:
+        raise CheckInputError("Put tokens in the token fields, never in the URL.")
+    if not host_rules.any_allowed:
+        raise CheckInputError("This deployment checks no servers: its operator has not listed any in "
+                              "MRTR_CHECK_HOSTS.")
+    host = parts.hostname.lower().rstrip(".")
+    try:
+        addresses = [ipaddress.ip_address(a.split("%")[0]) for a in resolve(host, port)]
+    except (OSError, UnicodeError, ValueError):
+        raise CheckInputError(f"The host {host!r} could not be resolved.") from None
+    if not addresses:
+        raise CheckInputError(f"The host {host!r} could not be resolved.")
+    addresses = [a.ipv4_mapped if isinstance(a, ipaddress.IPv6Address) and a.ipv4_mapped else a for a in addresses]
+    refused = [a for a in addresses if not host_rules.allows(host, a)]
+    if refused:
+        where = ("servers on this machine (loopback addresses)" if host_rules.loopback
+                 else "the hosts its operator listed")
+        raise CheckInputError(f"This lab only checks {where}; {host!r} resolves to {refused[0]}, which is not allowed.")
+    return parts.geturl(), str(addresses[0])
+
+
+# -- runs --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """One run as every worker sees it: plain JSON-able fields, saved to the run store on each change."""
+
+    id: str
+    visitor: str
+    url: str
+    started: float
+    updated: float = 0.0
+    state: str = "running"  # running, done, error
+    phase: str = "Starting"
+    total: int = 0
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    probes: list[dict[str, Any]] = field(default_factory=list)
+    waited: float = 0.0
+    wait_total: float = 0.0
+    waiting: bool = False
+    summary: str = ""
+    error: str = ""
+    finished: float = 0.0
+
+    @property
+    def running(self) -> bool:
+        return self.state == "running"
+
+
+class RunStore:
+    """The runs, one JSON file each in `directory`, so every worker process of the app sees every run
+    (the run itself goes on in the process that started it). The per-visitor limit is kept there too,
+    under a file lock. A run whose process went away stops being updated and reads as failed after
+    `STALE` seconds. Several hosts need a shared directory or sticky routing for /check/runs/*.
+    """
+
+    def __init__(self, directory: Path, clock: Callable[[], float] = time.time) -> None:
+        self.directory = directory
+        self.clock = clock
+        self.threads: dict[str, threading.Thread] = {}  # this process's runs, for tests and shutdown
+
+    def _path(self, run_id: str) -> Path:
+        return self.directory / f"{run_id}.json"
+
+    def save(self, run: Run) -> None:
+        run.updated = self.clock()
+        data = {k: v for k, v in run.__dict__.items()}
+        tmp = self.directory / f".{run.id}.{os.getpid()}.{threading.get_ident()}.tmp"
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, self._path(run.id))
+
+    def get(self, run_id: str) -> Run | None:
+        if not _RUN_ID.fullmatch(run_id):
+            return None
+        try:
+            data = json.loads(self._path(run_id).read_text(encoding="utf-8"))
+            run = Run(**data)
+        except (OSError, ValueError, TypeError):
+            return None
+        if run.running and self.clock() - run.updated > STALE:
+            run.state, run.error = "error", "The run stopped: the process running it went away."
+        return run
+
+    def _all(self) -> list[Run]:
+        found = [self.get(p.stem) for p in self.directory.glob("*.json")]
+        return [r for r in found if r is not None]
+
+    def start(self, visitor: str, url: str, limit: int, window: float) -> Run:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        now = self.clock()
+        with open(self.directory / ".lock", "a+b") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            runs = self._evict(self._all(), now, max(RUN_TTL, window))
+            if any(r.running and r.visitor == visitor for r in runs):
+                raise CheckInputError("A check you started is still running: wait for it to finish first.")
+            if sum(r.running for r in runs) >= MAX_ACTIVE:
+                raise CheckInputError("The checker is busy with other people's runs; try again in a minute.")
+            starts = sorted(r.started for r in runs if r.visitor == visitor and now - r.started < window)
+            if len(starts) >= limit:
+                wait = max(1, math.ceil(window - (now - starts[-limit])))
+                raise CheckInputError(f"You have started {limit} checks recently; try again in {wait} s.")
+            run = Run(secrets.token_urlsafe(16), visitor, url, now)
+            self.save(run)
+            return run
+
+    def _evict(self, runs: list[Run], now: float, ttl: float) -> list[Run]:
+        """Forget finished runs after `ttl` (never shorter than the rate limit's window), and the oldest
+        past MAX_RUNS_KEPT."""
+        keep = []
+        finished = sorted((r for r in runs if not r.running), key=lambda r: r.finished)
+        excess = max(0, len(runs) - MAX_RUNS_KEPT)
+        for run in finished:
+            if now - max(run.finished, run.started) > ttl or excess > 0:
+                excess -= 1
+                self._path(run.id).unlink(missing_ok=True)
+            else:
+                keep.append(run)
+        return keep + [r for r in runs if r.running]
+
+
+def runs() -> RunStore:
+    return current_app.extensions[RUNS_KEY]
+
+
+@bp.record_once
+def _setup(state: Any) -> None:
+    app: Flask = state.app
+    for name in ("MRTR_PUBLIC", "MRTR_CHECK_HOSTS", "MRTR_CHECK_RUNS", "MRTR_CHECK_WINDOW", "MRTR_CHECK_MAX_WAIT",
+                 "MRTR_CHECK_STATE_DIR"):
+        if app.config.get(name) in (None, "") and os.environ.get(name):
+            app.config[name] = os.environ[name]
+    directory = app.config.get("MRTR_CHECK_STATE_DIR") or default_state_dir() / "check-runs"
+    app.extensions[RUNS_KEY] = RunStore(Path(directory))
+
+
+# -- the form ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Form:
+    url: str = ""
+    tool: str = ""
+    args: str = ""
+    skip_late: bool = False
+    allow_replay: bool = False
+    error: str = ""
+
+
+def _field(name: str) -> str:
+    value = request.form.get(name, "")
+    if len(value) > MAX_FIELD:
+        raise CheckInputError(f"The {name.replace('_', ' ')} field is too long.")
+    return value
+
+
+def _json_object(text: str, label: str) -> dict[str, Any] | None:
+    if not text.strip():
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        raise CheckInputError(f"{label} must be JSON, for example {{\"env\": \"staging\"}}.") from None
+    if not isinstance(value, dict):
+        raise CheckInputError(f"{label} must be a JSON object, for example {{\"env\": \"staging\"}}.")
+    return value
+
+
+def _same_site() -> None:
+    """A check is started from this app's own form only: another site must not aim a visitor's browser at it."""
+    origin = request.headers.get("Origin")
+    # Browsers say "null" under this app's no-referrer policy; Sec-Fetch-Site tells cross-site posts apart.
+    foreign = origin not in (None, "null") and origin.rstrip("/").lower() != request.host_url.rstrip("/").lower()
+    if foreign or request.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"):
+        raise CheckInputError("Checks start from this page's own form, not from another site.")
+
+
+def _visitor() -> str:
+    """Who is asking, as a digest: the run files never hold an address."""
+    return hashlib.sha256((request.remote_addr or "unknown").encode()).hexdigest()[:16]
+
+
+def _lesson_url(section: str | None) -> str | None:
+    if not section:
+        return None
+    lesson = get_content().lessons[0]
+    if lesson.section(section) is None:
+        return None
+    return url_for("lessons.lesson_page", slug=lesson.slug) + "#" + section
+
+
+def _page(form: Form, status: int = 200) -> Response:
+    return htmx.render(PAGE, FORM_FRAGMENT, status=status, form=form, enabled=rules().any_allowed,
+                       public=is_public())
+
+
+@bp.get("/check")
+def check_page() -> Response:
+    return _page(Form())
+
+
+@bp.post("/check")
+def start_check() -> Response:
+    form = Form()
+    try:
+        _same_site()
+        form = Form(url=_field("url")[:2048], tool=_field("tool").strip(), args=_field("args"),
+                    skip_late=request.form.get("skip_late") == "1",
+                    allow_replay=request.form.get("allow_replay") == "1")
+        owner, other = _field("owner_token").strip(), _field("other_token").strip()
+        if not owner or not other:
+            raise CheckInputError("Give both tokens: the ticket's owner and a second user (for the stolen move).")
+        if owner == other:
+            raise CheckInputError("The two tokens must belong to two different users.")
+        arguments = _json_object(form.args, "Arguments")
+        url, address = vet_url(form.url, rules(), current_app.config.get("MRTR_CHECK_RESOLVER") or _resolve)
+        limit = int(_config("MRTR_CHECK_RUNS", 5))
+        window = float(_config("MRTR_CHECK_WINDOW", 600))
+        run = runs().start(_visitor(), url, limit, window)
+    except CheckInputError as exc:
+        form.error = str(exc)
+        return _page(form, 400)
+    options = CheckOptions(tool=form.tool or None, arguments=arguments, allow_replay=form.allow_replay,
+                           skip_late=form.skip_late)
+    moves = get_content().moves  # the moves this app teaches (MRTR_MOVES_FILE included)
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    store = runs()
+    thread = threading.Thread(target=_execute, args=(app, store, run, url, address, (owner, other), options, moves),
+                              name=f"check-{run.id[:6]}", daemon=True)
+    store.threads[run.id] = thread
+    thread.start()
+    log.info("check run %s started for %s", run.id[:6], url)
+    target = url_for("check.run_page", run_id=run.id)
+    if htmx.wants_fragment():
+        return htmx.render(RUN_PAGE, RUN_FRAGMENT, push_url=target, run=run, view=_view(run))
+    return redirect(target, 303)
+
+
+def _execute(app: Flask, store: RunStore, run: Run, url: str, address: str, tokens: tuple[str, str],
+             options: Any, moves: Any) -> None:
+    """The background run. Tokens live in the target only, and go with it when this returns."""
+    lock = threading.Lock()
+    last_wait = [0.0]
+
+    def save() -> None:
+        try:
+            store.save(run)
+        except OSError as exc:
+            log.error("check run %s: could not save progress: %s", run.id[:6], exc.strerror)
+
+    def phase(text: str) -> None:
+        with lock:
+            run.phase, run.waiting = text[:1].upper() + text[1:], False
+            save()
+
+    def move_done(row: Any, index: int, total: int) -> None:
+        with lock:
+            run.rows.append({"move": row.move, "title": row.title, "expected": row.expected,
+                             "observed": row.observed, "verdict": row.verdict, "detail": row.detail,
+                             "stops_at": row.stops_at})
+            run.total = total
+            save()
+
+    def probe_done(probe: Any) -> None:
+        with lock:
+            run.probes.append({"probe": probe.probe, "title": probe.title, "ok": probe.ok, "detail": probe.detail})
+            save()
+
+    def wait(waited: float, total: float) -> None:
+        with lock:
+            run.waiting, run.waited, run.wait_total = True, waited, total
+            if waited >= total or store.clock() - last_wait[0] >= WAIT_SAVE_EVERY:
+                last_wait[0] = store.clock()
+                save()
+
+    max_wait = float(app.config.get("MRTR_CHECK_MAX_WAIT") or 300)
+    target = None
+    try:
+        target = HttpTarget(url, [("owner", tokens[0]), ("other", tokens[1])], connect_to=address,
+                            timing=Timing(skip_late=options.skip_late, max_wait=max_wait))
+        tokens = ("", "")
+        report = run_check(target, options, moves=moves, events=Events(phase=phase, move_done=move_done,
+                                                           probe_done=probe_done, wait=wait))
+        with lock:
+            run.summary, run.state = report.summary(), "done"
+    except CheckError as exc:
+        with lock:
+            run.error, run.state = str(exc), "error"
+    except Exception as exc:  # never a traceback on the page; the log gets the type, never a token
+        log.error("check run %s failed: %s", run.id[:6], type(exc).__name__)
+        with lock:
+            run.error, run.state = "The checker failed unexpectedly; nothing more is known.", "error"
+    finally:
+        if target is not None:
+            target.close()
+        with lock:
+            run.waiting = False
+            run.finished = store.clock()
+            save()
+        store.threads.pop(run.id, None)
+
+
+# -- the run page ------------------------------------------------------------------------------------
+
+
+@dataclass
+class RowView:
+    name: str
+    title: str
+    expected: str
+    observed: str
+    verdict: str
+    detail: str
+    lesson_url: str | None
+
+
+def _verdict_outcome(verdict: str) -> str:
+    return {"pass": "pass", "fail": "fail"}.get(verdict, "skipped")
+
+
+def _view(run: Run) -> dict[str, Any]:
+    move_views = [RowView(r["move"], r["title"], r["expected"], r["observed"], r["verdict"], r["detail"],
+                          _lesson_url(SECTIONS.get(r["stops_at"])) if r["verdict"] in ("fail", "warn") else None)
+                  for r in run.rows]
+    probe_views = [RowView(p["probe"], p["title"], "", "", "pass" if p["ok"] else "fail", p["detail"],
+                           None if p["ok"] else _lesson_url(SECTIONS.get(p["probe"]))) for p in run.probes]
+    if run.state == "running":
+        status = f"{run.phase}…" + (f" ({len(run.rows)} of {run.total} moves played)" if run.total else "")
+        if run.waiting:
+            status = "Waiting for the ticket to expire before the late move…"
+    elif run.state == "error":
+        status = "The check could not run."
+    else:
+        status = run.summary or "Done."
+    return {"moves": move_views, "probes": probe_views, "status": status, "state": run.state, "error": run.error,
+            "waiting": run.waiting, "waited": round(run.waited, 1), "wait_total": round(run.wait_total, 1),
+            "outcome": _verdict_outcome}
+
+
+@bp.get("/check/runs/<run_id>")
+def run_page(run_id: str) -> Response:
+    run = runs().get(run_id)
+    if run is None:
+        abort(404)
+    return htmx.render(RUN_PAGE, RUN_FRAGMENT, run=run, view=_view(run))
