@@ -126,6 +126,26 @@ FIELDS: dict[str, dict[str, Field]] = {
     "check.run_page": {},
     "embed.oembed": {"url": Field("url", 2048), "format": Field(max_chars=16), "maxwidth": Field("count", 6),
                      "maxheight": Field("count", 6)},
+    # the live class (web/classroom.py); nicknames get their own rules there, codes are normalised there
+    "demo.switch": _AUTOPLAY,
+    "demo.notes_switch": {},
+    "classroom.start": {"token": Field(max_chars=256)},
+    "classroom.claim": {},
+    "classroom.host": {},
+    "classroom.host_events": {},
+    "classroom.push_question": {},
+    "classroom.reveal": {},
+    "classroom.round_switch": {"open": Field(max_chars=8)},
+    "classroom.single_use": {"on": Field(max_chars=8)},
+    "classroom.end": {},
+    "classroom.results": {},
+    "classroom.short": {},
+    "classroom.join": {"code": Field(max_chars=64)},
+    "classroom.join_post": {"code": Field(max_chars=64), "nickname": Field(max_chars=200)},
+    "classroom.me": {},
+    "classroom.me_live": {"stage": Field("count", 12)},
+    "classroom.answer": {"option": Field(max_chars=64)},
+    "classroom.play": {"move": Field(max_chars=64)},
 }
 #: Endpoints the guard leaves alone: the protocol endpoint checks its own bodies; static files read nothing.
 UNGUARDED = frozenset({"mcp.endpoint", "static"})

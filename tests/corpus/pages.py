@@ -45,6 +45,10 @@ def path_samples(app: Flask) -> dict[str, dict[str, Any]]:
                 values[arg] = 1
             elif arg == "run_id":
                 values[arg] = "0" * 22  # a well-formed id of no run: the page answers 404
+            elif arg == "code":  # a live class's join code (no class: the routes answer 404)
+                values[arg] = "ABC234"
+            elif arg == "secret":  # a class's control capability
+                values[arg] = "not-a-capability"
             else:
                 raise LookupError(f"no sample for <{arg}> in {rule.rule}: add one to tests/corpus/pages.py")
         samples[rule.endpoint] = values
