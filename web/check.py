@@ -94,8 +94,30 @@ def _config(name: str, default: Any = None) -> Any:
     return default if value in (None, "") else value
 
 
+def _loopback(value: str | None) -> bool:
+    name = (value or "").strip().strip("[]").lower().rstrip(".")
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
 def is_public() -> bool:
-    return str(_config("MRTR_PUBLIC", "")).strip().lower() in ("1", "true", "yes", "on")
+    """Whether this deployment is public, so that even loopback targets would be SSRF.
+
+    `MRTR_PUBLIC=1` says so. Without it, the page still counts as public unless the visitor is this very
+    machine: a request from another address, or one that names a host other than loopback (the app behind
+    a reverse proxy, reached by its public name), gets no loopback targets, whatever an operator forgot to set.
+    """
+    if str(_config("MRTR_PUBLIC", "")).strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    try:
+        host = urlsplit(f"//{request.host}").hostname
+    except ValueError:
+        return True
+    return not (_loopback(host) and _loopback(request.remote_addr))
 
 
 @dataclass(frozen=True)

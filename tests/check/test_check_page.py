@@ -153,6 +153,21 @@ def test_a_public_deployment_checks_nothing_unless_hosts_are_listed() -> None:
     assert listed.allows("127.0.0.1", ipaddress.ip_address("127.0.0.1"))
 
 
+@pytest.mark.parametrize("visit", [
+    {"base_url": "https://mrtr.example.org/"},  # behind a reverse proxy, reached by its public name
+    {"environ_base": {"REMOTE_ADDR": "203.0.113.9"}},  # a visitor from elsewhere, whatever Host they send
+    {"base_url": "http://127.0.0.1.nip.io/"},  # a name that merely starts like loopback
+])
+def test_a_page_not_used_from_this_machine_is_public_without_the_flag(visit: dict[str, Any]) -> None:
+    client = make_app().test_client()
+    page = soup(client.get("/check", **visit))
+    assert page.select_one("#check-disabled") is not None
+    refused = client.post("/check", data=form("http://127.0.0.1:9/mcp"), **visit)
+    assert refused.status_code == 400 and "checks no servers" in refused.get_data(as_text=True)
+    # the same app, used on this machine, still checks a loopback server
+    assert soup(client.get("/check")).select_one("#check-disabled") is None
+
+
 def test_the_public_flag_and_the_host_list_are_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MRTR_PUBLIC", "1")
     assert soup(make_app().test_client().get("/check")).select_one("#check-disabled") is not None
