@@ -2,7 +2,7 @@
 always the security headers, and the server still serves an honest flow afterwards.
 
 The corpus (tests/corpus) goes through Flask's test client in full, and a shorter pass goes over
-real HTTP to a gunicorn-served app, together with malformed HTTP that only a socket can send.
+real HTTP to the app under its production server, together with malformed HTTP that only a socket can send.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from bench.loadgen import ACCEPT, Conn, deploy_request, flow_headers, json_body
-from bench.servers import Served, gunicorn_app
+from bench.servers import Served, production_app
 from tests.corpus.hostile import Case, corpus
 from web.content import get_content
 
@@ -82,8 +82,8 @@ def test_hostile_corpus_through_the_test_client(app: Flask, client: FlaskClient)
 
 
 @pytest.fixture(scope="module")
-def served() -> Iterator[Served]:
-    with gunicorn_app(workers=1, threads=4, env={"MRTR_STORE": "memory"}) as server:
+def served(production_server: str) -> Iterator[Served]:
+    with production_app(production_server, workers=1, threads=4, env={"MRTR_STORE": "memory"}) as server:
         yield server
 
 
