@@ -25,6 +25,7 @@ VENV_BIN = Path(sys.executable).parent
 PRODUCTION_SH = ROOT / "scripts" / "production.sh"
 BENCH_KEY = "bench-key-0123456789abcdef0123456789abcdef"
 START_TIMEOUT_S = 30.0
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 #: The production server (scripts/production.sh); the other one in SERVERS stays runnable for comparison.
 PRODUCTION_SERVER = "granian"
 SERVERS = ("granian", "gunicorn")
@@ -85,6 +86,17 @@ class Served:
             except OSError:
                 continue
         return total
+
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) the server and its workers have used so far."""
+        ticks = 0
+        for pid in self.pids():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            ticks += int(fields[11]) + int(fields[12])
+        return ticks / CLOCK_TICKS
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -174,10 +186,32 @@ def production_app(server: str = PRODUCTION_SERVER, **kwargs: object) -> Served:
     raise ValueError(f"unknown server {server!r}; choose from {SERVERS}")
 
 
-def sdk_app(*, workers: int = 2, port: int | None = None) -> Served:
-    """The official SDK's server (bench/sdk_server.py) under uvicorn, `workers` processes sharing a key."""
+def lean_granian_app(*, workers: int = 2, threads: int = 8, env: Mapping[str, str] | None = None,
+                     name: str = "lean") -> Served:
+    """The measurement prototype bench/lean_mcp.py (POST /mcp beside Flask's dispatch) under granian.
+
+    The same granian options as scripts/production.sh, with the prototype's factory as the target.
+    """
+    tmp = tempfile.TemporaryDirectory(prefix="mrtr-bench-")
+    port = free_port()
+    argv = [str(VENV_BIN / "granian"), "--interface", "wsgi", "--factory", "--host", "127.0.0.1",
+            "--port", str(port), "--workers", str(workers), "--blocking-threads", str(threads), "--no-ws",
+            "--workers-kill-timeout", "10", "--log-level", "warning", "bench.lean_mcp:create_app"]
+    return _spawn(name, argv, _our_env(tmp, env), port, tmp)
+
+
+def sdk_app(*, workers: int = 1, json_response: bool = False, stateless: bool = False,
+            port: int | None = None, name: str = "sdk") -> Served:
+    """The official SDK's server (bench/sdk_server.py) under uvicorn, `workers` processes sharing a key.
+
+    The defaults are `MCPServer.run("streamable-http")`'s: one uvicorn process, SSE responses
+    allowed, sessions for legacy clients. `json_response` and `stateless` are the settings the
+    SDK's docs advise for load-balanced deployments.
+    """
     tmp = tempfile.TemporaryDirectory(prefix="mrtr-bench-sdk-")
     port = port or free_port()
     argv = [sys.executable, str(ROOT / "bench" / "sdk_server.py"), "--transport", "http", "--port", str(port),
             "--workers", str(workers)]
-    return _spawn("sdk", argv, {"MRTR_SDK_STATE_KEY": BENCH_KEY}, port, tmp)
+    argv += ["--json-response"] if json_response else []
+    argv += ["--stateless"] if stateless else []
+    return _spawn(name, argv, {"MRTR_SDK_STATE_KEY": BENCH_KEY}, port, tmp)
