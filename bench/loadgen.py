@@ -14,6 +14,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -171,6 +172,13 @@ class RunResult:
     latencies_ms: list[float] = field(default_factory=list)
     first_errors: list[str] = field(default_factory=list)
     client_cpu_s: float = 0.0
+    server_cpu_s: float | None = None  # the server's CPU seconds within the measured window, if probed
+
+    @property
+    def server_cpu_ms_per_flow(self) -> float | None:
+        if self.server_cpu_s is None or not self.flows:
+            return None
+        return self.server_cpu_s * 1000 / self.flows
 
     @property
     def rate(self) -> float:
@@ -184,9 +192,14 @@ class RunResult:
 
 
 def run_flows(host: str, port: int, *, clients: int, seconds: float, warmup: float = 1.0,
-              token: str | None = "bob-token", path: str = "/mcp", max_flows_per_client: int = 1_000_000
-              ) -> RunResult:
-    """`clients` threads play flows for `warmup + seconds`; only flows ending in the window count."""
+              token: str | None = "bob-token", path: str = "/mcp", max_flows_per_client: int = 1_000_000,
+              cpu_probe: Callable[[], float] | None = None) -> RunResult:
+    """`clients` threads play flows for `warmup + seconds`; only flows ending in the window count.
+
+    `cpu_probe`, if given, returns the server's CPU seconds so far; it is read at the window's
+    start and end, so `server_cpu_ms_per_flow` is what the server spent per counted flow, a figure
+    other work on the machine disturbs far less than flows per second.
+    """
     headers = flow_headers(token)
     lock = threading.Lock()
     latencies: list[float] = []
@@ -234,9 +247,15 @@ def run_flows(host: str, port: int, *, clients: int, seconds: float, warmup: flo
     window["start"] = now + warmup
     window["end"] = now + warmup + seconds
     barrier.wait()
+    server_cpu = None
+    if cpu_probe is not None:
+        time.sleep(max(0.0, window["start"] - time.perf_counter()))
+        begin = cpu_probe()
+        time.sleep(max(0.0, window["end"] - time.perf_counter()))
+        server_cpu = cpu_probe() - begin
     for t in threads:
         t.join(timeout=warmup + seconds + 30)
     cpu1 = os.times()
     result = RunResult(clients, seconds, len(latencies), counts["errors"], latencies, errors,
-                       (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system))
+                       (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system), server_cpu)
     return result

@@ -52,6 +52,8 @@ from pydantic import BaseModel, Field
 
 STATE_KEY_ENV = "MRTR_SDK_STATE_KEY"
 TOKEN_ENV = "MRTR_SDK_REQUIRE_TOKEN"
+JSON_ENV = "MRTR_SDK_JSON_RESPONSE"
+STATELESS_ENV = "MRTR_SDK_STATELESS"
 
 
 class Confirm(BaseModel):
@@ -115,7 +117,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--require-token", default=None, help="HTTP only: demand this bearer token")
     p.add_argument("--log-level", default="warning")
     p.add_argument("--workers", type=int, default=1, help="HTTP only: uvicorn worker processes (shared key)")
+    p.add_argument("--json-response", action="store_true",
+                   help="HTTP only: json_response=True, one JSON body per request (the SDK docs' production advice)")
+    p.add_argument("--stateless", action="store_true",
+                   help="HTTP only: stateless_http=True (legacy clients get no session; for load-balanced replicas)")
     args = p.parse_args(argv)
+    if args.json_response:
+        os.environ[JSON_ENV] = "1"
+    if args.stateless:
+        os.environ[STATELESS_ENV] = "1"
 
     mcp = build_server()
     if args.transport == "stdio":
@@ -148,7 +158,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _http_app(mcp: MCPServer, token: str | None):
-    app = mcp.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+    app = mcp.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1",
+                                  json_response=os.environ.get(JSON_ENV) == "1",
+                                  stateless_http=os.environ.get(STATELESS_ENV) == "1")
     return _BearerGate(app, token) if token else app
 
 

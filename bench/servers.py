@@ -1,8 +1,10 @@
 """Start and stop the servers under test on free 127.0.0.1 ports, with bounded waits.
 
-`gunicorn_app` serves OUR app the production way (gunicorn, gthread workers); `sdk_app` serves the
-official Python SDK's server (`bench/sdk_server.py --transport http`). Both are plain child
-processes in their own process group, so `stop()` ends exactly what was started.
+`production_app` serves OUR app the production way, under the server `scripts/production.sh` uses
+(`PRODUCTION_SERVER`, granian's WSGI interface) or under gunicorn's gthread workers, the previous
+choice, kept so the same tests and benchmarks can run under both (`granian_app`, `gunicorn_app`).
+`sdk_app` serves the official Python SDK's server (`bench/sdk_server.py --transport http`). All are
+plain child processes in their own process group, so `stop()` ends exactly what was started.
 """
 
 from __future__ import annotations
@@ -20,8 +22,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
+PRODUCTION_SH = ROOT / "scripts" / "production.sh"
 BENCH_KEY = "bench-key-0123456789abcdef0123456789abcdef"
 START_TIMEOUT_S = 30.0
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+#: The production server (scripts/production.sh); the other one in SERVERS stays runnable for comparison.
+PRODUCTION_SERVER = "granian"
+SERVERS = ("granian", "gunicorn")
 
 
 def free_port() -> int:
@@ -80,6 +87,17 @@ class Served:
                 continue
         return total
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) the server and its workers have used so far."""
+        ticks = 0
+        for pid in self.pids():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            ticks += int(fields[11]) + int(fields[12])
+        return ticks / CLOCK_TICKS
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             try:
@@ -118,27 +136,82 @@ def _spawn(name: str, argv: list[str], env: Mapping[str, str], port: int,
     return served
 
 
-def gunicorn_app(*, workers: int = 2, threads: int = 8, env: Mapping[str, str] | None = None,
-                 port: int | None = None, tmp: tempfile.TemporaryDirectory[str] | None = None,
-                 extra_args: tuple[str, ...] = ()) -> Served:
-    """Our app under gunicorn's gthread worker, with a SQLite redeemed store in a temp dir by default."""
-    tmp = tmp or tempfile.TemporaryDirectory(prefix="mrtr-bench-")
-    port = port or free_port()
+def _our_env(tmp: tempfile.TemporaryDirectory[str], env: Mapping[str, str] | None) -> dict[str, str]:
     base = {
         "MRTR_SECRET_KEYS": BENCH_KEY,
         "MRTR_STATE_DIR": tmp.name,
         "MRTR_STORE_PATH": str(Path(tmp.name) / "redeemed.sqlite3"),
     }
+    return {**base, **(env or {})}
+
+
+def gunicorn_app(*, workers: int = 2, threads: int = 8, env: Mapping[str, str] | None = None,
+                 port: int | None = None, tmp: tempfile.TemporaryDirectory[str] | None = None,
+                 extra_args: tuple[str, ...] = (), name: str = "ours") -> Served:
+    """Our app under gunicorn's gthread worker, with a SQLite redeemed store in a temp dir by default.
+
+    Keep-alive is 75 s, as behind a reverse proxy: gunicorn's default 2 s closes a client's idle
+    connection while it may be sending on it, and a plain HTTP client does not retry that.
+    """
+    tmp = tmp or tempfile.TemporaryDirectory(prefix="mrtr-bench-")
+    port = port or free_port()
     argv = [str(VENV_BIN / "gunicorn"), "-w", str(workers), "-k", "gthread", "--threads", str(threads),
-            "-b", f"127.0.0.1:{port}", "--no-control-socket", "--graceful-timeout", "5", *extra_args,
-            "app:create_app()"]
-    return _spawn("ours", argv, {**base, **(env or {})}, port, tmp)
+            "-b", f"127.0.0.1:{port}", "--no-control-socket", "--graceful-timeout", "5", "--keep-alive", "75",
+            *extra_args, "app:create_app()"]
+    return _spawn(name, argv, _our_env(tmp, env), port, tmp)
 
 
-def sdk_app(*, workers: int = 2, port: int | None = None) -> Served:
-    """The official SDK's server (bench/sdk_server.py) under uvicorn, `workers` processes sharing a key."""
+def granian_app(*, workers: int = 2, threads: int = 8, env: Mapping[str, str] | None = None,
+                port: int | None = None, tmp: tempfile.TemporaryDirectory[str] | None = None,
+                extra_args: tuple[str, ...] = (), name: str = "ours") -> Served:
+    """Our app under granian's WSGI interface: `workers` processes of `threads` blocking threads each.
+
+    It runs scripts/production.sh itself, so what is tested is what is deployed. A legacy (2025-11-25)
+    session's SSE stream holds one blocking thread while the client's answer arrives on another, so
+    `threads` must be at least 2.
+    """
+    tmp = tmp or tempfile.TemporaryDirectory(prefix="mrtr-bench-")
+    port = port or free_port()
+    argv = ["bash", str(PRODUCTION_SH), *extra_args]
+    settings = {"PORT": str(port), "WORKERS": str(workers), "THREADS": str(threads)}
+    return _spawn(name, argv, {**_our_env(tmp, env), **settings}, port, tmp)
+
+
+def production_app(server: str = PRODUCTION_SERVER, **kwargs: object) -> Served:
+    """Our app under `server` ("granian" or "gunicorn"), with the same keyword arguments as either."""
+    if server == "granian":
+        return granian_app(**kwargs)  # type: ignore[arg-type]
+    if server == "gunicorn":
+        return gunicorn_app(**kwargs)  # type: ignore[arg-type]
+    raise ValueError(f"unknown server {server!r}; choose from {SERVERS}")
+
+
+def lean_granian_app(*, workers: int = 2, threads: int = 8, env: Mapping[str, str] | None = None,
+                     name: str = "lean") -> Served:
+    """The measurement prototype bench/lean_mcp.py (POST /mcp beside Flask's dispatch) under granian.
+
+    The same granian options as scripts/production.sh, with the prototype's factory as the target.
+    """
+    tmp = tempfile.TemporaryDirectory(prefix="mrtr-bench-")
+    port = free_port()
+    argv = [str(VENV_BIN / "granian"), "--interface", "wsgi", "--factory", "--host", "127.0.0.1",
+            "--port", str(port), "--workers", str(workers), "--blocking-threads", str(threads), "--no-ws",
+            "--workers-kill-timeout", "10", "--log-level", "warning", "bench.lean_mcp:create_app"]
+    return _spawn(name, argv, _our_env(tmp, env), port, tmp)
+
+
+def sdk_app(*, workers: int = 1, json_response: bool = False, stateless: bool = False,
+            port: int | None = None, name: str = "sdk") -> Served:
+    """The official SDK's server (bench/sdk_server.py) under uvicorn, `workers` processes sharing a key.
+
+    The defaults are `MCPServer.run("streamable-http")`'s: one uvicorn process, SSE responses
+    allowed, sessions for legacy clients. `json_response` and `stateless` are the settings the
+    SDK's docs advise for load-balanced deployments.
+    """
     tmp = tempfile.TemporaryDirectory(prefix="mrtr-bench-sdk-")
     port = port or free_port()
     argv = [sys.executable, str(ROOT / "bench" / "sdk_server.py"), "--transport", "http", "--port", str(port),
             "--workers", str(workers)]
-    return _spawn("sdk", argv, {"MRTR_SDK_STATE_KEY": BENCH_KEY}, port, tmp)
+    argv += ["--json-response"] if json_response else []
+    argv += ["--stateless"] if stateless else []
+    return _spawn(name, argv, {"MRTR_SDK_STATE_KEY": BENCH_KEY}, port, tmp)

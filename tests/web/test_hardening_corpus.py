@@ -3,7 +3,7 @@ always the security headers, a clear message when refused, no markup reflected u
 server still serves an honest flow afterwards.
 
 The corpus (tests/corpus) goes through Flask's test client in full, and a shorter pass goes over
-real HTTP to a gunicorn-served app, together with malformed HTTP that only a socket can send. The
+real HTTP to the app under its production server, together with malformed HTTP that only a socket can send. The
 page part is generated from the app's URL map and web/inputs.FIELDS (tests/corpus/pages.py): each
 route x each field its view reads x each hostile value.
 """
@@ -24,7 +24,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from bench.loadgen import ACCEPT, Conn, deploy_request, flow_headers, json_body
-from bench.servers import Served, gunicorn_app
+from bench.servers import Served, production_app
 from tests.corpus.hostile import PAGE_VALUES, Case, corpus, page_cases
 from tests.corpus.pages import custom_form, page_routes
 from web.content import get_content
@@ -185,8 +185,8 @@ def test_the_custom_moves_hostile_fields_get_a_page_saying_why(client: FlaskClie
 
 
 @pytest.fixture(scope="module")
-def served() -> Iterator[Served]:
-    with gunicorn_app(workers=1, threads=4, env={"MRTR_STORE": "memory"}) as server:
+def served(production_server: str) -> Iterator[Served]:
+    with production_app(production_server, workers=1, threads=4, env={"MRTR_STORE": "memory"}) as server:
         yield server
 
 

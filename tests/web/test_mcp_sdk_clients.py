@@ -1,6 +1,7 @@
 """The official SDK clients against POST /mcp over real HTTP on 127.0.0.1, in both protocol eras.
 
-The app runs in a thread on a threaded Werkzeug server; the Python SDK client (mcp==2.3.0) and
+The app runs under its production server (one worker, several threads: a legacy answer arrives
+on another request while the tools/call's SSE stream waits); the Python SDK client (mcp==2.3.0) and
 the TypeScript SDK client (@modelcontextprotocol/client 2.4.0) run as subprocesses through their
 drivers, so nothing of ours sits between them and the endpoint. "auto" negotiates 2026-07-28
 (MRTR retries with the ticket); "legacy" initializes a 2025-11-25 session, where the core's shim
@@ -18,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from app import create_app
-from tests.browser.helpers import LiveServer, serve
+from bench.servers import Served, production_app
 
 from .conftest import TEST_KEY
 
@@ -28,9 +28,9 @@ ERA = {"auto": "2026-07-28", "legacy": "2025-11-25"}
 
 
 @pytest.fixture(scope="module")
-def live() -> Iterator[LiveServer]:
-    app = create_app({"MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory"})
-    with serve(app) as server:
+def live(production_server: str) -> Iterator[Served]:
+    env = {"MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory"}
+    with production_app(production_server, workers=1, threads=4, env=env) as server:
         yield server
 
 
@@ -47,7 +47,7 @@ def node_driver() -> list[str]:
 DRIVERS = {"python": python_driver, "typescript": node_driver}
 
 
-def drive(live: LiveServer, client: str, *args: str) -> dict:
+def drive(live: Served, client: str, *args: str) -> dict:
     argv = [*DRIVERS[client](), "--url", f"{live.url}/mcp", "--timeout", "20", *args]
     run = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT)
     lines = run.stdout.strip().splitlines()

@@ -177,7 +177,7 @@ def test_move_notes_follow_the_result(client: FlaskClient, switches: dict[str, s
     ("tampered", {"no_signature": "1"}, "signature check removed"),
     ("tampered", {"sealed": "1"}, "cannot be read"),
     ("tampered", {}, "signature still belongs"),
-    ("honest", {"offset": "150"}, "expiry check"),
+    ("honest", {"offset": "150"}, "refused at “Not expired”"),
     ("twice", {"single_use": "0"}, "single use off"),
 ])
 def test_the_note_says_what_happened(client: FlaskClient, slug: str, switches: dict[str, str], words: str) -> None:

@@ -1,4 +1,4 @@
-"""Real replicas: two separate gunicorn processes on their own loopback ports, sharing only the key
+"""Real replicas: two separate production-server processes on their own loopback ports, sharing only the key
 ring (`MRTR_SECRET_KEYS`) and the redeemed store (one SQLite file, or one Redis).
 
 A ticket minted by one is redeemed by the other, a replay is refused on both, and killing the
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from bench.loadgen import ACCEPT, Conn, deploy_request, flow_headers, json_body
-from bench.servers import Served, gunicorn_app
+from bench.servers import Served, production_app
 from mrtr import SqliteStore
 from mrtr.redis_store import RedisStore
 from tests.redis_server import RedisServer
@@ -48,11 +48,11 @@ def shared_store(request: pytest.FixtureRequest) -> Iterator[SharedStore]:
 
 
 @pytest.fixture
-def replicas(shared_store: SharedStore) -> Iterator[tuple[Served, Served]]:
+def replicas(shared_store: SharedStore, production_server: str) -> Iterator[tuple[Served, Served]]:
     env = {"MRTR_SECRET_KEYS": SHARED_KEYS, **shared_store.env}
-    a = gunicorn_app(workers=1, threads=4, env=env)
+    a = production_app(production_server, workers=1, threads=4, env=env)
     try:
-        b = gunicorn_app(workers=1, threads=4, env=env)
+        b = production_app(production_server, workers=1, threads=4, env=env)
     except BaseException:
         a.stop()
         raise

@@ -1,0 +1,99 @@
+"""scripts/production.sh: serves the app on 127.0.0.1 at PORT with WORKERS processes, and stops cleanly.
+
+The script ends with `exec`, so the pid we start is the server's own: SIGTERM goes straight to
+granian, which ends its workers and exits 0. Every wait is bounded.
+
+The test waits for every worker to have started before it sends SIGTERM: granian's worker that is
+still importing the app when the stop arrives is only ended by `--workers-kill-timeout` (10 s).
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from bench.loadgen import Conn, flow_headers, one_flow
+from bench.servers import PRODUCTION_SH, ROOT, Served, free_port, wait_for_port
+
+KEY = "production-key-0123456789abcdef0123456789abcdef"
+
+
+def start(tmp: str, *extra: str, **settings: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "MRTR_SECRET_KEYS": KEY, "MRTR_STORE": "sqlite",
+           "MRTR_STORE_PATH": str(Path(tmp) / "redeemed.sqlite3"), **settings}
+    with open(Path(tmp) / "server.log", "wb") as log:
+        return subprocess.Popen(["bash", str(PRODUCTION_SH), *extra], cwd=ROOT, env=env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def wait_for_log(path: Path, text: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if text in path.read_text(errors="replace"):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{text!r} not logged within {timeout:g} s:\n{path.read_text(errors='replace')}")
+
+
+def stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """Clean-up only: whatever is left of the group the test started."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=10)
+
+
+def test_it_serves_on_port_with_the_workers_asked_for_and_exits_cleanly_on_sigterm() -> None:
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="mrtr-production-") as tmp:
+        proc = start(tmp, "--log-level", "info", PORT=str(port), WORKERS="2", THREADS="4")
+        try:
+            wait_for_port(port, proc)
+            for n in (1, 2):
+                wait_for_log(Path(tmp) / "server.log", f"Started worker-{n}\n", proc)
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+            conn.request("GET", "/")
+            page = conn.getresponse()
+            assert page.status == 200 and b"<" in page.read()
+            conn.close()
+            flow = Conn("127.0.0.1", port, "/mcp", flow_headers("bob-token"))
+            one_flow(flow, 2)  # the MCP endpoint answers the whole deploy flow
+            flow.close()
+
+            served = Served("production", port, proc, Path(tmp) / "server.log")
+            assert Path(f"/proc/{proc.pid}/comm").read_text().strip() != "bash"  # exec replaced the shell
+            workers = served.pids()[1:]
+            assert len(workers) == 2  # WORKERS worker processes under the server
+
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=30) == 0
+            log = (Path(tmp) / "server.log").read_text(errors="replace")
+            assert "Traceback" not in log, log
+            assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()]  # no worker outlived it
+        finally:
+            if proc.poll() is None:
+                stop_group(proc)
+        with_no_server = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        try:
+            with_no_server.request("GET", "/")
+            refused = False
+        except OSError:
+            refused = True
+        assert refused
+
+
+def test_it_refuses_a_single_thread_per_worker() -> None:
+    with tempfile.TemporaryDirectory(prefix="mrtr-production-") as tmp:
+        proc = start(tmp, PORT=str(free_port()), THREADS="1")
+        try:
+            assert proc.wait(timeout=30) == 2
+            assert "THREADS must be at least 2" in (Path(tmp) / "server.log").read_text()
+        finally:
+            if proc.poll() is None:
+                stop_group(proc)
