@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from flask import Flask
@@ -10,8 +11,25 @@ from web import blueprints, compress, htmx, security
 from web.services import build_services, config_from_env
 
 
+def configure_logging() -> None:
+    """Send the app's own log lines ("mrtr", "mrtr.http", "mrtr.web") to stderr at INFO.
+
+    The wire never says why a ticket was refused; the server log must. Production servers (granian,
+    gunicorn) configure no Python logging, so without this those INFO lines would be dropped. When
+    someone has configured logging already (a root handler, as pytest does), it is left alone.
+    """
+    logger = logging.getLogger("mrtr")
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.INFO)
+    if not logger.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler()  # stderr: the process manager collects it
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+
+
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     """Build the app from environment settings, overlaid with `test_config` when testing."""
+    configure_logging()
     app = Flask(__name__, static_folder="static", template_folder="templates")
     app.config.from_mapping(
         MAX_CONTENT_LENGTH=256 * 1024,
