@@ -273,3 +273,12 @@ def test_mrtr_serve_over_stdio_passes_every_move_and_probe(tmp_path: Path) -> No
     assert report.ok, report.table()
     assert findings(report)["moves"] == SOUND
     assert all(p.ok for p in report.probes)
+
+
+def test_every_page_links_to_check_in_the_site_navigation() -> None:
+    client = create_app(dict(APP_CONFIG)).test_client()
+    for path in ("/", "/playground", "/check"):
+        page = client.get(path)
+        assert page.status_code == 200, path
+        nav = page.get_data(as_text=True).split('<nav class="site-nav"', 1)[1].split("</nav>", 1)[0]
+        assert '<a href="/check">Check a server</a>' in nav, path
