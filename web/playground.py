@@ -165,7 +165,8 @@ class CheckView:
         if self.outcome == "pass":
             return "passed"
         if self.outcome == "fail":
-            return "failed"
+            # a missing answer is not a refusal: the server asks the question again
+            return "asked again" if self.name == "answer" else "failed"
         return SKIP_LABELS.get(self.why, "not reached")
 
     @property

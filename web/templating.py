@@ -10,7 +10,7 @@ from flask import Flask
 from mrtr.tickets import CHECK_TITLES
 from web.content import get_content
 
-OUTCOME_LABELS = {"pass": "Passed", "fail": "Failed", "skipped": "Not reached"}
+OUTCOME_LABELS = {"pass": "Passed", "fail": "Failed", "skipped": "Not reached", "asked-again": "Asked again"}
 
 
 def pretty_json(value: Any) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -114,3 +116,19 @@ def test_a_broken_moves_file_names_file_move_and_field(tmp_path: Path, old: str,
     with pytest.raises(ValueError, match=str(path)) as raised:
         load_moves(path)
     assert message in str(raised.value)
+
+
+def test_the_protocol_core_never_imports_the_engine_and_the_engine_never_imports_flask() -> None:
+    root = DEFAULT_PATH.parent.parent
+    for path in (root / "mrtr").glob("*.py"):
+        lines = [line.strip() for line in path.read_text().splitlines()]
+        imports = [line for line in lines if line.startswith(("import moves", "from moves"))]
+        # the one sanctioned dispatch: `python -m mrtr lab` imports moves.lab lazily, inside main()
+        assert imports == ([] if path.name != "lab.py" else ["from moves.lab import main as lab_main  # noqa: PLC0415"
+                                                                 " - the one sanctioned mrtr -> moves dispatch"]), path
+    modules = ", ".join(sorted({f"moves.{p.stem}" for p in (root / "moves").glob("*.py") if p.stem != "__init__"}
+                               | {"moves.targets.lab"}))
+    code = f"import sys, {modules}; print([m for m in ('flask', 'werkzeug') if m in sys.modules])"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=root,
+                         check=False)
+    assert run.stdout.strip() == "[]", run.stdout + run.stderr

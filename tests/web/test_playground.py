@@ -488,3 +488,9 @@ def test_reentering_a_move_url_without_js_shows_the_playground(client: FlaskClie
     assert page.select_one("[data-result]")["data-result"] == "stolen"
     assert client.get("/playground/moves/nope").status_code == 404
     assert client.get("/playground/custom").status_code == 303
+
+
+def test_a_missing_answer_reads_as_asked_again_not_failed(client: FlaskClient) -> None:
+    page = soup(play(client, "no-answer"))
+    item = page.select_one(".pg-outcome li[data-check=answer]")
+    assert item["data-outcome"] == "fail" and item.select_one(".check-outcome").get_text() == "asked again"
