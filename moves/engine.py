@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mrtr.server import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION, MODERN_VERSION
-from mrtr.tickets import SIGNED_PREFIX, b64decode_strict, b64encode, canonical_json
+from mrtr.tickets import SIGNED_PREFIX, b64decode_strict, b64encode, canonical_json, read_payload
 
 from .catalog import Move
 from .target import Outcome, Progress, Reply, Role, Target
@@ -183,18 +183,18 @@ def readable_claims(ticket: str) -> dict[str, Any] | None:
             raw = b64decode_strict(payload)
         else:
             raw = base64.urlsafe_b64decode(payload.rstrip("=") + "=" * (-len(payload.rstrip("=")) % 4))
-        claims = json.loads(raw)
-    except (ValueError, RecursionError):
+        claims = read_payload(raw.decode("utf-8"))
+    except (ValueError, RecursionError):  # not base64, not UTF-8, not JSON, too deep, lone surrogates
         return None
     return claims if isinstance(claims, dict) else None
 
 
 def _encode_claims(head: str, old_payload: str, claims: dict[str, Any]) -> str:
-    """The edited payload in the ticket's own encoding: the lab's canonical JSON for t1, else compact JSON
-    in the original key order, padded only if the original was."""
+    """The edited payload in the ticket's own encoding: the lab's canonical JSON for t1, else compact ASCII
+    JSON in the original key order, padded only if the original was."""
     if head == SIGNED_PREFIX:
         return b64encode(canonical_json(claims))
-    body = b64encode(json.dumps(claims, separators=(",", ":"), ensure_ascii=False).encode())
+    body = b64encode(json.dumps(claims, separators=(",", ":")).encode("ascii"))
     return body + "=" * (-len(body) % 4) if old_payload.endswith("=") else body
 
 

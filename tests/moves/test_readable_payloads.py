@@ -60,3 +60,21 @@ def test_a_payload_with_no_string_to_edit_is_flipped_instead() -> None:
     ticket = f"v1.{b64({'exp': 5, 'n': 1})}.sig"
     edited = edit_ticket(ticket, dataclasses.replace(TAMPERED, edit_path="work.env"))
     assert edited != ticket and readable_claims(edited) != {"exp": 5, "n": 1}
+
+
+def test_a_hostile_payload_is_unreadable_and_never_crashes_the_edit() -> None:
+    # What a peer under test could mint: lone surrogates, nesting deeper than the parser allows, bad UTF-8.
+    lone = base64.urlsafe_b64encode(b'{"work":{"env":"\\ud800"},"exp":1}').rstrip(b"=").decode()
+    deep = base64.urlsafe_b64encode(b'{"a":' * 5000 + b"1" + b"}" * 5000).rstrip(b"=").decode()
+    binary = base64.urlsafe_b64encode(b'{"env":"\xff"}').rstrip(b"=").decode()
+    for payload in (lone, deep, binary):
+        ticket = f"v1.{payload}.sig"
+        assert readable_claims(ticket) is None
+        assert edit_ticket(ticket, TAMPERED) != ticket
+
+
+def test_non_ascii_values_are_re_encoded_as_ascii_json() -> None:
+    ticket = f"v1.{b64({'work': {'env': 'staging', 'who': 'zoë'}})}.sig"
+    edited = edit_ticket(ticket, TAMPERED)
+    raw = base64.urlsafe_b64decode(edited.split(".")[1] + "==")
+    assert raw == b'{"work":{"env":"prod","who":"zo\\u00eb"}}'
