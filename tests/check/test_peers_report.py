@@ -29,6 +29,7 @@ from app import create_app
 from moves import check as check_module
 from moves.catalog import load_moves
 from moves.check import CheckOptions, Report, main, run_check
+from moves.engine import Call, play, readable_claims
 from moves.targets.http import HttpTarget
 from moves.targets.remote import Timing
 from moves.targets.stdio import StdioTarget
@@ -133,11 +134,17 @@ def test_the_typescript_sdk_docs_example_is_reported_as_it_really_behaves(sdk_ts
     assert [r.move for r in report.moves if r.verdict == "fail"] == ["stolen", "other-request", "twice"]
 
 
-def test_the_typescript_sdk_edit_changes_the_readable_env_not_a_random_character(sdk_ts_http) -> None:
-    # The tampered move edits p.env in the codec's readable payload (as the hand-sent move does), and
-    # the codec's MAC still refuses it with its one frozen error.
-    row = next(r for r in check_http(sdk_ts_http).moves if r.move == "tampered")
-    assert (row.observed, row.detail) == ("refused", "error -32602: Invalid or expired requestState")
+def test_the_typescript_sdk_ticket_is_edited_in_its_payload_not_flipped(sdk_ts_http: launch.HttpPeer) -> None:
+    # The tampered move edits p.env in the codec's readable v1.payload.mac (as the hand-sent move does)
+    # and keeps the MAC; the codec still refuses it with its one frozen error.
+    tampered = next(move for move in MOVES if move.slug == "tampered")
+    target = HttpTarget(sdk_ts_http.url, sdk_ts_http.tokens, timeout=30)
+    result = play(tampered, target, Call())
+    sent = result.steps[-1].sent["params"]["requestState"]
+    assert readable_claims(result.ticket)["p"]["env"] == "staging"
+    assert readable_claims(sent)["p"] == {**readable_claims(result.ticket)["p"], "env": "prod"}
+    assert sent.split(".")[2] == result.ticket.split(".")[2] and sent == wire.edited(result.ticket)
+    assert (result.outcome, result.detail) == ("refused", "error -32602: Invalid or expired requestState")
 
 
 def test_the_typescript_lesson_snippet_is_reported_as_it_really_behaves(sdk_ts_lesson_http) -> None:
