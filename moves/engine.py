@@ -9,13 +9,14 @@ Nothing here parses result text, knows a target's internals, or imports Flask.
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mrtr.server import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION, MODERN_VERSION
-from mrtr.tickets import SIGNED_PREFIX, b64decode_strict, b64encode, canonical_json
+from mrtr.tickets import SIGNED_PREFIX, b64decode_strict, b64encode, canonical_json, read_payload
 
 from .catalog import Move
 from .target import Outcome, Progress, Reply, Role, Target
@@ -158,17 +159,43 @@ def client_meta(capabilities: dict[str, Any] | None = None, call: Call | None = 
     return modern_request(0, "", {}, replace(call, capabilities=caps))["params"]["_meta"]
 
 
-def readable_claims(ticket: str) -> dict[str, Any] | None:
-    """A signed ticket's payload, decoded WITHOUT verification (what any holder can read), or None."""
-    prefix, _, rest = ticket.partition(".")
-    payload, sep, _sig = rest.rpartition(".")
-    if prefix != SIGNED_PREFIX or not sep:
+def _payload_part(ticket: str) -> tuple[str, str, str] | None:
+    """`(head, payload, signature)` of a JWT-like ticket: three dot-separated parts, the middle base64url."""
+    parts = ticket.split(".") if isinstance(ticket, str) and len(ticket) <= 65536 else []
+    if len(parts) != 3 or not parts[1] or not parts[2]:
         return None
+    return parts[0], parts[1], parts[2]
+
+
+def readable_claims(ticket: str) -> dict[str, Any] | None:
+    """A signed ticket's payload, decoded WITHOUT verification (what any holder can read), or None.
+
+    Reads the lab's `t1.payload.signature` strictly, and any other JWT-like `header.payload.signature`
+    (a JWT, the TypeScript SDK codec's `v1.…`) whose middle part is base64url JSON. Sealed or opaque
+    tickets give None. Nothing read here is trusted.
+    """
+    parts = _payload_part(ticket)
+    if parts is None:
+        return None
+    head, payload, _sig = parts
     try:
-        claims = json.loads(b64decode_strict(payload))
-    except (ValueError, RecursionError):
+        if head == SIGNED_PREFIX:
+            raw = b64decode_strict(payload)
+        else:
+            raw = base64.urlsafe_b64decode(payload.rstrip("=") + "=" * (-len(payload.rstrip("=")) % 4))
+        claims = read_payload(raw.decode("utf-8"))
+    except (ValueError, RecursionError):  # not base64, not UTF-8, not JSON, too deep, lone surrogates
         return None
     return claims if isinstance(claims, dict) else None
+
+
+def _encode_claims(head: str, old_payload: str, claims: dict[str, Any]) -> str:
+    """The edited payload in the ticket's own encoding: the lab's canonical JSON for t1, else compact ASCII
+    JSON in the original key order, padded only if the original was."""
+    if head == SIGNED_PREFIX:
+        return b64encode(canonical_json(claims))
+    body = b64encode(json.dumps(claims, separators=(",", ":")).encode("ascii"))
+    return body + "=" * (-len(body) % 4) if old_payload.endswith("=") else body
 
 
 def _string_leaf(value: Any, path: list[str], skip: frozenset[str]) -> list[str] | None:
@@ -196,14 +223,29 @@ def flip_one_character(ticket: str) -> str:
     return f"{prefix}.{body}" if dot else body
 
 
+def _named_leaf(value: Any, name: str, path: list[str]) -> list[str] | None:
+    """The path of the first string leaf whose key is `name`, anywhere in `value`."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if key == name and isinstance(inner, str):
+                return [*path, key]
+            found = _named_leaf(inner, name, [*path, key])
+            if found:
+                return found
+    return None
+
+
 def edit_ticket(ticket: str, move: Move) -> str:
     """What an attacker does: set the payload's `edit_path` to `edit_value` and keep the old signature.
 
-    Fallback path: the first string leaf under "work", else any string leaf that is not sub/jti/req.
-    An unreadable ticket (sealed, unknown format) gets one character flipped in the middle instead.
+    Works on any readable (JWT-like) payload. Fallback paths, in order: a string leaf named like
+    `edit_path`'s last key anywhere in the payload (the TypeScript codec keeps `p.env`), the first string
+    leaf under "work", any string leaf that is not sub/jti/req. An unreadable ticket (sealed, unknown
+    format) gets one character flipped in the middle instead.
     """
     claims = readable_claims(ticket)
-    if claims is None:
+    parts = _payload_part(ticket)
+    if claims is None or parts is None:
         return flip_one_character(ticket)
     path = move.edit_path.split(".") if move.edit_path else []
     node: Any = claims
@@ -211,16 +253,16 @@ def edit_ticket(ticket: str, move: Move) -> str:
         node = node.get(key) if isinstance(node, dict) else None
     if not path or not isinstance(node, dict) or path[-1] not in node:
         skip = frozenset({"sub", "jti", "req"})
-        found = _string_leaf(claims.get("work"), ["work"], skip) or _string_leaf(claims, [], skip)
+        found = (_named_leaf(claims, path[-1], []) if path else None) \
+            or _string_leaf(claims.get("work"), ["work"], skip) or _string_leaf(claims, [], skip)
         if not found:
             return flip_one_character(ticket)
         path, node = found, claims
         for key in path[:-1]:
             node = node[key]
     node[path[-1]] = move.edit_value
-    prefix, _, rest = ticket.partition(".")
-    _payload, _, sig = rest.rpartition(".")
-    return f"{prefix}.{b64encode(canonical_json(claims))}.{sig}"
+    head, payload, sig = parts
+    return f"{head}.{_encode_claims(head, payload, claims)}.{sig}"
 
 
 def _expires_at(ticket: str) -> float | None:

@@ -1,0 +1,291 @@
+"""The checker against real peers: its report must say what each peer really does.
+
+Ground truth is tests/peers/expectations.toml, which tests/peers/test_peers.py keeps honest by sending
+every move BY HAND (plain JSON-RPC) to the same peers. Here `run_check` (and once the CLI, `--json`)
+plays the same moves against the same peers, and each move's `observed` and each probe must equal the
+hand-sent result. The app's own /mcp is compared with moves sent by hand in this file.
+
+No real waits where a clock can be moved: the peers read a clock file (`peer.clock`), the app takes
+MRTR_CLOCK, and the checker's late move waits on a `Timing` whose clock and sleep are that same clock.
+Only `python -m mrtr serve` (system clock, no hook) needs a short TTL and a real wait of about 3 s.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import os
+import sys
+import time
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app import create_app
+from moves import check as check_module
+from moves.catalog import load_moves
+from moves.check import CheckOptions, Report, main, run_check
+from moves.engine import Call, play, readable_claims
+from moves.targets.http import HttpTarget
+from moves.targets.remote import Timing
+from moves.targets.stdio import StdioTarget
+from mrtr.clock import FakeClock
+from tests.browser.helpers import serve
+from tests.check.conftest import APP_CONFIG
+from tests.peers import launch, wire
+from tests.peers.fixtures import *  # noqa: F403  (the peers' fixtures: sdk_py_http, weak_http_with, ...)
+
+EXPECTED: dict[str, dict[str, Any]] = tomllib.loads((launch.PEERS / "expectations.toml").read_text())
+MOVES = load_moves()
+SOUND = {move.slug: str(move.expect) for move in MOVES}
+PROBE_SLUGS = ["capability", "version", "missing-answer", "same-error", "result-type"]
+
+
+# -- reading a report the way expectations.toml is written ------------------------------------------
+
+
+def probe_findings(report: Report) -> dict[str, Any]:
+    """The checker's probes in the vocabulary of the hand-sent probes (tests/peers/wire.py `probes`)."""
+    by_slug = {p.probe: p for p in report.probes}
+    assert list(by_slug) == PROBE_SLUGS
+    capability = by_slug["capability"]
+    version = by_slug["version"]
+    return {
+        "capability": "refused-32021" if capability.ok and "requiredCapabilities is missing" not in capability.detail
+        else "asked-anyway" if capability.detail.startswith("asked for input anyway") else "other",
+        "version": "refused-32022" if version.ok
+        else "served" if version.detail.startswith(("got a complete result", "got resultType")) else "other",
+        "uniform-refusals": by_slug["same-error"].ok,
+        "result-type": by_slug["result-type"].ok,
+    }
+
+
+def findings(report: Report) -> dict[str, dict[str, Any]]:
+    return {"moves": {row.move: row.observed for row in report.moves}, "probes": probe_findings(report)}
+
+
+def expected(name: str) -> dict[str, dict[str, Any]]:
+    return {"moves": EXPECTED[name]["moves"], "probes": EXPECTED[name]["probes"]}
+
+
+def assert_report_matches_ground_truth(report: Report, name: str) -> None:
+    truth = expected(name)
+    assert findings(report) == truth, report.table()
+    # Verdicts follow: a move holds exactly when the peer did what a sound server does.
+    assert {r.move: r.ok for r in report.moves} == {slug: truth["moves"][slug] == SOUND[slug] for slug in SOUND}
+    # The checker's own probe (a retry missing its answer) agrees with the hand-sent no-answer move.
+    missing = next(p for p in report.probes if p.probe == "missing-answer")
+    assert missing.ok == (truth["moves"]["no-answer"] == "asked-again"), missing.detail
+    sound = all(truth["moves"][s] == SOUND[s] for s in SOUND) and truth["probes"] == EXPECTED["weak-none"]["probes"]
+    assert report.ok == sound
+
+
+# -- targets on the peers' clocks ------------------------------------------------------------------
+
+
+def peer_timing(peer: launch.HttpPeer | launch.StdioPeer, late_after: float | None = None) -> Timing:
+    """The late move's wait on the peer's own clock: "sleeping" moves the peer's tickets' now instead."""
+    return Timing(late_after=late_after, clock=lambda: time.time() + peer.clock.offset, sleep=peer.clock.advance)
+
+
+def check_http(peer: launch.HttpPeer, late_after: float | None = None) -> Report:
+    target = HttpTarget(peer.url, peer.tokens, timing=peer_timing(peer, late_after), timeout=30)
+    try:
+        return run_check(target)
+    finally:
+        target.close()
+
+
+def check_stdio(peer: launch.StdioPeer, late_after: float | None = None) -> Report:
+    env = {**os.environ, "MRTR_PEER_CLOCK_FILE": str(peer.clock.path)}
+    target = StdioTarget(peer.command, [(peer.owner, peer.owner), (peer.other, peer.other)], env=env,
+                         principal_env=peer.principal_env, timing=peer_timing(peer, late_after), timeout=30)
+    try:
+        return run_check(target)
+    finally:
+        target.close()
+
+
+# -- the official SDKs ----------------------------------------------------------------------------
+
+
+def test_the_python_sdk_over_http_is_reported_as_it_really_behaves(sdk_py_http: launch.HttpPeer) -> None:
+    # Its tickets are sealed (AES-GCM): no readable exp, so the late move needs --late-after.
+    report = check_http(sdk_py_http, late_after=sdk_py_http.ttl + 5)
+    assert_report_matches_ground_truth(report, "sdk-python-http")
+    assert [r.move for r in report.moves if r.verdict == "fail"] == ["twice"]
+    capability = next(p for p in report.probes if p.probe == "capability")
+    assert not capability.ok and "asked for input anyway" in capability.detail
+
+
+def test_the_python_sdk_over_stdio_is_reported_as_it_really_behaves(sdk_py_stdio: launch.StdioPeer) -> None:
+    report = check_stdio(sdk_py_stdio, late_after=sdk_py_stdio.ttl + 5)
+    assert_report_matches_ground_truth(report, "sdk-python-stdio")
+
+
+def test_the_typescript_sdk_docs_example_is_reported_as_it_really_behaves(sdk_ts_http: launch.HttpPeer) -> None:
+    # Its codec's tickets are JWT-like (v1.payload.mac): the late move waits for the exp it can read.
+    report = check_http(sdk_ts_http)
+    assert_report_matches_ground_truth(report, "sdk-typescript-docs")
+    assert [r.move for r in report.moves if r.verdict == "fail"] == ["stolen", "other-request", "twice"]
+
+
+def test_the_typescript_sdk_ticket_is_edited_in_its_payload_not_flipped(sdk_ts_http: launch.HttpPeer) -> None:
+    # The tampered move edits p.env in the codec's readable v1.payload.mac (as the hand-sent move does)
+    # and keeps the MAC; the codec still refuses it with its one frozen error.
+    tampered = next(move for move in MOVES if move.slug == "tampered")
+    target = HttpTarget(sdk_ts_http.url, sdk_ts_http.tokens, timeout=30)
+    result = play(tampered, target, Call())
+    sent = result.steps[-1].sent["params"]["requestState"]
+    assert readable_claims(result.ticket)["p"]["env"] == "staging"
+    assert readable_claims(sent)["p"] == {**readable_claims(result.ticket)["p"], "env": "prod"}
+    assert sent.split(".")[2] == result.ticket.split(".")[2] and sent == wire.edited(result.ticket)
+    assert (result.outcome, result.detail) == ("refused", "error -32602: Invalid or expired requestState")
+
+
+def test_the_typescript_lesson_snippet_is_reported_as_it_really_behaves(sdk_ts_lesson_http) -> None:
+    report = check_http(sdk_ts_lesson_http)
+    assert_report_matches_ground_truth(report, "sdk-typescript-lesson")
+    assert all(r.ok for r in report.moves)
+    same = next(p for p in report.probes if p.probe == "same-error")
+    # The snippet's own refusals are isError results, the codec's are errors: a client can tell them apart.
+    assert not same.ok and "other-request, twice" in same.detail
+
+
+def test_the_cli_json_report_of_the_python_sdk_matches_the_ground_truth(sdk_py_http, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # The CLI builds its own Timing: give it the peer's clock (its only difference from a user's run).
+    monkeypatch.setattr(check_module, "Timing", functools.partial(Timing, clock=peer_timing(sdk_py_http).clock,
+                                                                 sleep=sdk_py_http.clock.advance))
+    out, err = io.StringIO(), io.StringIO()
+    argv = [sdk_py_http.url, "--token", "bob=bob-token", "--token", "alice=alice-token", "--json",
+            "--late-after", str(sdk_py_http.ttl + 5), "--junit", str(tmp_path / "junit.xml")]
+    assert main(argv, stdout=out, stderr=err, timeout=30) == 1, err.getvalue()
+    report = json.loads(out.getvalue())
+    assert report["target"] == sdk_py_http.url and report["ok"] is False
+    assert {m["move"]: m["observed"] for m in report["moves"]} == EXPECTED["sdk-python-http"]["moves"]
+    assert {p["probe"]: p["ok"] for p in report["probes"]} == {
+        "capability": False, "version": True, "missing-answer": True, "same-error": True, "result-type": True}
+    junit = (tmp_path / "junit.xml").read_text()
+    assert junit.count("<failure") == 2 and 'name="twice"' in junit
+    assert "bob-token" not in out.getvalue() + err.getvalue() + junit
+
+
+def test_allow_replay_turns_the_python_sdks_missing_redeemed_store_into_a_warning(sdk_py_http) -> None:
+    target = HttpTarget(sdk_py_http.url, sdk_py_http.tokens, timeout=30, timing=Timing(skip_late=True))
+    try:
+        report = run_check(target, CheckOptions(allow_replay=True, skip_late=True))
+    finally:
+        target.close()
+    verdicts = {r.move: r.verdict for r in report.moves}
+    assert verdicts == {**{slug: "pass" for slug in SOUND}, "twice": "warn", "late": "skip"}
+    # Every move now holds or is excused; only the capability probe still fails.
+    assert [p.probe for p in report.probes if not p.ok] == ["capability"] and not report.ok
+
+
+# -- the weak servers: caught exactly where they are weak -----------------------------------------
+
+
+def test_the_weak_server_over_http_is_reported_as_it_really_behaves(weak_http: launch.HttpPeer) -> None:
+    report = check_http(weak_http)
+    assert_report_matches_ground_truth(report, "weak-http")
+    assert {r.move for r in report.moves if not r.ok} == {m.slug for m in MOVES if m.stops_at in
+                                                          ("principal", "single-use")}
+
+
+def test_the_weak_server_over_stdio_is_reported_as_it_really_behaves(weak_stdio: launch.StdioPeer) -> None:
+    report = check_stdio(weak_stdio)
+    assert_report_matches_ground_truth(report, "weak-stdio")
+
+
+WEAK = [name for name, entry in EXPECTED.items() if entry["fixture"] == "weak_http_with"]
+
+
+@pytest.mark.parametrize("name", WEAK)
+def test_each_weakness_is_caught_exactly_where_it_is(weak_http_with, name: str) -> None:
+    entry = EXPECTED[name]
+    skip, flags = tuple(entry["weak_skip"]), tuple(entry.get("weak_flags", ()))
+    with weak_http_with(skip=skip, flags=flags) as peer:
+        report = check_http(peer)
+    assert_report_matches_ground_truth(report, name)
+    # The failing moves are those whose defence the server skips; the failing probes, its protocol flaw.
+    assert {r.move for r in report.moves if not r.ok} == {m.slug for m in MOVES if m.stops_at in skip}
+    failing_probes = {p.probe for p in report.probes if not p.ok}
+    by_flag = {"ask-without-capability": "capability", "any-version": "version", "reveal-reasons": "same-error",
+               "omit-result-type": "result-type"}
+    assert failing_probes == {by_flag[f] for f in flags} | ({"missing-answer"} if "answer" in skip else set())
+
+
+def test_a_skipped_signature_check_lets_the_edited_payload_through(weak_http_with) -> None:
+    # The engine edits work.env in the weak server's readable w1 payload: unchecked, the edit is believed.
+    with weak_http_with(skip=("signature",)) as peer:
+        row = next(r for r in check_http(peer).moves if r.move == "tampered")
+    assert (row.observed, row.verdict) == ("completed", "fail")
+    assert row.detail.startswith("result: deployed to prod")
+
+
+# -- the app's own servers pass everything --------------------------------------------------------
+
+
+class MovableClock:
+    """The app's MRTR_CLOCK and the peers' `clock` in one: wire.play and Timing both move it."""
+
+    def __init__(self) -> None:
+        self.fake = FakeClock(time.time())
+
+    @property
+    def offset(self) -> float:
+        return 0.0
+
+    def advance(self, seconds: float) -> None:
+        self.fake.advance(seconds)
+
+
+@pytest.fixture(scope="module")
+def app_peer() -> Iterator[launch.HttpPeer]:
+    """The real app (create_app), its /mcp on a loopback port, on a clock the test moves."""
+    clock = MovableClock()
+    with serve(create_app({**APP_CONFIG, "MRTR_TICKET_TTL": 120, "MRTR_CLOCK": clock.fake})) as live:
+        yield launch.HttpPeer("app", live.url + "/mcp", clock, 120.0)  # type: ignore[arg-type]
+
+
+def test_the_apps_own_mcp_passes_every_move_and_probe_as_the_same_moves_sent_by_hand_do(app_peer) -> None:
+    fake = app_peer.clock.fake  # type: ignore[attr-defined]
+    target = HttpTarget(app_peer.url, app_peer.tokens, timeout=30,
+                        timing=Timing(clock=fake, sleep=fake.advance))
+    try:
+        report = run_check(target)
+    finally:
+        target.close()
+    assert report.ok, report.table()
+    assert [r.verdict for r in report.moves] == ["pass"] * len(MOVES)
+    assert all(p.ok for p in report.probes)
+    by_hand = {slug: wire.play(app_peer, slug).outcome for slug in SOUND}
+    assert findings(report)["moves"] == by_hand == SOUND
+
+
+def test_mrtr_serve_over_stdio_passes_every_move_and_probe(tmp_path: Path) -> None:
+    # `python -m mrtr serve` reads the system clock (no hook): a 2 s ticket, so the late wait is real but short.
+    env = {**os.environ, "MRTR_TICKET_TTL": "2", "MRTR_STORE": "sqlite", "MRTR_STORE_PATH": str(tmp_path / "r.db"),
+           "MRTR_SECRET_KEYS": "serve-test-key-0123456789abcdef0123456789abcdef"}
+    target = StdioTarget([sys.executable, "-m", "mrtr", "serve"], env=env, timeout=30)
+    try:
+        report = run_check(target)
+    finally:
+        target.close()
+    assert report.ok, report.table()
+    assert findings(report)["moves"] == SOUND
+    assert all(p.ok for p in report.probes)
+
+
+def test_every_page_links_to_check_in_the_site_navigation() -> None:
+    client = create_app(dict(APP_CONFIG)).test_client()
+    for path in ("/", "/playground", "/check"):
+        page = client.get(path)
+        assert page.status_code == 200, path
+        nav = page.get_data(as_text=True).split('<nav class="site-nav"', 1)[1].split("</nav>", 1)[0]
+        assert '<a href="/check">Check a server</a>' in nav, path
