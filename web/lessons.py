@@ -12,6 +12,16 @@ from web.content import Course, Lesson, get_content
 bp = Blueprint("lessons", __name__)
 
 
+@bp.record_once
+def _check_figure_data(state: Any) -> None:
+    """The data files the figures read on first use (fields.toml, breakit.toml) are read at start-up too,
+    so a broken one fails create_app() with the file and the reason, never a visitor's page."""
+    with state.app.app_context():
+        for lesson in get_content().lessons:
+            widgets.field_notes(lesson)
+            widgets.breakit_data(lesson)
+
+
 def _lesson_or_404(slug: str) -> tuple[Course, Lesson]:
     course = get_content()
     lesson = course.lesson(slug)

@@ -127,8 +127,11 @@ def field_notes(lesson: Lesson) -> FieldNotes:
         path = lesson.directory / "fields.toml"
         if not path.is_file():
             return FieldNotes((), ())
-        with path.open("rb") as handle:
-            data = tomllib.load(handle)
+        try:
+            with path.open("rb") as handle:
+                data = tomllib.load(handle)
+        except tomllib.TOMLDecodeError as exc:
+            raise ContentError(f"{path}: not valid TOML: {exc}") from None
         fields = []
         for i, raw in enumerate(data.get("fields", []), 1):
             pattern, note = raw.get("path"), raw.get("note")
@@ -387,8 +390,15 @@ def breakit_data(lesson: Lesson) -> list[dict[str, str]]:
         path = lesson.directory / "breakit.toml"
         if not path.is_file():
             return []
-        with path.open("rb") as handle:
-            links = tomllib.load(handle).get("links", [])
-        return [{"label": str(x["label"]), "href": str(x["href"]), "changes": str(x["changes"])} for x in links]
+        try:
+            with path.open("rb") as handle:
+                links = tomllib.load(handle).get("links", [])
+        except tomllib.TOMLDecodeError as exc:
+            raise ContentError(f"{path}: not valid TOML: {exc}") from None
+        for i, link in enumerate(links, 1):
+            if not (isinstance(link, dict) and all(isinstance(link.get(k), str) and link[k].strip()
+                                                   for k in ("label", "href", "changes"))):
+                raise ContentError(f"{path}: link #{i} needs a label, an href and what it changes")
+        return [{"label": x["label"], "href": x["href"], "changes": x["changes"]} for x in links]
 
     return _cached(f"breakit:{lesson.slug}", load)

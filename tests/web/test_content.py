@@ -110,3 +110,22 @@ def test_raw_html_in_markdown_is_escaped(tree: Path) -> None:
     html = str(load_course(tree).lesson(LESSON).section("recap").html)
     assert "<script>" not in html and "<img" not in html and 'href="javascript' not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+FIGURE_DATA_BROKEN: dict[str, tuple[Callable[[Path], None], str]] = {
+    "fields.toml not TOML": (lambda r: edit(r / LESSON / "fields.toml", "[[fields]]", "[[fields"), "not valid TOML"),
+    "field without a note": (lambda r: edit(r / LESSON / "fields.toml", 'path = ["jsonrpc"]\nnote',
+                                            'path = ["jsonrpc"]\nnotes'), "needs a non-empty path"),
+    "breakit.toml not TOML": (lambda r: edit(r / LESSON / "breakit.toml", "[[links]]", "[[links"), "not valid TOML"),
+    "break-it link without a label": (lambda r: edit(r / LESSON / "breakit.toml", "label = ", "lable = "),
+                                      "needs a label, an href"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FIGURE_DATA_BROKEN))
+def test_broken_figure_data_fails_create_app_not_a_page(tree: Path, case: str) -> None:
+    breaks, message = FIGURE_DATA_BROKEN[case]
+    breaks(tree)
+    with pytest.raises(ContentError, match=re.escape(message)):
+        create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory",
+                    "MRTR_CONTENT_DIR": str(tree)})
