@@ -136,7 +136,7 @@ class Graded:
 def _rows(report: dict[str, Any], key: str, name: str) -> dict[str, dict[str, Any]]:
     rows = report.get(key)
     if not isinstance(rows, list):
-        raise ReportError(f"the report has no {key!r} list: paste the whole output of --json")
+        raise ReportError(f"the report has no {key} list: paste the whole output of --json")
     return {r[name]: r for r in rows if isinstance(r, dict) and isinstance(r.get(name), str)}
 
 
@@ -165,6 +165,64 @@ def grade(build: Build, text: str) -> list[Graded]:
             detail = f"the no-answer move and the missing-answer probe {'held' if held else 'did not both hold'}"
         graded.append(Graded(step, done, detail))
     return graded
+
+
+# -- "Break it, by hand": the first lesson's experiments on this lesson's solution -------------------
+
+BREAKIT_FILE = "breakit.toml"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    check: str
+    experiment: int  # the first lesson's Break-it experiment it matches, 0 for an extra one
+    title: str
+    remove: str  # lines of solution/server.py to delete
+    move: str
+    verdict: str
+    summary: str
+    lesson: str
+
+
+@cache
+def load_breakit(directory: Path) -> tuple[Experiment, ...]:
+    """The experiments in `directory`/breakit.toml (empty when there is none); each `remove` must be in
+    the solution exactly once."""
+    path = directory / BREAKIT_FILE
+    if not path.is_file():
+        return ()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        solution = (directory / "solution" / SERVER_FILE).read_text(encoding="utf-8")
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ContentError(f"{path}: cannot be read ({exc})") from None
+    experiments = []
+    fields = ("check", "experiment", "title", "remove", "move", "verdict", "summary", "lesson")
+    for n, raw in enumerate(data.get("experiments", []), 1):
+        try:
+            experiment = Experiment(**{k: raw[k] for k in fields})
+        except (KeyError, TypeError):
+            raise ContentError(f"{path}: experiment #{n} needs {', '.join(fields)}") from None
+        if solution.count(experiment.remove + "\n") != 1:
+            raise ContentError(f"{path}: experiment #{n}: its lines are not in the solution exactly once")
+        experiments.append(experiment)
+    return tuple(experiments)
+
+
+def breakit_by_hand() -> dict[str, Any] | None:
+    """What lessons/_breakit_by_hand.html shows: the first lesson with breakit.toml, or None."""
+    for lesson in get_content().lessons:
+        experiments = load_breakit(lesson.directory)
+        if experiments:
+            where = f"lessons/{lesson.directory.name}/solution/{SERVER_FILE}"
+            return {"lesson": lesson, "experiments": experiments, "path": where,
+                    "command": f'MRTR_TICKET_TTL={SUGGESTED_TTL} python -m mrtr check --stdio "python {where}"'}
+    return None
+
+
+@bp.app_context_processor
+def _template_globals() -> dict[str, Any]:
+    return {"breakit_by_hand": breakit_by_hand}
 
 
 def widget_context(lesson: Lesson) -> dict[str, Any]:

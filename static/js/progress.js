@@ -16,7 +16,7 @@
   var PREFIX = "mrtr-progress.";
   var SLUG = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 
-  function empty() { return { sections: {}, moves: {}, quiz: {} }; }
+  function empty() { return { sections: {}, moves: {}, quiz: {}, steps: {} }; }
 
   function isObject(value) { return value !== null && typeof value === "object" && !Array.isArray(value); }
 
@@ -37,13 +37,26 @@
         return SLUG.test(qid) && typeof answers[qid] === "boolean";
       });
     });
+    ok = ok && validSteps(data.steps);
     return ok;
+  }
+
+  /* steps (optional, older codes lack it): {lesson: [build-step ids done]} (the build lesson's loop). */
+  function validSteps(steps) {
+    if (steps === undefined) { return true; }
+    return isObject(steps) && Object.keys(steps).every(function (lesson) {
+      var ids = steps[lesson];
+      return SLUG.test(lesson) && Array.isArray(ids) && ids.every(function (id) { return typeof id === "string" && SLUG.test(id); });
+    });
   }
 
   function load() {
     try {
       var stored = JSON.parse(window.localStorage.getItem(KEY) || "null");
-      if (stored && stored.v === VERSION && valid(stored.data)) { return stored.data; }
+      if (stored && stored.v === VERSION && valid(stored.data)) {
+        stored.data.steps = stored.data.steps || {};
+        return stored.data;
+      }
     } catch (e) { /* storage off or corrupted: start afresh */ }
     return empty();
   }
@@ -153,8 +166,35 @@
     });
   }
 
+  /* Build steps: a graded checker report carries data-build-result, data-lesson and data-step-done. */
+  function recordStep(lesson, id) {
+    if (!SLUG.test(lesson) || !SLUG.test(id)) { return; }
+    update(function (data) {
+      var ids = data.steps[lesson] || [];
+      if (ids.indexOf(id) >= 0) { return false; }
+      data.steps[lesson] = ids.concat([id]);
+    });
+  }
+
+  function showSteps() {
+    var match = /^\/lessons\/([a-z0-9-]+)\/?$/.exec(window.location.pathname);
+    if (!match) { return; }
+    var done = load().steps[match[1]] || [];
+    Array.prototype.forEach.call(document.querySelectorAll("[data-build-step]"), function (step) {
+      var isDone = done.indexOf(step.getAttribute("data-build-step")) >= 0;
+      step.classList.toggle("is-done", isDone);
+      var status = step.querySelector("[data-step-status]");
+      if (status) { status.hidden = !isDone; }
+    });
+  }
+
   function scan(root) {
     var scope = root && root.querySelectorAll ? root : document;
+    Array.prototype.forEach.call(scope.querySelectorAll("[data-build-result][data-lesson][data-step-done='true']:not([data-progress-seen])"), function (el) {
+      el.setAttribute("data-progress-seen", "true");
+      recordStep(el.getAttribute("data-lesson"), el.getAttribute("data-build-result"));
+    });
+    showSteps();
     Array.prototype.forEach.call(scope.querySelectorAll("[data-result]:not([data-progress-seen])"), function (el) {
       el.setAttribute("data-progress-seen", "true");
       recordMove(el.getAttribute("data-result"), el.getAttribute("data-verdict"));
