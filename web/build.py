@@ -241,5 +241,8 @@ def report(slug: str) -> Response:
         graded, error = grade(build, text), None
     except ReportError as exc:
         graded, error = None, str(exc)
-    return htmx.render("lessons/build_report.html", "lessons/_build_report.html", status=400 if error else 200,
+    # A bad paste is a 400 page; under htmx the message is swapped in like any answer (htmx swaps 2xx
+    # only), as the quiz does for a missing choice.
+    status = 400 if error and not htmx.wants_fragment() else 200
+    return htmx.render("lessons/build_report.html", "lessons/_build_report.html", status=status,
                        lesson=lesson, course=get_content(), graded=graded, error=error)

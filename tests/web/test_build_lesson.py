@@ -114,6 +114,8 @@ def test_bad_reports_get_a_clear_400(client: FlaskClient, text: str, says: str) 
     assert response.status_code == 400
     assert says in response.text
     assert "Traceback" not in response.text
+    fragment = client.post(REPORT_URL, data={"report": text}, headers=HX)
+    assert fragment.status_code == 200 and says in fragment.text and "data-build-result" not in fragment.text
 
 
 def test_reports_are_escaped_and_unknown_lessons_404(client: FlaskClient) -> None:
