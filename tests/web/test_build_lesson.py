@@ -55,6 +55,7 @@ def test_the_lesson_page_renders_every_step_without_javascript(client: FlaskClie
     for step, data in zip(steps, BUILD.steps, strict=True):
         assert data.task in step.get_text()
         assert f"def {data.function}(" in step.get_text()
+        assert command in step.get_text()
 
 
 def test_hints_are_nested_so_they_open_in_order_and_start_closed(client: FlaskClient) -> None:
