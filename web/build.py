@@ -32,7 +32,9 @@ MAX_REPORT = 64 * 1024
 #: Seconds the lesson suggests for MRTR_TICKET_TTL, so the late move waits only that long.
 SUGGESTED_TTL = 3
 
-_BLOCK = re.compile(r"^# -- step: (?P<id>[a-z][a-z-]*) --\n(?P<code>.*?)^# -- end of step --\n", re.S | re.M)
+#: A step block, marked by Python (#) or TypeScript (//) comments.
+_BLOCK = re.compile(r"^(?P<c>#|//) -- step: (?P<id>[a-z][a-z-]*) --\n(?P<code>.*?)^(?P=c) -- end of step --\n",
+                    re.S | re.M)
 
 
 @dataclass(frozen=True)
@@ -59,9 +61,19 @@ class Build:
 
     def partial(self, step_ids: set[str] | frozenset[str]) -> str:
         """The starter with the named steps' blocks taken from the solution."""
-        wanted = {s.id: s.solution for s in self.steps if s.id in step_ids}
-        return _BLOCK.sub(lambda m: f"# -- step: {m['id']} --\n{wanted.get(m['id'], m['code'])}# -- end of step --\n",
-                          self.starter)
+        return splice(self.starter, self.solution, step_ids)
+
+
+def splice(starter: str, solution: str, step_ids: set[str] | frozenset[str]) -> str:
+    """`starter` with the named steps' blocks taken from `solution` (any track, Python or TypeScript)."""
+    wanted = {k: v for k, v in blocks(solution).items() if k in step_ids}
+    return _BLOCK.sub(lambda m: f"{m['c']} -- step: {m['id']} --\n{wanted.get(m['id'], m['code'])}"
+                                f"{m['c']} -- end of step --\n", starter)
+
+
+def same_outside_blocks(starter: str, solution: str) -> bool:
+    """True when two files mark the same steps, in order, and differ only inside them."""
+    return list(blocks(starter)) == list(blocks(solution)) and _BLOCK.sub("", starter) == _BLOCK.sub("", solution)
 
 
 def blocks(source: str) -> dict[str, str]:
