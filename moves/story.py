@@ -108,7 +108,7 @@ def roundtrip(ring: KeyRing, *, env: str = "staging", jti: Callable[[], str] | N
         RoundTripStep(1, "The client calls deploy", first.replica,
                       [Line("-->", first_call, "through the load balancer")], None, "sent"),
         RoundTripStep(2, "Replica A answers input_required and forgets", first.replica,
-                      [Line("<--", answer, "the question, and the work sealed in a ticket")], None, "input_required"),
+                      [Line("<--", answer, "the question, and the work in a signed ticket")], None, "input_required"),
         RoundTripStep(3, "The host asks the user", None,
                       [Line("<--", question, "what the user is shown"),
                        Line("-->", answers.get("confirm", {}), "what the user answered")], None, "answered"),

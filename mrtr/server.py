@@ -40,7 +40,7 @@ from .errors import (
 )
 from .keys import KeyRing
 from .store import RedeemedStore
-from .tickets import DEFAULT_TTL, TicketCodec, Trace, check_binding
+from .tickets import CHECK_TITLES, DEFAULT_TTL, TicketCodec, Trace, check_binding
 
 MODERN_VERSION = "2026-07-28"
 LEGACY_VERSION = "2025-11-25"
@@ -385,8 +385,8 @@ class Connection:
             return Exchange(messages=[*self._outbox, {"jsonrpc": "2.0", "id": request_id, "result": outcome}],
                             trace=trace, log=self._log, origin=request_id)
         except TicketRejected as exc:
-            self._note(f"requestState rejected at {exc.check}: {exc.reason}")
-            log.info("requestState rejected at %s: %s", exc.check, exc.reason)
+            self._note(f"requestState rejected at “{CHECK_TITLES[exc.check]}”: {exc.reason}")
+            log.info("requestState rejected at “%s”: %s", CHECK_TITLES[exc.check], exc.reason)
             return self._error_exchange(None if is_notification else request_id, exc, trace)
         except ProtocolError as exc:
             return self._error_exchange(None if is_notification else request_id, exc, trace)
@@ -609,7 +609,7 @@ class Connection:
             outcome = self._legacy_continue(flow, trace)
         except ProtocolError as exc:
             if isinstance(exc, TicketRejected):
-                self._note(f"requestState rejected at {exc.check}: {exc.reason}")
+                self._note(f"requestState rejected at “{CHECK_TITLES[exc.check]}”: {exc.reason}")
             reply = {"jsonrpc": "2.0", "id": flow.origin_id, "error": exc.to_error()}
             return Exchange(messages=[reply], trace=trace, log=self._log, origin=flow.origin_id, http_status=202)
         except Exception:

@@ -18,6 +18,7 @@ import binascii
 import hashlib
 import hmac
 import json
+import math
 import os
 import secrets
 from collections.abc import Callable
@@ -31,6 +32,7 @@ from itsdangerous import Signer
 
 from .errors import TicketRejected
 from .keys import KeyRing
+from .wire import has_lone_surrogate
 
 CHECKS: tuple[str, ...] = ("signature", "principal", "expiry", "request", "answer", "single-use")
 CHECK_TITLES: dict[str, str] = {
@@ -93,6 +95,31 @@ class Trace:
 
     def as_dicts(self) -> list[dict[str, str]]:
         return [{"check": c.name, "outcome": c.outcome, "detail": c.detail, "why": c.why} for c in self.checks]
+
+
+def read_payload(text: str) -> Any:
+    """Parse a ticket's JSON payload, refusing (ValueError) what no server writes and no page can show.
+
+    An unverified payload (the lab's "remove signature" switch, or counter-mode plaintext without
+    its tag) is whatever a visitor made it: nesting deep enough to exhaust the parser's recursion,
+    or lone UTF-16 surrogates (`\\ud800`) that no UTF-8 encoder can write back out.
+    """
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError("ticket payload nests too deeply to read") from None
+    stack = [value]
+    while stack:  # iterative: the value may be as deep as the parser allowed
+        item = stack.pop()
+        if isinstance(item, str):
+            if has_lone_surrogate(item):
+                raise ValueError("ticket payload holds a lone UTF-16 surrogate, which is not valid text")
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return value
 
 
 def b64encode(raw: bytes) -> str:
@@ -267,10 +294,7 @@ def split_sealed(rest: str) -> tuple[bytes, bytes, bytes]:
 
 def parse_claims(body: bytes) -> dict[str, Any]:
     """Decoded ticket bytes as a version-1 claims object; ValueError for anything else."""
-    try:
-        claims = json.loads(body.decode("utf-8"))
-    except RecursionError:
-        raise ValueError("ticket payload nests too deeply") from None
+    claims = read_payload(body.decode("utf-8"))
     if not isinstance(claims, dict) or claims.get("v") != 1:
         raise ValueError("ticket payload is not a version-1 claims object")
     return claims
@@ -305,9 +329,11 @@ def check_binding(
     exp = claims.get("exp")
     # Positive form, so a missing or non-numeric exp can never pass.
     if not (isinstance(exp, int | float) and not isinstance(exp, bool) and now < exp):
-        age = f"{now - exp:.0f} s ago" if isinstance(exp, int | float) else "at an unknown time"
+        # Whole seconds, as iat and exp are: 300.4 s past an exp of 120 reads "180 s ago", not 181.
+        finite = isinstance(exp, int | float) and not isinstance(exp, bool) and math.isfinite(exp)
+        age = f"{math.floor(now) - math.floor(exp)} s ago" if finite else "at an unknown time"
         fail("expiry", f"ticket expired {age}")
-    trace.record("expiry", "pass", f"{exp - now:.0f} s left")
+    trace.record("expiry", "pass", f"{math.floor(exp) - math.floor(now)} s left")
 
     expected = request_digest(method, target, arguments)
     if claims.get("req") != expected:

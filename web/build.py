@@ -181,7 +181,7 @@ def grade(build: Build, text: str) -> list[Graded]:
 
 # -- "Break it, by hand": the first lesson's experiments on this lesson's solution -------------------
 
-BREAKIT_FILE = "breakit.toml"
+BREAKIT_FILE = "break-it-by-hand.toml"
 
 
 @dataclass(frozen=True)
@@ -198,7 +198,7 @@ class Experiment:
 
 @cache
 def load_breakit(directory: Path) -> tuple[Experiment, ...]:
-    """The experiments in `directory`/breakit.toml (empty when there is none); each `remove` must be in
+    """The experiments in `directory`/break-it-by-hand.toml (empty when there is none); each `remove` must be in
     the solution exactly once."""
     path = directory / BREAKIT_FILE
     if not path.is_file():
@@ -222,7 +222,7 @@ def load_breakit(directory: Path) -> tuple[Experiment, ...]:
 
 
 def breakit_by_hand() -> dict[str, Any] | None:
-    """What lessons/_breakit_by_hand.html shows: the first lesson with breakit.toml, or None."""
+    """What lessons/_breakit_by_hand.html shows: the first lesson with break-it-by-hand.toml, or None."""
     for lesson in get_content().lessons:
         experiments = load_breakit(lesson.directory)
         if experiments:

@@ -57,6 +57,7 @@ class RoundTripCaption:
 class Choice:
     id: str
     text: str
+    why: str = ""  # for a wrong choice: why it is wrong (shown when the learner picks it)
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,8 @@ class Question:
     choices: tuple[Choice, ...]
     answer: str
     explanation: str
+    try_it: str = ""  # a predict-then-run question: the playground URL whose result shows the answer
+    transcript: str = ""  # raw lines to read before answering (a debugging question)
 
     def choice(self, choice_id: str | None) -> Choice | None:
         return next((c for c in self.choices if c.id == choice_id), None)
@@ -230,16 +233,25 @@ def _load_questions(path: Path, section_ids: set[str]) -> tuple[Question, ...]:
             raise ContentError(f"{where}: section {section!r} is not a section of this lesson")
         choices = []
         for j, choice in enumerate(_tables(raw, "choices", where), 1):
+            why = choice.get("why", "")
+            if not isinstance(why, str):
+                raise ContentError(f"{where} choice #{j}: 'why' must be a string")
             choices.append(Choice(_field(choice, "id", str, f"{where} choice #{j}"),
-                                  _field(choice, "text", str, f"{where} choice #{j}")))
+                                  _field(choice, "text", str, f"{where} choice #{j}"), why.strip()))
         if len(choices) < 2:
             raise ContentError(f"{where}: needs at least two choices")
         _unique([c.id for c in choices], "choice id", where)
         answer = _field(raw, "answer", str, where)
         if answer not in {c.id for c in choices}:
             raise ContentError(f"{where}: the answer {answer!r} is not one of its choices")
+        try_it = raw.get("try_it", "")
+        if not isinstance(try_it, str) or (try_it and not try_it.startswith("/playground?")):
+            raise ContentError(f"{where}: 'try_it' must be a /playground?... URL")
+        transcript = raw.get("transcript", "")
+        if not isinstance(transcript, str):
+            raise ContentError(f"{where}: 'transcript' must be a string")
         questions.append(Question(qid, section, _field(raw, "prompt", str, where), tuple(choices), answer,
-                                  _field(raw, "explanation", str, where)))
+                                  _field(raw, "explanation", str, where), try_it, transcript.strip("\n")))
     _unique([q.id for q in questions], "question id", str(path))
     return tuple(questions)
 

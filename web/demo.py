@@ -73,7 +73,7 @@ class Block:
 @dataclass(frozen=True)
 class Slide:
     index: int
-    kind: str  # "step" or "move"
+    kind: str  # "step", "move" or "switch"
     key: str  # the step number or the move slug
     number: int  # 1-6 for steps, 1-N for the N moves
     title: str
@@ -174,11 +174,57 @@ def move_slides(lesson: Lesson, first_index: int) -> list[Slide]:
     return slides
 
 
+#: Slides with one protection switched off on the lab server (the playground's switches), so the room
+#: sees the misuse succeed: (slug, the move played, the lab server's switch, title, caption, what to say).
+SWITCH_SLIDES: tuple[tuple[str, str, dict[str, bool], str, str, str], ...] = (
+    ("single-use-off", "twice", {"single_use": False}, "Single use off: the replay goes through",
+     "The same “send it twice” move, on a server that no longer remembers spent tickets.",
+     "Switch single use off and the second, identical retry deploys again: every other check passes, "
+     "because the ticket is genuine, bob's, in time and for the same request. Only the redeemed-ticket "
+     "store stops a replay."),
+    ("signature-off", "tampered", {"verify_signature": False}, "Signature check removed: the edited ticket deploys",
+     "The payload edited from staging to prod, on a server that trusts the payload without its signature.",
+     "Remove the signature check and the edited ticket deploys to prod: every later check reads the "
+     "payload the attacker wrote. The signature is what makes the ticket's contents trustworthy."),
+)
+
+
+def switch_slides(first_index: int) -> list[Slide]:
+    """The misuse moves that succeed once a protection is switched off, replayed like the move slides."""
+    slides = []
+    for number, (key, slug, switch, title, caption, note) in enumerate(SWITCH_SLIDES, 1):
+        move = get_content().move(slug)
+        if move is None:
+            continue
+        target = lab_target(DEMO_RING, now=DEMO_EPOCH, jti=demo_jti(f"switch:{key}"), **switch)
+        result = play(move, target, CALL)
+        last = result.last
+        checks = tuple(last.reply.trace or ()) if last else ()
+        blocks = []
+        if result.minted is not None:
+            blocks += [Block("Round one: bob calls deploy", result.minted.sent),
+                       Block("The server answers input_required with a ticket", result.minted.reply.response)]
+        for step in result.steps:
+            blocks.append(Block(f"Retry by {target.principal(step.role)} at t = {step.at:g} s", step.sent))
+            blocks.append(Block("The server's answer", step.reply.response))
+        log = [line for step in ([result.minted] if result.minted else []) + result.steps for line in step.reply.log]
+        switched = "single use" if "single_use" in switch else "the signature check"
+        caller = target.principal(move.sender)
+        slides.append(Slide(
+            index=first_index + number - 1, kind="switch", key=key, number=number, title=title, caption=caption,
+            note=note, verdict=str(result.outcome), actor=caller, at=move.at, checks=checks,
+            stopped_at=_first_failure(checks), facts=(("Switched off", switched), *_describe(move, caller)),
+            blocks=tuple(blocks), log=tuple(log),
+        ))
+    return slides
+
+
 def build_deck() -> list[Slide]:
-    """Every slide (the round trip's steps, then one per move), replayed now: same key, clock and ids every time."""
+    """Every slide (the round trip's steps, one per move, then the switched-off protections), replayed now."""
     lesson = _lesson()
     steps = step_slides(lesson)
-    return steps + move_slides(lesson, len(steps))
+    moves = move_slides(lesson, len(steps))
+    return steps + moves + switch_slides(len(steps) + len(moves))
 
 
 def _autoplay() -> int | None:
@@ -218,6 +264,18 @@ def step(n: int) -> str:
 def move(slug: str) -> str:
     slides = build_deck()
     return _render(slides, _find(slides, "move", slug), notes=False)
+
+
+@bp.get("/switch/<slug>")
+def switch(slug: str) -> str:
+    slides = build_deck()
+    return _render(slides, _find(slides, "switch", slug), notes=False)
+
+
+@bp.get("/notes/switch/<slug>")
+def notes_switch(slug: str) -> str:
+    slides = build_deck()
+    return _render(slides, _find(slides, "switch", slug), notes=True)
 
 
 @bp.get("/notes")

@@ -80,6 +80,7 @@ def embed_context(lesson: Lesson, token: str | None, *, only: Question | None, o
     scoped = {q.id: answers[q.id] for q in questions if q.id in answers}
     args = {k: v for k, v in (("single", "1" if only else None), ("origin", origin)) if v}
     context.update(
+        summary=only is None,  # the whole-quiz embed ends with a score summary
         questions=questions,
         score={"correct": sum(scoped.values()), "answered": len(scoped), "total": len(questions)},
         answer_endpoint="embed.answer",
@@ -138,10 +139,18 @@ def share(lesson: Lesson, question: Question | None = None) -> dict[str, Any]:
         page = url_for("embed.question", slug=lesson.slug, qid=question.id, _external=True)
         src = page
     origin = exact[0] if exact else None
+    # The snippet offered for copying embeds ONE question (the chosen one, else the first): a short,
+    # self-contained check fits a blog post; the whole quiz stays one URL away.
+    single = question or (lesson.questions[0] if lesson.questions else None)
+    single_src = url_for("embed.question", slug=lesson.slug, qid=single.id, _external=True) if single else src
+    whole_src = url_for("embed.quiz", slug=lesson.slug, _external=True)
     return {
         "page_url": page,
         "oembed_url": url_for("embed.oembed", url=page, format="json", _external=True),
-        "snippet": snippet(src, lesson, origin=origin or "https://your-site.example"),
+        "snippet": snippet(single_src, lesson, origin=origin or "https://your-site.example"),
+        "question": single,
+        "whole_src": whole_src,
+        "whole_snippet": snippet(whole_src, lesson, origin=origin or "https://your-site.example"),
         "origins": origins,
         "enabled": bool(origins),
     }

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import logging
 
-from flask import Flask, Response, request
+from flask import Flask, Response, current_app, request
 from werkzeug.exceptions import HTTPException, InternalServerError
 
 from web import htmx
+from web.inputs import InputRefused
 
 log = logging.getLogger("mrtr.web")
 
@@ -22,8 +23,14 @@ def _is_protocol_endpoint() -> bool:
 
 
 def _page(code: int, title: str, message: str) -> Response:
-    return htmx.render("errors/error.html", "errors/_error.html", status=code, code=code, title=title,
-                       message=message)
+    # Inside another site's iframe (the embeddable quiz) an error page has no site menu around it.
+    page = "embed/error.html" if request.path.startswith("/embed/") else "errors/error.html"
+    return htmx.render(page, "errors/_error.html", status=code, code=code, title=title, message=message)
+
+
+def _limit() -> str:
+    limit = current_app.config.get("MAX_CONTENT_LENGTH")
+    return f"at most {int(limit):,} bytes" if limit else "a size limit"
 
 
 def init_app(app: Flask) -> None:
@@ -36,6 +43,11 @@ def init_app(app: Flask) -> None:
         if exc.code == 404:
             return _page(404, "Page not found", "There is no page at this address. The course home lists "
                                                 "every lesson.")
+        if isinstance(exc, InputRefused):  # web/inputs.py: the message says which field and why
+            return _page(exc.code, exc.title, exc.description or "The request could not be handled as sent.")
+        if exc.code == 413:
+            return _page(413, "That request is too large", "The form or upload is larger than this site accepts "
+                                                           f"({_limit()}). Nothing was kept.")
         return _page(exc.code, exc.name, "The request could not be handled as sent.")
 
     @app.errorhandler(InternalServerError)

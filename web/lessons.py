@@ -33,7 +33,11 @@ def playground_context() -> dict[str, Any] | None:
 def widget_context(course: Course, lesson: Lesson, name: str) -> dict[str, Any]:
     """Everything one widget template needs, computed from the real server."""
     if name == "roundtrip":
-        return {"steps": widgets.roundtrip_data(lesson)}
+        stores = request.args.get("stores") or "shared"
+        if stores not in widgets.REPLAY_MODES:
+            abort(400, description="stores must be shared or own")
+        return {"steps": widgets.roundtrip_data(lesson, "rt-note"), "replay": widgets.replay_data(stores),
+                "notes_anchor": "rt-note"}
     if name in ("anatomy", "sealed"):
         return {"ticket": widgets.anatomy_data()}
     if name == "timeline":
@@ -45,7 +49,7 @@ def widget_context(course: Course, lesson: Lesson, name: str) -> dict[str, Any]:
     if name == "sdk":
         return {"sdk": widgets.sdk_data(lesson)}
     if name == "breakit":
-        return {"links": widgets.breakit_data()}
+        return {"links": widgets.breakit_data(lesson)}
     if name == "playground":
         return {"playground": playground_context()}
     if name == "build":  # the build loop of "Build the ticket checks yourself" (web/build.py)

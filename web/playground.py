@@ -165,7 +165,8 @@ class CheckView:
         if self.outcome == "pass":
             return "passed"
         if self.outcome == "fail":
-            return "failed"
+            # a missing answer is not a refusal: the server asks the question again
+            return "asked again" if self.name == "answer" else "failed"
         return SKIP_LABELS.get(self.why, "not reached")
 
     @property
@@ -192,7 +193,7 @@ def _result_text(response: dict[str, Any] | None) -> str:
 
 
 def verdict_line(step: Step, checks: list[CheckView]) -> str:
-    """The one line a learner reads first: "deployed to staging", "refused at principal", ..."""
+    """The one line a learner reads first: "deployed to staging", "refused at Principal is the caller", ..."""
     response = step.reply.response
     outcome = outcome_of(step.reply)
     failed = next((c for c in checks if c.outcome == "fail"), None)
@@ -201,7 +202,7 @@ def verdict_line(step: Step, checks: list[CheckView]) -> str:
     if outcome == Outcome.ASKED_AGAIN:
         return "asked again"
     if outcome == Outcome.REFUSED and failed is not None:
-        return f"refused at {failed.name}"
+        return f"refused at {CHECK_TITLES[failed.name]}"
     error = (response or {}).get("error") or {}
     return f"{'refused' if outcome == Outcome.REFUSED else 'error'}: {error.get('message', 'no answer')}"
 

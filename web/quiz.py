@@ -3,7 +3,8 @@
 Answers and explanations never reach the page before the learner answers: the page renders only
 prompts and choices, and each POST returns the verdict for that one question. The score travels
 in a hidden field, signed with the services key ring, so a learner cannot inflate it and the
-server keeps nothing between requests.
+server keeps nothing between requests. The first answer to a question is what the score counts;
+a wrong first answer earns a second try before the answer is revealed.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from flask import Blueprint, Response, abort, render_template, request
+from flask import Blueprint, Response, abort, request
 from itsdangerous import BadData, URLSafeSerializer
 
 from web import htmx
-from web.content import Lesson, Question, get_content
+from web.content import Choice, Lesson, Question, get_content
 from web.services import get_services
 
 bp = Blueprint("quiz", __name__)
@@ -24,15 +25,51 @@ bp = Blueprint("quiz", __name__)
 SALT = "mrtr.quiz-progress"
 
 
+#: Tries before the answer is revealed: a wrong first answer gets only why it is wrong.
+TRIES = 2
+
+
 @dataclass(frozen=True)
 class Feedback:
     question: Question
     chosen: str | None  # the choice id the learner sent, when it is one of the choices
-    correct: bool
+    correct: bool  # this choice is right
+    counted: bool = False  # what the score counts for this question: the FIRST answer
+    revealed: bool = True  # the answer and the explanation may be shown
+    attempt: int = 1
 
     @property
     def missing(self) -> bool:
         return self.chosen is None
+
+    @property
+    def wrong_choice(self) -> Choice | None:
+        chosen = self.question.choice(self.chosen)
+        return chosen if chosen is not None and not self.correct else None
+
+
+@dataclass
+class State:
+    """What the signed progress token holds: the first answer per question, and the choices tried."""
+
+    answers: dict[str, bool]
+    picks: dict[str, list[str]]
+
+    def revealed(self, question: Question) -> bool:
+        if question.id not in self.answers:
+            return False
+        tried = self.picks.get(question.id, [])
+        # A token from before picks were recorded: the answer was already shown then.
+        return not tried or tried[-1] == question.answer or len(tried) >= TRIES
+
+    def feedback(self, question: Question) -> Feedback | None:
+        """The feedback to show again for an answered question (after a reload), or None."""
+        if question.id not in self.answers:
+            return None
+        tried = self.picks.get(question.id, [])
+        chosen = tried[-1] if tried else None
+        return Feedback(question, chosen, chosen == question.answer, self.answers[question.id],
+                        self.revealed(question), max(1, len(tried)))
 
 
 def _serializer() -> URLSafeSerializer:
@@ -40,32 +77,50 @@ def _serializer() -> URLSafeSerializer:
     return URLSafeSerializer(list(reversed(get_services().ring.keys)), salt=SALT)
 
 
-def read_progress(lesson: Lesson, token: str | None) -> dict[str, bool]:
-    """The answers so far (question id -> answered correctly), or nothing for a bad or foreign token."""
+def read_state(lesson: Lesson, token: str | None) -> State:
+    """The answers so far, or an empty state for a missing, bad or foreign token."""
     if not token:
-        return {}
+        return State({}, {})
     try:
         data = _serializer().loads(token)
     except BadData:
-        return {}
+        return State({}, {})
     if not isinstance(data, dict) or data.get("lesson") != lesson.slug or not isinstance(data.get("answers"), dict):
-        return {}
-    known = {q.id for q in lesson.questions}
-    return {qid: ok for qid, ok in data["answers"].items() if qid in known and isinstance(ok, bool)}
+        return State({}, {})
+    questions = {q.id: q for q in lesson.questions}
+    answers = {qid: ok for qid, ok in data["answers"].items() if qid in questions and isinstance(ok, bool)}
+    raw_picks = data.get("picks") if isinstance(data.get("picks"), dict) else {}
+    picks = {}
+    for qid, tried in raw_picks.items():
+        if qid in answers and isinstance(tried, list):
+            ids = {c.id for c in questions[qid].choices}
+            picks[qid] = [c for c in tried if isinstance(c, str) and c in ids][:TRIES]
+    return State(answers, picks)
 
 
-def write_progress(lesson: Lesson, answers: dict[str, bool]) -> str:
-    return _serializer().dumps({"lesson": lesson.slug, "answers": answers})
+def read_progress(lesson: Lesson, token: str | None) -> dict[str, bool]:
+    """The answers so far (question id -> the FIRST answer was correct), or nothing for a bad token."""
+    return read_state(lesson, token).answers
+
+
+def write_progress(lesson: Lesson, answers: dict[str, bool], picks: dict[str, list[str]] | None = None) -> str:
+    return _serializer().dumps({"lesson": lesson.slug, "answers": answers, "picks": picks or {}})
 
 
 def quiz_context(lesson: Lesson, token: str | None, feedback: Feedback | None = None) -> dict[str, Any]:
-    answers = read_progress(lesson, token)
+    """The quiz as the templates need it; every answered question shows its feedback again."""
+    state = read_state(lesson, token)
+    shown = {q.id: fb for q in lesson.questions if (fb := state.feedback(q)) is not None}
+    if feedback is not None:
+        shown[feedback.question.id] = feedback
     return {
         "lesson": lesson,
         "questions": lesson.questions,
-        "progress": write_progress(lesson, answers),
-        "score": {"correct": sum(answers.values()), "answered": len(answers), "total": len(lesson.questions)},
+        "progress": write_progress(lesson, state.answers, state.picks),
+        "score": {"correct": sum(state.answers.values()), "answered": len(state.answers),
+                  "total": len(lesson.questions)},
         "feedback": feedback,
+        "feedbacks": shown,
     }
 
 
@@ -77,19 +132,34 @@ def _lesson_or_404(slug: str) -> Lesson:
 
 
 @bp.get("/quiz/<slug>")
-def quiz_page(slug: str) -> str:
+def quiz_page(slug: str) -> Response:
+    """The quick check; an htmx request gets only the quiz (progress.js restores answers after a reload)."""
     lesson = _lesson_or_404(slug)
-    return render_template("quiz/quiz.html", lesson=lesson, quiz=quiz_context(lesson, request.args.get("progress")))
+    quiz = quiz_context(lesson, request.args.get("progress"))
+    share_question = lesson.question(request.args.get("embed") or "")  # the snippet's question; unknown: the first
+    return htmx.render("quiz/quiz.html", "quiz/_quiz.html", lesson=lesson, quiz=quiz, share_question=share_question)
 
 
 def check(lesson: Lesson, question: Question, form: Mapping[str, str]) -> tuple[Feedback, dict[str, Any]]:
-    """Check one posted answer against the signed progress; the embeddable quiz (web/embed.py) reuses this."""
-    answers = read_progress(lesson, form.get("progress"))
+    """Check one posted answer against the signed progress; the embeddable quiz (web/embed.py) reuses this.
+
+    The first answer is what the score counts. A wrong first answer gets why it is wrong and a second
+    try; the right answer and the explanation come with a right answer or after the second try.
+    """
+    state = read_state(lesson, form.get("progress"))
     chosen = question.choice(form.get("choice"))
-    if chosen is not None:
-        answers[question.id] = chosen.id == question.answer
-    feedback = Feedback(question, chosen.id if chosen else None, chosen is not None and chosen.id == question.answer)
-    return feedback, quiz_context(lesson, write_progress(lesson, answers), feedback)
+    if chosen is None:
+        feedback = Feedback(question, None, False)
+    else:
+        already = state.revealed(question)
+        state.answers.setdefault(question.id, chosen.id == question.answer)
+        tried = state.picks.setdefault(question.id, [])
+        if not already:
+            tried.append(chosen.id)
+        correct = chosen.id == question.answer
+        feedback = Feedback(question, chosen.id, correct, state.answers[question.id],
+                            already or state.revealed(question), len(tried))
+    return feedback, quiz_context(lesson, write_progress(lesson, state.answers, state.picks), feedback)
 
 
 @bp.post("/quiz/<slug>/<qid>/answer")

@@ -10,6 +10,8 @@ import re
 
 from flask import Flask, Response, g
 
+from web import inputs
+
 BASE_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'"
@@ -31,6 +33,8 @@ def allow_framing_by(origins: list[str]) -> None:
 
 
 def init_app(app: Flask) -> None:
+    inputs.init_app(app)  # every page's query parameters and form fields are checked before any view runs
+
     @app.after_request
     def security_headers(response: Response) -> Response:
         origins = g.get("frame_ancestors")

@@ -10,7 +10,7 @@ from flask import Flask
 from mrtr.tickets import CHECK_TITLES
 from web.content import get_content
 
-OUTCOME_LABELS = {"pass": "Passed", "fail": "Failed", "skipped": "Not reached"}
+OUTCOME_LABELS = {"pass": "Passed", "fail": "Failed", "skipped": "Not reached", "asked-again": "Asked again"}
 
 
 def pretty_json(value: Any) -> str:
@@ -18,8 +18,17 @@ def pretty_json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
+_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+
+
+def count_word(n: int) -> str:
+    """A count as prose writes it: a word up to twelve, digits above (the move list decides, not the template)."""
+    return _WORDS[n] if 0 <= n < len(_WORDS) else str(n)
+
+
 def init_app(app: Flask) -> None:
     app.add_template_filter(pretty_json, "pretty_json")
+    app.add_template_filter(count_word, "count_word")
     app.add_template_global(CHECK_TITLES, "check_titles")
     app.add_template_global(OUTCOME_LABELS, "outcome_labels")
     app.add_template_global(get_content, "get_content")

@@ -9,22 +9,25 @@ runs on the lab's keys (`Services.lab_ring`), never the app's: no ticket a figur
 from __future__ import annotations
 
 import base64
+import copy
 import inspect
 import json
 import threading
+import tomllib
 from dataclasses import dataclass
 from typing import Any
 
 from flask import current_app
+from markupsafe import Markup, escape
 
 from moves import story, transcripts
-from moves.engine import Call, play
-from moves.target import Outcome
+from moves.engine import Call, answers_for, modern_request, outcome_of, play
+from moves.target import Outcome, Reply
 from moves.targets.lab import lab_target
-from mrtr import CHECKS
+from mrtr import CHECKS, FakeClock, MemoryStore, Server
 from mrtr import tools as mrtr_tools
 from mrtr.tickets import CHECK_TITLES
-from web.content import Course, Lesson
+from web.content import ContentError, Course, Lesson
 from web.services import get_services
 
 #: Where each move happens on the figure's clock, and where the ticket stops being valid.
@@ -34,11 +37,11 @@ EXPIRY_AT = 120
 #: What each claim in a ticket payload is for (shown beside the decoded value).
 CLAIM_MEANINGS: dict[str, str] = {
     "v": "Format version of the claims, so a later server can tell old tickets from new ones.",
-    "jti": "A random id for this one ticket; the single-use check records it once it is spent.",
-    "sub": "The principal the ticket was minted for. A retry by anyone else fails the principal check.",
-    "req": "A digest of the method, the tool and its arguments. The retry must match it exactly.",
+    "jti": "A random id for this one ticket; Not already redeemed records it once it is spent.",
+    "sub": "The principal the ticket was minted for. A retry by anyone else fails Principal is the caller.",
+    "req": "A digest of the method, the tool and its arguments. Same method and arguments compares it with the retry.",
     "iat": "Issued at, in seconds since the epoch (the server's clock when it minted the ticket).",
-    "exp": "Expires at: issued at plus 120 seconds. Later than this, the expiry check fails.",
+    "exp": "Expires at: issued at plus 120 seconds. Later than this, Not expired fails.",
     "step": "Which question the server was waiting on when it handed the work out.",
     "work.env": "The half-done work itself: the environment to deploy. It comes back from the ticket, "
                 "not from the retry's arguments.",
@@ -67,26 +70,209 @@ def pretty(message: Any) -> str:
 
 
 @dataclass(frozen=True)
+class FieldNote:
+    id: str  # the anchor of its definition-list entry
+    label: str  # where the field sits in its message, e.g. params › _meta › …
+    note: str
+
+
+@dataclass(frozen=True)
+class Header:
+    name: str
+    value: str
+    note: FieldNote
+
+
+@dataclass(frozen=True)
+class FigureLine:
+    direction: str
+    note: str
+    message: Any
+    html: Markup  # the message as indented JSON, each explained key a link to its note
+    fields: tuple[FieldNote, ...]
+    headers: tuple[Header, ...]
+
+
+@dataclass(frozen=True)
 class FigureStep:
     n: int
     title: str
     caption: str
     replica: str | None
-    lines: tuple[transcripts.Line, ...]
+    lines: tuple[FigureLine, ...]
     checks: tuple[dict[str, str], ...] | None
     verdict: str
 
 
-def roundtrip_data(lesson: Lesson) -> list[FigureStep]:
+@dataclass(frozen=True)
+class FieldNotes:
+    """The lesson's fields.toml: notes matched by the end of a field's path, and HTTP header notes."""
+
+    fields: tuple[tuple[tuple[str, ...], str], ...]
+    headers: tuple[tuple[str, str, str], ...]
+
+    def note_for(self, path: tuple[str, ...]) -> str | None:
+        best: tuple[int, str] | None = None
+        for pattern, note in self.fields:
+            n = len(pattern)
+            if n <= len(path) and all(p in ("*", k) for p, k in zip(pattern, path[-n:], strict=True)):
+                if best is None or n > best[0]:
+                    best = (n, note)
+        return best[1] if best else None
+
+
+def field_notes(lesson: Lesson) -> FieldNotes:
+    """Read and check the lesson's fields.toml (cached); a malformed file raises ContentError."""
+    def load() -> FieldNotes:
+        path = lesson.directory / "fields.toml"
+        if not path.is_file():
+            return FieldNotes((), ())
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+        fields = []
+        for i, raw in enumerate(data.get("fields", []), 1):
+            pattern, note = raw.get("path"), raw.get("note")
+            if not (isinstance(pattern, list) and pattern and all(isinstance(k, str) and k for k in pattern)
+                    and isinstance(note, str) and note.strip()):
+                raise ContentError(f"{path}: field #{i} needs a non-empty path (a list of keys) and a note")
+            fields.append((tuple(pattern), note.strip()))
+        headers = []
+        for i, raw in enumerate(data.get("headers", []), 1):
+            if not all(isinstance(raw.get(k), str) and raw[k].strip() for k in ("name", "value", "note")):
+                raise ContentError(f"{path}: header #{i} needs a name, a value and a note")
+            headers.append((raw["name"], raw["value"], raw["note"].strip()))
+        return FieldNotes(tuple(fields), tuple(headers))
+
+    return _cached(f"fields:{lesson.slug}", load)
+
+
+def _label(path: tuple[str, ...]) -> str:
+    return " › ".join(f"[{k}]" if k == "*" else k for k in path) or "(the message)"
+
+
+def annotate(message: Any, notes: FieldNotes, anchor: str, *, base: tuple[str, ...] = ()
+             ) -> tuple[Markup, tuple[FieldNote, ...]]:
+    """`message` as `json.dumps(indent=2)` would print it, with every key that has a note made a link
+    to that note's entry (`#<anchor>-<n>`); and the notes, in the order their fields appear."""
+    found: dict[str, FieldNote] = {}
+
+    def key_html(key: str, path: tuple[str, ...]) -> Markup:
+        text = json.dumps(key, ensure_ascii=False)
+        note = notes.note_for(path)
+        if note is None:
+            return escape(text)
+        entry = found.get(note)
+        if entry is None:
+            entry = found[note] = FieldNote(f"{anchor}-{len(found) + 1}", _label(path[len(base):]), note)
+        return Markup('<a class="field-key" href="#{0}" data-field-note="{0}" aria-label="{1}">{2}</a>').format(
+            entry.id, f"{key}: what this field is", text)
+
+    def render(value: Any, path: tuple[str, ...], indent: str) -> Markup:
+        inner = indent + "  "
+        if isinstance(value, dict) and value:
+            items = [Markup("{0}{1}: {2}").format(inner, key_html(str(k), (*path, str(k))),
+                                                  render(v, (*path, str(k)), inner)) for k, v in value.items()]
+            return Markup("{\n") + Markup(",\n").join(items) + Markup("\n{0}}}").format(indent)
+        if isinstance(value, list) and value:
+            items = [Markup("{0}{1}").format(inner, render(v, (*path, "*"), inner)) for v in value]
+            return Markup("[\n") + Markup(",\n").join(items) + Markup("\n{0}]").format(indent)
+        return escape(json.dumps(value, ensure_ascii=False))
+
+    html = render(message, base, "")
+    return html, tuple(found.values())
+
+
+def _shorten_ticket(message: Any, full: str) -> Any:
+    """The same message with a repeated ticket shortened: the full ticket is shown once, where it is issued."""
+    params = message.get("params") if isinstance(message, dict) else None
+    ticket = params.get("requestState") if isinstance(params, dict) else None
+    if not isinstance(ticket, str) or len(ticket) < 40 or not full:
+        return message
+    short = copy.deepcopy(message)
+    short["params"]["requestState"] = f"{ticket[:16]}…{ticket[-6:]}"
+    return short
+
+
+#: Where step 3's question and answer travel, so the same notes explain them.
+_STEP3_BASES = {"<--": ("inputRequests", "confirm"), "-->": ("inputResponses", "confirm")}
+
+
+def roundtrip_data(lesson: Lesson, anchor: str = "rt") -> list[FigureStep]:
     steps = _cached("roundtrip", lambda: story.roundtrip(get_services().lab_ring))
+    notes = field_notes(lesson)
     captions = {c.n: c for c in lesson.roundtrip_steps}
+    issued = ""
     figure = []
     for step in steps:
         caption = captions.get(step.n)
+        lines = []
+        for i, line in enumerate(step.lines, 1):
+            message = line.message
+            result = message.get("result") if isinstance(message, dict) else None
+            if isinstance(result, dict) and isinstance(result.get("requestState"), str) and not issued:
+                issued = result["requestState"]
+            shown = _shorten_ticket(message, issued)
+            base = _STEP3_BASES.get(line.direction, ()) if "jsonrpc" not in message else ()
+            html, fields = annotate(shown, notes, f"{anchor}-f{step.n}-{i}", base=base)
+            headers = ()
+            if line.direction == "-->" and isinstance(message, dict) and "method" in message:
+                headers = tuple(Header(name, value, FieldNote(f"{anchor}-h{step.n}-{i}-{j}", name, note))
+                                for j, (name, value, note) in enumerate(notes.headers, 1))
+            lines.append(FigureLine(line.direction, line.note, shown, html, fields, headers))
         figure.append(FigureStep(step.n, caption.title if caption else step.title,
-                                 caption.caption if caption else "", step.replica, tuple(step.lines),
+                                 caption.caption if caption else "", step.replica, tuple(lines),
                                  tuple(step.checks) if step.checks else None, step.verdict))
     return figure
+
+
+# -- where single use lives: the replay on a shared store and on separate stores -------------------------
+
+REPLAY_MODES = ("shared", "own")
+
+
+@dataclass(frozen=True)
+class ReplayStep:
+    label: str
+    replica: str
+    request_id: Any
+    verdict: str
+    checks: tuple[dict[str, str], ...]
+
+
+def replay_data(mode: str) -> dict[str, Any]:
+    """bob's retry redeemed on replica B, then the very same retry replayed on replica A.
+
+    `shared`: both replicas consult one redeemed store, so A refuses the replay. `own`: each replica
+    keeps its own store, so A has never seen the ticket spent and deploys a second time.
+    """
+    if mode not in REPLAY_MODES:
+        raise ValueError(f"stores must be one of {', '.join(REPLAY_MODES)}")
+
+    def play_it() -> dict[str, Any]:
+        ring = get_services().lab_ring
+        clock = FakeClock(story.FIGURE_EPOCH)
+        shared = MemoryStore()
+        lb = story.Balancer({name: Server(ring=ring, store=shared if mode == "shared" else MemoryStore(),
+                                          clock=clock, name=f"mrtr-lab-{name}") for name in ("A", "B")})
+        call = Call(client_name="mrtr-lab-playground")
+        first = lb.handle(modern_request(2, "tools/call", {"name": call.tool, "arguments": dict(call.arguments)},
+                                         call), principal="bob", replica="A")
+        result = (first.exchange.response or {}).get("result", {})
+        retry = modern_request(3, "tools/call", {"name": call.tool, "arguments": dict(call.arguments),
+                                                 "inputResponses": answers_for(result.get("inputRequests", {})),
+                                                 "requestState": result.get("requestState", "")}, call)
+        clock.advance(8)
+        played = []
+        for label, name in (("The retry, on replica B", "B"), ("The same retry again, on replica A", "A")):
+            answered = lb.handle(copy.deepcopy(retry), principal="bob", replica=name)
+            trace = answered.exchange.trace
+            outcome = outcome_of(Reply(answered.exchange.response))
+            played.append(ReplayStep(label, name, retry["id"], OUTCOME_WORDS[outcome],
+                                     tuple(trace.as_dicts()) if trace else ()))
+            clock.advance(4)
+        return {"mode": mode, "steps": played, "modes": REPLAY_MODES}
+
+    return _cached(f"replay:{mode}", play_it)
 
 
 # -- the ticket, opened ----------------------------------------------------------------------------
@@ -148,7 +334,10 @@ def _play_all(course: Course, lesson: Lesson) -> list[MatrixRow]:
         result = play(move, target, Call(client_name="mrtr-lab-playground"))
         last = result.last
         outcomes = {c["check"]: c["outcome"] for c in (last.reply.trace or [])} if last else {}
-        cells = tuple((name, outcomes.get(name, "skipped")) for name in CHECKS)
+        # A missing answer is not a failure: the server asks again, and the matrix says so.
+        asked_again = result.outcome is Outcome.ASKED_AGAIN
+        cells = tuple((name, "asked-again" if name == "answer" and asked_again and outcomes.get(name) == "fail"
+                       else outcomes.get(name, "skipped")) for name in CHECKS)
         note = lesson.note_for(move.slug, result.outcome, result.stopped_at)
         rows.append(MatrixRow(move.slug, move.title, move.at, target.principal(move.sender), move.summary,
                               note.text if note else "", cells, str(result.outcome), str(move.expect),
@@ -191,17 +380,15 @@ def sdk_data(lesson: Lesson) -> dict[str, str]:
 
 # -- links that break it ---------------------------------------------------------------------------------
 
-BREAK_IT = (
-    ("Remove the signature check, then send the tampered ticket", "/playground?no_signature=1#move-tampered",
-     "signature"),
-    ("Turn single use off, then send the honest retry twice", "/playground?single_use=0#move-twice",
-     "single-use"),
-    ("Seal the tickets, then open one and tamper with it", "/playground?sealed=1#move-tampered", "signature"),
-    ("Move the clock 150 s past the mint, then send the honest retry", "/playground?offset=150#move-honest",
-     "expiry"),
-)
 
+def breakit_data(lesson: Lesson) -> list[dict[str, str]]:
+    """The "Break it" links, from the lesson's breakit.toml: label, playground URL, what the switch changes."""
+    def load() -> list[dict[str, str]]:
+        path = lesson.directory / "breakit.toml"
+        if not path.is_file():
+            return []
+        with path.open("rb") as handle:
+            links = tomllib.load(handle).get("links", [])
+        return [{"label": str(x["label"]), "href": str(x["href"]), "changes": str(x["changes"])} for x in links]
 
-def breakit_data() -> list[dict[str, str]]:
-    return [{"label": label, "href": href, "check": check, "check_title": CHECK_TITLES[check]}
-            for label, href, check in BREAK_IT]
+    return _cached(f"breakit:{lesson.slug}", load)

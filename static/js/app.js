@@ -66,7 +66,11 @@
 
   function initCopy(root) {
     if (!navigator.clipboard) { return; }
-    each(root, "button.copy[data-copy-target]", function (button) { button.hidden = false; });
+    each(root, "button.copy[data-copy-target]", function (button) {
+      // A copy button whose text does not exist yet (the progress code) stays hidden: its owner shows it.
+      if (button.hasAttribute("data-progress-copy")) { return; }
+      button.hidden = false;
+    });
   }
 
   document.addEventListener("click", function (event) {
@@ -93,6 +97,7 @@
     var prev = figure.querySelector("[data-step-prev]");
     var next = figure.querySelector("[data-step-next]");
     var status = figure.querySelector("[data-step-status]");
+    var count = figure.querySelector("[data-step-count]");
     if (steps.length === 0 || !controls || !prev || !next || !status) { return; }
     figure.setAttribute("data-stepper-ready", "true");
     figure.classList.add("is-stepping");
@@ -109,7 +114,9 @@
       next.setAttribute("aria-disabled", current === steps.length - 1 ? "true" : "false");
       var caption = step.querySelector(".rt-caption");
       var text = "Step " + (current + 1) + " of " + steps.length + ": " + step.getAttribute("data-title");
+      // The live region is visually hidden: the step's own heading and caption are what sighted readers see.
       status.textContent = speak && caption ? text + ". " + caption.textContent : text;
+      if (count) { count.textContent = "Step " + (current + 1) + " of " + steps.length; }
       if (speak) { each(step, "ol.checks", animateChecks); }
     }
 
@@ -126,11 +133,67 @@
     show(0, false);
   }
 
+  /* -- field notes: each field of a message opens its own explanation ------------------------------- */
+
+  function noteLinks(id) {
+    return document.querySelectorAll('a.field-key[data-field-note="' + id + '"]');
+  }
+
+  function setNote(note, open, opener) {
+    note.classList.toggle("is-open", open);
+    Array.prototype.forEach.call(noteLinks(note.id), function (link) {
+      link.setAttribute("aria-expanded", open ? "true" : "false");
+    });
+    if (open) {
+      note.lastOpener = opener || null;
+      note.focus();
+    } else if (note.lastOpener && note.lastOpener.isConnected) {
+      note.lastOpener.focus();
+    }
+  }
+
+  function initFieldNotes(list) {
+    if (list.getAttribute("data-field-notes-ready") === "true") { return; }
+    list.setAttribute("data-field-notes-ready", "true");
+    list.classList.add("is-collapsible");
+    Array.prototype.forEach.call(list.querySelectorAll(".field-note[id]"), function (note) {
+      note.setAttribute("tabindex", "-1");
+      var close = document.createElement("button");
+      close.type = "button";
+      close.className = "field-note-close";
+      close.textContent = "Close";
+      var term = note.querySelector("dt");
+      close.setAttribute("aria-label", "Close the note on " + (term ? term.textContent.trim() : "this field"));
+      close.addEventListener("click", function () { setNote(note, false); });
+      note.querySelector("dd").appendChild(close);
+      Array.prototype.forEach.call(noteLinks(note.id), function (link) {
+        link.setAttribute("aria-controls", note.id);
+        link.setAttribute("aria-expanded", "false");
+      });
+    });
+  }
+
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest ? event.target.closest("a.field-key[data-field-note]") : null;
+    if (!link) { return; }
+    var note = document.getElementById(link.getAttribute("data-field-note"));
+    if (!note || !note.closest(".is-collapsible")) { return; }  // no JS set-up: follow the link
+    event.preventDefault();
+    setNote(note, !note.classList.contains("is-open"), link);
+  });
+
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape" || !event.target.closest) { return; }
+    var note = event.target.closest(".is-collapsible .field-note.is-open");
+    if (note) { setNote(note, false); }
+  });
+
   /* -- after htmx swaps ---------------------------------------------------------------------------- */
 
   function init(root) {
     initCopy(root);
     each(root, "[data-stepper]", initStepper);
+    each(root, "dl[data-field-notes]", initFieldNotes);
   }
 
   document.addEventListener("htmx:afterSwap", function (event) {

@@ -215,3 +215,131 @@
     }, 1000);
   }
 })();
+
+/* Projector fit (added for the classroom): every slide fits the screen, and scrolling keys stay with
+ * whatever needs to scroll.
+ *   - The deck's type is scaled through the CSS variable --fit (a binary search on the real layout)
+ *     until the shown slide fits the window without scrolling: scaled, never clipped. `data-fit` on
+ *     the deck says the scale chosen. It runs again on resize, on a slide change and when the raw
+ *     JSON closes.
+ *   - Arrow keys, Page Up/Down, Space, Home and End inside a region that scrolls (the raw JSON, the
+ *     slide index) scroll it; the deck only sees them elsewhere. Escape closes the raw JSON.
+ *   - On a page taller than the window (the speaker notes on a small laptop), ↑ ↓, Page Up/Down and
+ *     Space scroll the page first; only at its top or bottom do they change the slide.
+ *   - Opening the raw JSON (J or a click) focuses it, so the keyboard scrolls it at once. */
+(function () {
+  "use strict";
+
+  var deck = document.querySelector("[data-deck]");
+  if (!deck) { return; }
+  var slidesMode = deck.getAttribute("data-mode") === "slides";
+  var root = document.documentElement;
+  var MIN_FIT = 0.3;
+  var VERTICAL = { ArrowUp: 1, ArrowDown: 1, PageUp: 1, PageDown: 1, " ": 1, Home: 1, End: 1 };
+  var HORIZONTAL = { ArrowLeft: 1, ArrowRight: 1 };
+  var PAGE = { ArrowUp: 1, ArrowDown: 1, PageUp: 1, PageDown: 1, " ": 1 };
+
+  function pageHasRoom(event) {
+    var up = event.key === "ArrowUp" || event.key === "PageUp" || (event.key === " " && event.shiftKey);
+    var max = root.scrollHeight - window.innerHeight;
+    if (max <= 1) { return false; }
+    return up ? window.scrollY > 0 : window.scrollY < max - 1;
+  }
+
+  function overflows() {
+    return root.scrollHeight > window.innerHeight || root.scrollWidth > window.innerWidth;
+  }
+
+  function setFit(value) { root.style.setProperty("--fit", String(value)); }
+
+  function rawOpen() { return deck.querySelector("details[data-raw][open]") !== null; }
+
+  function fit() {
+    if (!slidesMode) { return; }
+    if (rawOpen()) { setFit(1); return; }  // the raw JSON covers the screen and scrolls; fit again when it closes
+    setFit(1);
+    var lo = MIN_FIT;
+    var hi = 1;
+    if (overflows()) {
+      for (var i = 0; i < 9; i += 1) {
+        var mid = (lo + hi) / 2;
+        setFit(mid);
+        if (overflows()) { hi = mid; } else { lo = mid; }
+      }
+      setFit(lo);
+    } else {
+      lo = 1;
+    }
+    deck.setAttribute("data-fit", lo.toFixed(3));
+  }
+
+  function scroller(element, horizontal) {
+    for (var el = element; el && el !== document.body && el !== root; el = el.parentElement) {
+      var style = window.getComputedStyle(el);
+      var overflow = horizontal ? style.overflowX : style.overflowY;
+      var room = horizontal ? el.scrollWidth - el.clientWidth : el.scrollHeight - el.clientHeight;
+      if ((overflow === "auto" || overflow === "scroll") && room > 1) { return el; }
+    }
+    return null;
+  }
+
+  function visibleRawBody() {
+    var slide = deck.querySelector("[data-slide]:not([hidden])");
+    return slide ? slide.querySelector("details[data-raw][open] [data-raw-body]") : null;
+  }
+
+  // Capture phase on the document: runs before the deck's own key handler and can keep the key from it.
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey) { return; }
+    var target = event.target;
+    if (event.key === "Escape" && rawOpen()) {
+      Array.prototype.forEach.call(deck.querySelectorAll("details[data-raw][open]"), function (d) { d.open = false; });
+      var heading = deck.querySelector("[data-slide]:not([hidden]) h2[tabindex]");
+      if (heading) { heading.focus({ preventScroll: true }); }
+      event.preventDefault();
+      event.stopPropagation();
+      return;
+    }
+    if (target && target.closest && target.closest("summary, button, a") && (event.key === " " || event.key === "Enter")) {
+      return;
+    }
+    var box = null;
+    if (VERTICAL[event.key]) { box = scroller(target, false); }
+    if (HORIZONTAL[event.key]) { box = scroller(target, true); }
+    if (!box && PAGE[event.key] && pageHasRoom(event)) { box = root; }
+    if (box) { event.stopPropagation(); }  // the browser scrolls the region (or the page); the slide stays
+  }, true);
+
+  deck.addEventListener("toggle", function (event) {
+    var details = event.target;
+    if (!details.matches || !details.matches("details[data-raw]")) { return; }
+    if (details.open) {
+      setFit(1);  // the raw JSON is read at full size; it scrolls instead of shrinking
+      var body = visibleRawBody();
+      if (body && details.contains(body)) { body.focus({ preventScroll: true }); }
+    } else if (!rawOpen()) {
+      fit();
+    }
+  }, true);
+
+  // A slide was shown: fit it, and keep the raw JSON focused when it is open.
+  var observer = new MutationObserver(function () {
+    if (rawOpen()) {
+      var body = visibleRawBody();
+      if (body) { body.focus({ preventScroll: true }); }
+    } else {
+      fit();
+    }
+  });
+  Array.prototype.forEach.call(deck.querySelectorAll("[data-slide]"), function (slide) {
+    observer.observe(slide, { attributes: true, attributeFilter: ["hidden"] });
+  });
+
+  var pending = null;
+  window.addEventListener("resize", function () {
+    if (pending) { window.cancelAnimationFrame(pending); }
+    pending = window.requestAnimationFrame(function () { pending = null; fit(); });
+  });
+
+  fit();
+})();

@@ -1,6 +1,8 @@
 /* MRTR Lab quiz embed, parent side: makes each <iframe data-mrtr-quiz> as tall as its content.
  * Include it once on the page that embeds the quiz. It trusts a message only when it comes from
- * one of those iframes' windows AND from that iframe's own origin. */
+ * one of those iframes' windows AND from that iframe's own origin. It posts to a frame only once
+ * the quiz document is in it: a frame still showing its initial about:blank has another origin,
+ * and posting there would only log a warning. */
 (function () {
   "use strict";
 
@@ -8,17 +10,26 @@
 
   function originOf(frame) { return new URL(frame.src, window.location.href).origin; }
 
-  // This script may run after the quiz first reported its height: ask each quiz to measure again,
-  // now and whenever one (re)loads.
-  function measure(frame) {
+  // True once the quiz has loaded: its document is cross-origin (reading it throws), or same-origin
+  // and no longer the initial about:blank.
+  function loaded(frame) {
     try {
-      frame.contentWindow.postMessage({ type: "mrtr-quiz:measure", v: 1 }, originOf(frame));
-    } catch (e) { /* not loaded yet: its load event will ask */ }
+      var href = frame.contentWindow && frame.contentWindow.location.href;
+      return Boolean(href) && href !== "about:blank";
+    } catch (e) {
+      return true;
+    }
+  }
+
+  // This script may run after the quiz first reported its height: ask a loaded quiz to measure again.
+  function measure(frame) {
+    if (!frame.contentWindow) { return; }
+    frame.contentWindow.postMessage({ type: "mrtr-quiz:measure", v: 1 }, originOf(frame));
   }
 
   Array.prototype.forEach.call(frames(), function (frame) {
     frame.addEventListener("load", function () { measure(frame); });
-    measure(frame);
+    if (loaded(frame)) { measure(frame); }
   });
 
   window.addEventListener("message", function (event) {

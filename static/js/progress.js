@@ -15,28 +15,51 @@
   var VERSION = 1;
   var PREFIX = "mrtr-progress.";
   var SLUG = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
+  var VERDICT = /^[a-z]+(?:-[a-z]+)*$/;
+  /* Bounds on what a code may hold: far above a real course, far below what would fill storage. */
+  var MAX_CODE_CHARS = 65536;
+  var MAX_ITEMS = 500;
+  var MAX_NAME_CHARS = 80;
 
-  function empty() { return { sections: {}, moves: {}, quiz: {}, steps: {} }; }
+  var TOKEN = /^[A-Za-z0-9_.\-]{1,4000}$/;
+
+  /* quizTokens: {lesson: the signed quiz progress the server last returned}, so a reload can show the
+     answers again (the server renders them from the token; nothing here is trusted for the score).
+     steps: {lesson: [build-step ids done]}, from the build lesson's graded checker reports. */
+  function empty() { return { sections: {}, moves: {}, quiz: {}, quizTokens: {}, steps: {} }; }
 
   function isObject(value) { return value !== null && typeof value === "object" && !Array.isArray(value); }
+
+  function isName(value, pattern) {
+    return typeof value === "string" && value.length <= MAX_NAME_CHARS && pattern.test(value);
+  }
+
+  function fewKeys(obj) { return Object.keys(obj).length <= MAX_ITEMS; }
 
   /* A valid progress: {sections: {lesson: [ids]}, moves: {slug: verdict}, quiz: {lesson: {qid: bool}}}. */
   function valid(data) {
     if (!isObject(data) || !isObject(data.sections) || !isObject(data.moves) || !isObject(data.quiz)) { return false; }
+    if (!fewKeys(data.sections) || !fewKeys(data.moves) || !fewKeys(data.quiz)) { return false; }
     var ok = true;
     Object.keys(data.sections).forEach(function (lesson) {
       var ids = data.sections[lesson];
-      ok = ok && SLUG.test(lesson) && Array.isArray(ids) && ids.every(function (id) { return typeof id === "string" && SLUG.test(id); });
+      ok = ok && isName(lesson, SLUG) && Array.isArray(ids) && ids.length <= MAX_ITEMS &&
+        ids.every(function (id) { return isName(id, SLUG); });
     });
     Object.keys(data.moves).forEach(function (slug) {
-      ok = ok && SLUG.test(slug) && typeof data.moves[slug] === "string";
+      ok = ok && isName(slug, SLUG) && isName(data.moves[slug], VERDICT);
     });
     Object.keys(data.quiz).forEach(function (lesson) {
       var answers = data.quiz[lesson];
-      ok = ok && SLUG.test(lesson) && isObject(answers) && Object.keys(answers).every(function (qid) {
-        return SLUG.test(qid) && typeof answers[qid] === "boolean";
+      ok = ok && isName(lesson, SLUG) && isObject(answers) && fewKeys(answers) && Object.keys(answers).every(function (qid) {
+        return isName(qid, SLUG) && typeof answers[qid] === "boolean";
       });
     });
+    if (data.quizTokens !== undefined) {
+      ok = ok && isObject(data.quizTokens) && Object.keys(data.quizTokens).every(function (lesson) {
+        return SLUG.test(lesson) && typeof data.quizTokens[lesson] === "string" && TOKEN.test(data.quizTokens[lesson]);
+      });
+    }
     ok = ok && validSteps(data.steps);
     return ok;
   }
@@ -44,9 +67,10 @@
   /* steps (optional, older codes lack it): {lesson: [build-step ids done]} (the build lesson's loop). */
   function validSteps(steps) {
     if (steps === undefined) { return true; }
-    return isObject(steps) && Object.keys(steps).every(function (lesson) {
+    return isObject(steps) && fewKeys(steps) && Object.keys(steps).every(function (lesson) {
       var ids = steps[lesson];
-      return SLUG.test(lesson) && Array.isArray(ids) && ids.every(function (id) { return typeof id === "string" && SLUG.test(id); });
+      return isName(lesson, SLUG) && Array.isArray(ids) && ids.length <= MAX_ITEMS &&
+        ids.every(function (id) { return isName(id, SLUG); });
     });
   }
 
@@ -54,6 +78,7 @@
     try {
       var stored = JSON.parse(window.localStorage.getItem(KEY) || "null");
       if (stored && stored.v === VERSION && valid(stored.data)) {
+        stored.data.quizTokens = stored.data.quizTokens || {};
         stored.data.steps = stored.data.steps || {};
         return stored.data;
       }
@@ -61,11 +86,14 @@
     return empty();
   }
 
+  /* Returns whether the browser kept it. */
   function save(data) {
+    var kept = true;
     try {
       window.localStorage.setItem(KEY, JSON.stringify({ v: VERSION, data: data }));
-    } catch (e) { /* storage full or off: progress is best effort */ }
+    } catch (e) { kept = false; /* storage full or off: progress is best effort */ }
     render();
+    return kept;
   }
 
   function update(change) {
@@ -115,6 +143,9 @@
   function importCode(code) {
     var text = (code || "").replace(/\s+/g, "");
     if (!text) { return { error: "Paste a progress code first." }; }
+    if (text.length > MAX_CODE_CHARS) {
+      return { error: "This is far longer than any progress code (at most " + MAX_CODE_CHARS + " characters). Copy just the code." };
+    }
     if (text.indexOf(PREFIX) !== 0) {
       return { error: "This is not an MRTR Lab progress code: it should start with “" + PREFIX + "”." };
     }
@@ -128,7 +159,7 @@
     } catch (e) {
       return { error: "This code is damaged or cut short and cannot be read. Copy it again, in full." };
     }
-    if (!isObject(parsed) || typeof parsed.v !== "number") {
+    if (!isObject(parsed) || !Number.isSafeInteger(parsed.v) || parsed.v < 1) {
       return { error: "This code is damaged and cannot be read. Copy it again, in full." };
     }
     if (parsed.v !== VERSION) {
@@ -154,15 +185,33 @@
   }
 
   function recordMove(slug, verdict) {
-    if (!SLUG.test(slug)) { return; }
-    update(function (data) { data.moves[slug] = verdict || "played"; });
+    if (!isName(slug, SLUG)) { return; }
+    update(function (data) { data.moves[slug] = isName(verdict, VERDICT) ? verdict : "played"; });
   }
 
-  function recordAnswer(lesson, qid, correct) {
+  /* The first answer to a question is what counts, here as in the quiz's own score. */
+  function recordAnswer(lesson, qid, correct, token) {
     if (!SLUG.test(lesson) || !SLUG.test(qid)) { return; }
     update(function (data) {
       data.quiz[lesson] = data.quiz[lesson] || {};
-      data.quiz[lesson][qid] = correct;
+      if (!(qid in data.quiz[lesson])) { data.quiz[lesson][qid] = correct; }
+      if (token && TOKEN.test(token)) { data.quizTokens[lesson] = token; }
+    });
+  }
+
+  /* After a reload the quiz starts blank: ask the server to render it again from the stored token. */
+  function restoreQuizzes() {
+    if (!window.htmx || document.querySelector("[data-embed]")) { return; }
+    var data = load();
+    Array.prototype.forEach.call(document.querySelectorAll(".quiz[data-quiz]"), function (quiz) {
+      var lesson = quiz.getAttribute("data-quiz");
+      var token = data.quizTokens[lesson];
+      var score = quiz.querySelector("#quiz-score");
+      if (!token || !SLUG.test(lesson) || quiz.hasAttribute("data-restoring") ||
+          !score || score.getAttribute("data-answered") !== "0") { return; }
+      quiz.setAttribute("data-restoring", "true");
+      window.htmx.ajax("GET", "/quiz/" + lesson + "?progress=" + encodeURIComponent(token),
+                       { target: quiz, swap: "outerHTML" });
     });
   }
 
@@ -201,7 +250,8 @@
     });
     Array.prototype.forEach.call(scope.querySelectorAll("[data-question][data-correct][data-lesson]:not([data-progress-seen])"), function (el) {
       el.setAttribute("data-progress-seen", "true");
-      recordAnswer(el.getAttribute("data-lesson"), el.getAttribute("data-question"), el.getAttribute("data-correct") === "true");
+      recordAnswer(el.getAttribute("data-lesson"), el.getAttribute("data-question"), el.getAttribute("data-correct") === "true",
+                   el.getAttribute("data-progress"));
     });
   }
 
@@ -276,8 +326,12 @@
         input.focus();
         return;
       }
+      if (!save(result.data)) {
+        status.classList.add("is-error");
+        status.textContent = "This browser would not keep the progress (its storage is full or switched off).";
+        return;
+      }
       input.removeAttribute("aria-invalid");
-      save(result.data);
       input.value = "";
       status.textContent = "Progress loaded.";
     });
@@ -306,6 +360,7 @@
     scan(document);
     watchSections();
     initPanel();
+    restoreQuizzes();
   }
 
   document.addEventListener("htmx:afterSettle", function (event) {

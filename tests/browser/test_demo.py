@@ -14,8 +14,11 @@ from tests.browser.helpers import assert_no_axe_violations
 
 MOVE_SLUGS = [m.slug for m in load_moves()]
 
-ORDER = [f"step-{n}" for n in range(1, 7)] + [f"move-{slug}" for slug in MOVE_SLUGS]
-URLS = [f"/demo/step/{n}" for n in range(1, 7)] + [f"/demo/move/{slug}" for slug in MOVE_SLUGS]
+SWITCH_SLUGS = ["single-use-off", "signature-off"]
+ORDER = ([f"step-{n}" for n in range(1, 7)] + [f"move-{slug}" for slug in MOVE_SLUGS]
+         + [f"switch-{slug}" for slug in SWITCH_SLUGS])
+URLS = ([f"/demo/step/{n}" for n in range(1, 7)] + [f"/demo/move/{slug}" for slug in MOVE_SLUGS]
+        + [f"/demo/switch/{slug}" for slug in SWITCH_SLUGS])
 
 
 def visible_slide(page: Page):  # noqa: ANN201
@@ -65,11 +68,11 @@ def test_number_keys_jump_to_moves_and_reset_goes_home(deck: Page, base_url: str
     deck.keyboard.press("r")
     expect_slide(deck, "step-1")
     deck.keyboard.press("End")
-    expect_slide(deck, f"move-{MOVE_SLUGS[-1]}")
+    expect_slide(deck, ORDER[-1])
     deck.keyboard.press("Home")
     expect_slide(deck, "step-1")
     deck.go_back()  # history follows the slides
-    expect_slide(deck, f"move-{MOVE_SLUGS[-1]}")
+    expect_slide(deck, ORDER[-1])
 
 
 def test_j_reveals_and_hides_the_raw_json(deck: Page, axe: Axe) -> None:

@@ -183,3 +183,31 @@ def test_embed_pages_have_no_axe_violations(page: Page, origins: Origins, axe: A
     answer(page, q, next(c.id for c in q.choices if c.id != q.answer))
     expect(page.locator("#quiz-score")).to_have_attribute("data-answered", "1")
     assert_no_axe_violations(page, axe)
+
+
+def test_the_host_page_logs_no_warning_and_the_whole_quiz_ends_with_its_summary(page: Page, origins: Origins
+                                                                                 ) -> None:
+    console: list[str] = []
+    page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}") if msg.type in ("warning", "error")
+            else None)
+    page.emulate_media(reduced_motion="reduce")
+    page.goto(origins.host.url + "/")
+    frame = page.frame_locator("iframe[data-mrtr-quiz]")
+    wait_for_message(page, "ready")
+    frame_height_matches_last_resize(page)
+    summary = frame.locator("main > #quiz-summary")
+    expect(summary).to_contain_text(f"0 of {len(QUESTIONS)} answered")
+    for q in QUESTIONS:
+        answer(frame, q, q.answer)
+    expect(summary).to_contain_text(f"{len(QUESTIONS)} of {len(QUESTIONS)}")
+    expect(summary).to_contain_text("right on the first try")
+    assert not [line for line in console if "postMessage" in line], console
+
+
+def test_an_error_inside_the_iframe_has_no_site_menu(page: Page, origins: Origins, axe: Axe) -> None:
+    page.goto(origins.host.url + f"/?path=/embed/quiz/{SLUG}/no-such-question")
+    frame = page.frame_locator("iframe[data-mrtr-quiz]")
+    expect(frame.get_by_role("heading", level=1)).to_have_text("Page not found")
+    expect(frame.locator("nav")).to_have_count(0)
+    page.goto(f"{origins.quiz.url}/embed/quiz/{SLUG}/no-such-question")
+    assert_no_axe_violations(page, axe)

@@ -160,3 +160,92 @@ def test_error_page_passes_axe(page: Page, axe: Axe) -> None:
     assert response is not None and response.status == 404
     expect(page.get_by_role("heading", level=1)).to_have_text("Page not found")
     assert_no_axe_violations(page, axe)
+
+
+def test_the_check_matrix_shows_its_last_column_at_1280_px_without_side_scrolling(page: Page) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(LESSON + "#checks-and-clock")
+    wrap = page.locator("#checks-and-clock .table-wrap")
+    last = wrap.locator("table.matrix thead th").last
+    expect(last).to_have_text("Outcome")
+    expect(wrap.locator("table.matrix thead th").nth(6)).to_have_text("Not already redeemed")
+    sizes = wrap.evaluate("w => [w.scrollWidth, w.clientWidth]")
+    assert sizes[0] <= sizes[1], f"the matrix scrolls sideways: {sizes}"
+    box, frame = last.bounding_box(), wrap.bounding_box()
+    assert box and frame and box["x"] + box["width"] <= frame["x"] + frame["width"] + 1
+    for header in wrap.locator("table.matrix thead th").all():  # no header spills out of its cell
+        assert header.evaluate("th => th.scrollWidth <= th.clientWidth")
+
+
+def test_the_step_buttons_stay_in_view_at_every_step_and_the_live_caption_is_hidden(page: Page) -> None:
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.emulate_media(reduced_motion="reduce")
+    page.goto(LESSON + "#round-trip")
+    figure = page.locator("#round-trip figure.roundtrip")
+    next_button = figure.get_by_role("button", name="Next step")
+    previous = figure.get_by_role("button", name="Previous step")
+    next_button.scroll_into_view_if_needed()
+    status = figure.locator("[data-step-status]")
+    for n in range(2, 7):
+        next_button.click()
+        expect(status).to_contain_text(f"Step {n} of 6")
+        expect(next_button).to_be_in_viewport()
+        expect(previous).to_be_in_viewport()
+    # The live region speaks for screen readers only: it takes no room on screen.
+    box = status.bounding_box()
+    assert box is not None and box["width"] <= 1 and box["height"] <= 1
+    expect(figure.locator("[data-step-count]")).to_have_text("Step 6 of 6")
+
+
+def test_each_field_opens_its_explanation_by_pointer_and_keyboard(page: Page, axe: Axe) -> None:
+    page.emulate_media(reduced_motion="reduce")
+    page.goto(LESSON + "#round-trip")
+    step = visible_step(page)
+    key = step.locator('pre.json a.field-key:text-is("\\"_meta\\"")')
+    note = page.locator("#" + key.get_attribute("data-field-note"))
+    expect(note).to_be_hidden()  # with JavaScript the notes wait to be opened
+    key.click()
+    expect(note).to_be_visible()
+    expect(note).to_be_focused()
+    expect(note).to_contain_text("Metadata for this one request")
+    expect(key).to_have_attribute("aria-expanded", "true")
+    assert_no_axe_violations(page, axe)
+    page.keyboard.press("Escape")
+    expect(note).to_be_hidden()
+    expect(key).to_be_focused()
+    # Keyboard only: the Authorization header explains where the principal comes from.
+    header = step.locator("pre.http a.field-key")
+    header.focus()
+    page.keyboard.press("Enter")
+    header_note = page.locator("#" + header.get_attribute("data-field-note"))
+    expect(header_note).to_be_focused()
+    expect(header_note).to_contain_text("Principal is the caller")
+    header_note.get_by_role("button", name=re.compile("Close the note")).click()
+    expect(header_note).to_be_hidden()
+
+
+def test_the_replay_switch_lets_the_repeat_through_when_each_replica_keeps_its_own_store(page: Page) -> None:
+    page.emulate_media(reduced_motion="reduce")
+    page.goto(LESSON + "#round-trip")
+    replay = page.locator("#round-trip .replay")
+    expect(replay.locator(".replay-step").last).to_have_attribute("data-verdict", "refused")
+    replay.get_by_label("Each replica keeps its own store").check()
+    replay.get_by_role("button", name="Replay the retry").click()
+    expect(replay.locator(".replay-step").last).to_have_attribute("data-verdict", "deployed")
+    expect(replay.locator(".verdict")).to_contain_text("Deployed twice")
+    expect(page).to_have_url(re.compile(LESSON + "#round-trip$"))  # swapped in place
+    expect(replay.get_by_role("button", name="Replay the retry")).to_be_focused()
+
+
+def test_without_javascript_the_fields_read_as_a_definition_list(no_js_page: Page) -> None:
+    page = no_js_page
+    page.goto(LESSON)
+    notes = page.locator("#rt-round-trip-step-2 dl.field-notes")
+    expect(notes.locator("dt", has_text="resultType")).to_be_visible()
+    expect(notes.locator("dd").first).to_be_visible()
+    page.locator("#rt-round-trip-step-2 pre.json a.field-key", has_text="requestState").click()
+    expect(page).to_have_url(re.compile(r"#rt-note-f2-1-\d+$"))
+    page.locator("#rt-round-trip-replay").get_by_label("Each replica keeps its own store").check()
+    page.locator("#rt-round-trip-replay").get_by_role("button", name="Replay the retry").click()
+    expect(page).to_have_url(re.compile(r"/figures/round-trip\?stores=own#rt-round-trip-replay$"))
+    expect(page.locator(".replay-step").last).to_have_attribute("data-verdict", "deployed")

@@ -10,7 +10,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, Route, expect
 
-from mrtr.tickets import CHECKS
+from mrtr.tickets import CHECK_TITLES, CHECKS
 from tests.browser.helpers import assert_no_axe_violations
 from web.content import load_course
 
@@ -62,7 +62,7 @@ def test_every_move_lights_up_the_right_checks(playground: Page, axe: Axe) -> No
         verdict = VERDICTS.get(slug, "refused")
         expect(page.locator("#pg-result [data-verdict]")).to_have_attribute("data-verdict", verdict)
         if STOPS_AT[slug] and verdict == "refused":
-            expect(page.locator("#pg-verdict")).to_contain_text(f"refused at {STOPS_AT[slug]}")
+            expect(page.locator("#pg-verdict")).to_contain_text(f"refused at {CHECK_TITLES[STOPS_AT[slug]]}")
             expect(page.locator(".pg-answer pre")).to_contain_text("Invalid or expired requestState")
         expect(page.locator("#pg-status")).to_contain_text(page.locator("#pg-verdict strong").inner_text())
         expect(page.locator(f"[data-note='{slug}']")).to_be_visible()
@@ -75,7 +75,7 @@ def test_stolen_move_shows_alices_token_and_the_reason(playground: Page) -> None
     play(playground, "stolen")
     expect(playground.locator(".pg-sent .pg-bearer")).to_have_text("Authorization: Bearer alice-token")
     expect(playground.locator("[data-first-failure='principal']")).to_contain_text("caller is 'alice'")
-    expect(playground.locator(".pg-log")).to_contain_text("requestState rejected at principal")
+    expect(playground.locator(".pg-log")).to_contain_text("requestState rejected at “Principal is the caller”")
 
 
 def test_single_use_off_lets_twice_through(playground: Page, axe: Axe) -> None:
@@ -229,7 +229,7 @@ def test_works_without_javascript(browser: Browser, base_url: str) -> None:
         page.locator("[data-move='stolen']").click()
         expect(page).to_have_url(re.compile(r"/playground/moves/stolen\?.*#pg-result$"))
         assert_checks(page, expected("principal"))
-        expect(page.locator("#pg-verdict")).to_contain_text("refused at principal")
+        expect(page.locator("#pg-verdict")).to_contain_text("refused at Principal is the caller")
         # switches are a plain GET form
         page.get_by_label("Single use").uncheck()
         page.get_by_role("button", name="Apply switches").click()

@@ -114,3 +114,13 @@ def test_import_checks_the_checksum_and_the_version(page: Page) -> None:
     assert "checksum" in result["edited"]["error"]
     assert "format 2" in result["future"]["error"]
     assert "valid progress" in result["shape"]["error"]
+
+
+def test_no_copy_button_until_there_is_a_progress_code(page: Page) -> None:
+    page.goto("/")
+    expect(page.locator("[data-progress-ui]")).to_be_visible()
+    copy = page.locator("#progress button.copy")
+    expect(copy).to_be_hidden()
+    page.get_by_role("button", name="Show my progress code").click()
+    expect(page.locator("#progress-code-out")).to_be_visible()
+    expect(copy).to_be_visible()

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 HERE = Path(__file__).resolve().parent
 MODERN = "2026-07-28"
@@ -32,6 +33,10 @@ MCP_HEADERS = {
 }
 
 
+#: A form or query: (name, value) pairs in order, repeats allowed; a bytes value goes on the wire as is.
+Pairs = list[tuple[str | bytes, str | bytes]]
+
+
 @dataclass
 class Case:
     name: str
@@ -39,13 +44,13 @@ class Case:
     path: str
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes | None = None
-    form: dict[str, str] | None = None
+    form: dict[str, str] | Pairs | None = None
+    #: Markup this case sends that must never come back unescaped (see tests/web/test_hardening_corpus.py).
+    markup: str | None = None
 
     def encoded(self) -> tuple[bytes, dict[str, str]]:
         """The body bytes and headers as they go on the wire (forms URL-encoded)."""
         if self.form is not None:
-            from urllib.parse import urlencode
-
             return urlencode(self.form).encode(), {"Content-Type": "application/x-www-form-urlencoded",
                                                    **self.headers}
         return self.body or b"", dict(self.headers)
@@ -343,3 +348,154 @@ def jsonl_cases() -> list[Case]:
 def corpus(ticket: str, *, quiz_paths: list[str], move_slugs: list[str]) -> list[Case]:
     return [*json_level_cases(ticket), *http_level_cases(ticket),
             *form_level_cases(ticket, quiz_paths=quiz_paths, move_slugs=move_slugs), *jsonl_cases()]
+
+
+# -- every page route: each field x each hostile value ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Route:
+    """One page route as the app's URL map and web/inputs.FIELDS describe it (built by tests/corpus/pages.py).
+
+    `fields` maps each field the view reads to its kind ("text", "json", "ticket", "count", "url");
+    `base` is a valid request's fields, so one hostile field is judged with the others in order.
+    """
+
+    endpoint: str
+    method: str
+    path: str
+    fields: dict[str, str]
+    base: dict[str, str] = field(default_factory=dict)
+
+
+XSS = '<script>alert("mrtr-xss")</script>'
+XSS_ATTR = '"><img src=x onerror=alert("mrtr-xss")>'
+TEN_MB = 10 * 1024 * 1024
+
+#: name -> the value a field is set to. Bytes go on the wire as they are (percent-encoded raw).
+PAGE_VALUES: dict[str, str | bytes] = {
+    "empty": "",
+    "spaces": "   ",
+    "deep-arrays": "[" * 3000,
+    "deep-objects": '{"a":' * 3000,
+    "deep-balanced": "[" * 40 + "]" * 40,
+    "surrogate-escape": "\\ud800",
+    "surrogate-escape-json": '{"env": "\\udfff", "sub": "\\ud800"}',
+    "surrogate-escape-low-first": '"\\udc00\\ud800"',
+    "raw-surrogate-bytes": b"\xed\xa0\x80",
+    "raw-surrogate-pair-bytes": b"\xed\xa0\xbd\xed\xb8\x80",
+    "non-utf8-ff": b"\xff\xfe",
+    "latin-1": "caf\u00e9".encode("latin-1"),
+    "overlong-slash": b"\xc0\xaf",
+    "nul": "a\x00b",
+    "controls": "\x1b[31mred\x07\x08",
+    "crlf": "bob-token\r\nX-Injected: 1",
+    "huge-float": "1e999",
+    "huge-negative-float": "-1e999",
+    "huge-int": "9" * 5000,
+    "huge-int-json": '{"env": ' + "9" * 5000 + "}",
+    "huge-float-json": '{"env": 1e999}',
+    "nan-json": '{"env": NaN}',
+    "infinity-json": "[Infinity, -Infinity]",
+    "unicode-digits": "\u00b2\u0663",
+    "negative": "-1",
+    "float-text": "8.5e2",
+    "json-array": "[]",
+    "json-object": "{}",
+    "json-null": "null",
+    "json-true": "true",
+    "json-number": "123",
+    "json-string": '"staging"',
+    "json-wrong-env-list": '{"env": ["staging"]}',
+    "json-wrong-env-object": '{"env": {"x": 1}}',
+    "script": XSS,
+    "attribute-break": XSS_ATTR,
+    "long-64k": "x" * 65_536,
+    "ten-mb": "x" * TEN_MB,
+    "ticket-deep": "t1." + base64.urlsafe_b64encode(b"[" * 2900).decode().rstrip("=") + ".AAAA",
+    "ticket-surrogate-sub": "t1." + base64.urlsafe_b64encode(
+        b'{"v":1,"sub":"\\ud800","exp":9999999999,"work":{"env":"staging"}}').decode().rstrip("=") + ".AAAA",
+    "ticket-huge-exp": "t1." + base64.urlsafe_b64encode(
+        b'{"v":1,"sub":"bob","exp":' + b"9" * 5000 + b"}").decode().rstrip("=") + ".AAAA",
+    "ticket-raw-surrogate-bytes": "t1." + base64.urlsafe_b64encode(
+        b'{"v":1,"sub":"\xed\xa0\x80"}').decode().rstrip("=") + ".AAAA",
+    "ticket-wrong-types": "t1." + base64.urlsafe_b64encode(
+        b'{"v":"1","sub":[1],"exp":"x","iat":{},"req":5,"work":[],"jti":{},"step":[]}').decode().rstrip("=") + ".AAAA",
+    "url-bad-ipv6": "http://[::1/quiz",
+    "url-huge-port": "http://localhost:99999999999/quiz",
+    "url-javascript": "javascript:alert(1)",
+}
+#: Values also sent as htmx requests, which render fragments instead of pages.
+FRAGMENT_VALUES = ("script", "attribute-break", "raw-surrogate-bytes", "surrogate-escape-json", "deep-arrays",
+                   "json-wrong-env-object", "huge-float")
+HTMX = {"HX-Request": "true"}
+#: The values that test encoding, not meaning: also sent in the query string of POST routes.
+ENCODING_VALUES = ("raw-surrogate-bytes", "non-utf8-ff", "surrogate-escape", "nul", "script", "huge-int")
+
+
+def _with(base: dict[str, str], name: str, value: str | bytes) -> Pairs:
+    return [*((k, v) for k, v in base.items() if k != name), (name, value)]
+
+
+def _markup(value: str | bytes) -> str | None:
+    return value if isinstance(value, str) and "<" in value else None
+
+
+def page_cases(routes: list[Route]) -> list[Case]:
+    """Each route x each field it reads x each hostile value; plus missing, repeated and unknown fields."""
+    cases: list[Case] = []
+    for route in routes:
+        where = "form" if route.method == "POST" else "query"
+        prefix = f"page/{route.method}{route.path}"
+
+        def case(name: str, pairs: Pairs, query: Pairs | None = None, *, markup: str | None = None,
+                 headers: dict[str, str] | None = None, route: Route = route, where: str = where) -> Case:
+            path = route.path
+            if where == "query" or query:
+                path += "?" + urlencode(pairs if where == "query" else query or [])
+            form = pairs if where == "form" else None
+            return Case(name, route.method, path, dict(headers or {}), form=form, markup=markup)
+
+        for field_name in route.fields:
+            for value_name, value in PAGE_VALUES.items():
+                if value_name == "ten-mb" and where == "query":
+                    continue  # a query string is refused (414) long before: "long-64k" covers it
+                cases.append(case(f"{prefix}/{field_name}/{value_name}", _with(route.base, field_name, value),
+                                  markup=_markup(value)))
+            if route.method == "POST":
+                for value_name in ENCODING_VALUES:
+                    value = PAGE_VALUES[value_name]
+                    cases.append(case(f"{prefix}/query-{field_name}/{value_name}", list(route.base.items()),
+                                      [(field_name, value)], markup=_markup(value)))
+            for value_name in FRAGMENT_VALUES:  # the htmx fragments are other templates: try them too
+                value = PAGE_VALUES[value_name]
+                cases.append(case(f"{prefix}/{field_name}/htmx-{value_name}", _with(route.base, field_name, value),
+                                  markup=_markup(value), headers=HTMX))
+            if field_name in route.base:
+                cases.append(case(f"{prefix}/{field_name}/missing",
+                                  [(k, v) for k, v in route.base.items() if k != field_name]))
+            cases.append(case(f"{prefix}/{field_name}/repeated-twice",
+                              [*_with(route.base, field_name, "1"), (field_name, XSS)], markup=XSS))
+            cases.append(case(f"{prefix}/{field_name}/repeated-200",
+                              [*route.base.items(), *[(field_name, str(i)) for i in range(200)]]))
+        cases.append(case(f"{prefix}/unknown-field", [*route.base.items(), ("no_such_field", XSS)], markup=XSS))
+        cases.append(case(f"{prefix}/long-field-name", [*route.base.items(), ("n" * 5000, "1")]))
+        # a refused value's message names its field: the name must come back escaped
+        cases.append(case(f"{prefix}/markup-field-name", [*route.base.items(), ("<script>n</script>", "\x00")],
+                          markup="<script>n</script>"))
+        cases.append(case(f"{prefix}/surrogate-field-name", [*route.base.items(), ("\\ud800", "1")]))
+        cases.append(case(f"{prefix}/raw-surrogate-field-name", [*route.base.items(), (b"\xed\xa0\x80", "1")]))
+        cases.append(case(f"{prefix}/nothing", []))
+        cases.append(case(f"{prefix}/htmx-nothing", [], headers=HTMX))
+        cases.append(case(f"{prefix}/htmx-hostile-headers", list(route.base.items()), markup=XSS, headers={
+            **HTMX, "HX-Boosted": "\u00ff", "HX-History-Restore-Request": "maybe", "HX-Current-URL": XSS,
+            "HX-Target": XSS, "HX-Trigger-Name": XSS, "HX-Trigger": "x" * 8000, "HX-Prompt": "\u00e9\u00ff"}))
+        if route.method == "POST":
+            cases.append(Case(f"{prefix}/multipart", "POST", route.path,
+                              {"Content-Type": "multipart/form-data; boundary=b"},
+                              b'--b\r\nContent-Disposition: form-data; name="x"\r\n\r\n\xed\xa0\x80\r\n--b--\r\n'))
+            cases.append(Case(f"{prefix}/json-body", "POST", route.path, {"Content-Type": "application/json"},
+                              b'{"a": "\\ud800", "b": ' + b"[" * 3000 + b"}"))
+            cases.append(Case(f"{prefix}/raw-non-utf8-body", "POST", route.path,
+                              {"Content-Type": "application/x-www-form-urlencoded"}, b"a=\xff\xfe&b=\xed\xa0\x80"))
+    return cases

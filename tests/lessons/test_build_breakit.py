@@ -1,4 +1,4 @@
-"""Break it, by hand: every experiment in lessons/build-the-checks/breakit.toml, done for real.
+"""Break it, by hand: every experiment in lessons/build-the-checks/break-it-by-hand.toml, done for real.
 
 Each removes its lines from the solution, runs the checker, and must get exactly the verdict row and
 summary line the lesson prints, with only its own move turning red.

@@ -252,5 +252,5 @@ def test_the_server_log_says_why_while_the_wire_does_not(server, clock):
     clock.advance(500)
     exchange = handle(server, deploy(id=2, requestState=ticket, inputResponses=ACCEPT))
     assert_frozen_rejection(exchange.response)
-    assert any("expiry" in line and "expired" in line for line in exchange.log)
+    assert any("Not expired" in line and "expired" in line for line in exchange.log)
     assert "ago" not in json.dumps(exchange.response) and "expiry" not in json.dumps(exchange.response)

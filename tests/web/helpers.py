@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
 
 from bs4 import BeautifulSoup
 from flask import Flask, template_rendered
@@ -48,3 +50,18 @@ def assert_unique_ids(html: bytes | str, *, ignore: frozenset[str] = frozenset()
     ids = [tag["id"] for tag in soup(html).find_all(id=True)]
     dupes = sorted({i for i in ids if ids.count(i) > 1} - ignore)
     assert not dupes, f"duplicate ids: {dupes}"
+
+
+def play_under(move: Any, *, single_use: bool = True, sealed: bool = False, no_signature: bool = False,
+               offset: int = 0, key: str = "lesson-claims-test-key-0123456789abcdef") -> tuple[str, str | None]:
+    """Play `move` on a lab server under the playground's switches: (verdict word, first failing check)."""
+    from moves.engine import Call, play
+    from moves.labcodec import LabRing
+    from moves.target import Outcome
+    from moves.targets.lab import lab_target
+
+    target = lab_target(LabRing.public(key), now=1_790_000_000.0, single_use=single_use, sealed=sealed,
+                        verify_signature=not no_signature)
+    played = play(replace(move, at=move.at + offset), target, Call(client_name="mrtr-lab-playground"))
+    words = {Outcome.COMPLETED: "deployed", Outcome.REFUSED: "refused", Outcome.ASKED_AGAIN: "asked-again"}
+    return words.get(played.outcome, str(played.outcome)), played.stopped_at

@@ -172,7 +172,7 @@ def test_a_step_without_a_block_is_refused(tmp_path: Path) -> None:
 
 def test_breakit_lines_must_be_in_the_solution(tmp_path: Path) -> None:
     target = _copy(tmp_path)
-    breakit = target / "breakit.toml"
+    breakit = target / "break-it-by-hand.toml"
     breakit.write_text(breakit.read_text().replace('raise Refused("signature")', 'raise Refused("sig")'))
     with pytest.raises(ContentError, match="not in the solution exactly once"):
         load_breakit(target)

@@ -13,12 +13,14 @@ from web.demo import DEMO_RING
 
 MOVES = load_moves()
 MOVE_SLUGS = [m.slug for m in MOVES]
-SLIDES = 6 + len(MOVES)
+SWITCH_SLUGS = ["single-use-off", "signature-off"]
+SLIDES = 6 + len(MOVES) + len(SWITCH_SLUGS)
 
 STEP_URLS = [f"/demo/step/{n}" for n in range(1, 7)]
 MOVE_URLS = [f"/demo/move/{slug}" for slug in MOVE_SLUGS]
-ALL = ["/demo", "/demo/notes", *STEP_URLS, *MOVE_URLS, *(u.replace("/demo/", "/demo/notes/") for u in
-                                                          STEP_URLS + MOVE_URLS)]
+SWITCH_URLS = [f"/demo/switch/{slug}" for slug in SWITCH_SLUGS]
+ALL = ["/demo", "/demo/notes", *STEP_URLS, *MOVE_URLS, *SWITCH_URLS,
+       *(u.replace("/demo/", "/demo/notes/") for u in STEP_URLS + MOVE_URLS + SWITCH_URLS)]
 
 
 def _current(html: bytes):
@@ -51,7 +53,8 @@ def test_prev_and_next_links_walk_the_deck_without_js(client: FlaskClient) -> No
         url = slide.select_one("a[rel=next]")["href"] if slide.select_one("a[rel=next]") else None
         if url is None:
             break
-    assert seen == [f"step-{n}" for n in range(1, 7)] + [f"move-{s}" for s in MOVE_SLUGS]
+    assert seen == ([f"step-{n}" for n in range(1, 7)] + [f"move-{s}" for s in MOVE_SLUGS]
+                    + [f"switch-{s}" for s in SWITCH_SLUGS])
     back = _current(client.get("/demo/move/stolen").data).select_one("a[rel=prev]")["href"]
     assert back == "/demo/move/tampered"
 
@@ -119,3 +122,12 @@ def test_the_deck_refuses_framing(client: FlaskClient) -> None:
     response = client.get("/demo")
     assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
     assert response.headers["X-Frame-Options"] == "DENY"
+
+
+@pytest.mark.parametrize(("slug", "deployed_to"), [("single-use-off", "staging"), ("signature-off", "prod")])
+def test_a_switched_off_protection_lets_the_misuse_through(client: FlaskClient, slug: str, deployed_to: str) -> None:
+    slide = _current(client.get(f"/demo/switch/{slug}").data)
+    assert slide.select_one("[data-verdict]")["data-verdict"] == "completed"
+    assert not slide.select('.big-checks [data-outcome="fail"]')
+    assert len(slide.select('.big-checks [data-outcome="skipped"]')) == 1
+    assert f"deployed to {deployed_to}" in slide.get_text()

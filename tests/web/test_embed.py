@@ -150,6 +150,48 @@ def test_quiz_page_offers_the_snippet_and_discovery(client: FlaskClient) -> None
     link = tree.select_one('link[rel=alternate][type="application/json+oembed"]')
     assert link["href"].startswith("http://localhost/oembed?url=")
     snippet = tree.select_one("#embed-snippet").get_text()
-    assert f'src="http://localhost/embed/quiz/{LESSON}?origin=http%3A%2F%2F127.0.0.1%3A5001"' in snippet
+    # One question per embed by default: the first, unless ?embed= picks another.
+    assert f'src="http://localhost/embed/quiz/{LESSON}/{Q.id}?origin=http%3A%2F%2F127.0.0.1%3A5001"' in snippet
     assert 'src="http://localhost/static/js/embed-parent.js"' in snippet
     assert "data-mrtr-quiz" in snippet
+
+
+def test_the_snippet_question_can_be_picked_and_the_whole_quiz_is_offered_too(client: FlaskClient) -> None:
+    other = QUESTIONS[5]
+    tree = soup(client.get(f"/quiz/{LESSON}", query_string={"embed": other.id}).data)
+    assert f"/embed/quiz/{LESSON}/{other.id}?origin=" in tree.select_one("#embed-snippet").get_text()
+    assert tree.select_one("#embed-pick option[selected]")["value"] == other.id
+    assert f"http://localhost/embed/quiz/{LESSON}" in tree.select_one("#embed-share").get_text()
+    junk = soup(client.get(f"/quiz/{LESSON}", query_string={"embed": "<nope>"}).data)
+    assert f"/embed/quiz/{LESSON}/{Q.id}?origin=" in junk.select_one("#embed-snippet").get_text()
+
+
+def test_the_whole_quiz_embed_ends_with_a_score_summary(client: FlaskClient) -> None:
+    page = soup(client.get(f"/embed/quiz/{LESSON}").data)
+    summary = page.select_one("main > #quiz-summary")
+    assert summary is not None and summary.find_previous_sibling("div", class_="quiz") is not None
+    assert "0 of" in summary.get_text()
+    progress = page.select_one(f"#progress-{Q.id}")["value"]
+    for q in QUESTIONS:
+        response = client.post(f"/embed/quiz/{LESSON}/{q.id}/answer", headers=HX,
+                               data={"choice": q.answer if q is not QUESTIONS[1] else
+                                     next(c.id for c in q.choices if c.id != q.answer), "progress": progress})
+        progress = soup(response.data).select_one(f"input#progress-{Q.id}")["value"]
+    summary = soup(response.data).select_one("#quiz-summary")
+    assert summary["hx-swap-oob"] == "true"
+    assert f"{len(QUESTIONS) - 1} of {len(QUESTIONS)}" in summary.get_text()
+    # A single-question embed has no summary: its score line says it all.
+    single = soup(client.get(f"/embed/quiz/{LESSON}/{Q.id}").data)
+    assert single.select_one("#quiz-summary") is None
+
+
+def test_errors_inside_the_iframe_have_no_site_menu(client: FlaskClient) -> None:
+    response = client.get(f"/embed/quiz/{LESSON}/nope")
+    assert response.status_code == 404
+    tree = soup(response.data)
+    assert tree.find("nav") is None and tree.find("header") is None
+    assert "Page not found" in tree.h1.get_text()
+    assert HOST in ancestors(response)  # it may still be shown inside the host's iframe
+    assert_csp_clean(response.data)
+    # Everywhere else the error page keeps the site's menu.
+    assert soup(client.get("/no/such/page").data).find("nav", attrs={"aria-label": "Site"}) is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import inspect
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -14,10 +15,11 @@ from flask.testing import FlaskClient
 
 from app import create_app
 from mrtr import CHECKS, tools
+from mrtr.tickets import CHECK_TITLES
 from web.content import DEFAULT_ROOT, load_course
 
 from .conftest import TEST_KEY
-from .helpers import HX, assert_csp_clean, assert_unique_ids, rendered, soup
+from .helpers import HX, assert_csp_clean, assert_unique_ids, play_under, rendered, soup
 
 LESSON = "when-the-server-needs-input"
 URL = f"/lessons/{LESSON}"
@@ -94,7 +96,10 @@ def test_roundtrip_figure_shows_six_real_steps_across_two_replicas(page) -> None
     answer = json.loads(steps[1].select_one("pre.json code").get_text())
     assert answer["result"]["resultType"] == "input_required"
     retry = json.loads(steps[3].select_one("pre.json code").get_text())
-    assert retry["id"] != first["id"] and retry["params"]["requestState"] == answer["result"]["requestState"]
+    ticket, shown = answer["result"]["requestState"], retry["params"]["requestState"]
+    # The full ticket is shown once, where it is issued; the retry shows it shortened.
+    assert retry["id"] != first["id"] and shown.startswith(ticket[:16]) and shown.endswith(ticket[-6:])
+    assert len(shown) < 30
     done = steps[4].select("ol.checks li")
     assert [li["data-check"] for li in done] == list(CHECKS)
     assert {li["data-outcome"] for li in done} == {"pass"}
@@ -137,7 +142,7 @@ def test_timeline_plays_every_move_and_matches_moves_toml(page) -> None:
         assert list(cells) == list(CHECKS)
         assert row.select_one("td.result").get_text(strip=True) == move.expect.replace("-", " ")
         if move.stops_at:
-            assert [c for c, o in cells.items() if o == "fail"] == [move.stops_at]
+            assert [c for c, o in cells.items() if o in ("fail", "asked-again")] == [move.stops_at]
             after = list(CHECKS)[list(CHECKS).index(move.stops_at) + 1:]
             assert all(cells[c] == "skipped" for c in after)
         else:
@@ -166,17 +171,24 @@ def test_sdk_figure_shows_our_snippet_beside_the_real_deploy_source(page) -> Non
     assert figure.select_one("#sdk-sdk-version-py").get_text() == inspect.getsource(tools.deploy)
 
 
-def test_breakit_links_preset_the_playground(page) -> None:
-    hrefs = [a["href"] for a in page.select("#break-it ul.breakit a")]
-    assert "/playground?no_signature=1#move-tampered" in hrefs
-    assert "/playground?single_use=0#move-twice" in hrefs
-    assert "/playground?sealed=1#move-tampered" in hrefs
-    assert any("offset=" in h for h in hrefs)
+def test_breakit_links_preset_the_playground_and_say_what_each_switch_does(page) -> None:
+    links = page.select("#break-it ul.breakit li")
+    hrefs = [li.a["href"] for li in links]
+    assert hrefs == [
+        "/playground?single_use=1&sealed=0&no_signature=1&offset=0&move=tampered#move-tampered",
+        "/playground?single_use=0&sealed=0&no_signature=0&offset=0&move=twice#move-twice",
+        "/playground?single_use=1&sealed=1&no_signature=0&offset=0&move=tampered#move-tampered",
+        "/playground?single_use=1&sealed=0&no_signature=0&offset=150&move=honest#move-honest",
+    ]
+    texts = [li.get_text(" ", strip=True) for li in links]
+    assert "removes Signature matches" in texts[0] and "removes Not already redeemed" in texts[1]
+    assert "removes no check" in texts[2] and "removes no check" in texts[3]
+    assert "defence you remove" not in page.select_one("#break-it").get_text()
 
 
 def test_playground_and_quiz_are_embedded(page) -> None:
     assert page.select_one("#playground [data-playground]") is not None
-    assert len(page.select("#quick-check li.question form")) == 12
+    assert len(page.select("#quick-check li.question form")) == len(load_course().lesson(LESSON).questions)
 
 
 def test_figure_endpoint_renders_fragment_for_htmx_and_page_otherwise(app: Flask, client: FlaskClient) -> None:
@@ -218,3 +230,218 @@ def test_hostile_lesson_text_is_escaped(tmp_path: Path) -> None:
         assert hostile not in response.text
         assert "&lt;script&gt;alert(" in response.text
         assert_csp_clean(response.data)
+
+
+# -- the prose says only what is true, one way -----------------------------------------------------
+
+LESSON_DIR = DEFAULT_ROOT / LESSON
+OURS = [p for p in sorted((LESSON_DIR / "sections").glob("*.md")) if p.name != "08-sdk-version.md"]
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def _taught() -> dict[str, str]:
+    """Every piece of lesson text this test polices: the sections (not 08), meta.toml without the move
+    notes, the quiz, the field notes and the Break-it data."""
+    meta = _text(LESSON_DIR / "meta.toml").split("[[move_notes]]")[0]
+    texts = {p.name: _text(p) for p in OURS}
+    texts.update({"meta.toml": meta, "quiz.toml": _text(LESSON_DIR / "quiz.toml"),
+                  "breakit.toml": _text(LESSON_DIR / "breakit.toml")})
+    fields = LESSON_DIR / "fields.toml"
+    if fields.exists():
+        texts["fields.toml"] = _text(fields)
+    return texts
+
+
+#: Names a check has had besides its title. Each check has one name: its title in CHECK_TITLES.
+CHECK_ALIASES = ("signature check", "principal check", "expiry check", "same-request check", "request check",
+                 "digest check", "redeemed-ticket check", "single-use check", "answer check", "refused at")
+
+
+def test_each_check_has_one_name_everywhere() -> None:
+    for name, text in _taught().items():
+        lowered = text.lower().replace('"remove the signature check', "").replace("remove the signature check", "")
+        for alias in CHECK_ALIASES:
+            assert alias not in lowered, f"{name} calls a check {alias!r}; use its title"
+
+
+def test_replicas_share_the_key_and_the_redeemed_store() -> None:
+    text = _text(LESSON_DIR / "sections" / "02-round-trip.md")
+    assert "nothing else" not in text
+    assert "redeemed" in text and "shared state" in text
+
+
+def test_minus_32602_is_taught_as_the_sdks_convention_wherever_it_appears() -> None:
+    for name, text in _taught().items():
+        if name in ("fields.toml", "breakit.toml"):
+            continue
+        for block in re.split(r"\n\s*\n|\[\[questions\]\]", text):
+            if "-32602" in block:
+                assert "convention" in block, f"{name}: -32602 taught without saying it is the SDKs' convention"
+
+
+def test_ticket_anatomy_names_the_real_payload_fields_and_says_the_hmac_once() -> None:
+    text = _text(LESSON_DIR / "sections" / "03-ticket-anatomy.md")
+    bullets = re.findall(r"^- `([a-z.]+)`", text, flags=re.M)
+    assert bullets == ["v", "jti", "sub", "req", "iat", "exp", "step", "work.env"]
+    assert "beside" in text
+    phrase = "HMAC-SHA256 over the prefix and the payload"
+    assert phrase in text
+    anatomy = (Path(__file__).parents[2] / "templates" / "lessons" / "_widget_anatomy.html").read_text()
+    assert phrase in anatomy
+    for name, body in _taught().items():
+        assert "HMAC-SHA256 over the payload" not in body and "HMAC over the payload" not in body, name
+
+
+def test_legacy_ids_break_it_and_recap_say_what_is_true() -> None:
+    legacy = _text(LESSON_DIR / "sections" / "07-old-clients.md")
+    assert "numbers the requests it sends" in legacy
+    breakit = _text(LESSON_DIR / "sections" / "10-break-it.md")
+    assert "Each toggle removes one line of defence" not in breakit
+    assert breakit.count("No check is removed") == 2
+    recap = _text(LESSON_DIR / "sections" / "13-recap.md")
+    assert "ticket, The" not in recap
+    for title in CHECK_TITLES.values():
+        assert title in recap
+
+
+def test_the_timeline_shows_the_missing_answer_as_asked_again(page) -> None:
+    row = page.find("tr", id="timeline-checks-and-clock-no-answer")
+    cell = row.select_one('td.cell[data-check="answer"]')
+    assert cell["data-outcome"] == "asked-again" and cell.get_text(strip=True) == "Asked again"
+    assert "Failed" not in row.get_text()
+
+
+# -- every field explained ---------------------------------------------------------------------------
+
+#: The fields the issue names, as a key that must be explained in the figure (label ends with it).
+NAMED_FIELDS = ("_meta", "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientCapabilities",
+                "elicitation", "io.modelcontextprotocol/clientInfo", "mode", "requestedSchema", "action",
+                "resultType", "inputRequests", "requestState", "isError", "io.modelcontextprotocol/serverInfo",
+                "id", "inputResponses", "content", "code", "message")
+
+
+def test_every_field_of_every_message_links_to_its_note_in_a_definition_list(page) -> None:
+    figure = page.select_one("#round-trip .roundtrip")
+    labels = []
+    for pre in figure.select(".rt-step pre.json"):
+        message = json.loads(pre.get_text())
+        notes = pre.find_next_sibling("dl", class_="field-notes")
+        assert notes is not None
+
+        def keys(value):  # noqa: ANN001, ANN202
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    yield k
+                    yield from keys(v)
+            elif isinstance(value, list):
+                for v in value:
+                    yield from keys(v)
+
+        links = pre.select("a.field-key")
+        assert [a.get_text() for a in links] == [json.dumps(k) for k in keys(message)], "a key without a note"
+        for a in links:
+            entry = notes.find(id=a["href"][1:])
+            assert entry is not None and entry.dt and entry.dd.get_text(strip=True), a
+            assert a["aria-label"].endswith("what this field is")
+            assert len(entry.dd.get_text()) < 260  # one or two lines
+        labels += [dt.get_text(" ", strip=True) for dt in notes.select("dt")]
+    for name in NAMED_FIELDS:
+        assert any(label.endswith(name) for label in labels), name
+    assert any(label.startswith("Authorization") for label in labels)
+
+
+def test_the_principal_comes_from_the_authorization_header_shown_on_each_request(page) -> None:
+    steps = page.select("#round-trip .rt-step")
+    for n in (0, 3, 5):
+        http = steps[n].select_one("pre.http")
+        assert "Authorization: Bearer bob-token" in http.get_text()
+        note = steps[n].find(id=http.a["href"][1:])
+        assert "Principal is the caller" in note.dd.get_text()
+    assert steps[1].select_one("pre.http") is None  # responses carry no request header
+
+
+def test_the_full_ticket_is_shown_once_in_the_round_trip(page) -> None:
+    figure = str(page.select_one("#round-trip"))
+    assert len(re.findall(r"t1\.[A-Za-z0-9_-]{40,}", figure)) == 1
+
+
+def test_a_bad_fields_file_fails_loudly(tmp_path: Path) -> None:
+    root = tmp_path / "lessons"
+    shutil.copytree(DEFAULT_ROOT, root)
+    (root / LESSON / "fields.toml").write_text('[[fields]]\npath = "id"\nnote = "x"\n')
+    app = create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory",
+                      "MRTR_CONTENT_DIR": str(root)})
+    app.testing = False
+    assert app.test_client().get(URL).status_code == 500
+
+
+# -- single use brings back one piece of shared state ---------------------------------------------------
+
+@pytest.mark.parametrize(("stores", "second"), [("shared", "refused"), ("own", "deployed")])
+def test_the_replay_is_refused_on_a_shared_store_and_deploys_on_separate_ones(client: FlaskClient, stores: str,
+                                                                            second: str) -> None:
+    url = f"{URL}/figures/round-trip"
+    response = client.get(url, query_string={"stores": stores})
+    assert response.status_code == 200
+    replay = soup(response.data).select_one(".replay")
+    steps = replay.select(".replay-step")
+    assert [(s["data-replica"], s["data-verdict"]) for s in steps] == [("B", "deployed"), ("A", second)]
+    outcomes = {li["data-check"]: li["data-outcome"] for li in steps[1].select("ol.checks li")}
+    assert outcomes["single-use"] == ("fail" if stores == "shared" else "pass")
+    assert replay.find("input", attrs={"value": stores}).has_attr("checked")
+    form = replay.form
+    assert form["method"] == "get" and form["hx-select"] == "#" + replay["id"]
+
+
+def test_an_unknown_store_mode_is_a_clear_400(client: FlaskClient) -> None:
+    response = client.get(f"{URL}/figures/round-trip", query_string={"stores": "<script>"})
+    assert response.status_code == 400 and "<script>" not in response.text
+
+
+@pytest.mark.parametrize("url", ["/", URL, f"{URL}/figures/round-trip", f"/quiz/{LESSON}", f"/embed/quiz/{LESSON}",
+                                 "/no/such/page"])
+def test_pages_have_a_meta_description(client: FlaskClient, url: str) -> None:
+    meta = soup(client.get(url).data).find("meta", attrs={"name": "description"})
+    assert meta is not None and len(meta["content"].strip()) > 20
+
+
+def test_home_progress_copy_button_waits_for_a_code(client: FlaskClient) -> None:
+    button = soup(client.get("/").data).select_one("#progress button.copy")
+    assert button.has_attr("hidden") and button.has_attr("data-progress-copy")
+    script = (Path(__file__).parents[2] / "static" / "js" / "app.js").read_text()
+    assert 'hasAttribute("data-progress-copy")' in script  # app.js leaves it to progress.js
+
+
+def test_the_legacy_transcript_shows_what_section_07_says_about_ids(page) -> None:
+    """Section 07 says the server's elicitation/create carries id 1, like the client's initialize."""
+    messages = [json.loads(p.get_text()) for p in page.select("#old-clients .shim pre.json code")]
+    initialize = next(m for m in messages if m.get("method") == "initialize")
+    asked = next(m for m in messages if m.get("method") == "elicitation/create")
+    assert initialize["id"] == asked["id"] == 1
+    assert "it is `1`, the same number the client used for `initialize`" in _text(
+        LESSON_DIR / "sections" / "07-old-clients.md")
+
+
+def _outcomes(single_use: bool = True, sealed: bool = False, no_signature: bool = False, offset: int = 0
+              ) -> dict[str, tuple[str, str | None]]:
+    return {move.slug: play_under(move, single_use=single_use, sealed=sealed, no_signature=no_signature,
+                                  offset=offset) for move in load_course().moves}
+
+
+def test_break_it_says_what_each_switch_really_does() -> None:
+    """Section 10 and breakit.toml, checked against the real server: which moves each switch changes."""
+    base = _outcomes()
+
+    def changed(**switch: object) -> set[str]:
+        now = _outcomes(**switch)  # type: ignore[arg-type]
+        return {slug for slug in base if now[slug] != base[slug]}
+
+    assert changed(no_signature=True) == {"tampered"} and _outcomes(no_signature=True)["tampered"][0] == "deployed"
+    assert changed(single_use=False) == {"twice"} and _outcomes(single_use=False)["twice"][0] == "deployed"
+    assert changed(sealed=True) == set()
+    late = _outcomes(offset=150)
+    assert changed(offset=150) == {"honest", "other-request", "no-answer", "twice"}
+    assert all(late[slug] == ("refused", "expiry") for slug in ("honest", "other-request", "no-answer", "twice"))

@@ -29,10 +29,10 @@ from flask.testing import FlaskClient
 
 from app import create_app
 from bench.servers import Served, gunicorn_app
+from moves.engine import client_meta
 from mrtr import FakeClock, KeyRing, MemoryStore, Server, SqliteStore
 from mrtr.errors import STORE_UNAVAILABLE_MESSAGE, StoreUnavailable
 from mrtr.redis_store import RedisStore
-from mrtr.scenario import client_meta
 from mrtr.wire import utf8_text
 from tests.redis_server import REDIS_SERVER, RedisServer, _ping
 from web.mcp import (

@@ -14,6 +14,7 @@ from moves.catalog import load_moves
 from moves.engine import play
 from moves.target import Outcome, Reply, Role
 from mrtr import FROZEN_TICKET_MESSAGE
+from mrtr.tickets import CHECK_TITLES
 
 from .test_mcp_http import post
 
@@ -59,7 +60,8 @@ def test_each_move_over_http(app, client, clock, move):
             "message": FROZEN_TICKET_MESSAGE,
             "data": {"reason": "invalid_request_state"},
         }
-        assert any(f"rejected at {move.stops_at}" in line for line in app.extensions["mrtr"].log.tail(5))
+        title = CHECK_TITLES[move.stops_at]
+        assert any(f"rejected at “{title}”" in line for line in app.extensions["mrtr"].log.tail(5))
     if move.expect == Outcome.COMPLETED:
         assert body["result"]["content"][0]["text"] == "deployed to staging"
     if move.expect == Outcome.ASKED_AGAIN:

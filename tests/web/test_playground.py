@@ -18,7 +18,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from mrtr import FROZEN_TICKET_MESSAGE
-from mrtr.tickets import CHECKS
+from mrtr.tickets import CHECK_TITLES, CHECKS
 from tests.web.helpers import rendered
 from web.content import load_course
 
@@ -116,13 +116,13 @@ def test_every_move_under_every_switch(client: FlaskClient, slug: str, switch: s
     if verdict == "completed":
         assert "deployed to" in text
     elif verdict == "refused":
-        assert f"refused at {stops_at}" in text
+        assert f"refused at {CHECK_TITLES[stops_at]}" in text
         answer = json.loads(page.select_one(".pg-answer pre").get_text())
         assert answer["error"] == {"code": -32602, "message": FROZEN_TICKET_MESSAGE,
                                    "data": answer["error"].get("data")}
         assert answer["error"]["message"] == "Invalid or expired requestState"
         log = page.select_one(".pg-log").get_text(" ", strip=True)
-        assert f"requestState rejected at {stops_at}" in log
+        assert f"requestState rejected at “{CHECK_TITLES[stops_at]}”" in log
     else:
         assert "asked again" in text
 
@@ -235,7 +235,7 @@ def test_htmx_post_returns_only_the_result_fragment(app: Flask, client: FlaskCli
     body = response.get_data(as_text=True)
     assert "<html" not in body and 'id="pg-verdict"' in body
     status = soup(response).select_one("#pg-status[hx-swap-oob]")
-    assert status is not None and "refused at principal" in status.get_text()
+    assert status is not None and "refused at Principal is the caller" in status.get_text()
 
 
 def test_no_js_post_returns_the_full_page_with_the_result(app: Flask, client: FlaskClient) -> None:
@@ -245,7 +245,7 @@ def test_no_js_post_returns_the_full_page_with_the_result(app: Flask, client: Fl
     page = soup(response)
     assert page.select_one("#pg-result [data-verdict]")["data-verdict"] == "refused"
     assert outcomes(page)["expiry"] == "fail"
-    assert "refused at expiry" in page.select_one("#pg-status").get_text()
+    assert "refused at Not expired" in page.select_one("#pg-status").get_text()
     assert page.select_one("#pg-status[hx-swap-oob]") is None
     assert "pg-move--current" in page.select_one("#move-late")["class"]
 
@@ -488,3 +488,9 @@ def test_reentering_a_move_url_without_js_shows_the_playground(client: FlaskClie
     assert page.select_one("[data-result]")["data-result"] == "stolen"
     assert client.get("/playground/moves/nope").status_code == 404
     assert client.get("/playground/custom").status_code == 303
+
+
+def test_a_missing_answer_reads_as_asked_again_not_failed(client: FlaskClient) -> None:
+    page = soup(play(client, "no-answer"))
+    item = page.select_one(".pg-outcome li[data-check=answer]")
+    assert item["data-outcome"] == "fail" and item.select_one(".check-outcome").get_text() == "asked again"

@@ -10,9 +10,10 @@ from flask.testing import FlaskClient
 from itsdangerous import URLSafeSerializer
 from markupsafe import escape
 
-from web.content import load_course
+from mrtr.tickets import CHECK_TITLES
+from web.content import DEFAULT_ROOT, load_course
 
-from .helpers import HX, assert_csp_clean, assert_unique_ids, rendered, soup
+from .helpers import HX, assert_csp_clean, assert_unique_ids, play_under, rendered, soup
 
 LESSON = "when-the-server-needs-input"
 QUIZ = f"/quiz/{LESSON}"
@@ -85,17 +86,38 @@ def test_correct_answer_by_htmx_returns_feedback_and_oob_score(app: Flask, clien
     assert "Set-Cookie" not in response.headers
 
 
-def test_wrong_answer_shows_what_was_chosen_and_the_right_one(client: FlaskClient) -> None:
+def test_a_wrong_first_answer_gets_why_and_a_second_try_without_the_answer(client: FlaskClient) -> None:
     q = QUESTIONS[1]
     chosen = wrong_choice(q)
-    response = client.post(answer_url(q.id), data={"choice": chosen}, headers=HX)
-    assert "Not quite." in response.text
-    assert esc(q.choice(chosen).text) in response.text and esc(q.correct_choice.text) in response.text
-    assert esc(q.explanation) in response.text
-    assert "0 correct out of 1 answered" in score_text(response.data)
+    first = client.post(answer_url(q.id), data={"choice": chosen}, headers=HX)
+    assert "Not quite." in first.text and esc(q.choice(chosen).text) in first.text
+    assert esc(q.choice(chosen).why) in first.text
+    assert "Try once more" in first.text
+    assert esc(q.explanation) not in first.text and "The answer:" not in first.text
+    verdict = soup(first.data).select_one(".verdict")
+    assert (verdict["data-correct"], verdict["data-revealed"], verdict["data-attempt"]) == ("false", "false", "1")
+    assert "0 correct out of 1 answered" in score_text(first.data)
+    # The second try reveals the answer and the explanation, right or wrong.
+    second = client.post(answer_url(q.id), data={"choice": q.answer, "progress": progress_of(first.data, q.id)},
+                         headers=HX)
+    assert "Correct." in second.text and "The score counts your first answer" in second.text
+    assert esc(q.correct_choice.text) in second.text and esc(q.explanation) in second.text
+    verdict = soup(second.data).select_one(".verdict")
+    assert (verdict["data-correct"], verdict["data-revealed"], verdict["data-attempt"]) == ("false", "true", "2")
+    assert "0 correct out of 1 answered" in score_text(second.data)  # the first answer counts
 
 
-def test_score_runs_across_answers_through_the_signed_token(client: FlaskClient) -> None:
+def test_two_wrong_tries_reveal_the_answer(client: FlaskClient) -> None:
+    q = QUESTIONS[4]
+    wrongs = [c.id for c in q.choices if c.id != q.answer]
+    first = client.post(answer_url(q.id), data={"choice": wrongs[0]}, headers=HX)
+    second = client.post(answer_url(q.id), data={"choice": wrongs[1], "progress": progress_of(first.data, q.id)},
+                         headers=HX)
+    assert esc(q.choice(wrongs[1]).why) in second.text
+    assert esc(q.correct_choice.text) in second.text and esc(q.explanation) in second.text
+
+
+def test_score_runs_across_answers_and_the_first_answer_counts(client: FlaskClient) -> None:
     progress = progress_of(client.get(QUIZ).data, QUESTIONS[0].id)
     plan = [(QUESTIONS[0], True), (QUESTIONS[1], False), (QUESTIONS[2], True)]
     for q, right in plan:
@@ -103,10 +125,11 @@ def test_score_runs_across_answers_through_the_signed_token(client: FlaskClient)
                                data={"choice": q.answer if right else wrong_choice(q), "progress": progress})
         progress = soup(response.data).select_one(f"input#progress-{QUESTIONS[-1].id}")["value"]
     assert "2 correct out of 3 answered" in score_text(response.data)
-    # Answering again replaces that question's result instead of counting it twice.
-    response = client.post(answer_url(QUESTIONS[1].id), headers=HX,
-                           data={"choice": QUESTIONS[1].answer, "progress": progress})
-    assert "3 correct out of 3 answered" in score_text(response.data)
+    # Answering again never changes what a question counts for.
+    for q, choice in ((QUESTIONS[1], QUESTIONS[1].answer), (QUESTIONS[0], wrong_choice(QUESTIONS[0]))):
+        response = client.post(answer_url(q.id), headers=HX, data={"choice": choice, "progress": progress})
+        progress = soup(response.data).select_one(f"input#progress-{QUESTIONS[-1].id}")["value"]
+        assert "2 correct out of 3 answered" in score_text(response.data)
 
 
 def test_without_javascript_the_post_renders_the_whole_quiz_with_feedback(app: Flask, client: FlaskClient) -> None:
@@ -170,4 +193,101 @@ def test_quiz_page_accepts_a_progress_token_in_the_query(client: FlaskClient) ->
     assert re.fullmatch(r"[A-Za-z0-9_.\-]+", token)
     page = client.get(QUIZ, query_string={"progress": token})
     assert "1 correct out of 1 answered" in score_text(page.data)
-    assert esc(QUESTIONS[0].explanation) not in page.text
+    # The answered question shows its feedback again (a reload restores it); the others show nothing.
+    assert esc(QUESTIONS[0].explanation) in soup(page.data).find(id=f"feedback-{QUESTIONS[0].id}").get_text()
+    assert all(esc(q.explanation) not in page.text for q in QUESTIONS[1:])
+
+
+def test_htmx_get_of_the_quiz_returns_only_the_quiz_for_restoring(app: Flask, client: FlaskClient) -> None:
+    q = QUESTIONS[2]
+    first = client.post(answer_url(q.id), data={"choice": wrong_choice(q)}, headers=HX)
+    with rendered(app) as names:
+        response = client.get(QUIZ, query_string={"progress": progress_of(first.data, q.id)}, headers=HX)
+    assert names == ["quiz/_quiz.html"] and "<main" not in response.text
+    feedback = soup(response.data).find(id=f"feedback-{q.id}")
+    assert "Try once more" in feedback.get_text() and esc(q.explanation) not in response.text
+    assert soup(response.data).find(id=f"q-{q.id}-{wrong_choice(q)}").has_attr("checked")
+
+
+# -- the quiz's content: balanced, explained, and tied to what the lesson teaches -------------------
+
+ALL_QUIZZES = sorted(DEFAULT_ROOT.glob("*/quiz.toml"))
+
+
+def _lesson_questions():  # noqa: ANN202
+    return [q for lesson in load_course().lessons for q in lesson.questions]
+
+
+@pytest.mark.parametrize("lesson", load_course().lessons, ids=lambda lesson: lesson.slug)
+def test_the_right_answer_is_rarely_the_longest_or_the_shortest(lesson) -> None:  # noqa: ANN001
+    assert ALL_QUIZZES and all(path.parent.name for path in ALL_QUIZZES)
+    longest = [q.id for q in lesson.questions
+               if len(q.correct_choice.text) >= max(len(c.text) for c in q.choices)]
+    shortest = [q.id for q in lesson.questions
+                if len(q.correct_choice.text) <= min(len(c.text) for c in q.choices)]
+    limit = len(lesson.questions) / 3
+    assert len(longest) <= limit, f"the right answer is the longest in {longest}"
+    assert len(shortest) <= limit, f"the right answer is the shortest in {shortest}"
+
+
+@pytest.mark.parametrize("question", _lesson_questions(), ids=lambda q: q.id)
+def test_every_wrong_choice_says_why_it_is_wrong(question) -> None:  # noqa: ANN001
+    for choice in question.choices:
+        if choice.id != question.answer:
+            assert len(choice.why) > 20, f"{question.id} choice {choice.id} has no 'why'"
+
+
+def test_the_quiz_covers_the_shim_the_sdk_snippet_and_a_raw_transcript() -> None:
+    by_section: dict[str, list] = {}
+    for q in QUESTIONS:
+        by_section.setdefault(q.section, []).append(q)
+    assert len(by_section.get("old-clients", [])) >= 2
+    assert len(by_section.get("sdk-version", [])) >= 2
+    assert len([q for q in QUESTIONS if q.transcript]) >= 2
+    assert all(q.section == "run-it-raw" for q in QUESTIONS if q.transcript)
+
+
+PREDICTIONS = {
+    # question id -> (the verdict the linked playground state ends with, the check that fails first)
+    "predict-no-signature": ("deployed", None),
+    "predict-late-theft": ("refused", "principal"),
+}
+
+
+@pytest.mark.parametrize("qid", sorted(PREDICTIONS))
+def test_predict_then_run_links_to_the_playground_state_that_shows_the_answer(qid: str) -> None:
+    from urllib.parse import parse_qs, urlsplit
+
+    q = next(q for q in QUESTIONS if q.id == qid)
+    url = urlsplit(q.try_it)
+    assert url.path == "/playground"
+    args = {k: v[0] for k, v in parse_qs(url.query).items()}
+    assert set(args) == {"single_use", "sealed", "no_signature", "offset", "move"}
+    move = load_course().move(args["move"])
+    played = play_under(move, single_use=args["single_use"] == "1", sealed=args["sealed"] == "1",
+                        no_signature=args["no_signature"] == "1", offset=int(args["offset"]))
+    verdict, check = PREDICTIONS[qid]
+    assert played == (verdict, check)
+    answer = q.correct_choice.text
+    assert ("prod" in answer) if verdict == "deployed" else (CHECK_TITLES[check] in answer)
+
+
+def test_why_texts_and_playground_links_stay_off_the_page_until_answered(client: FlaskClient) -> None:
+    for url in (QUIZ, f"/lessons/{LESSON}"):
+        html = client.get(url).text
+        for q in QUESTIONS:
+            assert all(esc(c.why) not in html for c in q.choices if c.why), q.id
+            assert not q.try_it or esc(q.try_it) not in html.split('id="quick-check"')[-1]
+
+
+def test_a_predict_question_links_to_the_playground_once_answered(client: FlaskClient) -> None:
+    q = next(q for q in QUESTIONS if q.try_it)
+    response = client.post(answer_url(q.id), data={"choice": q.answer}, headers=HX)
+    link = soup(response.data).select_one(".try-it a")
+    assert link["href"] == q.try_it and "playground" in link.get_text()
+
+
+def test_a_transcript_question_shows_its_transcript_before_answering(client: FlaskClient) -> None:
+    q = next(q for q in QUESTIONS if q.transcript)
+    item = soup(client.get(QUIZ).data).find(id=f"q-{q.id}")
+    assert item.select_one("pre.quiz-transcript").get_text() == q.transcript

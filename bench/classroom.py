@@ -1,0 +1,261 @@
+"""Load test of a live class: N learners join and answer one question against the production server.
+
+    .venv/bin/python -m bench.classroom                 # 200 learners, 2 gunicorn workers; prints a report
+    .venv/bin/python -m bench.classroom --write         # ... and writes bench/classroom_RESULTS.md
+    .venv/bin/python -m bench.classroom --learners 50 --redis   # through a real redis-server
+
+The server is our app under gunicorn (`bench.servers.gunicorn_app`, gthread workers, SQLite in a temp
+state dir). A presenter starts the class, pushes the first question and keeps its live screen (the
+SSE stream) open. Then every learner is a thread with its own keep-alive connection: it joins
+(`POST /join`), waits for all the others at a barrier, then answers after its own think time: a
+seeded random offset spread evenly over `--spread` seconds (5 s by default: a room of 200 answering
+within five seconds, 40 answers a second). A second run with `--spread 0` is the worst case, every
+learner answering at the same instant; on 2 cores that burst queues behind itself, and the report
+shows it beside the target run. Each answer's latency is measured from send to the last byte. At
+the end the presenter's page must show a tally of exactly N. `run()` is what the test suite calls
+with a small N (tests/web/test_classroom_load.py): no timing is asserted there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import platform
+import random
+import re
+import threading
+import time
+import urllib.parse
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.servers import Served, gunicorn_app
+
+RESULTS = Path(__file__).resolve().parent / "classroom_RESULTS.md"
+TARGET_P99_MS = 300.0
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+
+
+@dataclass
+class ClassRun:
+    learners: int
+    workers: int
+    spread: float = 0.0
+    joined: int = 0
+    answered: int = 0
+    errors: int = 0
+    tally: int = -1
+    join_ms: list[float] = field(default_factory=list)
+    answer_ms: list[float] = field(default_factory=list)
+    first_errors: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    @staticmethod
+    def pct(values: list[float], p: float) -> float:
+        xs = sorted(values)
+        if not xs:
+            return float("nan")
+        return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def _cookie(response: http.client.HTTPResponse, name: str) -> str:
+    for header, value in response.getheaders():
+        if header.lower() == "set-cookie" and value.startswith(name + "="):
+            return value.split(";", 1)[0]
+    raise ValueError(f"no {name} cookie in the response")
+
+
+def _request(conn: http.client.HTTPConnection, method: str, path: str, body: dict[str, str] | None = None,
+             headers: dict[str, str] | None = None) -> tuple[http.client.HTTPResponse, bytes]:
+    data = urllib.parse.urlencode(body).encode() if body is not None else None
+    conn.request(method, path, body=data, headers={**(FORM if data is not None else {}), **(headers or {})})
+    response = conn.getresponse()
+    return response, response.read()
+
+
+def start_class(port: int) -> tuple[str, str]:
+    """Start a class and push its first question; returns (code, the presenter's cookie)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        response, body = _request(conn, "POST", "/class/start", {})
+        if response.status != 201:
+            raise RuntimeError(f"start: HTTP {response.status}")
+        code = re.search(rb'data-join-code="(\w+)"', body).group(1).decode()  # type: ignore[union-attr]
+        cookie = _cookie(response, "mrtr_host")
+        response, _ = _request(conn, "POST", f"/class/{code}/host/question", {}, {"Cookie": cookie})
+        if response.status != 303:
+            raise RuntimeError(f"push question: HTTP {response.status}")
+        return code, cookie
+    finally:
+        conn.close()
+
+
+def host_tally(port: int, code: str, cookie: str) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        _, body = _request(conn, "GET", f"/class/{code}/host", headers={"Cookie": cookie})
+        return sum(int(n) for n in re.findall(rb'<li data-option="\w+" data-count="(\d+)"', body))
+    finally:
+        conn.close()
+
+
+def watch(port: int, code: str, cookie: str, stop: threading.Event) -> None:
+    """The presenter's live screen: an open SSE stream, read until the run ends."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("GET", f"/class/{code}/host/events", headers={"Cookie": cookie, "Accept": "text/event-stream"})
+        response = conn.getresponse()
+        while not stop.is_set():
+            try:
+                if not response.readline():
+                    break
+            except TimeoutError:
+                continue
+    except OSError:
+        pass
+    finally:
+        conn.close()
+
+
+def run(port: int, *, learners: int, workers: int = 0, options: str = "abcd", spread: float = 0.0,
+        seed: int = 2026) -> ClassRun:
+    """Play one class against a server already listening on `port`; answers spread over `spread` s."""
+    result = ClassRun(learners=learners, workers=workers, spread=spread)
+    rng = random.Random(seed)
+    offsets = [rng.uniform(0, spread) for _ in range(learners)]
+    code, host_cookie = start_class(port)
+    lock = threading.Lock()
+    barrier = threading.Barrier(learners, timeout=120)
+    stop = threading.Event()
+
+    def fail(message: str) -> None:
+        with lock:
+            result.errors += 1
+            if len(result.first_errors) < 5:
+                result.first_errors.append(message)
+
+    def learner(n: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        try:
+            t0 = time.perf_counter()
+            response, _ = _request(conn, "POST", "/join", {"code": code, "nickname": f"learner {n}"})
+            joined = time.perf_counter()
+            if response.status != 303:
+                fail(f"join {n}: HTTP {response.status}")
+                barrier.abort()
+                return
+            cookie = _cookie(response, "mrtr_learner")
+            with lock:
+                result.joined += 1
+                result.join_ms.append((joined - t0) * 1000)
+            barrier.wait()
+            if offsets[n]:
+                time.sleep(offsets[n])  # this learner's think time
+            t1 = time.perf_counter()
+            response, body = _request(conn, "POST", f"/class/{code}/answer", {"option": options[n % len(options)]},
+                                      {"Cookie": cookie, "Accept": "application/json"})
+            t2 = time.perf_counter()
+            if response.status != 200 or b'"option"' not in body:
+                fail(f"answer {n}: HTTP {response.status} {body[:80]!r}")
+                return
+            with lock:
+                result.answered += 1
+                result.answer_ms.append((t2 - t1) * 1000)
+        except (OSError, ValueError, threading.BrokenBarrierError) as exc:
+            fail(f"learner {n}: {type(exc).__name__}: {exc}")
+        finally:
+            conn.close()
+
+    watcher = threading.Thread(target=watch, args=(port, code, host_cookie, stop), daemon=True)
+    watcher.start()
+    threads = [threading.Thread(target=learner, args=(n,), daemon=True) for n in range(learners)]
+    began = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=180)
+    result.wall_s = time.perf_counter() - began
+    stop.set()
+    watcher.join(timeout=10)
+    result.tally = host_tally(port, code, host_cookie)
+    return result
+
+
+def serve(workers: int, threads: int, redis: bool, stack: ExitStack) -> Served:
+    env: dict[str, str] = {}
+    if redis:
+        from tests.redis_server import RedisServer
+
+        env["MRTR_REDIS_URL"] = stack.enter_context(RedisServer()).url
+    return stack.enter_context(gunicorn_app(workers=workers, threads=threads, env=env,
+                                            extra_args=("--keep-alive", "30", "--backlog", "512")))
+
+
+def _row(result: ClassRun) -> str:
+    p50, p99, worst = (ClassRun.pct(result.answer_ms, p) for p in (50, 99, 100))
+    how = f"spread over {result.spread:g} s" if result.spread else "all at the same instant"
+    return (f"| {how} | {result.joined}/{result.learners} | {result.answered} | {result.errors} | {result.tally} |"
+            f" {ClassRun.pct(result.join_ms, 99):.1f} | {p50:.1f} | {p99:.1f} | {worst:.1f} |")
+
+
+def met(result: ClassRun) -> bool:
+    return result.errors == 0 and result.tally == result.learners and ClassRun.pct(result.answer_ms, 99) < TARGET_P99_MS
+
+
+def report(target: ClassRun, burst: ClassRun | None, *, threads: int, redis: bool) -> str:
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    rows = [_row(target)] + ([_row(burst)] if burst else [])
+    return "\n".join([
+        "# Live class load test",
+        "",
+        f"Generated by `python -m bench.classroom --write` on {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}"
+        f" ({platform.python_implementation()} {platform.python_version()}, `nproc` {os.cpu_count()},"
+        f" load average after: {load}; other work was running on the machine).",
+        "",
+        f"{target.learners} learners join one class and answer its first question, against gunicorn with"
+        f" {target.workers} gthread workers x {threads} threads (the README's production command), classes in"
+        f" SQLite{', live updates through a real redis-server' if redis else ''}. The presenter's SSE stream stays"
+        " open throughout; the load generator runs on the same 2 cores. Latencies in ms.",
+        "",
+        "| answers sent | joined | answers accepted | errors | tally on screen | join p99 | answer p50 | answer p99"
+        " | answer max |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        *rows,
+        "",
+        f"Target (the first row: a room answering within {target.spread:g} s): zero errors and an answer p99 under"
+        f" {TARGET_P99_MS:.0f} ms: **{'met' if met(target) else 'MISSED'}**."
+        + (" The second row is the worst case, every phone tapping in the same millisecond: each answer costs"
+           " a few ms of CPU, so the last of 200 simultaneous answers waits for the others on 2 cores."
+           if burst else ""),
+        "",
+    ])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--learners", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--spread", type=float, default=5.0, help="seconds the answers are spread over")
+    parser.add_argument("--no-burst", action="store_true", help="skip the every-learner-at-once run")
+    parser.add_argument("--redis", action="store_true", help="fan live updates out through a real redis-server")
+    parser.add_argument("--write", action="store_true", help=f"write the report to {RESULTS.name}")
+    args = parser.parse_args()
+    with ExitStack() as stack:
+        served = serve(args.workers, args.threads, args.redis, stack)
+        result = run(served.port, learners=args.learners, workers=args.workers, spread=args.spread)
+        burst = None if args.no_burst else run(served.port, learners=args.learners, workers=args.workers)
+    text = report(result, burst, threads=args.threads, redis=args.redis)
+    print(text)
+    for each in (result, burst):
+        if each and each.first_errors:
+            print("first errors:", *each.first_errors, sep="\n  ")
+    if args.write:
+        RESULTS.write_text(text)
+    return 0 if met(result) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

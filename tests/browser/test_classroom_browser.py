@@ -1,0 +1,190 @@
+"""A live class in real browsers: a presenter and three learners, each in its own browser context.
+
+The presenter starts the class from /demo, learners join on 390 px phones, the quiz question
+reaches every phone and the tally, the heatmap and the first replay reach the presenter's screen
+without a reload (a marker set on the page's window would vanish with one). The phone flow also
+works with JavaScript switched off, and axe finds nothing on any of the pages.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Browser, BrowserContext, Page, Route, expect
+
+from tests.browser.conftest import BROWSER_TEST_CONFIG
+from tests.browser.helpers import LiveServer, assert_no_axe_violations, serve
+
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture(scope="module")
+def class_server() -> Iterator[LiveServer]:
+    from app import create_app
+
+    with tempfile.TemporaryDirectory(prefix="mrtr-class-browser-") as tmp:
+        config = {**BROWSER_TEST_CONFIG, "MRTR_CLASS_DB": str(Path(tmp) / "classroom.sqlite3"),
+                  "MRTR_CLASS_STREAM_SECONDS": 20}
+        with serve(create_app(config)) as live:
+            yield live
+
+
+@pytest.fixture
+def contexts() -> Iterator[list[BrowserContext]]:
+    """The browser contexts a test opened (one per person), closed at the end."""
+    made: list[BrowserContext] = []
+    yield made
+    for context in made:
+        context.close()
+
+
+def open_context(browser: Browser, server: LiveServer, made: list[BrowserContext], **kwargs: object) -> Page:
+    context = browser.new_context(base_url=server.url, reduced_motion="reduce", **kwargs)  # type: ignore[arg-type]
+    made.append(context)
+    return context.new_page()
+
+
+def start_class(presenter: Page) -> str:
+    presenter.goto("/demo")
+    presenter.get_by_text("All slides and keys").click()
+    presenter.locator('[data-action="start-class"]').click()
+    code = presenter.locator("[data-join-code]").first.get_attribute("data-join-code") or ""
+    assert len(code) == 6
+    expect(presenter.locator("[data-control-link]")).to_contain_text(f"/class/{code}/control/")
+    presenter.locator('[data-action="open-host"]').click()
+    expect(presenter.locator("[data-join-code]")).to_have_text(code)
+    expect(presenter.locator("[data-control-link]")).to_have_count(0)  # shown once
+    return code
+
+
+def mark(page: Page) -> None:
+    """Tag the window: a reload would drop the tag."""
+    page.evaluate("() => { window.__noReload = 'still here'; }")
+
+
+def assert_not_reloaded(page: Page) -> None:
+    assert page.evaluate("() => window.__noReload") == "still here"
+
+
+def join(page: Page, code: str, nickname: str) -> None:
+    page.goto(f"/j/{code}")
+    expect(page.locator('input[name="code"]')).to_have_value(code)
+    page.locator('input[name="nickname"]').fill(nickname)
+    page.locator('[data-action="join"]').click()
+    expect(page.locator("[data-nickname]")).to_have_text(nickname)
+
+
+def test_a_live_class_from_start_to_attack_round(browser: Browser, class_server: LiveServer,
+                                                 contexts: list[BrowserContext], axe: Axe) -> None:
+    presenter = open_context(browser, class_server, contexts, viewport={"width": 1280, "height": 800})
+    code = start_class(presenter)
+    expect(presenter.locator("svg.qr")).to_be_visible()
+    mark(presenter)
+
+    names = ["Ada", "Grace", "Linus"]
+    phones = [open_context(browser, class_server, contexts, viewport=PHONE) for _ in names]
+    phones[0].goto(f"/j/{code}")
+    assert_no_axe_violations(phones[0], axe)  # the join form
+    for phone, name in zip(phones, names, strict=True):
+        join(phone, code, name)
+        expect(phone.locator("[data-waiting]")).to_be_visible()
+        mark(phone)
+    expect(presenter.locator("[data-learner-count]")).to_have_text("3")  # roster over SSE
+    assert_not_reloaded(presenter)
+    assert_no_axe_violations(phones[0], axe)
+
+    # The quiz: the question reaches every phone without a reload.
+    presenter.locator('[data-action="push-question"]').click()
+    expect(presenter.locator("[data-tally] > li")).to_have_count(4)
+    mark(presenter)
+    for phone in phones:
+        expect(phone.locator("button[data-option]")).to_have_count(4)
+        assert_not_reloaded(phone)
+    for phone, option in zip(phones, ["c", "c", "a"], strict=True):
+        phone.locator(f'button[data-option="{option}"]').click()
+        expect(phone.locator("[data-my-answer]")).to_have_attribute("data-my-answer", option)
+    tally = presenter.locator("[data-tally]")
+    expect(tally.locator('[data-option="c"]')).to_have_attribute("data-count", "2")
+    expect(tally.locator('[data-option="a"]')).to_have_attribute("data-count", "1")
+    expect(tally.locator('[data-option="b"]')).to_have_attribute("data-count", "0")
+    assert_not_reloaded(presenter)
+    assert phones[2].locator("[data-count]").count() == 0  # no one's tally on a phone before the reveal
+    assert phones[2].evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
+    assert_no_axe_violations(presenter, axe)
+    assert_no_axe_violations(phones[1], axe)
+
+    presenter.locator('[data-action="reveal"]').click()
+    expect(presenter.locator('[data-tally] [data-correct="true"]')).to_have_attribute("data-option", "c")
+    for phone in phones:
+        expect(phone.locator("[data-revealed]")).to_contain_text("The answer: C.")
+    expect(phones[0].locator("[data-revealed]")).to_contain_text("right")
+    expect(phones[2].locator("[data-revealed]")).to_contain_text("not this time")
+
+    # The attack round: moves from the phones, the heatmap live on the screen.
+    presenter.locator('[data-action="open-round"]').click()
+    mark(presenter)
+    for phone in phones:
+        expect(phone.locator("button[data-move]")).to_have_count(7)
+    phones[0].locator('button[data-move="stolen"]').click()
+    expect(phones[0].locator("[data-stopped-at]")).to_have_attribute("data-stopped-at", "principal")
+    phones[1].locator('button[data-move="tampered"]').click()
+    expect(phones[1].locator("[data-stopped-at]")).to_have_attribute("data-stopped-at", "signature")
+    phones[2].locator('button[data-move="twice"]').click()
+    expect(phones[2].locator("[data-stopped-at]")).to_have_attribute("data-stopped-at", "single-use")
+    heat = presenter.locator("[data-heatmap]")
+    expect(heat.locator('td[data-move="stolen"][data-check="principal"]')).to_have_attribute("data-count", "1")
+    expect(heat.locator('td[data-move="tampered"][data-check="signature"]')).to_have_attribute("data-count", "1")
+    expect(heat.locator('td[data-move="twice"][data-check="single-use"]')).to_have_attribute("data-count", "1")
+    assert_not_reloaded(presenter)
+    assert_no_axe_violations(presenter, axe)
+    assert_no_axe_violations(phones[2], axe)
+
+    presenter.locator('[data-action="single-use-off"]').click()
+    mark(presenter)
+    expect(phones[1].locator(".my-round")).to_contain_text("Single use is off")
+    phones[1].locator('button[data-move="twice"]').click()
+    expect(phones[1].locator("[data-first-replay-me]")).to_be_visible()
+    expect(presenter.locator("[data-first-replay]")).to_have_attribute("data-first-replay", "Grace")
+    expect(heat.locator('td[data-move="twice"][data-check="through"]')).to_have_attribute("data-count", "1")
+    assert_not_reloaded(presenter)
+
+
+def _no_scripts(route: Route) -> None:
+    route.abort()
+
+
+def test_the_phone_works_without_javascript_at_390px(browser: Browser, class_server: LiveServer,
+                                                     contexts: list[BrowserContext], axe: Axe) -> None:
+    presenter = open_context(browser, class_server, contexts)
+    code = start_class(presenter)
+    phone = open_context(browser, class_server, contexts, viewport=PHONE, java_script_enabled=False)
+    join(phone, code, "Nojs")
+    expect(phone.locator("[data-waiting]")).to_be_visible()
+    presenter.locator('[data-action="push-question"]').click()
+    phone.get_by_role("link", name="Check for the next step").click()
+    phone.locator('button[data-option="b"]').click()
+    expect(phone.locator("[data-my-answer]")).to_have_attribute("data-my-answer", "b")
+    assert phone.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
+    presenter.reload()
+    expect(presenter.locator('[data-tally] [data-option="b"]')).to_have_attribute("data-count", "1")
+    presenter.locator('[data-action="open-round"]').click()
+    phone.reload()
+    phone.locator('button[data-move="late"]').click()
+    expect(phone.locator("[data-stopped-at]")).to_have_attribute("data-stopped-at", "expiry")
+
+    # The same pages as a no-JS browser renders them, checked by axe (scripts refused, axe injected).
+    checked = open_context(browser, class_server, contexts, viewport=PHONE)
+    checked.context.route("**/*.js", _no_scripts)
+    checked.goto(f"/join?code={code}")
+    assert_no_axe_violations(checked, axe)
+    checked.locator('input[name="nickname"]').fill("Checked")
+    checked.locator('[data-action="join"]').click()
+    expect(checked.locator("button[data-option]")).to_have_count(4)  # the open question
+    expect(checked.locator("button[data-move]")).to_have_count(7)  # and the open round
+    assert checked.evaluate("() => typeof window.htmx") == "undefined"
+    assert checked.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
+    assert_no_axe_violations(checked, axe)

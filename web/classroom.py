@@ -1,0 +1,587 @@
+"""A live class: the presenter's screen, learners' phones, a live quiz and an attack round.
+
+Routes: `POST /class/start` (from /demo) opens a class; `/class/<code>/host` is the presenter's
+screen (join code, QR code, live tally and heatmap over server-sent events, controls as plain
+forms); `/join` and `/j/<code>` let a learner in with a nickname, no account; `/class/<code>/me` is
+the learner's page (polls for the presenter's next step with htmx, or refreshes without JavaScript).
+
+Who may do what: the presenter holds a secret capability (shown once, stored hashed, kept in an
+HttpOnly, SameSite=Strict cookie scoped to the class) or, when `MRTR_INSTRUCTOR_TOKEN` is set, that
+token. A learner holds a per-learner token (cookie, or `Authorization: Bearer` for curl). Learners
+never see others' answers; the presenter's tally is for the room. The attack round's tickets are
+signed on the class's own lab keys (web.classroom_round), never on a key `/mcp` accepts. This module
+never writes SQL (web.classroom_store) and never touches the protocol except through ClassLab.
+
+Settings (app config first, then the environment): MRTR_CLASS_DB (default: classroom.sqlite3 in the
+state dir), MRTR_CLASS_TTL_HOURS (12), MRTR_INSTRUCTOR_TOKEN, MRTR_REDIS_URL (live updates across
+processes), MRTR_CLASS_POLL_SECONDS (2: how often a live stream re-reads the store without a
+notice), MRTR_CLASS_STREAM_SECONDS (30: an SSE stream's life before the browser reconnects),
+MRTR_MAX_CLASSES (200 open at once), MRTR_CLASS_CLOCK (tests: the clock).
+"""
+
+from __future__ import annotations
+
+import csv
+import hmac
+import io
+import os
+import secrets
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import segno
+from flask import (
+    Blueprint,
+    Response,
+    abort,
+    current_app,
+    jsonify,
+    redirect,
+    render_template,
+    request,
+    stream_with_context,
+    url_for,
+)
+from markupsafe import Markup
+
+from mrtr import SqliteStore
+from mrtr.keys import default_state_dir
+from web import htmx
+from web.classroom_live import LocalBus, make_bus
+from web.classroom_round import THROUGH, Attempt, ClassLab, check_order, class_ring, is_replay
+from web.classroom_store import (
+    MAX_LEARNERS,
+    NICKNAME_MAX,
+    ClassFull,
+    ClassroomError,
+    ClassRow,
+    ClassStore,
+    Learner,
+    normalize_code,
+)
+from web.content import Lesson, Question, get_content
+from web.services import get_services
+
+bp = Blueprint("classroom", __name__)
+
+HOST_COOKIE = "mrtr_host"
+LEARNER_COOKIE = "mrtr_learner"
+#: Per learner: at most this many answers in ANSWER_WINDOW seconds, and plays in PLAY_WINDOW seconds.
+ANSWER_LIMIT, ANSWER_WINDOW = 10, 10.0
+PLAY_LIMIT, PLAY_WINDOW = 30, 60.0
+
+
+def _setting(name: str, default: Any = None) -> Any:
+    value = current_app.config.get(name)
+    if value in (None, ""):
+        value = os.environ.get(name)
+    return default if value in (None, "") else value
+
+
+@dataclass
+class RateLimit:
+    """A sliding window per key, in this process (each process holds its own)."""
+
+    limit: int
+    window: float
+    hits: dict[Any, deque[float]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def allow(self, key: Any, now: float) -> bool:
+        with self.lock:
+            if len(self.hits) > 10_000:
+                self.hits = {k: v for k, v in self.hits.items() if v and v[-1] > now - self.window}
+            seen = self.hits.setdefault(key, deque())
+            while seen and seen[0] <= now - self.window:
+                seen.popleft()
+            if len(seen) >= self.limit:
+                return False
+            seen.append(now)
+            return True
+
+
+@dataclass
+class Classroom:
+    store: ClassStore
+    bus: LocalBus
+    lab_path: Path
+    clock: Callable[[], float]
+    instructor_token: str | None
+    poll_seconds: float
+    stream_seconds: float
+    max_classes: int
+    answers: RateLimit = field(default_factory=lambda: RateLimit(ANSWER_LIMIT, ANSWER_WINDOW))
+    labs: dict[str, ClassLab] = field(default_factory=dict)
+    _spent: SqliteStore | None = None
+
+    def lab(self, row: ClassRow) -> ClassLab:
+        lab = self.labs.get(row.id)
+        if lab is None:
+            if len(self.labs) > 1000:
+                self.labs.clear()
+            if self._spent is None:
+                self._spent = SqliteStore(self.lab_path)
+            ring = class_ring(get_services().lab_ring, row.id)
+            lab = self.labs[row.id] = ClassLab(ring, self._spent, clock=self.clock)
+        return lab
+
+
+_build_lock = threading.Lock()
+
+
+def classroom() -> Classroom:
+    """The app's classroom services, built on first use (an app that never runs a class opens no file)."""
+    found = current_app.extensions.get("classroom")
+    if found is not None:
+        return found
+    with _build_lock:
+        found = current_app.extensions.get("classroom")
+        if found is None:
+            clock = current_app.config.get("MRTR_CLASS_CLOCK") or time.time
+            configured = _setting("MRTR_CLASS_DB")
+            if configured:
+                path = Path(configured)
+            elif current_app.testing:  # a test app never writes to the user's state dir
+                path = Path(tempfile.mkdtemp(prefix="mrtr-class-")) / "classroom.sqlite3"
+            else:
+                path = default_state_dir() / "classroom.sqlite3"
+            try:
+                ttl_hours = float(_setting("MRTR_CLASS_TTL_HOURS", 12))
+            except ValueError:
+                ttl_hours = 12.0
+            found = Classroom(
+                store=ClassStore(path, clock=clock, ttl_seconds=ttl_hours * 3600),
+                bus=make_bus(_setting("MRTR_REDIS_URL")),
+                lab_path=path.with_name(path.stem + "-redeemed.sqlite3"),
+                clock=clock,
+                instructor_token=_setting("MRTR_INSTRUCTOR_TOKEN"),
+                poll_seconds=float(_setting("MRTR_CLASS_POLL_SECONDS", 2)),
+                stream_seconds=float(_setting("MRTR_CLASS_STREAM_SECONDS", 30)),
+                max_classes=int(_setting("MRTR_MAX_CLASSES", 200)),
+            )
+            current_app.extensions["classroom"] = found
+    return found
+
+
+@bp.app_context_processor
+def _start_control() -> dict[str, Any]:
+    """What /demo's start-class control needs to know: only whether a token is asked for."""
+    return {"class_start_needs_token": lambda: bool(_setting("MRTR_INSTRUCTOR_TOKEN"))}
+
+
+# -- helpers ------------------------------------------------------------------------------------------
+
+
+def _lesson(row: ClassRow) -> Lesson:
+    course = get_content()
+    return course.lesson(row.lesson) or course.lessons[0]
+
+
+def _question(row: ClassRow) -> Question | None:
+    return _lesson(row).question(row.question_id) if row.question_id else None
+
+
+def _class_or_404(code: str) -> ClassRow:
+    row = classroom().store.by_code(code)
+    if row is None:
+        abort(404)
+    return row
+
+
+def _host(code: str) -> ClassRow:
+    row = _class_or_404(code)
+    cr = classroom()
+    secret = request.cookies.get(HOST_COOKIE)
+    if cr.instructor_token:
+        ok = bool(secret) and hmac.compare_digest(str(secret).encode(), cr.instructor_token.encode())
+    else:
+        ok = cr.store.host_ok(row, secret)
+    if not ok:
+        abort(403)
+    return row
+
+
+def _learner_token() -> str | None:
+    auth = request.headers.get("Authorization", "")
+    if auth.lower().startswith("bearer "):
+        return auth[7:].strip() or None
+    return request.cookies.get(LEARNER_COOKIE)
+
+
+def _learner(row: ClassRow) -> Learner | None:
+    return classroom().store.learner(row, _learner_token())
+
+
+def _wants_json() -> bool:
+    return request.accept_mimetypes.best == "application/json" or request.headers.get("Authorization") is not None
+
+
+def _cookie(response: Response, name: str, value: str, code: str) -> None:
+    ttl = int(classroom().store.ttl)
+    response.set_cookie(name, value, max_age=ttl, path=f"/class/{code}", httponly=True, samesite="Strict",
+                        secure=request.is_secure)
+
+
+def _join_url(row: ClassRow) -> str:
+    return url_for("classroom.short", code=row.code, _external=True)
+
+
+def qr_svg(text: str, label: str) -> Markup:
+    """The QR code of `text` as inline SVG (no script, no style attribute: CSP-safe)."""
+    svg = segno.make(text, error="m").svg_inline(scale=6, dark="#000000", light="#ffffff", title=label,
+                                                 svgclass="qr", lineclass=None, omitsize=True)
+    attrs = f'<svg role="img" aria-label="{Markup.escape(label)!s}" '
+    return Markup(svg.replace("<svg ", attrs, 1))  # noqa: S704 - segno's own SVG, the label escaped
+
+
+def _heat_level(count: int, top: int) -> int:
+    if count <= 0 or top <= 0:
+        return 0
+    return min(4, 1 + (4 * count - 1) // top)
+
+
+def _heat(row: ClassRow) -> dict[str, Any]:
+    raw = classroom().store.heat(row.id)
+    columns = [*check_order(), THROUGH]
+    top = max(raw.values(), default=0)
+    rows = []
+    for move in get_content().moves:
+        cells = []
+        for check in columns:
+            n = raw.get((move.slug, check), 0)
+            cells.append({"check": check or "through", "count": n, "level": _heat_level(n, top)})
+        rows.append({"move": move, "cells": cells, "total": sum(c["count"] for c in cells)})
+    return {"columns": [c or "through" for c in columns], "rows": rows, "total": sum(raw.values())}
+
+
+def _tally(row: ClassRow) -> dict[str, Any]:
+    question = _question(row)
+    counts = classroom().store.tally(row.id, question.id) if question else {}
+    total = sum(counts.values())
+    return {"question": question, "counts": counts, "total": total}
+
+
+def _host_context(row: ClassRow) -> dict[str, Any]:
+    store = classroom().store
+    lesson = _lesson(row)
+    join_url = _join_url(row)
+    return {
+        "row": row, "lesson": lesson, "join_url": join_url, "short_url": join_url.split("://", 1)[-1],
+        "qr": qr_svg(join_url, f"QR code: {join_url}"), "learners": store.learners(row.id),
+        "learner_count": store.count_learners(row.id), "tally": _tally(row), "heat": _heat(row),
+        "more_questions": row.question_no < len(lesson.questions), "question_total": len(lesson.questions),
+        "max_learners": MAX_LEARNERS,
+    }
+
+
+def _changed(row: ClassRow) -> None:
+    classroom().bus.notify(row.id)
+
+
+# -- starting a class and the presenter's controls ------------------------------------------------------
+
+
+@bp.post("/class/start")
+def start() -> Response | str:
+    cr = classroom()
+    if cr.instructor_token:
+        given = request.form.get("token", "")
+        if not hmac.compare_digest(given.encode(), cr.instructor_token.encode()):
+            return Response(render_template("classroom/denied.html"), 403)
+    cr.store.purge()
+    if cr.store.count_classes() >= cr.max_classes:
+        abort(429)
+    secret = None if cr.instructor_token else secrets.token_urlsafe(24)
+    row = cr.store.create(lesson=get_content().lessons[0].slug, host_secret=secret)
+    control = url_for("classroom.claim", code=row.code, secret=secret, _external=True) if secret else None
+    response = Response(render_template("classroom/started.html", row=row, control_url=control,
+                                        join_url=_join_url(row)), 201)
+    _cookie(response, HOST_COOKIE, secret or cr.instructor_token or "", row.code)
+    return response
+
+
+@bp.get("/class/<code>/control/<secret>")
+def claim(code: str, secret: str) -> Response:
+    """The capability link: it proves the holder is the presenter, then leaves the address bar."""
+    row = _class_or_404(code)
+    if not classroom().store.host_ok(row, secret):
+        abort(403)
+    response = redirect(url_for("classroom.host", code=row.code), 303)
+    _cookie(response, HOST_COOKIE, secret, row.code)
+    return response
+
+
+@bp.get("/class/<code>/host")
+def host(code: str) -> str:
+    row = _host(code)
+    return render_template("classroom/host.html", **_host_context(row))
+
+
+@bp.get("/class/<code>/host/events")
+def host_events(code: str) -> Response:
+    """Server-sent events: the tally, heatmap and roster as HTML fragments whenever the class changes."""
+    row = _host(code)
+    cr = classroom()
+
+    def fragments(current: ClassRow) -> Iterator[str]:
+        context = _host_context(current)
+        for event, template in (("tally", "classroom/_tally.html"), ("heatmap", "classroom/_heatmap.html"),
+                                ("roster", "classroom/_roster.html")):
+            html = render_template(template, **context)
+            yield f"event: {event}\n" + "".join(f"data: {line}\n" for line in html.splitlines()) + "\n"
+
+    def stream() -> Iterator[str]:
+        yield f"retry: {int(cr.poll_seconds * 1000)}\n\n"
+        deadline = time.monotonic() + cr.stream_seconds
+        seen_version: int | None = None
+        while True:
+            tick = cr.bus.tick(row.id)
+            version = cr.store.version(row.id)
+            if version is None:
+                yield "event: ended\ndata: <p>This class has ended.</p>\n\n"
+                return
+            if version != seen_version:
+                seen_version = version
+                current = cr.store.by_id(row.id)
+                if current is None:
+                    return
+                yield from fragments(current)
+            else:
+                yield ": still here\n\n"
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            cr.bus.wait(row.id, tick, min(cr.poll_seconds, left))
+
+    response = Response(stream_with_context(stream()), mimetype="text/event-stream")
+    response.headers["X-Accel-Buffering"] = "no"
+    return response
+
+
+def _back_to_host(row: ClassRow) -> Response:
+    return redirect(url_for("classroom.host", code=row.code), 303)
+
+
+@bp.post("/class/<code>/host/question")
+def push_question(code: str) -> Response:
+    row = _host(code)
+    questions = _lesson(row).questions
+    if row.question_no >= len(questions):
+        abort(409)
+    classroom().store.set_question(row.id, row.question_no + 1, questions[row.question_no].id)
+    _changed(row)
+    return _back_to_host(row)
+
+
+@bp.post("/class/<code>/host/reveal")
+def reveal(code: str) -> Response:
+    row = _host(code)
+    if not row.question_id:
+        abort(409)
+    classroom().store.reveal(row.id)
+    _changed(row)
+    return _back_to_host(row)
+
+
+@bp.post("/class/<code>/host/round")
+def round_switch(code: str) -> Response:
+    row = _host(code)
+    classroom().store.set_round(row.id, request.form.get("open") == "1")
+    _changed(row)
+    return _back_to_host(row)
+
+
+@bp.post("/class/<code>/host/single-use")
+def single_use(code: str) -> Response:
+    row = _host(code)
+    classroom().store.set_single_use(row.id, request.form.get("on") == "1")
+    _changed(row)
+    return _back_to_host(row)
+
+
+@bp.post("/class/<code>/host/end")
+def end(code: str) -> Response:
+    row = _host(code)
+    classroom().store.delete(row.id)
+    _changed(row)
+    response = redirect(url_for("demo.deck"), 303)
+    response.delete_cookie(HOST_COOKIE, path=f"/class/{row.code}")
+    return response
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet will not run as a formula."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+@bp.get("/class/<code>/host/results.csv")
+def results(code: str) -> Response:
+    row = _host(code)
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["kind", "nickname", "item", "value", "stopped_at", "utc"])
+    for kind, nickname, item, value, detail, at in classroom().store.export_rows(row.id):
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+        writer.writerow([_cell(v) for v in (kind, nickname, item, value, detail, stamp)])
+    response = Response(out.getvalue(), mimetype="text/csv")
+    response.headers["Content-Disposition"] = f'attachment; filename="class-{row.code}.csv"'
+    return response
+
+
+# -- learners -----------------------------------------------------------------------------------------
+
+
+@bp.get("/j/<code>")
+def short(code: str) -> Response:
+    return redirect(url_for("classroom.join", code=normalize_code(code)), 303)
+
+
+def _join_form(code: str = "", nickname: str = "", error: str | None = None, status: int = 200) -> Response:
+    html = render_template("classroom/join.html", code=code, nickname=nickname, error=error,
+                           nickname_max=NICKNAME_MAX)
+    return Response(html, status)
+
+
+@bp.get("/join")
+def join() -> Response:
+    return _join_form(code=normalize_code(request.args.get("code")))
+
+
+@bp.post("/join")
+def join_post() -> Response:
+    code = normalize_code(request.form.get("code"))
+    nickname = (request.form.get("nickname") or "")[:200]
+    row = classroom().store.by_code(code) if code else None
+    if row is None:
+        return _join_form(code, nickname, "There is no class with that code. Check the code on the screen.", 404)
+    try:
+        learner, token = classroom().store.join(row, nickname)
+    except ClassFull as exc:
+        return _join_form(code, nickname, str(exc), 409)
+    except ClassroomError as exc:
+        return _join_form(code, nickname, str(exc), 400)
+    _changed(row)
+    if _wants_json():
+        response = jsonify({"learner": learner.nickname, "principal": learner.principal, "token": token,
+                            "page": url_for("classroom.me", code=row.code, _external=True)})
+        response.status_code = 201
+    else:
+        response = redirect(url_for("classroom.me", code=row.code), 303)
+    _cookie(response, LEARNER_COOKIE, token, row.code)
+    return response
+
+
+def _me_context(row: ClassRow, learner: Learner, **extra: Any) -> dict[str, Any]:
+    question = _question(row)
+    mine = classroom().store.my_answer(row, learner, question.id) if question else None
+    if row.round_open and not learner.ticket:
+        # The learner's own ticket, on the class's lab key, for their own principal.
+        ticket = classroom().lab(row).mint(learner.principal)
+        classroom().store.set_ticket(learner, ticket)
+        learner = Learner(learner.id, learner.class_id, learner.nickname, learner.created, ticket)
+    # Without JavaScript the page refreshes itself only while the learner has nothing to do.
+    waiting = not row.round_open and (question is None or (mine is not None and not row.revealed))
+    return {"row": row, "learner": learner, "question": question, "mine": mine, "moves": get_content().moves,
+            "play_url": url_for("classroom.play", code=row.code, _external=True), "auto_refresh": waiting,
+            **extra}
+
+
+def _learner_or_join(row: ClassRow) -> Learner:
+    learner = _learner(row)
+    if learner is None:
+        abort(redirect(url_for("classroom.join", code=row.code), 303))
+    return learner
+
+
+@bp.get("/class/<code>/me")
+def me(code: str) -> str:
+    row = _class_or_404(code)
+    learner = _learner_or_join(row)
+    return render_template("classroom/learner.html", **_me_context(row, learner))
+
+
+@bp.get("/class/<code>/me/live")
+def me_live(code: str) -> Response:
+    """The learner's live panel for htmx polling: 204 (nothing to swap) until the presenter moves on."""
+    row = classroom().store.by_code(code)
+    if row is None:  # the class ended: say so, and 286 tells htmx to stop polling
+        return Response('<div id="live" class="live"><p data-ended>This class has ended. Thanks for taking part!</p>'
+                        "</div>", status=286)
+    learner = _learner(row)
+    if learner is None:
+        abort(403)
+    if request.args.get("stage") == str(row.stage):
+        return Response(status=204)
+    return Response(render_template("classroom/_live.html", **_me_context(row, learner)))
+
+
+@bp.post("/class/<code>/answer")
+def answer(code: str) -> Response:
+    row = _class_or_404(code)
+    learner = _learner(row)
+    if learner is None:
+        abort(403)
+    question = _question(row)
+    option = request.form.get("option", "")
+    if question is None or row.revealed:
+        return _refuse(row, learner, 409, "That question is closed.")
+    if question.choice(option) is None:
+        return _refuse(row, learner, 400, "Choose one of the options.")
+    if not classroom().answers.allow((row.id, learner.id), classroom().clock()):
+        return _refuse(row, learner, 429, "Slow down: too many answers in a few seconds.")
+    classroom().store.answer(row, learner, question.id, option)
+    _changed(row)
+    if _wants_json():
+        return jsonify({"question": question.id, "option": option})
+    return htmx.render("classroom/learner.html", "classroom/_live.html", **_me_context(row, learner))
+
+
+def _refuse(row: ClassRow, learner: Learner, status: int, message: str) -> Response:
+    if _wants_json():
+        response = jsonify({"error": message})
+        response.status_code = status
+        return response
+    return htmx.render("classroom/learner.html", "classroom/_live.html", status=status,
+                       **_me_context(row, learner, problem=message))
+
+
+def _attempt_json(attempt: Attempt, first: bool) -> dict[str, Any]:
+    return {"move": attempt.move, "verdict": attempt.verdict, "stopped_at": attempt.stopped_at or None,
+            "single_use": attempt.single_use, "checks": list(attempt.checks), "first_replay_through": first,
+            "ticket": attempt.ticket, "sent": attempt.sent, "response": attempt.response}
+
+
+@bp.post("/class/<code>/play")
+def play(code: str) -> Response:
+    row = _class_or_404(code)
+    learner = _learner(row)
+    if learner is None:
+        abort(403)
+    move = get_content().move(request.form.get("move", ""))
+    if not row.round_open:
+        return _refuse(row, learner, 409, "The attack round is not open.")
+    if move is None:
+        return _refuse(row, learner, 400, "Choose one of the moves.")
+    cr = classroom()
+    if cr.store.recent_attempts(learner, cr.clock() - PLAY_WINDOW) >= PLAY_LIMIT:
+        return _refuse(row, learner, 429, f"Slow down: at most {PLAY_LIMIT} moves a minute.")
+    attempt = cr.lab(row).play(move, learner.principal, single_use=row.single_use)
+    cr.store.set_ticket(learner, attempt.ticket)
+    learner = replace(learner, ticket=attempt.ticket)
+    replay_through = is_replay(move) and attempt.went_through
+    first = cr.store.record_attempt(row, learner, move=move.slug, outcome=attempt.verdict,
+                                    stopped_at=attempt.stopped_at, single_use=row.single_use,
+                                    replay_through=replay_through)
+    _changed(row)
+    if _wants_json():
+        return jsonify(_attempt_json(attempt, first))
+    context = _me_context(row, learner, attempt=attempt, first=first)
+    return htmx.render("classroom/learner.html", "classroom/_attempt.html", **context)

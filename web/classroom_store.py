@@ -1,0 +1,347 @@
+"""Where a live class keeps its state: classes, learners, answers and attempts, in one SQLite file.
+
+Several processes on one machine share the file (WAL mode, one connection per thread). Every change
+bumps the class's `version` (the presenter's live views re-render when it moves); a presenter action
+also bumps `stage` (learners' pages re-render only then). Secrets are stored as SHA-256 hashes only.
+A class and everything in it is deleted once it is older than the TTL; time comes from an injected
+clock. This module never renders, never reads a request and never signs a ticket.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+import sqlite3
+import threading
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: Join codes avoid letters and digits that read alike on a projector (0/O, 1/I/L).
+CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+CODE_LENGTH = 6
+MAX_LEARNERS = 500
+NICKNAME_MAX = 24
+#: Letters (any script), digits, spaces and . _ - ' ; nothing that could pass for markup or a control.
+_NICKNAME = re.compile(r"^[^\W_][\w .'-]*$", re.UNICODE)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS classes (
+  id TEXT PRIMARY KEY, code TEXT NOT NULL UNIQUE, host_hash TEXT, lesson TEXT NOT NULL,
+  created REAL NOT NULL, version INTEGER NOT NULL DEFAULT 0, stage INTEGER NOT NULL DEFAULT 0,
+  question_no INTEGER NOT NULL DEFAULT 0, question_id TEXT, revealed INTEGER NOT NULL DEFAULT 0,
+  round_open INTEGER NOT NULL DEFAULT 0, single_use INTEGER NOT NULL DEFAULT 1,
+  first_replay TEXT, first_replay_at REAL);
+CREATE TABLE IF NOT EXISTS learners (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, class_id TEXT NOT NULL, nickname TEXT NOT NULL, nick_key TEXT NOT NULL,
+  token_hash TEXT NOT NULL UNIQUE, created REAL NOT NULL, ticket TEXT, UNIQUE (class_id, nick_key));
+CREATE TABLE IF NOT EXISTS answers (
+  class_id TEXT NOT NULL, question_id TEXT NOT NULL, learner_id INTEGER NOT NULL, option TEXT NOT NULL,
+  at REAL NOT NULL, PRIMARY KEY (class_id, question_id, learner_id));
+CREATE TABLE IF NOT EXISTS attempts (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, class_id TEXT NOT NULL, learner_id INTEGER NOT NULL, move TEXT NOT NULL,
+  outcome TEXT NOT NULL, stopped_at TEXT NOT NULL, single_use INTEGER NOT NULL, at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS attempts_class ON attempts (class_id, learner_id, at);
+CREATE INDEX IF NOT EXISTS classes_created ON classes (created);
+"""
+
+
+class ClassroomError(ValueError):
+    """Input a learner or presenter can fix; the message is safe to show them."""
+
+
+class ClassFull(ClassroomError):
+    pass
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def normalize_code(raw: str | None) -> str:
+    return "".join(ch for ch in (raw or "").upper() if ch.isalnum())[:16]
+
+
+def check_nickname(raw: str | None) -> str:
+    """The nickname as it will be shown, or ClassroomError saying which rule it breaks."""
+    name = unicodedata.normalize("NFC", " ".join((raw or "").split()))
+    if not name:
+        raise ClassroomError("Choose a nickname.")
+    if len(name) > NICKNAME_MAX:
+        raise ClassroomError(f"A nickname is at most {NICKNAME_MAX} characters.")
+    if not _NICKNAME.match(name):
+        raise ClassroomError("Use letters, digits, spaces and . _ - ' only, starting with a letter or digit.")
+    return name
+
+
+@dataclass(frozen=True)
+class ClassRow:
+    id: str
+    code: str
+    host_hash: str | None
+    lesson: str
+    created: float
+    version: int
+    stage: int
+    question_no: int
+    question_id: str | None
+    revealed: bool
+    round_open: bool
+    single_use: bool
+    first_replay: str | None
+    first_replay_at: float | None
+
+
+@dataclass(frozen=True)
+class Learner:
+    id: int
+    class_id: str
+    nickname: str
+    created: float
+    ticket: str | None
+
+    @property
+    def principal(self) -> str:
+        return f"learner-{self.id}"
+
+
+_CLASS_COLS = ("id, code, host_hash, lesson, created, version, stage, question_no, question_id, revealed,"
+               " round_open, single_use, first_replay, first_replay_at")
+
+
+def _class(row: tuple[Any, ...] | None) -> ClassRow | None:
+    if row is None:
+        return None
+    values = list(row)
+    for i in (9, 10, 11):
+        values[i] = bool(values[i])
+    return ClassRow(*values)
+
+
+class ClassStore:
+    """All class data in one SQLite file. Thread-safe (a connection per thread); process-safe (WAL)."""
+
+    def __init__(self, path: str | Path, *, clock: Callable[[], float], ttl_seconds: float) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.clock = clock
+        self.ttl = ttl_seconds
+        self._local = threading.local()
+        self._purged_at = float("-inf")
+        self._db().executescript(SCHEMA)
+
+    def _db(self) -> sqlite3.Connection:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, timeout=15, isolation_level=None, check_same_thread=True)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA busy_timeout=15000")
+            self._local.db = db
+        return db
+
+    def _write(self, sql: str, args: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        return self._db().execute(sql, args)
+
+    # -- lifetime ------------------------------------------------------------------------------------
+
+    def purge(self, *, force: bool = False) -> int:
+        """Delete every class older than the TTL, with its learners, answers and attempts."""
+        now = self.clock()
+        if not force and now - self._purged_at < 30:
+            return 0
+        self._purged_at = now
+        db = self._db()
+        ids = [r[0] for r in db.execute("SELECT id FROM classes WHERE created <= ?", (now - self.ttl,))]
+        for class_id in ids:
+            self.delete(class_id)
+        return len(ids)
+
+    def delete(self, class_id: str) -> None:
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for table in ("answers", "attempts", "learners"):
+                db.execute(f"DELETE FROM {table} WHERE class_id = ?", (class_id,))  # noqa: S608 - fixed names
+            db.execute("DELETE FROM classes WHERE id = ?", (class_id,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def count_classes(self) -> int:
+        return int(self._db().execute("SELECT COUNT(*) FROM classes").fetchone()[0])
+
+    # -- classes -------------------------------------------------------------------------------------
+
+    def create(self, *, lesson: str, host_secret: str | None) -> ClassRow:
+        self.purge()
+        for _ in range(20):
+            code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+            class_id = secrets.token_urlsafe(12)
+            try:
+                self._write("INSERT INTO classes (id, code, host_hash, lesson, created) VALUES (?,?,?,?,?)",
+                            (class_id, code, digest(host_secret) if host_secret else None, lesson, self.clock()))
+            except sqlite3.IntegrityError:
+                continue
+            found = self.by_code(code)
+            assert found is not None
+            return found
+        raise RuntimeError("could not find a free join code")  # pragma: no cover - 31^6 codes
+
+    def by_code(self, code: str) -> ClassRow | None:
+        self.purge()
+        row = _class(self._db().execute(f"SELECT {_CLASS_COLS} FROM classes WHERE code = ?",  # noqa: S608
+                                        (normalize_code(code),)).fetchone())
+        if row is not None and row.created <= self.clock() - self.ttl:
+            self.delete(row.id)
+            return None
+        return row
+
+    def by_id(self, class_id: str) -> ClassRow | None:
+        return _class(self._db().execute(f"SELECT {_CLASS_COLS} FROM classes WHERE id = ?",  # noqa: S608
+                                         (class_id,)).fetchone())
+
+    def host_ok(self, row: ClassRow, secret: str | None) -> bool:
+        return bool(secret) and row.host_hash is not None and hmac.compare_digest(row.host_hash, digest(secret or ""))
+
+    def version(self, class_id: str) -> int | None:
+        found = self._db().execute("SELECT version FROM classes WHERE id = ?", (class_id,)).fetchone()
+        return None if found is None else int(found[0])
+
+    def _bump(self, class_id: str, *, stage: bool, sets: str = "", args: tuple[Any, ...] = ()) -> None:
+        extra = ", stage = stage + 1" if stage else ""
+        self._write(f"UPDATE classes SET version = version + 1{extra}{sets} WHERE id = ?",  # noqa: S608
+                    (*args, class_id))
+
+    def set_question(self, class_id: str, number: int, question_id: str) -> None:
+        self._bump(class_id, stage=True, sets=", question_no = ?, question_id = ?, revealed = 0",
+                   args=(number, question_id))
+
+    def reveal(self, class_id: str) -> None:
+        self._bump(class_id, stage=True, sets=", revealed = 1")
+
+    def set_round(self, class_id: str, open_: bool) -> None:
+        self._bump(class_id, stage=True, sets=", round_open = ?", args=(int(open_),))
+
+    def set_single_use(self, class_id: str, on: bool) -> None:
+        self._bump(class_id, stage=True, sets=", single_use = ?", args=(int(on),))
+
+    # -- learners ------------------------------------------------------------------------------------
+
+    def join(self, row: ClassRow, nickname: str) -> tuple[Learner, str]:
+        """Add a learner; returns it and its secret token (shown to that learner, stored hashed)."""
+        name = check_nickname(nickname)
+        token = secrets.token_urlsafe(24)
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            count = db.execute("SELECT COUNT(*) FROM learners WHERE class_id = ?", (row.id,)).fetchone()[0]
+            if count >= MAX_LEARNERS:
+                raise ClassFull(f"This class is full ({MAX_LEARNERS} learners).")
+            try:
+                cur = db.execute("INSERT INTO learners (class_id, nickname, nick_key, token_hash, created) "
+                                 "VALUES (?,?,?,?,?)", (row.id, name, name.casefold(), digest(token), self.clock()))
+            except sqlite3.IntegrityError:
+                raise ClassroomError("Someone in this class already uses that nickname; pick another.") from None
+            db.execute("UPDATE classes SET version = version + 1 WHERE id = ?", (row.id,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return Learner(int(cur.lastrowid or 0), row.id, name, self.clock(), None), token
+
+    def learner(self, row: ClassRow, token: str | None) -> Learner | None:
+        if not token:
+            return None
+        found = self._db().execute("SELECT id, class_id, nickname, created, ticket FROM learners "
+                                   "WHERE token_hash = ? AND class_id = ?", (digest(token), row.id)).fetchone()
+        return Learner(*found) if found else None
+
+    def learners(self, class_id: str) -> list[Learner]:
+        return [Learner(*r) for r in self._db().execute(
+            "SELECT id, class_id, nickname, created, ticket FROM learners WHERE class_id = ? ORDER BY id",
+            (class_id,))]
+
+    def count_learners(self, class_id: str) -> int:
+        return int(self._db().execute("SELECT COUNT(*) FROM learners WHERE class_id = ?", (class_id,)).fetchone()[0])
+
+    def set_ticket(self, learner: Learner, ticket: str) -> None:
+        self._write("UPDATE learners SET ticket = ? WHERE id = ?", (ticket, learner.id))
+
+    # -- answers -------------------------------------------------------------------------------------
+
+    def answer(self, row: ClassRow, learner: Learner, question_id: str, option: str) -> None:
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("INSERT INTO answers (class_id, question_id, learner_id, option, at) VALUES (?,?,?,?,?) "
+                       "ON CONFLICT (class_id, question_id, learner_id) DO UPDATE SET option = excluded.option, "
+                       "at = excluded.at", (row.id, question_id, learner.id, option, self.clock()))
+            db.execute("UPDATE classes SET version = version + 1 WHERE id = ?", (row.id,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def my_answer(self, row: ClassRow, learner: Learner, question_id: str) -> str | None:
+        found = self._db().execute("SELECT option FROM answers WHERE class_id = ? AND question_id = ? AND "
+                                   "learner_id = ?", (row.id, question_id, learner.id)).fetchone()
+        return found[0] if found else None
+
+    def tally(self, class_id: str, question_id: str) -> dict[str, int]:
+        return {option: int(n) for option, n in self._db().execute(
+            "SELECT option, COUNT(*) FROM answers WHERE class_id = ? AND question_id = ? GROUP BY option",
+            (class_id, question_id))}
+
+    # -- attempts ------------------------------------------------------------------------------------
+
+    def record_attempt(self, row: ClassRow, learner: Learner, *, move: str, outcome: str, stopped_at: str,
+                       single_use: bool, replay_through: bool) -> bool:
+        """Store one attempt; returns True when it made this learner the first to get a replay through."""
+        db = self._db()
+        now = self.clock()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("INSERT INTO attempts (class_id, learner_id, move, outcome, stopped_at, single_use, at) "
+                       "VALUES (?,?,?,?,?,?,?)", (row.id, learner.id, move, outcome, stopped_at, int(single_use), now))
+            first = False
+            if replay_through:
+                cur = db.execute("UPDATE classes SET first_replay = ?, first_replay_at = ? "
+                                 "WHERE id = ? AND first_replay IS NULL", (learner.nickname, now, row.id))
+                first = cur.rowcount == 1
+            db.execute("UPDATE classes SET version = version + 1 WHERE id = ?", (row.id,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return first
+
+    def recent_attempts(self, learner: Learner, since: float) -> int:
+        return int(self._db().execute("SELECT COUNT(*) FROM attempts WHERE class_id = ? AND learner_id = ? "
+                                      "AND at > ?", (learner.class_id, learner.id, since)).fetchone()[0])
+
+    def heat(self, class_id: str) -> dict[tuple[str, str], int]:
+        """Attempts per (move, check that stopped it); a move that went through counts under ''."""
+        return {(move, stopped): int(n) for move, stopped, n in self._db().execute(
+            "SELECT move, stopped_at, COUNT(*) FROM attempts WHERE class_id = ? GROUP BY move, stopped_at",
+            (class_id,))}
+
+    # -- export --------------------------------------------------------------------------------------
+
+    def export_rows(self, class_id: str) -> list[tuple[Any, ...]]:
+        """One row per answer and per attempt: kind, nickname, item, value, detail, time."""
+        db = self._db()
+        rows: list[tuple[Any, ...]] = []
+        rows += db.execute("SELECT 'answer', l.nickname, a.question_id, a.option, '', a.at FROM answers a "
+                           "JOIN learners l ON l.id = a.learner_id WHERE a.class_id = ? ORDER BY a.at, l.id",
+                           (class_id,)).fetchall()
+        rows += db.execute("SELECT 'attempt', l.nickname, t.move, t.outcome, t.stopped_at, t.at FROM attempts t "
+                           "JOIN learners l ON l.id = t.learner_id WHERE t.class_id = ? ORDER BY t.id",
+                           (class_id,)).fetchall()
+        return rows
