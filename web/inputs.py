@@ -146,6 +146,8 @@ FIELDS: dict[str, dict[str, Field]] = {
     "classroom.me_live": {"stage": Field("count", 12)},
     "classroom.answer": {"option": Field(max_chars=64)},
     "classroom.play": {"move": Field(max_chars=64)},
+    # the build lesson's pasted checker report (web/build.py refuses more than 64 KiB with its own words)
+    "build.report": {"report": Field(max_chars=70_000, max_depth=None)},
 }
 #: Endpoints the guard leaves alone: the protocol endpoint checks its own bodies; static files read nothing.
 UNGUARDED = frozenset({"mcp.endpoint", "static"})

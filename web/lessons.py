@@ -62,6 +62,9 @@ def widget_context(course: Course, lesson: Lesson, name: str) -> dict[str, Any]:
         return {"links": widgets.breakit_data(lesson)}
     if name == "playground":
         return {"playground": playground_context()}
+    if name == "build":  # the build loop of "Build the ticket checks yourself" (web/build.py)
+        from web import build
+        return build.widget_context(lesson)
     if name == "quiz":
         return {"quiz": quiz.quiz_context(lesson, request.args.get("progress"))}
     return {}

@@ -24,8 +24,9 @@
   var TOKEN = /^[A-Za-z0-9_.\-]{1,4000}$/;
 
   /* quizTokens: {lesson: the signed quiz progress the server last returned}, so a reload can show the
-     answers again (the server renders them from the token; nothing here is trusted for the score). */
-  function empty() { return { sections: {}, moves: {}, quiz: {}, quizTokens: {} }; }
+     answers again (the server renders them from the token; nothing here is trusted for the score).
+     steps: {lesson: [build-step ids done]}, from the build lesson's graded checker reports. */
+  function empty() { return { sections: {}, moves: {}, quiz: {}, quizTokens: {}, steps: {} }; }
 
   function isObject(value) { return value !== null && typeof value === "object" && !Array.isArray(value); }
 
@@ -59,7 +60,18 @@
         return SLUG.test(lesson) && typeof data.quizTokens[lesson] === "string" && TOKEN.test(data.quizTokens[lesson]);
       });
     }
+    ok = ok && validSteps(data.steps);
     return ok;
+  }
+
+  /* steps (optional, older codes lack it): {lesson: [build-step ids done]} (the build lesson's loop). */
+  function validSteps(steps) {
+    if (steps === undefined) { return true; }
+    return isObject(steps) && fewKeys(steps) && Object.keys(steps).every(function (lesson) {
+      var ids = steps[lesson];
+      return isName(lesson, SLUG) && Array.isArray(ids) && ids.length <= MAX_ITEMS &&
+        ids.every(function (id) { return isName(id, SLUG); });
+    });
   }
 
   function load() {
@@ -67,6 +79,7 @@
       var stored = JSON.parse(window.localStorage.getItem(KEY) || "null");
       if (stored && stored.v === VERSION && valid(stored.data)) {
         stored.data.quizTokens = stored.data.quizTokens || {};
+        stored.data.steps = stored.data.steps || {};
         return stored.data;
       }
     } catch (e) { /* storage off or corrupted: start afresh */ }
@@ -202,8 +215,35 @@
     });
   }
 
+  /* Build steps: a graded checker report carries data-build-result, data-lesson and data-step-done. */
+  function recordStep(lesson, id) {
+    if (!SLUG.test(lesson) || !SLUG.test(id)) { return; }
+    update(function (data) {
+      var ids = data.steps[lesson] || [];
+      if (ids.indexOf(id) >= 0) { return false; }
+      data.steps[lesson] = ids.concat([id]);
+    });
+  }
+
+  function showSteps() {
+    var match = /^\/lessons\/([a-z0-9-]+)\/?$/.exec(window.location.pathname);
+    if (!match) { return; }
+    var done = load().steps[match[1]] || [];
+    Array.prototype.forEach.call(document.querySelectorAll("[data-build-step]"), function (step) {
+      var isDone = done.indexOf(step.getAttribute("data-build-step")) >= 0;
+      step.classList.toggle("is-done", isDone);
+      var status = step.querySelector("[data-step-status]");
+      if (status) { status.hidden = !isDone; }
+    });
+  }
+
   function scan(root) {
     var scope = root && root.querySelectorAll ? root : document;
+    Array.prototype.forEach.call(scope.querySelectorAll("[data-build-result][data-lesson][data-step-done='true']:not([data-progress-seen])"), function (el) {
+      el.setAttribute("data-progress-seen", "true");
+      recordStep(el.getAttribute("data-lesson"), el.getAttribute("data-build-result"));
+    });
+    showSteps();
     Array.prototype.forEach.call(scope.querySelectorAll("[data-result]:not([data-progress-seen])"), function (el) {
       el.setAttribute("data-progress-seen", "true");
       recordMove(el.getAttribute("data-result"), el.getAttribute("data-verdict"));

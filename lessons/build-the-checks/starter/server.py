@@ -1,0 +1,268 @@
+"""A small MCP server over stdio, for the lesson "Build the ticket checks yourself".
+
+Run it with `python server.py`; it reads one JSON-RPC message a line on stdin and writes one a
+line on stdout (MCP revision 2026-07-28). It offers one tool, `deploy`, which asks the user to
+confirm before it deploys and hands the client a signed requestState ticket to bring back.
+
+Your job is the six functions between the "step" markers: each one checks the returned ticket
+in one way. Check your work with the lesson's checker:
+
+    python -m mrtr check --stdio "python server.py"
+
+Environment:
+    MRTR_PRINCIPAL    who is calling (a stdio server has one user per process; default bob)
+    MRTR_TICKET_TTL   how many seconds a ticket stays valid (default 120)
+    LESSON_SIGNING_KEY  the key tickets are signed with (every process must share it)
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import secrets
+import sys
+import time
+from typing import Any
+
+from itsdangerous import BadSignature, Signer  # noqa: F401 - step 1 needs BadSignature
+
+PROTOCOL_VERSION = "2026-07-28"
+PRINCIPAL = os.environ.get("MRTR_PRINCIPAL") or "bob"
+TICKET_TTL = float(os.environ.get("MRTR_TICKET_TTL") or 120)
+SIGNER = Signer(os.environ.get("LESSON_SIGNING_KEY", "lesson-only-key-never-use-in-production"),
+                salt="build-the-checks.requestState", sep=".")
+
+#: Every refused ticket gets this very error, whatever the reason: the reason goes to stderr only.
+TICKET_REFUSED = {"code": -32602, "message": "Invalid or expired requestState"}
+
+#: Ticket ids already spent, with the time each expires (kept in memory: one process, one user).
+REDEEMED: dict[str, float] = {}
+
+CONFIRM_SCHEMA = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean", "title": "Yes, deploy"}},
+    "required": ["confirm"],
+}
+
+
+# -- tickets: minting and reading (given) -----------------------------------------------------------
+
+
+def request_digest(tool: str, arguments: dict[str, Any]) -> str:
+    """A fingerprint of one request: the tool's name and its arguments, in a canonical form."""
+    text = json.dumps([tool, arguments], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def mint_ticket(tool: str, arguments: dict[str, Any], work: dict[str, Any]) -> str:
+    """A ticket is "t1.<payload>.<signature>"; the payload is base64url JSON anyone can read."""
+    claims = {
+        "sub": PRINCIPAL,                             # who asked
+        "exp": time.time() + TICKET_TTL,              # when it stops being valid
+        "jti": secrets.token_urlsafe(12),             # this ticket's id
+        "req": request_digest(tool, arguments),       # the request it belongs to
+        "asked": ["confirm"],                         # the questions it asked
+        "work": work,                                 # the half-done work
+    }
+    text = json.dumps(claims, sort_keys=True, separators=(",", ":"))
+    payload = base64.urlsafe_b64encode(text.encode()).rstrip(b"=").decode()
+    return "t1." + SIGNER.sign(payload).decode()
+
+
+def read_claims(ticket: str) -> dict[str, Any] | None:
+    """The ticket's payload, decoded WITHOUT checking anything (what any holder can read)."""
+    try:
+        prefix, payload, _signature = ticket.split(".")
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except (ValueError, AttributeError):
+        return None
+    return claims if prefix == "t1" and isinstance(claims, dict) else None
+
+
+# -- the six checks: your part ----------------------------------------------------------------------
+# Each returns True when the ticket passes. They run in this order; the first False refuses the retry.
+
+# -- step: signature --
+def check_signature(ticket: str) -> bool:
+    """Step 1: the signature must still belong to the payload the server wrote."""
+    # TODO: a ticket is "t1.<payload>.<signature>". Anyone can edit the payload and keep the old
+    # signature. Split off the "t1." prefix and let SIGNER verify the rest (SIGNER.unsign raises
+    # BadSignature when the signature does not fit). Return False when it does not.
+    return True  # lets every ticket through
+# -- end of step --
+
+
+# -- step: principal --
+def check_principal(claims: dict[str, Any]) -> bool:
+    """Step 2: the ticket must belong to whoever is calling now."""
+    # TODO: claims["sub"] names who the ticket was minted for; PRINCIPAL is who is calling now.
+    # A genuine ticket in someone else's hands must be refused.
+    return True  # lets every ticket through
+# -- end of step --
+
+
+# -- step: expiry --
+def check_expiry(claims: dict[str, Any]) -> bool:
+    """Step 3: the ticket must come back before it expires."""
+    # TODO: claims["exp"] is when the ticket stops being valid, in seconds since the epoch
+    # (time.time() + MRTR_TICKET_TTL at minting). Refuse it once that moment has passed.
+    return True  # lets every ticket through
+# -- end of step --
+
+
+# -- step: request --
+def check_same_request(claims: dict[str, Any], tool: str, arguments: dict[str, Any]) -> bool:
+    """Step 4: the retry must be the very request the ticket was minted for."""
+    # TODO: claims["req"] is request_digest(tool, arguments) of the first call. A ticket (and the
+    # yes that came with it) given for staging must not be spent on a deploy to prod.
+    return True  # lets every ticket through
+# -- end of step --
+
+
+# -- step: answer --
+def check_answer_included(claims: dict[str, Any], responses: dict[str, Any]) -> bool:
+    """Step 5: every question the ticket asked has a well-formed answer (else: ask again)."""
+    # TODO: claims["asked"] lists the question keys. Each needs an answer in `responses`: an object
+    # whose "action" is accept, decline or cancel, and, when it is accept, whose content has a
+    # true-or-false "confirm". Return False otherwise: the tool then asks again, it does not refuse.
+    return True  # lets every answer through
+# -- end of step --
+
+
+# -- step: single-use --
+def check_not_redeemed(claims: dict[str, Any]) -> bool:
+    """Step 6: a ticket is spent once; remember it until it expires."""
+    # TODO: signing cannot stop a replay: the second copy of a ticket is as genuine as the first.
+    # Keep the ids (claims["jti"]) of spent tickets in REDEEMED, with their expiry, and refuse an
+    # id already there. Record the id when it passes.
+    return True  # lets every ticket through
+# -- end of step --
+
+
+# -- the deploy tool (given) ------------------------------------------------------------------------
+
+
+class Refused(Exception):
+    """A ticket failed a check: the client gets TICKET_REFUSED, the log gets the reason."""
+
+
+def ask(tool: str, arguments: dict[str, Any], env: str) -> dict[str, Any]:
+    question = {"method": "elicitation/create",
+                "params": {"mode": "form", "message": f"Deploy to {env}?", "requestedSchema": CONFIRM_SCHEMA}}
+    return {"resultType": "input_required", "inputRequests": {"confirm": question},
+            "requestState": mint_ticket(tool, arguments, {"env": env})}
+
+
+def text(message: str) -> dict[str, Any]:
+    return {"resultType": "complete", "content": [{"type": "text", "text": message}], "isError": False}
+
+
+def deploy(arguments: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    env = arguments.get("env")
+    if not isinstance(env, str) or not env:
+        raise ValueError("deploy needs an env, a non-empty string")
+    ticket = params.get("requestState")
+    if ticket is None:  # round one: ask, and forget everything
+        return ask("deploy", arguments, env)
+    responses = params.get("inputResponses") or {}
+    if not isinstance(ticket, str) or not isinstance(responses, dict):
+        raise Refused("requestState must be a string and inputResponses an object")
+    if not check_signature(ticket):
+        raise Refused("signature")
+    claims = read_claims(ticket)
+    if claims is None:
+        raise Refused("the ticket cannot be read")
+    if not check_principal(claims):
+        raise Refused("principal")
+    if not check_expiry(claims):
+        raise Refused("expiry")
+    if not check_same_request(claims, "deploy", arguments):
+        raise Refused("request")
+    work = claims.get("work") if isinstance(claims.get("work"), dict) else {}
+    target = str(work.get("env", env))  # the work comes from the ticket the checks let through
+    if "confirm" not in responses or not check_answer_included(claims, responses):
+        return ask("deploy", arguments, target)  # no usable answer: ask again, with a fresh ticket
+    if not check_not_redeemed(claims):
+        raise Refused("single-use")
+    answer = responses["confirm"]
+    content = answer.get("content") if isinstance(answer, dict) else None
+    if isinstance(answer, dict) and answer.get("action") == "accept" and isinstance(content, dict) \
+            and content.get("confirm") is True:
+        return text(f"deployed to {target}")
+    return text(f"nothing was deployed to {target}: the user did not confirm")
+
+
+# -- JSON-RPC over stdio (given) --------------------------------------------------------------------
+
+DEPLOY_TOOL = {
+    "name": "deploy",
+    "description": "Deploy the current build to an environment. Asks the user to confirm first.",
+    "inputSchema": {"type": "object", "properties": {"env": {"type": "string"}}, "required": ["env"]},
+}
+
+
+class RpcError(Exception):
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.error = {"code": code, "message": message, **({"data": data} if data is not None else {})}
+
+
+def handle(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    if method == "server/discover":
+        return {"resultType": "complete", "supportedVersions": [PROTOCOL_VERSION], "capabilities": {"tools": {}},
+                "serverInfo": {"name": "build-the-checks", "version": "1.0"}}
+    meta = params.get("_meta")
+    if not isinstance(meta, dict) or "io.modelcontextprotocol/protocolVersion" not in meta:
+        raise RpcError(-32602, "Missing _meta with io.modelcontextprotocol/protocolVersion")
+    version = meta["io.modelcontextprotocol/protocolVersion"]
+    if version != PROTOCOL_VERSION:
+        raise RpcError(-32022, "Unsupported protocol version", {"supported": [PROTOCOL_VERSION], "requested": version})
+    if method == "tools/list":
+        return {"resultType": "complete", "tools": [DEPLOY_TOOL]}
+    if method == "tools/call":
+        if params.get("name") != "deploy":
+            raise RpcError(-32602, f"Unknown tool: {params.get('name')}")
+        caps = meta.get("io.modelcontextprotocol/clientCapabilities")
+        if not isinstance(caps, dict) or not isinstance(caps.get("elicitation"), dict):
+            raise RpcError(-32021, "deploy asks the user to confirm: declare the elicitation capability",
+                           {"requiredCapabilities": {"elicitation": {"form": {}}}})
+        arguments = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
+        try:
+            return deploy(arguments, params)
+        except ValueError as exc:
+            raise RpcError(-32602, str(exc)) from None
+    raise RpcError(-32601, f"Method not found: {method}")
+
+
+def respond(line: str) -> dict[str, Any] | None:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+        return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid request"}}
+    if "id" not in message:
+        return None  # a notification: nothing to answer
+    params = message.get("params") if isinstance(message.get("params"), dict) else {}
+    try:
+        return {"jsonrpc": "2.0", "id": message["id"], "result": handle(message["method"], params)}
+    except Refused as exc:
+        print(f"[server] ticket refused at the {exc} check", file=sys.stderr, flush=True)
+        return {"jsonrpc": "2.0", "id": message["id"], "error": dict(TICKET_REFUSED)}
+    except RpcError as exc:
+        return {"jsonrpc": "2.0", "id": message["id"], "error": exc.error}
+
+
+def main() -> None:
+    print(f"[server] ready for {PRINCIPAL}; tickets live {TICKET_TTL:g} s", file=sys.stderr, flush=True)
+    for line in sys.stdin:
+        if line.strip():
+            reply = respond(line)
+            if reply is not None:
+                print(json.dumps(reply), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,220 @@
+// The lesson's server again, on the official TypeScript SDK (@modelcontextprotocol/server 2.4.0),
+// over stdio. Same tool, same ticket, same six checks to write between the "step" markers.
+//
+//   MRTR_TICKET_TTL=3 python -m mrtr check --stdio "node server.js"   (after compiling with tsc)
+//
+// Environment: MRTR_PRINCIPAL (who is calling, default bob), MRTR_TICKET_TTL (seconds, default 120),
+// LESSON_SIGNING_KEY (the key tickets are signed with; every process must share it).
+import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+
+import { McpServer, inputRequired } from '@modelcontextprotocol/server';
+import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/server';
+import { StdioServerTransport, serveStdio } from '@modelcontextprotocol/server/stdio';
+import * as z from 'zod';
+
+const PRINCIPAL = process.env.MRTR_PRINCIPAL || 'bob';
+const TICKET_TTL = Number(process.env.MRTR_TICKET_TTL || 120);
+const KEY = process.env.LESSON_SIGNING_KEY ?? 'lesson-only-key-never-use-in-production';
+
+// What a ticket carries, readable by anyone: "t1.<payload>.<signature>".
+interface Claims {
+  sub: string; // who asked
+  exp: number; // when it stops being valid (seconds since the epoch)
+  jti: string; // this ticket's id
+  req: string; // the request it belongs to
+  asked: string[]; // the questions it asked
+  work: { env: string }; // the half-done work
+}
+
+type Answers = Record<string, unknown>;
+
+// Ticket ids already spent, with the time each expires (in memory: one process, one user).
+const REDEEMED = new Map<string, number>();
+
+const confirmForm = z.object({ confirm: z.boolean() });
+
+// -- tickets: minting and reading (given) ---------------------------------------------------------
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+function requestDigest(tool: string, args: unknown): string {
+  return createHash('sha256').update(canonical([tool, args])).digest('hex').slice(0, 24);
+}
+
+function signature(payload: string): string {
+  return createHmac('sha256', KEY).update(`t1.${payload}`).digest('base64url');
+}
+
+function mintTicket(tool: string, args: { env: string }): string {
+  const claims: Claims = {
+    sub: PRINCIPAL,
+    exp: Date.now() / 1000 + TICKET_TTL,
+    jti: randomUUID(),
+    req: requestDigest(tool, args),
+    asked: ['confirm'],
+    work: { env: args.env },
+  };
+  const payload = Buffer.from(canonical(claims)).toString('base64url');
+  return `t1.${payload}.${signature(payload)}`;
+}
+
+// The payload, decoded WITHOUT checking anything (what any holder can read).
+function readClaims(ticket: string): Claims | undefined {
+  const parts = ticket.split('.');
+  if (parts.length !== 3 || parts[0] !== 't1') return undefined;
+  try {
+    const claims = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8'));
+    return claims !== null && typeof claims === 'object' ? (claims as Claims) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+// -- the six checks: your part --------------------------------------------------------------------
+// Each returns true when the ticket passes. They run in this order; the first false refuses the retry.
+
+// -- step: signature --
+function checkSignature(ticket: string): boolean {
+  // Step 1: the signature must still belong to the payload the server wrote.
+  const [prefix, payload, sent] = ticket.split('.');
+  if (prefix !== 't1' || payload === undefined || sent === undefined) return false;
+  const expected = Buffer.from(signature(payload));
+  const given = Buffer.from(sent);
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+// -- end of step --
+
+// -- step: principal --
+function checkPrincipal(claims: Claims): boolean {
+  // Step 2: the ticket must belong to whoever is calling now.
+  return claims.sub === PRINCIPAL;
+}
+// -- end of step --
+
+// -- step: expiry --
+function checkExpiry(claims: Claims): boolean {
+  // Step 3: the ticket must come back before it expires.
+  return typeof claims.exp === 'number' && Date.now() / 1000 < claims.exp;
+}
+// -- end of step --
+
+// -- step: request --
+function checkSameRequest(claims: Claims, tool: string, args: unknown): boolean {
+  // Step 4: the retry must be the very request the ticket was minted for.
+  return claims.req === requestDigest(tool, args);
+}
+// -- end of step --
+
+// -- step: answer --
+function checkAnswerIncluded(claims: Claims, responses: Answers): boolean {
+  // Step 5: every question the ticket asked has a well-formed answer (else: ask again).
+  for (const key of claims.asked ?? []) {
+    const answer = responses[key] as { action?: unknown; content?: { confirm?: unknown } } | undefined;
+    if (answer === null || typeof answer !== 'object') return false;
+    if (!['accept', 'decline', 'cancel'].includes(String(answer.action))) return false;
+    if (answer.action === 'accept' && typeof answer.content?.confirm !== 'boolean') return false;
+  }
+  return true;
+}
+// -- end of step --
+
+// -- step: single-use --
+function checkNotRedeemed(claims: Claims): boolean {
+  // Step 6: a ticket is spent once; remember it until it expires.
+  const now = Date.now() / 1000;
+  for (const [jti, exp] of REDEEMED) if (exp <= now) REDEEMED.delete(jti);
+  if (typeof claims.jti !== 'string' || REDEEMED.has(claims.jti)) return false;
+  REDEEMED.set(claims.jti, claims.exp);
+  return true;
+}
+// -- end of step --
+
+// -- the deploy tool (given) ----------------------------------------------------------------------
+
+class Refused extends Error {}
+
+function say(text: string, isError = false): CallToolResult {
+  return { content: [{ type: 'text', text }], isError };
+}
+
+function ask(args: { env: string }, env: string) {
+  return inputRequired({
+    inputRequests: { confirm: inputRequired.elicit({ message: `Deploy to ${env}?`, requestedSchema: confirmForm }) },
+    requestState: mintTicket('deploy', args),
+  });
+}
+
+function deploy(args: { env: string }, ticket: string | undefined, responses: Answers) {
+  if (ticket === undefined) return ask(args, args.env); // round one: ask, and forget everything
+  if (!checkSignature(ticket)) throw new Refused('signature');
+  const claims = readClaims(ticket);
+  if (claims === undefined) throw new Refused('the ticket cannot be read');
+  if (!checkPrincipal(claims)) throw new Refused('principal');
+  if (!checkExpiry(claims)) throw new Refused('expiry');
+  if (!checkSameRequest(claims, 'deploy', args)) throw new Refused('request');
+  const target = String(claims.work?.env ?? args.env); // the work comes from the ticket the checks let through
+  if (!('confirm' in responses) || !checkAnswerIncluded(claims, responses)) return ask(args, target);
+  if (!checkNotRedeemed(claims)) throw new Refused('single-use');
+  const answer = responses.confirm as { action?: string; content?: { confirm?: unknown } };
+  if (answer?.action === 'accept' && answer.content?.confirm === true) return say(`deployed to ${target}`);
+  return say(`nothing was deployed to ${target}: the user did not confirm`);
+}
+
+function buildServer(): McpServer {
+  // verify runs before the handler on every retry; this server does its checks in the tool, so it
+  // only hands the raw ticket through.
+  const server = new McpServer(
+    { name: 'build-the-checks-ts', version: '1.0.0' },
+    { capabilities: { tools: {} }, requestState: { verify: async (state: string) => state } },
+  );
+  server.registerTool(
+    'deploy',
+    {
+      description: 'Deploy the current build to an environment. Asks the user to confirm first.',
+      inputSchema: z.object({ env: z.string().min(1) }),
+    },
+    async ({ env }, ctx) => {
+      try {
+        return deploy({ env }, ctx.mcpReq.requestState<string>(), (ctx.mcpReq.inputResponses ?? {}) as Answers);
+      } catch (error) {
+        if (!(error instanceof Refused)) throw error;
+        console.error(`[server] ticket refused at the ${error.message} check`);
+        return say('Invalid or expired requestState', true); // the same words whatever the reason
+      }
+    },
+  );
+  return server;
+}
+
+// At 2.4.0 serveStdio checks the protocol version on a connection's opening request only; this guard
+// answers any later request that names a version this server does not speak with -32022, as the
+// checker's version probe expects.
+const SUPPORTED = ['2026-07-28'];
+
+function versionGuard(transport: StdioServerTransport): StdioServerTransport {
+  const start = transport.start.bind(transport);
+  transport.start = async () => {
+    const deliver = transport.onmessage;
+    transport.onmessage = (message: JSONRPCMessage) => {
+      const request = message as { id?: string | number; params?: { _meta?: Record<string, unknown> } };
+      const version = request.params?._meta?.['io.modelcontextprotocol/protocolVersion'];
+      if (request.id !== undefined && typeof version === 'string' && !SUPPORTED.includes(version)) {
+        void transport.send({ jsonrpc: '2.0', id: request.id, error: { code: -32022,
+          message: 'Unsupported protocol version', data: { supported: SUPPORTED, requested: version } } });
+        return;
+      }
+      deliver?.(message);
+    };
+    await start();
+  };
+  return transport;
+}
+
+serveStdio(buildServer, { transport: versionGuard(new StdioServerTransport()) });

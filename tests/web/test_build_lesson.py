@@ -1,0 +1,178 @@
+"""The second lesson, "Build the ticket checks yourself", as pages: the steps, hints in order, the
+solution only on request, the pasted checker report, and the Break-it-by-hand fragment. No JS."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tomllib
+from pathlib import Path
+
+import pytest
+from flask import Flask, render_template
+from flask.testing import FlaskClient
+
+from web.build import MAX_REPORT, load_breakit, load_build
+from web.content import DEFAULT_ROOT, ContentError
+
+from .helpers import HX, assert_csp_clean, assert_unique_ids, soup
+
+SLUG = "build-the-checks"
+URL = f"/lessons/{SLUG}"
+REPORT_URL = f"{URL}/build/report"
+BUILD = load_build(DEFAULT_ROOT / SLUG)
+STEP_IDS = ["signature", "principal", "expiry", "request", "answer", "single-use"]
+
+
+def report(failing: set[str] = frozenset(), probes_failing: set[str] = frozenset()) -> str:
+    moves = ["honest", "tampered", "stolen", "late", "other-request", "no-answer", "twice"]
+    probes = ["capability", "version", "missing-answer", "same-error", "result-type"]
+    return json.dumps({"target": "python server.py", "ok": not failing and not probes_failing,
+                       "moves": [{"move": m, "expected": "refused", "observed": "x", "ok": m not in failing,
+                                  "detail": ""} for m in moves],
+                       "probes": [{"probe": p, "ok": p not in probes_failing, "detail": ""} for p in probes]})
+
+
+def test_home_lists_both_lessons_in_the_course_order(client: FlaskClient) -> None:
+    order = [entry["slug"] for entry in tomllib.loads((DEFAULT_ROOT / "course.toml").read_text())["lessons"]]
+    assert order == ["when-the-server-needs-input", SLUG]
+    tree = soup(client.get("/").data)
+    cards = [a["href"] for a in tree.select(".cards > li.card h3 a")]
+    assert cards == [f"/lessons/{slug}" for slug in order]
+
+
+def test_the_lesson_page_renders_every_step_without_javascript(client: FlaskClient) -> None:
+    response = client.get(URL)
+    assert response.status_code == 200
+    assert_csp_clean(response.data)
+    assert_unique_ids(response.data)
+    tree = soup(response.data)
+    steps = tree.select("li.build-step")
+    assert [s["data-build-step"] for s in steps] == STEP_IDS
+    command = 'MRTR_TICKET_TTL=3 python -m mrtr check --stdio "python lessons/build-the-checks/starter/server.py"'
+    assert command in tree.get_text()
+    assert tree.find("a", href="/check") is not None
+    for step, data in zip(steps, BUILD.steps, strict=True):
+        assert data.task in step.get_text()
+        assert f"def {data.function}(" in step.get_text()
+        assert command in step.get_text()
+
+
+def test_hints_are_nested_so_they_open_in_order_and_start_closed(client: FlaskClient) -> None:
+    tree = soup(client.get(URL).data)
+    for step, data in zip(tree.select("li.build-step"), BUILD.steps, strict=True):
+        first = step.find("details", attrs={"data-hint": "1"}, recursive=False)
+        second = first.find("details", attrs={"data-hint": "2"}, recursive=False)
+        third = second.find("details", attrs={"data-hint": "3"}, recursive=False)
+        for n, (hint, text) in enumerate(zip((first, second, third), data.hints, strict=True), 1):
+            assert not hint.has_attr("open")
+            assert hint.summary.get_text().startswith(f"Hint {n} of 3")
+            assert hint.find("p", recursive=False).get_text() == text
+
+
+def test_the_solution_is_closed_until_asked_for(client: FlaskClient) -> None:
+    tree = soup(client.get(URL).data)
+    for step, data in zip(tree.select("li.build-step"), BUILD.steps, strict=True):
+        solution = step.find("details", attrs={"data-solution": True})
+        assert not solution.has_attr("open")
+        assert solution.summary.get_text().startswith("Show this step's solution")
+        assert solution.pre.get_text() == data.solution
+        assert [pre.find_parent("details") for pre in step.find_all("pre")] == [solution]
+
+
+def test_a_pasted_report_marks_the_green_steps_without_javascript(client: FlaskClient) -> None:
+    response = client.post(REPORT_URL, data={"report": report({"stolen", "late", "twice"})})
+    assert response.status_code == 200
+    assert_csp_clean(response.data)
+    rows = {li["data-build-result"]: li["data-step-done"] for li in soup(response.data).select("[data-build-result]")}
+    assert rows == {"signature": "true", "principal": "false", "expiry": "false", "request": "true",
+                    "answer": "true", "single-use": "false"}
+    assert "3 of 6 steps done" in response.text
+    assert soup(response.data).find("a", string=lambda s: s and "Back to the steps" in s) is not None
+
+
+def test_the_answer_step_needs_the_no_answer_move_and_the_missing_answer_probe(client: FlaskClient) -> None:
+    for failing, probes in (({"no-answer"}, set()), (set(), {"missing-answer"})):
+        html = client.post(REPORT_URL, data={"report": report(failing, probes)}, headers=HX).data
+        assert soup(html).select_one('[data-build-result="answer"]')["data-step-done"] == "false"
+
+
+def test_htmx_gets_only_the_graded_fragment(client: FlaskClient) -> None:
+    response = client.post(REPORT_URL, data={"report": report()}, headers=HX)
+    assert response.status_code == 200 and "<html" not in response.text
+    assert response.text.count('data-step-done="true"') == 6
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("", "paste the output"),
+    ("not json", "that is not JSON"),
+    ("[1, 2]", "not a checker report"),
+    ('{"moves": 3}', "the report has no moves list"),
+    ("x" * (MAX_REPORT + 1), "longer than any checker report"),
+])
+def test_bad_reports_get_a_clear_400(client: FlaskClient, text: str, says: str) -> None:
+    response = client.post(REPORT_URL, data={"report": text})
+    assert response.status_code == 400
+    assert says in response.text
+    assert "Traceback" not in response.text
+    fragment = client.post(REPORT_URL, data={"report": text}, headers=HX)
+    assert fragment.status_code == 200 and says in fragment.text and "data-build-result" not in fragment.text
+
+
+def test_reports_are_escaped_and_unknown_lessons_404(client: FlaskClient) -> None:
+    hostile = json.dumps({"moves": [{"move": "<script>alert(1)</script>", "ok": True}], "probes": []})
+    response = client.post(REPORT_URL, data={"report": hostile})
+    assert response.status_code == 200 and "<script>alert" not in response.text
+    assert client.post("/lessons/no-such-lesson/build/report", data={"report": report()}).status_code == 404
+    assert client.post("/lessons/when-the-server-needs-input/build/report",
+                       data={"report": report()}).status_code == 404
+    assert client.get(REPORT_URL).status_code == 405
+
+
+def test_the_quiz_of_the_second_lesson_has_at_least_five_questions(client: FlaskClient) -> None:
+    response = client.get(f"/quiz/{SLUG}")
+    assert response.status_code == 200
+    assert len(soup(response.data).select("li.question")) >= 5
+
+
+def test_the_breakit_fragment_names_lines_and_verdicts(app: Flask) -> None:
+    experiments = load_breakit(DEFAULT_ROOT / SLUG)
+    assert {e.check for e in experiments} >= {"signature", "single-use", "expiry"}
+    with app.test_request_context("/"):
+        html = render_template("lessons/_breakit_by_hand.html")
+    assert_csp_clean(html)
+    tree = soup(html)
+    assert tree.find("a", href=URL) is not None
+    for e in experiments:
+        item = tree.find(id=f"breakit-by-hand-{e.check}")
+        assert e.remove in item.get_text() and e.verdict in item.get_text() and e.summary in item.get_text()
+
+
+def _copy(tmp_path: Path) -> Path:
+    target = tmp_path / SLUG
+    shutil.copytree(DEFAULT_ROOT / SLUG, target)
+    return target
+
+
+def test_starter_and_solution_must_differ_only_inside_step_blocks(tmp_path: Path) -> None:
+    target = _copy(tmp_path)
+    starter = target / "starter" / "server.py"
+    starter.write_text(starter.read_text().replace("TICKET_TTL = ", "TICKET_TTL = 1 + "))
+    with pytest.raises(ContentError, match="differ outside"):
+        load_build(target)
+
+
+def test_a_step_without_a_block_is_refused(tmp_path: Path) -> None:
+    target = _copy(tmp_path)
+    steps = target / "steps.toml"
+    steps.write_text(steps.read_text().replace('id = "expiry"', 'id = "clock"'))
+    with pytest.raises(ContentError, match="no '# -- step: clock --' block"):
+        load_build(target)
+
+
+def test_breakit_lines_must_be_in_the_solution(tmp_path: Path) -> None:
+    target = _copy(tmp_path)
+    breakit = target / "break-it-by-hand.toml"
+    breakit.write_text(breakit.read_text().replace('raise Refused("signature")', 'raise Refused("sig")'))
+    with pytest.raises(ContentError, match="not in the solution exactly once"):
+        load_breakit(target)
