@@ -151,7 +151,7 @@ def test_speaker_notes_follow_the_deck_and_drive_it(two_windows: tuple[Page, Pag
     assert_no_axe_violations(notes, axe)
     slides.keyboard.press("3")
     expect_slide(notes, "move-stolen")
-    expect(visible_slide(notes)).to_contain_text("the principal check turns her away")
+    expect(visible_slide(notes)).to_contain_text("“Principal is the caller” turns her away")
     notes.keyboard.press("ArrowLeft")
     expect_slide(slides, "move-tampered")
 

@@ -17,6 +17,7 @@ from app import create_app
 from mrtr import CHECKS, tools
 from mrtr.tickets import CHECK_TITLES
 from web.content import DEFAULT_ROOT, ContentError, load_course
+from web.widgets import OUTCOME_WORDS
 
 from .conftest import TEST_KEY
 from .helpers import HX, assert_csp_clean, assert_unique_ids, play_under, rendered, soup
@@ -140,7 +141,9 @@ def test_timeline_plays_every_move_and_matches_moves_toml(page) -> None:
         row = figure.find("tr", id=f"timeline-checks-and-clock-{move.slug}")
         cells = {td["data-check"]: td["data-outcome"] for td in row.select("td.cell")}
         assert list(cells) == list(CHECKS)
-        assert row.select_one("td.result").get_text(strip=True) == move.expect.replace("-", " ")
+        # the figure says what happened in the story's words: "deployed", "refused", "asked again"
+        word = OUTCOME_WORDS[move.expect].replace("-", " ")
+        assert row.select_one("td.result").get_text(strip=True) == word
         if move.stops_at:
             assert [c for c, o in cells.items() if o in ("fail", "asked-again")] == [move.stops_at]
             after = list(CHECKS)[list(CHECKS).index(move.stops_at) + 1:]
