@@ -11,8 +11,13 @@ Era routing, per request: a body whose `params._meta` names a protocol version, 
 Otherwise `initialize` opens a session, a request naming a live session continues it, and any
 other legacy traffic is refused with 400 and a reason.
 
-One function, `_error_response`, turns every refusal into a response; bodies come from the core's
-`ProtocolError.to_error()`.
+One function, `handle_http(HttpIn, services, sessions, config) -> HttpOut`, does all of the above
+without a framework, and it has two thin callers: the Flask view `endpoint` (the blueprint, the
+test client, `url_for('mcp.endpoint')`), and `wsgi_entry`, which app.py installs in front of Flask
+so that exactly the path `/mcp` skips Flask's per-request machinery; both send the same bytes
+(tests/web/test_mcp_lean.py). One function, `_error_response`, turns every refusal into a
+response; bodies come from the core's `ProtocolError.to_error()`. This module never reads
+`flask.request` or `current_app` outside the Flask view.
 
 Limits, each a named constant below or an app setting: the body (`MRTR_MAX_BODY`, read at most
 that plus one byte whatever the framing, UTF-8 only), live sessions (`MAX_SESSIONS` in all,
