@@ -577,8 +577,10 @@ def _check_headers(req: HttpIn, message: Any, services: Services) -> None:
         return  # nothing to mirror: the core refuses batches and scalars
     request_id = _request_id(message)
     try:
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        raw_params = message.get("params")
+        params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
+        raw_meta = params.get("_meta")
+        meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
         if META_VERSION not in meta and "id" in message:
             return  # the core answers 400 -32602 (missing _meta): the body is wrong before any header is
         if META_VERSION in meta and _header(req, "MCP-Protocol-Version") != meta[META_VERSION]:
@@ -596,8 +598,9 @@ def _check_headers(req: HttpIn, message: Any, services: Services) -> None:
 
 
 def _check_param_headers(req: HttpIn, params: dict[str, Any], services: Services) -> None:
-    tool = services.server.catalog.tools.get(params.get("name")) if isinstance(params.get("name"), str) else None
-    arguments = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
+    name, raw_arguments = params.get("name"), params.get("arguments")
+    tool = services.server.catalog.tools.get(name) if isinstance(name, str) else None
+    arguments: dict[str, Any] = raw_arguments if isinstance(raw_arguments, dict) else {}
     properties = tool.input_schema.get("properties", {}) if tool else {}
     for prop, schema in properties.items():
         suffix = schema.get("x-mcp-header") if isinstance(schema, dict) else None

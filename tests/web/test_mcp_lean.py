@@ -11,9 +11,11 @@ here too with this module's `client`).
 
 from __future__ import annotations
 
+import http.client
 import io
 import itertools
 import json
+import select
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +25,7 @@ from flask.testing import FlaskClient
 
 from app import create_app
 from bench.loadgen import deploy_request, flow_headers
+from bench.servers import production_app
 from mrtr import FakeClock
 from tests.corpus.hostile import corpus
 from tests.web.conftest import TEST_KEY
@@ -45,7 +48,7 @@ def deterministic(app: Flask) -> Flask:
 def flask_only(app: Flask) -> Flask:
     """The app with /mcp served by the Flask view: the WSGI entry removed from in front of Flask."""
     assert isinstance(app.wsgi_app, mcp.WsgiEntry)
-    app.wsgi_app = app.wsgi_app.fallback  # type: ignore[method-assign]
+    app.wsgi_app = app.wsgi_app.fallback  # type: ignore[method-assign, assignment]
     return app
 
 
@@ -190,3 +193,46 @@ def test_with_security_headers_keeps_a_response_s_own_cache_control() -> None:
     out = security.with_security_headers([("Cache-Control", "max-age=5"), ("X-Frame-Options", "SAMEORIGIN")])
     assert ("Cache-Control", "max-age=5") in out and ("Cache-Control", "no-store") not in out
     assert ("X-Frame-Options", "DENY") in out and ("X-Frame-Options", "SAMEORIGIN") not in out
+
+
+# -- legacy SSE streams on the lean path, under the production server -----------------------------------
+
+
+def test_abandoned_legacy_streams_are_cancelled_on_the_lean_path_under_the_production_server(
+        production_server: str) -> None:
+    """The WSGI entry returns the SSE generator itself: the server's close() on a gone client must still
+    cancel the call and free its thread (N+1 abandoned streams on N threads, then a fresh request)."""
+    from tests.web import test_mcp_hardening_public as public
+
+    threads = 2
+    with production_app(production_server, workers=1, threads=threads) as served:
+        conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=public.DEADLINE_S)
+        conn.request("POST", "/mcp", body=json.dumps(public.INITIALIZE), headers=public.legacy_headers())
+        opened = conn.getresponse()
+        opened.read()
+        sid = opened.getheader("Mcp-Session-Id")  # any case: granian sends header names in lower case
+        conn.close()
+        assert opened.status == 200 and sid
+        assert public.request(served, public.INITIALIZED, public.legacy_headers(sid=sid))[0] == 202
+        head = public.legacy_headers(sid=sid)
+        socks = [public.raw_request(served.port, head, json.dumps(public.legacy_call(10 + i)).encode())
+                 for i in range(threads + 1)]
+        seen = {id(s): b"" for s in socks}
+
+        def questions_on_the_wire() -> bool:
+            ready, _, _ = select.select(socks, [], [], 0.05)
+            for sock in ready:
+                seen[id(sock)] += sock.recv(65536)
+            return sum(b"elicitation/create" in data for data in seen.values()) >= threads
+
+        public.wait_until(questions_on_the_wire, f"{threads} legacy calls asking their question")
+        for sock in socks:
+            sock.close()
+        status, _, text = public.request(served, public.TOOLS_LIST, public.modern_headers(public.TOOLS_LIST))
+        assert status == 200 and json.loads(text)["result"]["tools"]
+        needle = "the client closed its stream"
+        cancelled = public.wait_until(lambda: len(public.log_lines(served, needle)) >= threads + 1
+                                      and public.log_lines(served, needle), "every abandoned call cancelled")
+        assert {f"legacy call {10 + i} " for i in range(threads + 1)} <= {c[c.index("legacy call"):][:15]
+                                                                         for c in cancelled}
+        assert not public.log_lines(served, "Traceback")
