@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Flask
 
-from web import blueprints, compress, htmx, security
+from web import blueprints, compress, htmx, mcp, security
 from web.services import build_services, config_from_env
 
 
@@ -48,4 +48,6 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     compress.init_app(app)
 
     blueprints.register(app)
+    # /mcp is served beside Flask by the same adapter (web/mcp.py handle_http), without Flask's per-request work.
+    app.wsgi_app = mcp.wsgi_entry(app, app.wsgi_app)  # type: ignore[method-assign]
     return app

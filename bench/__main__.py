@@ -55,8 +55,10 @@ def configs(args: argparse.Namespace, env: dict[str, str]) -> list[Config]:
                False),
     ]
     if args.lean:
-        out.append(Config("ours-lean", f"bench/lean_mcp.py's prototype under granian, {w} x {t}",
-                          lambda: servers.lean_granian_app(workers=w, threads=t, env=env, name="ours-lean"), False))
+        out.append(Config("ours-flask-view", f"our app with /mcp through the Flask view (the lean WSGI entry "
+                          f"removed) under granian, {w} x {t}",
+                          lambda: servers.flask_view_granian_app(workers=w, threads=t, env=env,
+                                                                 name="ours-flask-view"), False))
     out += [
         Config("sdk-1", "SDK, one uvicorn process with `MCPServer.run(\"streamable-http\")`'s defaults (SSE allowed)",
                lambda: servers.sdk_app(workers=1, name="sdk-1"), True),
@@ -140,7 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=8, help="granian blocking threads per worker (ours)")
     p.add_argument("--gunicorn-threads", type=int, default=4, help="gunicorn gthread threads per worker (ours)")
     p.add_argument("--store", choices=["sqlite", "redis"], default="sqlite", help="our redeemed store")
-    p.add_argument("--lean", action="store_true", help="also run bench/lean_mcp.py's prototype")
+    p.add_argument("--lean", action="store_true",
+                   help="also run the app with /mcp through the Flask view instead of the lean WSGI entry, "
+                   "to measure what the lean path saves")
     p.add_argument("--only", default="", help="comma-separated configuration names to run (default: all)")
     p.add_argument("--note", default="", help="what else was running on the machine, for the report")
     p.add_argument("--quick", action="store_true", help="1 s per level and one round: a smoke run, not the record")

@@ -186,17 +186,24 @@ def production_app(server: str = PRODUCTION_SERVER, **kwargs: object) -> Served:
     raise ValueError(f"unknown server {server!r}; choose from {SERVERS}")
 
 
-def lean_granian_app(*, workers: int = 2, threads: int = 8, env: Mapping[str, str] | None = None,
-                     name: str = "lean") -> Served:
-    """The measurement prototype bench/lean_mcp.py (POST /mcp beside Flask's dispatch) under granian.
+def create_flask_view_app() -> object:
+    """The app with /mcp served by the Flask view (the WSGI entry app.py installs removed): the comparison
+    `python -m bench --lean` measures the lean path against. For granian's `--factory` option."""
+    from app import create_app
 
-    The same granian options as scripts/production.sh, with the prototype's factory as the target.
-    """
+    app = create_app()
+    app.wsgi_app = app.wsgi_app.fallback  # type: ignore[attr-defined, method-assign]
+    return app
+
+
+def flask_view_granian_app(*, workers: int = 2, threads: int = 8, env: Mapping[str, str] | None = None,
+                           name: str = "flask-view") -> Served:
+    """`create_flask_view_app` under granian, with scripts/production.sh's options but that factory."""
     tmp = tempfile.TemporaryDirectory(prefix="mrtr-bench-")
     port = free_port()
     argv = [str(VENV_BIN / "granian"), "--interface", "wsgi", "--factory", "--host", "127.0.0.1",
             "--port", str(port), "--workers", str(workers), "--blocking-threads", str(threads), "--no-ws",
-            "--workers-kill-timeout", "10", "--log-level", "warning", "bench.lean_mcp:create_app"]
+            "--workers-kill-timeout", "10", "--log-level", "warning", "bench.servers:create_flask_view_app"]
     return _spawn(name, argv, _our_env(tmp, env), port, tmp)
 
 

@@ -11,8 +11,13 @@ Era routing, per request: a body whose `params._meta` names a protocol version, 
 Otherwise `initialize` opens a session, a request naming a live session continues it, and any
 other legacy traffic is refused with 400 and a reason.
 
-One function, `_error_response`, turns every refusal into a response; bodies come from the core's
-`ProtocolError.to_error()`.
+One function, `handle_http(HttpIn, services, sessions, config) -> HttpOut`, does all of the above
+without a framework, and it has two thin callers: the Flask view `endpoint` (the blueprint, the
+test client, `url_for('mcp.endpoint')`), and `wsgi_entry`, which app.py installs in front of Flask
+so that exactly the path `/mcp` skips Flask's per-request machinery; both send the same bytes
+(tests/web/test_mcp_lean.py). One function, `_error_response`, turns every refusal into a
+response; bodies come from the core's `ProtocolError.to_error()`. This module never reads
+`flask.request` or `current_app` outside the Flask view.
 
 Limits, each a named constant below or an app setting: the body (`MRTR_MAX_BODY`, read at most
 that plus one byte whatever the framing, UTF-8 only), live sessions (`MAX_SESSIONS` in all,
@@ -34,13 +39,15 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 from urllib.parse import urlsplit
 
 from flask import Blueprint, Flask, Response, current_app, request
-from werkzeug.wsgi import get_input_stream
+from werkzeug.datastructures import Headers, MIMEAccept
+from werkzeug.http import HTTP_STATUS_CODES, parse_accept_header, parse_options_header
+from werkzeug.wsgi import get_content_length, get_host, get_input_stream
 
 from mrtr import Connection
 from mrtr.errors import (
@@ -51,6 +58,7 @@ from mrtr.errors import (
 )
 from mrtr.server import LEGACY_VERSIONS, META_VERSION, may_hold_surrogates
 from mrtr.wire import NotUtf8, utf8_text
+from web import security
 from web.services import Services, get_services
 
 bp = Blueprint("mcp", __name__)
@@ -140,8 +148,10 @@ class Sessions:
     """
 
     def __init__(self, limit: int = MAX_SESSIONS, idle_timeout: float = SESSION_IDLE_TIMEOUT,
-                 clock: Callable[[], float] = time.monotonic, per_principal: int = MAX_SESSIONS_PER_PRINCIPAL) -> None:
+                 clock: Callable[[], float] = time.monotonic, per_principal: int = MAX_SESSIONS_PER_PRINCIPAL,
+                 new_id: Callable[[], str] = lambda: secrets.token_urlsafe(32)) -> None:
         self.limit = limit
+        self.new_id = new_id  # a session id: random; tests inject a sequence to compare two apps byte for byte
         self.per_principal = per_principal
         self.idle_timeout = idle_timeout
         self.clock = clock
@@ -171,7 +181,7 @@ class Sessions:
             SessionsFull: `limit` other sessions are live (and none of them is this principal's).
         """
         now = self.clock()
-        session = Session(secrets.token_urlsafe(32), principal, conn, last_seen=now)
+        session = Session(self.new_id(), principal, conn, last_seen=now)
         with self._lock:
             ended = self._evict_idle(now)
             own = self._by_principal.get(principal) or OrderedDict()
@@ -232,7 +242,92 @@ def _setup(state: Any) -> None:
     app.extensions[SESSIONS_KEY] = Sessions()
 
 
-# -- the view ------------------------------------------------------------------------------------
+# -- the request and the response, without a framework ---------------------------------------
+
+
+@dataclass(frozen=True)
+class HttpIn:
+    """One HTTP request to /mcp, as `handle_http` needs it: built from a WSGI environ by both callers.
+
+    `headers` maps lower-case names to values; `stream` is the raw body (read at most the limit
+    plus one byte by `_read_body`), `content_length` is None for a chunked body, and
+    `input_terminated` says the server ends the stream at the body's end (chunked framing).
+    """
+
+    method: str
+    headers: Mapping[str, str]
+    scheme: str
+    host: str
+    remote_addr: str | None
+    content_length: int | None
+    input_terminated: bool
+    stream: IO[bytes]
+
+    @classmethod
+    def from_environ(cls, environ: dict[str, Any]) -> HttpIn:
+        headers = {key[5:].replace("_", "-").lower(): value for key, value in environ.items()
+                   if key.startswith("HTTP_")}
+        for key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+            if environ.get(key):
+                headers[key.replace("_", "-").lower()] = environ[key]
+        return cls(
+            method=str(environ.get("REQUEST_METHOD", "GET")).upper(),
+            headers=headers,
+            scheme=str(environ.get("wsgi.url_scheme", "http")),
+            host=get_host(environ),
+            remote_addr=environ.get("REMOTE_ADDR"),
+            content_length=get_content_length(environ),
+            input_terminated=bool(environ.get("wsgi.input_terminated")),
+            stream=get_input_stream(environ, safe_fallback=False, max_content_length=None),
+        )
+
+    def header(self, name: str, default: str | None = None) -> str | None:
+        return self.headers.get(name.lower(), default)
+
+    def content_type(self) -> tuple[str, dict[str, str]]:
+        """The mimetype (lower case, '' when missing) and its parameters."""
+        mimetype, params = parse_options_header(self.headers.get("content-type", ""))
+        return mimetype.lower(), params
+
+
+@dataclass
+class HttpOut:
+    """What to send: the status, every header (security headers are the callers' to add), and a body.
+
+    The body is bytes, or for an SSE stream an iterator of frames whose `close()` (called by the
+    server when the client has gone) cancels the call waiting behind it.
+    """
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes | Iterator[bytes] = b""
+
+    def close(self) -> None:
+        close = getattr(self.body, "close", None)
+        if close is not None:
+            close()
+
+
+@dataclass(frozen=True)
+class McpConfig:
+    """The app settings /mcp reads, taken from the app's config once per request."""
+
+    max_body: int | None = None
+    allowed_origins: frozenset[str] = frozenset()
+    anonymous_principal: str | None = None
+    shim_wait: float | None = None
+
+    @classmethod
+    def from_mapping(cls, config: Mapping[str, Any]) -> McpConfig:
+        origins = str(config.get("MRTR_ALLOWED_ORIGINS") or "")
+        anonymous = config.get("MRTR_ANONYMOUS_PRINCIPAL")
+        wait = config.get("MRTR_SHIM_WAIT")
+        return cls(
+            max_body=int(config.get("MAX_CONTENT_LENGTH") or 0) or None,
+            allowed_origins=frozenset(o.strip().rstrip("/").lower() for o in origins.split(",") if o.strip()),
+            anonymous_principal=str(anonymous) if anonymous else None,
+            shim_wait=float(wait) if wait else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -241,10 +336,55 @@ class Accepts:
     sse: bool
 
 
+# -- the two thin callers: the Flask view, and the WSGI entry installed in front of Flask -------------
+
+
 @bp.route("/mcp", methods=["POST", "GET", "DELETE"])
 def endpoint() -> Response:
+    """The Flask caller (the test client, and any app that does not install `wsgi_entry`)."""
+    out = handle_http(HttpIn.from_environ(request.environ), get_services(), current_app.extensions[SESSIONS_KEY],
+                      McpConfig.from_mapping(current_app.config))
+    response = Response(out.body, status=out.status)
+    response.headers = Headers(out.headers)  # exactly handle_http's; the app's after_request adds security's
+    return response
+
+
+#: The methods the WSGI entry serves; the rest (HEAD, OPTIONS, ...) go to Flask, which answers them as before.
+LEAN_METHODS = frozenset({"POST", "GET", "DELETE"})
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+class WsgiEntry:
+    """A WSGI app serving exactly the path `/mcp` through `handle_http`, and handing every other request to
+    `fallback` (the Flask app's own `wsgi_app`). It skips Flask's per-request machinery (request context,
+    URL matching, hooks) and adds web/security.py's headers itself, so the answers are the Flask view's."""
+
+    def __init__(self, app: Flask, fallback: WSGIApp) -> None:
+        self.app = app
+        self.fallback = fallback
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") != "/mcp" or environ.get("REQUEST_METHOD") not in LEAN_METHODS:
+            return self.fallback(environ, start_response)
+        app = self.app
+        out = handle_http(HttpIn.from_environ(environ), app.extensions["mrtr"], app.extensions[SESSIONS_KEY],
+                          McpConfig.from_mapping(app.config))
+        start_response(f"{out.status} {HTTP_STATUS_CODES.get(out.status, 'UNKNOWN').upper()}",
+                       security.with_security_headers(out.headers))
+        if isinstance(out.body, bytes):
+            return [out.body]
+        return out.body  # the server calls its close() when the client has gone
+
+
+def wsgi_entry(app: Flask, fallback: WSGIApp) -> WsgiEntry:
+    """`app.wsgi_app = wsgi_entry(app, app.wsgi_app)`: /mcp served beside Flask, everything else by Flask."""
+    return WsgiEntry(app, fallback)
+
+
+def handle_http(req: HttpIn, services: Services, sessions: Sessions, config: McpConfig) -> HttpOut:
+    """Everything /mcp does, for either caller: the checks, the core call, and every error as a response."""
     try:
-        return _serve(get_services())
+        return _serve(req, services, sessions, config)
     except Refusal as refusal:
         return _error_response(refusal)
     except Exception:  # a bug of ours, never a client's fault; still no traceback on the wire
@@ -252,19 +392,18 @@ def endpoint() -> Response:
         return _error_response(Refusal(InternalError("Internal error")))
 
 
-def _serve(services: Services) -> Response:
-    _check_origin()
-    principal = _principal(services)
-    sessions: Sessions = current_app.extensions[SESSIONS_KEY]
-    sid = request.headers.get("Mcp-Session-Id", "").strip()
-    if request.method == "GET":
+def _serve(req: HttpIn, services: Services, sessions: Sessions, config: McpConfig) -> HttpOut:
+    _check_origin(req, config)
+    principal = _principal(req, services, config)
+    sid = (req.header("Mcp-Session-Id") or "").strip()
+    if req.method == "GET":
         raise _refuse(
             "GET is not served here: 2026-07-28 has no standalone stream, and 2025-11-25 "
             "sessions get their messages on the POST that caused them",
             405,
             Allow="POST, DELETE",
         )
-    if request.method == "DELETE":
+    if req.method == "DELETE":
         if not sid:
             raise _refuse(
                 "DELETE ends a 2025-11-25 session and needs its Mcp-Session-Id; 2026-07-28 has no sessions",
@@ -273,20 +412,21 @@ def _serve(services: Services) -> Response:
             )
         if not sessions.end(sid, principal):
             raise _refuse("Session not found (it ended, or was never yours)", 404)
-        return Response(status=204)
+        return _empty(204)
 
-    if request.mimetype != "application/json":
-        raise _refuse(f"Content-Type must be application/json, not {request.mimetype or 'missing'!r}", 415)
-    accepts = _accepts()
-    body = _read_body()
+    mimetype, _ = req.content_type()
+    if mimetype != "application/json":
+        raise _refuse(f"Content-Type must be application/json, not {mimetype or 'missing'!r}", 415)
+    accepts = _accepts(req)
+    body = _read_body(req, config)
     try:
         message = json.loads(body)
     except (ValueError, RecursionError):
         # The core owns the wording (and the depth and size limits) of parse errors.
         return _reply(Connection(services.server, principal, channel=False, stateless=True).receive_text(body), accepts)
 
-    if _is_modern(message):
-        _check_headers(message, services)
+    if _is_modern(req, message):
+        _check_headers(req, message, services)
         exchange = services.server.handle(message, principal=principal, check_text=may_hold_surrogates(body))
         return _reply(exchange, accepts)
     if sid:
@@ -296,7 +436,7 @@ def _serve(services: Services) -> Response:
                 HttpRefusal("Session not found (it ended, or was never yours): send initialize again", http_status=404),
                 _request_id(message),
             )
-        return _continue_session(session, message, accepts)
+        return _continue_session(session, message, accepts, config)
     if isinstance(message, dict) and message.get("method") == "initialize":
         return _initialize(services, sessions, principal, message, accepts)
     raise Refusal(
@@ -312,17 +452,13 @@ def _serve(services: Services) -> Response:
 # -- checks before the core --------------------------------------------------------------------
 
 
-def _check_origin() -> None:
-    origin = request.headers.get("Origin")
+def _check_origin(req: HttpIn, config: McpConfig) -> None:
+    origin = req.header("Origin")
     if origin is None:
         return  # not a browser; the bearer token is what authenticates
-    configured = {
-        o.strip().rstrip("/").lower()
-        for o in str(current_app.config.get("MRTR_ALLOWED_ORIGINS") or "").split(",")
-        if o.strip()
-    }
+    configured = config.allowed_origins
     normalized = origin.strip().rstrip("/").lower()
-    own = f"{request.scheme}://{request.host}".lower()
+    own = f"{req.scheme}://{req.host}".lower()
     try:
         host = urlsplit(normalized).hostname
     except ValueError:
@@ -332,13 +468,12 @@ def _check_origin() -> None:
     raise _refuse(f"Origin {origin!r} is not allowed to call this server", 403)
 
 
-def _principal(services: Services) -> str:
-    header = request.headers.get("Authorization")
+def _principal(req: HttpIn, services: Services, config: McpConfig) -> str:
+    header = req.header("Authorization")
     realm = 'Bearer realm="mrtr-lab"'
     if header is None:
-        anonymous = current_app.config.get("MRTR_ANONYMOUS_PRINCIPAL")
-        if anonymous:
-            return str(anonymous)
+        if config.anonymous_principal:
+            return config.anonymous_principal
         raise _refuse("Authorization: Bearer <token> is required", 401, **{"WWW-Authenticate": realm})
     scheme, _, token = header.strip().partition(" ")
     principal = services.principal_for(token.strip()) if scheme.lower() == "bearer" else None
@@ -347,38 +482,38 @@ def _principal(services: Services) -> str:
     return principal
 
 
-def _accepts() -> Accepts:
-    if not request.headers.get("Accept", "").strip():
+def _accepts(req: HttpIn) -> Accepts:
+    value = req.header("Accept") or ""
+    if not value.strip():
         return Accepts(json=True, sse=True)
-    offered = request.accept_mimetypes
+    offered = parse_accept_header(value, MIMEAccept)
     accepts = Accepts(json=offered.quality("application/json") > 0, sse=offered.quality("text/event-stream") > 0)
     if not (accepts.json or accepts.sse):
         raise _refuse("Accept must allow application/json or text/event-stream", 406)
     return accepts
 
 
-def _read_body() -> str:
+def _read_body(req: HttpIn, config: McpConfig) -> str:
     """The body as text: at most the limit plus one byte is read, whatever the framing, and only UTF-8.
 
     Werkzeug's own limit cuts a chunked body at the limit without a word, so the body is read
     here from the WSGI input: with a Content-Length, that many bytes (refused unread if too
     many); without one (chunked), until its end or one byte past the limit.
     """
-    limit = int(current_app.config.get("MAX_CONTENT_LENGTH") or 0) or None
+    limit = config.max_body
 
     def too_big() -> Refusal:
         return _refuse(f"The request body is larger than the limit of {limit} bytes", 413)
 
-    length = request.content_length
+    length = req.content_length
     if limit is not None and length is not None and length > limit:
         raise too_big()
-    charset = request.mimetype_params.get("charset")
+    charset = req.content_type()[1].get("charset")
     if charset is not None and charset.strip().lower().replace("_", "-") not in ("utf-8", "utf8"):
         raise _refuse(f"The body must be UTF-8 JSON, not charset={charset!r}", 415)
-    environ = request.environ
-    if length is None and not environ.get("wsgi.input_terminated"):
+    if length is None and not req.input_terminated:
         length = 0  # neither Content-Length nor chunked: the body is empty (RFC 9112, section 6.3)
-    stream = get_input_stream(environ, safe_fallback=False, max_content_length=None)
+    stream = req.stream
     budget = length if length is not None else (limit + 1 if limit is not None else None)
     chunks: list[bytes] = []
     total = 0
@@ -402,20 +537,20 @@ def _read_body() -> str:
         raise Refusal(exc) from None
 
 
-def _is_modern(message: Any) -> bool:
+def _is_modern(req: HttpIn, message: Any) -> bool:
     if not isinstance(message, dict):
         return True  # batches and scalars: the core refuses them with the modern error shapes
     params = message.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
     if isinstance(meta, dict) and META_VERSION in meta:
         return True
-    version = request.headers.get("MCP-Protocol-Version", "").strip()
+    version = (req.header("MCP-Protocol-Version") or "").strip()
     return bool(version) and version not in LEGACY_VERSIONS
 
 
-def _header(name: str) -> str | None:
+def _header(req: HttpIn, name: str) -> str | None:
     """A header's value with surrounding whitespace removed and the base64 sentinel form decoded."""
-    raw = request.headers.get(name)
+    raw = req.header(name)
     if raw is None:
         return None
     value = raw.strip()
@@ -436,39 +571,42 @@ def _header_form(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 
 
-def _check_headers(message: Any, services: Services) -> None:
+def _check_headers(req: HttpIn, message: Any, services: Services) -> None:
     """The 2026-07-28 request headers must mirror the body. Names: any case; values: exact."""
     if not isinstance(message, dict):
         return  # nothing to mirror: the core refuses batches and scalars
     request_id = _request_id(message)
     try:
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        raw_params = message.get("params")
+        params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
+        raw_meta = params.get("_meta")
+        meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
         if META_VERSION not in meta and "id" in message:
             return  # the core answers 400 -32602 (missing _meta): the body is wrong before any header is
-        if META_VERSION in meta and _header("MCP-Protocol-Version") != meta[META_VERSION]:
+        if META_VERSION in meta and _header(req, "MCP-Protocol-Version") != meta[META_VERSION]:
             raise HeaderMismatch(f"The MCP-Protocol-Version header does not match params._meta[{META_VERSION!r}]")
         method = message.get("method")
-        if isinstance(method, str) and _header("Mcp-Method") != method:
+        if isinstance(method, str) and _header(req, "Mcp-Method") != method:
             raise HeaderMismatch("The Mcp-Method header is missing or does not match the body's method")
         key = NAMED_METHODS.get(method) if isinstance(method, str) else None
-        if key and isinstance(params.get(key), str) and _header("Mcp-Name") != params[key]:
+        if key and isinstance(params.get(key), str) and _header(req, "Mcp-Name") != params[key]:
             raise HeaderMismatch(f"The Mcp-Name header is missing or does not match params.{key}")
         if method == "tools/call":
-            _check_param_headers(params, services)
+            _check_param_headers(req, params, services)
     except HeaderMismatch as exc:
         raise Refusal(exc, request_id) from None
 
 
-def _check_param_headers(params: dict[str, Any], services: Services) -> None:
-    tool = services.server.catalog.tools.get(params.get("name")) if isinstance(params.get("name"), str) else None
-    arguments = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
+def _check_param_headers(req: HttpIn, params: dict[str, Any], services: Services) -> None:
+    name, raw_arguments = params.get("name"), params.get("arguments")
+    tool = services.server.catalog.tools.get(name) if isinstance(name, str) else None
+    arguments: dict[str, Any] = raw_arguments if isinstance(raw_arguments, dict) else {}
     properties = tool.input_schema.get("properties", {}) if tool else {}
     for prop, schema in properties.items():
         suffix = schema.get("x-mcp-header") if isinstance(schema, dict) else None
         if not isinstance(suffix, str):
             continue
-        header = _header(f"Mcp-Param-{suffix}")
+        header = _header(req, f"Mcp-Param-{suffix}")
         if prop in arguments and header != _header_form(arguments[prop]):
             raise HeaderMismatch(f"The Mcp-Param-{suffix} header is missing or does not match arguments.{prop}")
         if prop not in arguments and header is not None:
@@ -485,7 +623,7 @@ def _request_id(message: Any) -> Any:
 
 def _initialize(
     services: Services, sessions: Sessions, principal: str, message: dict[str, Any], accepts: Accepts
-) -> Response:
+) -> HttpOut:
     conn = services.server.connect(principal, channel=True)
     exchange = conn.receive(message)
     response = exchange.response
@@ -501,11 +639,11 @@ def _initialize(
             _request_id(message), {"Retry-After": str(RETRY_AFTER)},
         ) from None
     reply = _reply(exchange, accepts)
-    reply.headers["Mcp-Session-Id"] = session.sid
+    reply.headers.append(("Mcp-Session-Id", session.sid))
     return reply
 
 
-def _continue_session(session: Session, message: Any, accepts: Accepts) -> Response:
+def _continue_session(session: Session, message: Any, accepts: Accepts, config: McpConfig) -> HttpOut:
     is_request = isinstance(message, dict) and isinstance(message.get("method"), str) and "id" in message
     with session.lock:
         if is_request and _request_id(message) in session.streams:
@@ -517,7 +655,7 @@ def _continue_session(session: Session, message: Any, accepts: Accepts) -> Respo
         exchange = session.conn.receive(message)
         if exchange.origin is not None and not is_request:
             session.route(exchange.messages, exchange.origin)  # a client's answer moves its tools/call on
-            return Response(status=202)
+            return _empty(202)
         if exchange.response is not None or not exchange.messages:
             return _reply(exchange, accepts, legacy=True)
         if len(session.streams) >= MAX_PENDING_CALLS_PER_SESSION:
@@ -541,7 +679,7 @@ def _continue_session(session: Session, message: Any, accepts: Accepts) -> Respo
             )
         inbox: queue.Queue[list[dict[str, Any]]] = queue.Queue()
         session.streams[exchange.origin] = inbox
-    wait = float(current_app.config.get("MRTR_SHIM_WAIT") or session.conn.server.shim_round_timeout)
+    wait = config.shim_wait or float(session.conn.server.shim_round_timeout)
     return _sse(_shim_stream(session, exchange.origin, exchange.messages, inbox, wait))
 
 
@@ -596,39 +734,46 @@ def _cancel(session: Session, origin: Any) -> None:
 
 
 # -- responses -----------------------------------------------------------------------------------
+# HttpOut headers are complete and in the order Werkzeug's Response wrote them before this module
+# built its own (extra headers, then Content-Type and Content-Length), so both callers send the same.
+
+#: What Flask's empty Response always said; kept so the two callers and older clients see the same bytes.
+EMPTY_CONTENT_TYPE = "text/html; charset=utf-8"
 
 
-def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(
-        json.dumps(payload, separators=(",", ":")), status=status, headers=headers, mimetype="application/json"
-    )
+def _empty(status: int) -> HttpOut:
+    # 204 carries no Content-Length (RFC 9110, section 8.6); 202 says its empty body's length.
+    length = [] if status == 204 else [("Content-Length", "0")]
+    return HttpOut(status, [("Content-Type", EMPTY_CONTENT_TYPE), *length])
 
 
-def _sse(messages: Iterator[dict[str, Any] | None] | list[dict[str, Any]]) -> Response:
-    def frames() -> Iterator[str]:
+def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> HttpOut:
+    body = json.dumps(payload, separators=(",", ":")).encode()
+    return HttpOut(status, [*(headers or {}).items(), ("Content-Type", "application/json"),
+                            ("Content-Length", str(len(body)))], body)
+
+
+def _sse(messages: Iterator[dict[str, Any] | None] | list[dict[str, Any]]) -> HttpOut:
+    def frames() -> Iterator[bytes]:
         try:
             for message in messages:
                 if message is None:
-                    yield ": keep-alive\n\n"  # an SSE comment: clients ignore it; a gone client fails the write
+                    yield b": keep-alive\n\n"  # an SSE comment: clients ignore it; a gone client fails the write
                 else:
-                    yield f"event: message\ndata: {json.dumps(message, separators=(',', ':'))}\n\n"
+                    yield f"event: message\ndata: {json.dumps(message, separators=(',', ':'))}\n\n".encode()
         finally:  # the server closes this when the client has gone: pass that on, now, not at GC time
             close = getattr(messages, "close", None)
             if close is not None:
                 close()
 
-    return Response(
-        frames(),
-        status=200,
-        mimetype="text/event-stream",
-        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-    )
+    return HttpOut(200, [("Cache-Control", "no-store"), ("X-Accel-Buffering", "no"),
+                         ("Content-Type", "text/event-stream; charset=utf-8")], frames())
 
 
-def _reply(exchange: Any, accepts: Accepts, *, legacy: bool = False) -> Response:
+def _reply(exchange: Any, accepts: Accepts, *, legacy: bool = False) -> HttpOut:
     """JSON or SSE as the client allows; notifications (progress) travel only on SSE."""
     if not exchange.messages:
-        return Response(status=202)
+        return _empty(202)
     response = exchange.response or exchange.messages[-1]
     status = exchange.http_status
     if legacy and response.get("id") is not None and status == 404:
@@ -642,7 +787,7 @@ def _reply(exchange: Any, accepts: Accepts, *, legacy: bool = False) -> Response
     return _sse(exchange.messages)
 
 
-def _error_response(refusal: Refusal) -> Response:
+def _error_response(refusal: Refusal) -> HttpOut:
     """The one place a refusal becomes an HTTP response."""
     body = {"jsonrpc": "2.0", "id": refusal.request_id, "error": refusal.error.to_error()}
     return _json(body, refusal.error.http_status, refusal.headers)

@@ -32,18 +32,44 @@ def allow_framing_by(origins: list[str]) -> None:
     g.frame_ancestors = [o.strip().rstrip("/") for o in origins if _ORIGIN.match(o.strip().rstrip("/"))]
 
 
+def security_headers(frame_ancestors: list[str] | None = None) -> list[tuple[str, str]]:
+    """Every security header, in order, for a response framed by `frame_ancestors` (None: by nobody).
+
+    A pure function: the app's after_request hook and the /mcp WSGI entry (web/mcp.py) both send
+    exactly these. Cache-Control is a default: a response that sets its own keeps it.
+    """
+    ancestors = " ".join(["'self'", *frame_ancestors]) if frame_ancestors is not None else "'none'"
+    headers = [("Content-Security-Policy", f"{BASE_CSP}; frame-ancestors {ancestors}")]
+    if frame_ancestors is None:
+        headers.append(("X-Frame-Options", "DENY"))
+    headers += [("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"),
+                ("Cross-Origin-Opener-Policy", "same-origin"), ("Cache-Control", "no-store")]
+    return headers
+
+
+def with_security_headers(headers: list[tuple[str, str]],
+                          frame_ancestors: list[str] | None = None) -> list[tuple[str, str]]:
+    """`headers` (a WSGI header list) with the security headers set, as the after_request hook sets them."""
+    out = list(headers)
+    names = {name.lower() for name, _ in out}
+    for name, value in security_headers(frame_ancestors):
+        if name.lower() in names:
+            if name == "Cache-Control":
+                continue  # a default only
+            out = [(n, value if n.lower() == name.lower() else v) for n, v in out]
+        else:
+            out.append((name, value))
+    return out
+
+
 def init_app(app: Flask) -> None:
     inputs.init_app(app)  # every page's query parameters and form fields are checked before any view runs
 
     @app.after_request
-    def security_headers(response: Response) -> Response:
-        origins = g.get("frame_ancestors")
-        ancestors = " ".join(["'self'", *origins]) if origins is not None else "'none'"
-        response.headers["Content-Security-Policy"] = f"{BASE_CSP}; frame-ancestors {ancestors}"
-        if origins is None:
-            response.headers["X-Frame-Options"] = "DENY"
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["Referrer-Policy"] = "no-referrer"
-        response.headers["Cross-Origin-Opener-Policy"] = "same-origin"
-        response.headers.setdefault("Cache-Control", "no-store")
+    def add_security_headers(response: Response) -> Response:
+        for name, value in security_headers(g.get("frame_ancestors")):
+            if name == "Cache-Control":
+                response.headers.setdefault(name, value)
+            else:
+                response.headers[name] = value
         return response
