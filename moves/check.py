@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import IO, Any
 
 from moves.catalog import Move, load_moves
@@ -42,6 +40,7 @@ from moves.target import Outcome, Target
 from moves.targets.http import HttpTarget, TargetConfigError
 from moves.targets.remote import DEFAULT_TIMEOUT, Timing, clip
 from moves.targets.stdio import PRINCIPAL_ENV, StdioConfigError, StdioTarget
+from mrtr.config import ConfigError, read_settings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_TOOL = "deploy"
@@ -362,10 +361,9 @@ def run_check(target: Target, options: CheckOptions = CheckOptions(), *, moves: 
 
 def moves_from_env() -> tuple[Move, ...]:
     """The moves the checker plays: `MRTR_MOVES_FILE` when set (as the app reads it), else lessons/moves.toml."""
-    path = os.environ.get("MRTR_MOVES_FILE")
     try:
-        return load_moves(Path(path) if path else None)
-    except ValueError as exc:
+        return load_moves(read_settings().moves_file)
+    except ValueError as exc:  # ConfigError included: a setting that cannot be read
         raise CheckError(str(exc)) from None
 
 
@@ -484,9 +482,10 @@ def main(argv: Sequence[str], *, stdout: IO[str] | None = None, stderr: IO[str] 
     err = stderr or sys.stderr
     if timeout is None:
         try:
-            timeout = float(os.environ.get("MRTR_CHECK_TIMEOUT") or DEFAULT_TIMEOUT)
-        except ValueError:
-            timeout = DEFAULT_TIMEOUT
+            timeout = read_settings().check_timeout or DEFAULT_TIMEOUT
+        except ConfigError as exc:
+            print(f"mrtr check: error: {exc}", file=err)
+            return EXIT_USAGE
     target: Target | None = None
     try:
         args = _parser(out).parse_args(list(argv))

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mrtr.server import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION, MODERN_VERSION
+from mrtr.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION, MODERN_VERSION
 from mrtr.tickets import SIGNED_PREFIX, b64decode_strict, b64encode, canonical_json
 
 from .catalog import Move

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mrtr.server import MODERN_VERSION
+from mrtr.protocol import MODERN_VERSION
 
 #: Stands in for the real ticket in a retry's JSON until the script puts it there.
 TICKET_MARK = "__MRTR_TICKET__"

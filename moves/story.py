@@ -17,10 +17,13 @@ from typing import Any
 
 from mrtr.client import Line
 from mrtr.clock import Clock, FakeClock
+from mrtr.handler import Policy
 from mrtr.keys import KeyRing
-from mrtr.server import Exchange, Policy, Server
+from mrtr.protocol import Exchange
+from mrtr.server import Server
 from mrtr.store import MemoryStore, RedeemedStore
 from mrtr.tickets import SIGNED_PREFIX, TicketCodec
+from mrtr.tools import lesson_catalog
 
 from .catalog import Move
 from .engine import Call, answers_for, edit_ticket, modern_request
@@ -61,7 +64,7 @@ def cluster(n: int, *, ring: KeyRing, store: RedeemedStore, clock: Clock, policy
     """`n` independent replicas named A, B, C… sharing only `ring`, `store` and `clock`."""
     names = string.ascii_uppercase[:n]
     return Balancer({name: Server(ring=ring, store=store, clock=clock, policy=policy or Policy(), ttl=ttl,
-                                  name=f"mrtr-lab-{name}", jti=jti) for name in names})
+                                  catalog=lesson_catalog(), name=f"mrtr-lab-{name}", jti=jti) for name in names})
 
 
 @dataclass

@@ -16,7 +16,7 @@ import zlib
 from typing import Any
 
 from .catalog import Catalog, Prompt, Resource, ResourceTemplate, Tool, elicit_form, list_roots, sample
-from .server import CallContext, InputRequired
+from .handler import CallContext, InputRequired
 from .tools import text_result
 
 NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}}

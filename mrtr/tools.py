@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .catalog import Catalog, Prompt, Resource, Tool, elicit_form
-from .server import CallContext, InputRequired
+from .handler import CallContext, InputRequired
 from .tickets import CHECK_TITLES
 
 CONFIRM_SCHEMA: dict[str, Any] = {

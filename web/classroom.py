@@ -12,9 +12,9 @@ never see others' answers; the presenter's tally is for the room. The attack rou
 signed on the class's own lab keys (web.classroom_round), never on a key `/mcp` accepts. This module
 never writes SQL (web.classroom_store) and never touches the protocol except through ClassLab.
 
-Settings (app config first, then the environment): MRTR_CLASS_DB (default: classroom.sqlite3 in the
-state dir), MRTR_CLASS_TTL_HOURS (12), MRTR_INSTRUCTOR_TOKEN, MRTR_REDIS_URL (live updates across
-processes), MRTR_CLASS_POLL_SECONDS (2: how often a live stream re-reads the store without a
+Settings (read by `mrtr.config`; a test config overrides the environment): MRTR_CLASS_DB (default:
+classroom.sqlite3 in the state dir), MRTR_CLASS_TTL_HOURS (12), MRTR_INSTRUCTOR_TOKEN, MRTR_REDIS_URL (live updates
+across processes), MRTR_CLASS_POLL_SECONDS (2: how often a live stream re-reads the store without a
 notice), MRTR_CLASS_STREAM_SECONDS (30: an SSE stream's life before the browser reconnects),
 MRTR_MAX_CLASSES (200 open at once), MRTR_CLASS_CLOCK (tests: the clock).
 """
@@ -24,7 +24,6 @@ from __future__ import annotations
 import csv
 import hmac
 import io
-import os
 import secrets
 import tempfile
 import threading
@@ -66,7 +65,7 @@ from web.classroom_store import (
     normalize_code,
 )
 from web.content import Lesson, Question, get_content
-from web.services import get_services
+from web.services import get_services, get_settings
 
 bp = Blueprint("classroom", __name__)
 
@@ -75,13 +74,6 @@ LEARNER_COOKIE = "mrtr_learner"
 #: Per learner: at most this many answers in ANSWER_WINDOW seconds, and plays in PLAY_WINDOW seconds.
 ANSWER_LIMIT, ANSWER_WINDOW = 10, 10.0
 PLAY_LIMIT, PLAY_WINDOW = 30, 60.0
-
-
-def _setting(name: str, default: Any = None) -> Any:
-    value = current_app.config.get(name)
-    if value in (None, ""):
-        value = os.environ.get(name)
-    return default if value in (None, "") else value
 
 
 @dataclass
@@ -144,26 +136,22 @@ def classroom() -> Classroom:
         found = current_app.extensions.get("classroom")
         if found is None:
             clock = current_app.config.get("MRTR_CLASS_CLOCK") or time.time
-            configured = _setting("MRTR_CLASS_DB")
-            if configured:
-                path = Path(configured)
+            settings = get_settings()
+            if settings.class_db:
+                path = settings.class_db
             elif current_app.testing:  # a test app never writes to the user's state dir
                 path = Path(tempfile.mkdtemp(prefix="mrtr-class-")) / "classroom.sqlite3"
             else:
                 path = default_state_dir() / "classroom.sqlite3"
-            try:
-                ttl_hours = float(_setting("MRTR_CLASS_TTL_HOURS", 12))
-            except ValueError:
-                ttl_hours = 12.0
             found = Classroom(
-                store=ClassStore(path, clock=clock, ttl_seconds=ttl_hours * 3600),
-                bus=make_bus(_setting("MRTR_REDIS_URL")),
+                store=ClassStore(path, clock=clock, ttl_seconds=settings.class_ttl_hours * 3600),
+                bus=make_bus(settings.redis_url),
                 lab_path=path.with_name(path.stem + "-redeemed.sqlite3"),
                 clock=clock,
-                instructor_token=_setting("MRTR_INSTRUCTOR_TOKEN"),
-                poll_seconds=float(_setting("MRTR_CLASS_POLL_SECONDS", 2)),
-                stream_seconds=float(_setting("MRTR_CLASS_STREAM_SECONDS", 30)),
-                max_classes=int(_setting("MRTR_MAX_CLASSES", 200)),
+                instructor_token=settings.instructor_token,
+                poll_seconds=settings.class_poll_seconds,
+                stream_seconds=settings.class_stream_seconds,
+                max_classes=settings.max_classes,
             )
             current_app.extensions["classroom"] = found
     return found
@@ -172,7 +160,7 @@ def classroom() -> Classroom:
 @bp.app_context_processor
 def _start_control() -> dict[str, Any]:
     """What /demo's start-class control needs to know: only whether a token is asked for."""
-    return {"class_start_needs_token": lambda: bool(_setting("MRTR_INSTRUCTOR_TOKEN"))}
+    return {"class_start_needs_token": lambda: bool(get_settings().instructor_token)}
 
 
 # -- helpers ------------------------------------------------------------------------------------------

@@ -49,9 +49,9 @@ from mrtr.errors import (
     InternalError,
     ProtocolError,
 )
-from mrtr.server import LEGACY_VERSIONS, META_VERSION, may_hold_surrogates
+from mrtr.protocol import LEGACY_VERSIONS, META_VERSION, may_hold_surrogates
 from mrtr.wire import NotUtf8, utf8_text
-from web.services import Services, get_services
+from web.services import Services, get_services, get_settings
 
 bp = Blueprint("mcp", __name__)
 log = logging.getLogger("mrtr.http")
@@ -318,7 +318,7 @@ def _check_origin() -> None:
         return  # not a browser; the bearer token is what authenticates
     configured = {
         o.strip().rstrip("/").lower()
-        for o in str(current_app.config.get("MRTR_ALLOWED_ORIGINS") or "").split(",")
+        for o in get_settings().allowed_origins.split(",")
         if o.strip()
     }
     normalized = origin.strip().rstrip("/").lower()
@@ -336,7 +336,7 @@ def _principal(services: Services) -> str:
     header = request.headers.get("Authorization")
     realm = 'Bearer realm="mrtr-lab"'
     if header is None:
-        anonymous = current_app.config.get("MRTR_ANONYMOUS_PRINCIPAL")
+        anonymous = get_settings().anonymous_principal
         if anonymous:
             return str(anonymous)
         raise _refuse("Authorization: Bearer <token> is required", 401, **{"WWW-Authenticate": realm})
@@ -541,7 +541,7 @@ def _continue_session(session: Session, message: Any, accepts: Accepts) -> Respo
             )
         inbox: queue.Queue[list[dict[str, Any]]] = queue.Queue()
         session.streams[exchange.origin] = inbox
-    wait = float(current_app.config.get("MRTR_SHIM_WAIT") or session.conn.server.shim_round_timeout)
+    wait = get_settings().shim_wait or session.conn.server.shim_round_timeout
     return _sse(_shim_stream(session, exchange.origin, exchange.messages, inbox, wait))
 
 

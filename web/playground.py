@@ -36,7 +36,7 @@ from moves.engine import MINT_ID, Call, MoveResult, Step, modern_request, outcom
 from moves.script import TICKET_MARK, ScriptStep, replay_script
 from moves.target import Outcome, Role
 from moves.targets.lab import LabStore, LabTarget
-from mrtr.server import shape_problem
+from mrtr.protocol import shape_problem
 from mrtr.tickets import CHECK_TITLES, CHECKS, SEALED_PREFIX, b64encode
 from web import htmx
 from web.content import Lesson

@@ -253,7 +253,8 @@ def replay_data(mode: str) -> dict[str, Any]:
         clock = FakeClock(story.FIGURE_EPOCH)
         shared = MemoryStore()
         lb = story.Balancer({name: Server(ring=ring, store=shared if mode == "shared" else MemoryStore(),
-                                          clock=clock, name=f"mrtr-lab-{name}") for name in ("A", "B")})
+                                          clock=clock, catalog=mrtr_tools.lesson_catalog(), name=f"mrtr-lab-{name}")
+                                    for name in ("A", "B")})
         call = Call(client_name="mrtr-lab-playground")
         first = lb.handle(modern_request(2, "tools/call", {"name": call.tool, "arguments": dict(call.arguments)},
                                          call), principal="bob", replica="A")
@@ -330,7 +331,7 @@ def _play_all(course: Course, lesson: Lesson) -> list[MatrixRow]:
     services = get_services()
     rows = []
     for move in course.moves:
-        target = lab_target(services.lab_ring, now=story.FIGURE_EPOCH, catalog=services.catalog)
+        target = lab_target(services.lab_ring, now=story.FIGURE_EPOCH, catalog=services.server.catalog)
         result = play(move, target, Call(client_name="mrtr-lab-playground"))
         last = result.last
         outcomes = {c["check"]: c["outcome"] for c in (last.reply.trace or [])} if last else {}

@@ -8,6 +8,7 @@ import pytest
 
 from mrtr import INPUT_REQUIRED_METHODS
 from mrtr.catalog import Tool
+from mrtr.connection import Connection
 from mrtr.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -17,7 +18,8 @@ from mrtr.errors import (
     PARSE_ERROR,
     UNSUPPORTED_VERSION,
 )
-from mrtr.server import MAX_MESSAGE_BYTES, MODERN_METHODS, Connection
+from mrtr.methods import MODERN_METHODS
+from mrtr.protocol import MAX_MESSAGE_BYTES
 
 from .helpers import ACCEPT, META, assert_frozen_rejection, deploy, request
 

@@ -16,6 +16,7 @@ from flask.testing import FlaskClient
 from app import create_app
 from moves.engine import client_meta
 from mrtr import FakeClock
+from mrtr.tools import lesson_catalog
 
 from .conftest import TEST_KEY
 
@@ -638,7 +639,7 @@ def test_idle_legacy_sessions_are_ended_and_a_full_table_ends_no_one_elses():
 
     now = [0.0]
     sessions = Sessions(limit=2, idle_timeout=60, clock=lambda: now[0])
-    server = Server(ring=KeyRing([TEST_KEY]), store=MemoryStore(), clock=FakeClock())
+    server = Server(ring=KeyRing([TEST_KEY]), store=MemoryStore(), clock=FakeClock(), catalog=lesson_catalog())
     first = sessions.open("bob", server.connect("bob"))
     now[0] = 30
     assert sessions.get(first.sid, "bob") is first  # use keeps it alive
