@@ -49,7 +49,7 @@ from mrtr.errors import (
     InternalError,
     ProtocolError,
 )
-from mrtr.protocol import LEGACY_VERSIONS, META_VERSION, may_hold_surrogates
+from mrtr.protocol import LEGACY_VERSIONS, META_VERSION, may_hold_surrogates, request_id_of
 from mrtr.wire import NotUtf8, utf8_text
 from web.services import Services, get_services, get_settings
 
@@ -476,8 +476,7 @@ def _check_param_headers(params: dict[str, Any], services: Services) -> None:
 
 
 def _request_id(message: Any) -> Any:
-    request_id = message.get("id") if isinstance(message, dict) else None
-    return request_id if isinstance(request_id, str | int) and not isinstance(request_id, bool) else None
+    return request_id_of(message) if isinstance(message, dict) else None
 
 
 # -- legacy sessions ---------------------------------------------------------------------------

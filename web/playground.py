@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from flask import Blueprint, abort, current_app, redirect, request
+from flask import Blueprint, abort, redirect, request
 from werkzeug.datastructures import MultiDict
 
 from moves import labcodec
@@ -39,8 +39,9 @@ from moves.targets.lab import LabStore, LabTarget
 from mrtr.protocol import shape_problem
 from mrtr.tickets import CHECK_TITLES, CHECKS, SEALED_PREFIX, b64encode
 from web import htmx
-from web.content import Lesson
+from web.content import Lesson, get_content
 from web.services import LAB_PRINCIPALS, get_services
+from web.templating import OUTCOME_LABELS, pretty_json
 
 bp = Blueprint("playground", __name__)
 
@@ -144,12 +145,6 @@ class Toggles:
 # -- what the templates show -----------------------------------------------------------------------
 
 
-def pretty(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
-
-
-SKIP_LABELS = {"not-reached": "not reached", "not-needed": "not needed", "switched-off": "switched off",
-               "unavailable": "store unavailable"}
 
 
 @dataclass
@@ -167,7 +162,7 @@ class CheckView:
         if self.outcome == "fail":
             # a missing answer is not a refusal: the server asks the question again
             return "asked again" if self.name == "answer" else "failed"
-        return SKIP_LABELS.get(self.why, "not reached")
+        return OUTCOME_LABELS.get(self.why, OUTCOME_LABELS["not-reached"]).lower()
 
     @property
     def note(self) -> str:
@@ -238,7 +233,7 @@ class StepView:
 
 def step_view(step: Step, principal: str, token: str) -> StepView:
     params = step.sent.get("params") if isinstance(step.sent.get("params"), dict) else {}
-    return StepView(step.at, principal, token, pretty(step.sent), pretty(step.reply.response),
+    return StepView(step.at, principal, token, pretty_json(step.sent), pretty_json(step.reply.response),
                     TicketView.of(params.get("requestState")) if "requestState" in params else None)
 
 
@@ -349,14 +344,7 @@ class Playground:
 
 
 def _course() -> Any:
-    content = current_app.extensions.get("content")
-    if content is None:
-        content = current_app.extensions.get("playground.course")
-    if content is None:
-        from web.content import load_course
-
-        content = current_app.extensions["playground.course"] = load_course()
-    return content
+    return get_content()
 
 
 def moves() -> tuple[Move, ...]:
@@ -444,7 +432,7 @@ def round_one(toggles: Toggles) -> RoundOne:
     token = _token(target.owner)
     ticket = TicketView.of(((step.reply.response or {}).get("result") or {}).get("requestState"))
     assert ticket is not None
-    return RoundOne(int(now), token, pretty(step.sent), pretty(step.reply.response), ticket,
+    return RoundOne(int(now), token, pretty_json(step.sent), pretty_json(step.reply.response), ticket,
                     script_for(step, [], target.principal, title="Round one", ticket=None), seed)
 
 

@@ -26,13 +26,14 @@ from moves.target import Outcome, Reply
 from moves.targets.lab import lab_target
 from mrtr import CHECKS, FakeClock, MemoryStore, Server
 from mrtr import tools as mrtr_tools
-from mrtr.tickets import CHECK_TITLES
+from mrtr.tickets import CHECK_TITLES, DEFAULT_TTL
 from web.content import ContentError, Course, Lesson
 from web.services import get_services
+from web.templating import pretty_json
 
 #: Where each move happens on the figure's clock, and where the ticket stops being valid.
 MINT_AT = 0
-EXPIRY_AT = 120
+EXPIRY_AT = DEFAULT_TTL
 
 #: What each claim in a ticket payload is for (shown beside the decoded value).
 CLAIM_MEANINGS: dict[str, str] = {
@@ -41,7 +42,7 @@ CLAIM_MEANINGS: dict[str, str] = {
     "sub": "The principal the ticket was minted for. A retry by anyone else fails Principal is the caller.",
     "req": "A digest of the method, the tool and its arguments. Same method and arguments compares it with the retry.",
     "iat": "Issued at, in seconds since the epoch (the server's clock when it minted the ticket).",
-    "exp": "Expires at: issued at plus 120 seconds. Later than this, Not expired fails.",
+    "exp": f"Expires at: issued at plus {DEFAULT_TTL} seconds. Later than this, Not expired fails.",
     "step": "Which question the server was waiting on when it handed the work out.",
     "work.env": "The half-done work itself: the environment to deploy. It comes back from the ticket, "
                 "not from the retry's arguments.",
@@ -60,10 +61,6 @@ def _cached(name: str, compute: Any) -> Any:
         if name not in cache:
             cache[name] = compute()
         return cache[name]
-
-
-def pretty(message: Any) -> str:
-    return json.dumps(message, indent=2, ensure_ascii=False)
 
 
 # -- the round trip ----------------------------------------------------------------------------------
@@ -296,7 +293,7 @@ def anatomy_data() -> dict[str, Any]:
         else:
             fields.append({"name": name, "value": value, "meaning": CLAIM_MEANINGS.get(name, "")})
     payload_json = _b64decode(raw["payload_b64"]).decode("utf-8")
-    return {**raw, "fields": fields, "payload_json": pretty(json.loads(payload_json)),
+    return {**raw, "fields": fields, "payload_json": pretty_json(json.loads(payload_json)),
             "sealed_blob": raw["sealed_token"].partition(".")[2]}
 
 
@@ -342,7 +339,7 @@ def _play_all(course: Course, lesson: Lesson) -> list[MatrixRow]:
         note = lesson.note_for(move.slug, result.outcome, result.stopped_at)
         rows.append(MatrixRow(move.slug, move.title, move.at, target.principal(move.sender), move.summary,
                               note.text if note else "", cells, str(result.outcome), str(move.expect),
-                              move.stops_at, pretty(last.reply.response if last else None)))
+                              move.stops_at, pretty_json(last.reply.response if last else None)))
     return rows
 
 
