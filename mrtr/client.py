@@ -178,4 +178,5 @@ class Client:
     def _result(response: dict[str, Any]) -> dict[str, Any]:
         if "error" in response:
             raise ClientError(response["error"].get("message", "error"), response["error"])
-        return response["result"]
+        result: dict[str, Any] = response["result"]
+        return result

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from .catalog import Prompt, Resource, ResourceTemplate, Tool
 from .errors import InternalError, InvalidParams, MethodNotFound, MissingMeta, UnsupportedVersion
 from .handler import CallContext, InputRequired
 from .methods import MODERN_METHODS
@@ -85,7 +86,7 @@ class Conversation:
             target = params.get("uri")
             if not isinstance(target, str):
                 raise InvalidParams("params.uri must be a string")
-            entry = self.server.catalog.resource_for(target)
+            entry: Resource | ResourceTemplate | Tool | Prompt | None = self.server.catalog.resource_for(target)
             if entry is None:
                 raise InvalidParams(f"Resource not found: {target}", {"uri": target})
             arguments: dict[str, Any] = {}

@@ -63,6 +63,11 @@ def with_server_info(result: dict[str, Any], server_info: dict[str, str]) -> dic
     return {**result, "_meta": meta}
 
 
+def as_object(value: Any) -> dict[str, Any]:
+    """`value` when it is a JSON object, else an empty one (for reading optional members safely)."""
+    return value if isinstance(value, dict) else {}
+
+
 def valid_request_id(value: Any) -> bool:
     """Whether `value` may be a JSON-RPC request id here: a string or an integer (never a boolean)."""
     return isinstance(value, str | int) and not isinstance(value, bool)

@@ -96,7 +96,8 @@ class SubprocessTransport:
                 return None
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
-        return json.loads(line)
+        message: dict[str, Any] | None = json.loads(line)
+        return message
 
     def close(self, timeout: float = 5.0) -> int:
         assert self.process.stdin is not None

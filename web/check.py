@@ -42,6 +42,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from flask import Blueprint, Flask, Response, abort, current_app, redirect, request, url_for
+from werkzeug.wrappers import Response as BaseResponse
 
 from moves.check import CheckError, CheckOptions, Events, run_check
 from moves.targets.http import HttpTarget
@@ -275,7 +276,8 @@ class RunStore:
 
 
 def runs() -> RunStore:
-    return current_app.extensions[RUNS_KEY]
+    store: RunStore = current_app.extensions[RUNS_KEY]
+    return store
 
 
 @bp.record_once
@@ -352,7 +354,7 @@ def check_page() -> Response:
 
 
 @bp.post("/check")
-def start_check() -> Response:
+def start_check() -> BaseResponse | Response:
     form = Form()
     try:
         _same_site()

@@ -48,6 +48,7 @@ from flask import (
     url_for,
 )
 from markupsafe import Markup
+from werkzeug.wrappers import Response as BaseResponse
 
 from mrtr import SqliteStore
 from mrtr.keys import default_state_dir
@@ -129,7 +130,7 @@ _build_lock = threading.Lock()
 
 def classroom() -> Classroom:
     """The app's classroom services, built on first use (an app that never runs a class opens no file)."""
-    found = current_app.extensions.get("classroom")
+    found: Classroom | None = current_app.extensions.get("classroom")
     if found is not None:
         return found
     with _build_lock:
@@ -210,7 +211,7 @@ def _wants_json() -> bool:
     return request.accept_mimetypes.best == "application/json" or request.headers.get("Authorization") is not None
 
 
-def _cookie(response: Response, name: str, value: str, code: str) -> None:
+def _cookie(response: BaseResponse, name: str, value: str, code: str) -> None:
     ttl = int(classroom().store.ttl)
     response.set_cookie(name, value, max_age=ttl, path=f"/class/{code}", httponly=True, samesite="Strict",
                         secure=request.is_secure)
@@ -240,7 +241,7 @@ def _heat(row: ClassRow) -> dict[str, Any]:
     top = max(raw.values(), default=0)
     rows = []
     for move in get_content().moves:
-        cells = []
+        cells: list[dict[str, Any]] = []
         for check in columns:
             n = raw.get((move.slug, check), 0)
             cells.append({"check": check or "through", "count": n, "level": _heat_level(n, top)})
@@ -295,7 +296,7 @@ def start() -> Response | str:
 
 
 @bp.get("/class/<code>/control/<secret>")
-def claim(code: str, secret: str) -> Response:
+def claim(code: str, secret: str) -> BaseResponse:
     """The capability link: it proves the holder is the presenter, then leaves the address bar."""
     row = _class_or_404(code)
     if not classroom().store.host_ok(row, secret):
@@ -352,12 +353,12 @@ def host_events(code: str) -> Response:
     return response
 
 
-def _back_to_host(row: ClassRow) -> Response:
+def _back_to_host(row: ClassRow) -> BaseResponse:
     return redirect(url_for("classroom.host", code=row.code), 303)
 
 
 @bp.post("/class/<code>/host/question")
-def push_question(code: str) -> Response:
+def push_question(code: str) -> BaseResponse:
     row = _host(code)
     questions = _lesson(row).questions
     if row.question_no >= len(questions):
@@ -368,7 +369,7 @@ def push_question(code: str) -> Response:
 
 
 @bp.post("/class/<code>/host/reveal")
-def reveal(code: str) -> Response:
+def reveal(code: str) -> BaseResponse:
     row = _host(code)
     if not row.question_id:
         abort(409)
@@ -378,7 +379,7 @@ def reveal(code: str) -> Response:
 
 
 @bp.post("/class/<code>/host/round")
-def round_switch(code: str) -> Response:
+def round_switch(code: str) -> BaseResponse:
     row = _host(code)
     classroom().store.set_round(row.id, request.form.get("open") == "1")
     _changed(row)
@@ -386,7 +387,7 @@ def round_switch(code: str) -> Response:
 
 
 @bp.post("/class/<code>/host/single-use")
-def single_use(code: str) -> Response:
+def single_use(code: str) -> BaseResponse:
     row = _host(code)
     classroom().store.set_single_use(row.id, request.form.get("on") == "1")
     _changed(row)
@@ -394,7 +395,7 @@ def single_use(code: str) -> Response:
 
 
 @bp.post("/class/<code>/host/end")
-def end(code: str) -> Response:
+def end(code: str) -> BaseResponse:
     row = _host(code)
     classroom().store.delete(row.id)
     _changed(row)
@@ -428,7 +429,7 @@ def results(code: str) -> Response:
 
 
 @bp.get("/j/<code>")
-def short(code: str) -> Response:
+def short(code: str) -> BaseResponse:
     return redirect(url_for("classroom.join", code=normalize_code(code)), 303)
 
 
@@ -444,7 +445,7 @@ def join() -> Response:
 
 
 @bp.post("/join")
-def join_post() -> Response:
+def join_post() -> BaseResponse:
     code = normalize_code(request.form.get("code"))
     nickname = (request.form.get("nickname") or "")[:200]
     row = classroom().store.by_code(code) if code else None
@@ -457,6 +458,7 @@ def join_post() -> Response:
     except ClassroomError as exc:
         return _join_form(code, nickname, str(exc), 400)
     _changed(row)
+    response: BaseResponse
     if _wants_json():
         response = jsonify({"learner": learner.nickname, "principal": learner.principal, "token": token,
                             "page": url_for("classroom.me", code=row.code, _external=True)})
@@ -533,6 +535,7 @@ def answer(code: str) -> Response:
 
 
 def _refuse(row: ClassRow, learner: Learner, status: int, message: str) -> Response:
+    response: BaseResponse
     if _wants_json():
         response = jsonify({"error": message})
         response.status_code = status

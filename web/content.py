@@ -339,4 +339,5 @@ def init_app(app: Flask) -> None:
 
 
 def get_content() -> Course:
-    return current_app.extensions["content"]
+    content: Course = current_app.extensions["content"]
+    return content

@@ -130,7 +130,7 @@ CALL = Call(client_name="mrtr-lab-playground")
 def _describe(move: Move, caller: str) -> tuple[tuple[str, str], ...]:
     ticket = "as issued" if move.ticket == "as-issued" else f"payload edited ({move.edit_path} = {move.edit_value})"
     answer = "yes (accepted)" if move.answer == "accept" else "none"
-    arguments = CALL.other_arguments if move.request == "other" else CALL.arguments
+    arguments = CALL.other_arguments if move.request == "other" and CALL.other_arguments is not None else CALL.arguments
     facts = [("Caller", caller), ("Sent at", f"t = {move.at:g} s (expires at {DEFAULT_TTL} s)"), ("Ticket", ticket),
              ("Answer", answer), ("Arguments", ", ".join(f"{k}: {v}" for k, v in arguments.items()))]
     if move.repeat:
@@ -185,7 +185,9 @@ def switch_slides(first_index: int) -> list[Slide]:
         move = get_content().move(slug)
         if move is None:
             continue
-        target = lab_target(DEMO_RING, now=DEMO_EPOCH, jti=demo_jti(f"switch:{key}"), **switch)
+        target = lab_target(DEMO_RING, now=DEMO_EPOCH, jti=demo_jti(f"switch:{key}"),
+                            single_use=switch.get("single_use", True),
+                            verify_signature=switch.get("verify_signature", True))
         result = play(move, target, CALL)
         last = result.last
         checks = tuple(last.reply.trace or ()) if last else ()

@@ -201,7 +201,7 @@ def oembed() -> Response:
         src = url_for("embed.quiz", slug=lesson.slug, _external=True)
     else:
         src = url_for("embed.question", slug=lesson.slug, qid=question.id, _external=True)
-    origin = parent_origin((parse_qs(parts.query).get("origin") or [None])[0])
+    origin = parent_origin(next(iter(parse_qs(parts.query).get("origin", [])), None))
     title = f"Quick check: {lesson.title}" + (f" ({question.prompt})" if question else "")
     return jsonify({
         "version": "1.0",

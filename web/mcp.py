@@ -49,7 +49,7 @@ from mrtr.errors import (
     InternalError,
     ProtocolError,
 )
-from mrtr.protocol import LEGACY_VERSIONS, META_VERSION, may_hold_surrogates, request_id_of
+from mrtr.protocol import LEGACY_VERSIONS, META_VERSION, as_object, may_hold_surrogates, request_id_of
 from mrtr.wire import NotUtf8, utf8_text
 from web.services import Services, get_services, get_settings
 
@@ -442,8 +442,8 @@ def _check_headers(message: Any, services: Services) -> None:
         return  # nothing to mirror: the core refuses batches and scalars
     request_id = _request_id(message)
     try:
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        params = as_object(message.get("params"))
+        meta = as_object(params.get("_meta"))
         if META_VERSION not in meta and "id" in message:
             return  # the core answers 400 -32602 (missing _meta): the body is wrong before any header is
         if META_VERSION in meta and _header("MCP-Protocol-Version") != meta[META_VERSION]:
@@ -461,8 +461,9 @@ def _check_headers(message: Any, services: Services) -> None:
 
 
 def _check_param_headers(params: dict[str, Any], services: Services) -> None:
-    tool = services.server.catalog.tools.get(params.get("name")) if isinstance(params.get("name"), str) else None
-    arguments = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
+    name = params.get("name")
+    tool = services.server.catalog.tools.get(name) if isinstance(name, str) else None
+    arguments = as_object(params.get("arguments"))
     properties = tool.input_schema.get("properties", {}) if tool else {}
     for prop, schema in properties.items():
         suffix = schema.get("x-mcp-header") if isinstance(schema, dict) else None

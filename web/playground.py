@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flask import Blueprint, abort, redirect, request
+from flask.typing import ResponseReturnValue
 from werkzeug.datastructures import MultiDict
 
 from moves import labcodec
@@ -36,7 +37,7 @@ from moves.engine import MINT_ID, Call, MoveResult, Step, modern_request, outcom
 from moves.script import TICKET_MARK, ScriptStep, replay_script
 from moves.target import Outcome, Role
 from moves.targets.lab import LabStore, LabTarget
-from mrtr.protocol import shape_problem
+from mrtr.protocol import as_object, shape_problem
 from mrtr.tickets import CHECK_TITLES, CHECKS, SEALED_PREFIX, b64encode
 from web import htmx
 from web.content import Lesson, get_content
@@ -108,10 +109,10 @@ class Toggles:
         offset = 0
         if raw not in (None, ""):
             try:
-                offset = int(raw)  # type: ignore[arg-type]
+                offset = int(raw)
             except ValueError:
                 raise PlaygroundInputError(
-                    f"offset must be a whole number of seconds from 0 to {MAX_OFFSET}, got {raw[:40]!r}"  # type: ignore[index]
+                    f"offset must be a whole number of seconds from 0 to {MAX_OFFSET}, got {raw[:40]!r}"
                 ) from None
             if not 0 <= offset <= MAX_OFFSET:
                 raise PlaygroundInputError(f"offset must be between 0 and {MAX_OFFSET} seconds, got {offset}")
@@ -172,7 +173,7 @@ class CheckView:
 def check_views(step: Step) -> list[CheckView]:
     recorded = {c["check"]: c for c in step.reply.trace or []}
     if not recorded:
-        sent = step.sent.get("params") if isinstance(step.sent.get("params"), dict) else {}
+        sent = as_object(step.sent.get("params"))
         detail = ("the request was refused before its ticket was opened"
                   if "requestState" in sent else "the retry carried no requestState to check")
         return [CheckView(name, CHECK_TITLES[name], "skipped", detail, "not-reached") for name in CHECKS]
@@ -232,7 +233,7 @@ class StepView:
 
 
 def step_view(step: Step, principal: str, token: str) -> StepView:
-    params = step.sent.get("params") if isinstance(step.sent.get("params"), dict) else {}
+    params = as_object(step.sent.get("params"))
     return StepView(step.at, principal, token, pretty_json(step.sent), pretty_json(step.reply.response),
                     TicketView.of(params.get("requestState")) if "requestState" in params else None)
 
@@ -387,14 +388,14 @@ def _base_url() -> str:
     return request.host_url.rstrip("/") + "/mcp"
 
 
-def _log_lines(minted: Step, steps: list[Step]) -> list[tuple[str, str]]:
-    lines = [("0", line) for line in minted.reply.log]
+def _log_lines(minted: Step | None, steps: list[Step]) -> list[tuple[str, str]]:
+    lines = [("0", line) for line in minted.reply.log] if minted else []
     for step in steps:
         lines += [(f"{step.at:g}", line) for line in step.reply.log]
     return lines
 
 
-def _result(target: LabTarget, minted: Step, steps: list[Step], principal_of: Callable[[Step], str], kind: str,
+def _result(target: LabTarget, minted: Step | None, steps: list[Step], principal_of: Callable[[Step], str], kind: str,
             *, move: Move | None = None, script: str = "", note: NoteView | None = None) -> Result:
     views = [step_view(s, principal_of(s), _token(principal_of(s))) for s in steps]
     checks = check_views(steps[-1])
@@ -584,7 +585,8 @@ def run_custom(call: dict[str, Any], toggles: Toggles) -> tuple[Result, str]:
 # -- views -----------------------------------------------------------------------------------------
 
 
-def _bad_input(exc: PlaygroundInputError, args: Mapping[str, Any], custom: CustomForm | None = None):  # noqa: ANN202
+def _bad_input(exc: PlaygroundInputError, args: Mapping[str, Any],
+               custom: CustomForm | None = None) -> ResponseReturnValue:
     context = playground_context(args)
     pg = context["pg"]
     pg.error = str(exc)
@@ -599,7 +601,7 @@ def _embedded(args: Mapping[str, Any]) -> bool:
 
 
 @bp.get("/playground")
-def show():  # noqa: ANN201
+def show() -> ResponseReturnValue:
     try:
         context = playground_context(request.args, strict=True)
     except PlaygroundInputError as exc:
@@ -611,7 +613,7 @@ def show():  # noqa: ANN201
 
 
 @bp.post("/playground/moves/<slug>")
-def play_move(slug: str):  # noqa: ANN201
+def play_move(slug: str) -> ResponseReturnValue:
     move = next((m for m in moves() if m.slug == slug), None)
     if move is None:
         abort(404)
@@ -629,7 +631,7 @@ def play_move(slug: str):  # noqa: ANN201
 
 
 @bp.get("/playground/moves/<slug>")
-def move_page(slug: str):  # noqa: ANN201
+def move_page(slug: str) -> ResponseReturnValue:
     """Re-entering a move's URL (no JavaScript, a bookmark, a reload after POST): show that move's result."""
     if next((m for m in moves() if m.slug == slug), None) is None:
         abort(404)
@@ -641,13 +643,13 @@ def move_page(slug: str):  # noqa: ANN201
 
 
 @bp.get("/playground/custom")
-def custom_page():  # noqa: ANN201
+def custom_page() -> ResponseReturnValue:
     """Re-entering the custom move's URL shows the playground at the custom form."""
     return redirect("/playground#pg-custom-heading", code=303)
 
 
 @bp.post("/playground/custom")
-def play_custom_move():  # noqa: ANN201
+def play_custom_move() -> ResponseReturnValue:
     try:
         toggles = Toggles.parse(request.form)
     except PlaygroundInputError as exc:

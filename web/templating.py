@@ -40,6 +40,5 @@ def count_word(n: int) -> str:
 def init_app(app: Flask) -> None:
     app.add_template_filter(pretty_json, "pretty_json")
     app.add_template_filter(count_word, "count_word")
-    app.add_template_global(CHECK_TITLES, "check_titles")
-    app.add_template_global(OUTCOME_LABELS, "outcome_labels")
+    app.jinja_env.globals.update(check_titles=CHECK_TITLES, outcome_labels=OUTCOME_LABELS)
     app.add_template_global(get_content, "get_content")

@@ -14,8 +14,9 @@ import inspect
 import json
 import threading
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from flask import current_app
 from markupsafe import Markup, escape
@@ -49,18 +50,20 @@ CLAIM_MEANINGS: dict[str, str] = {
 }
 
 _lock = threading.Lock()
+T = TypeVar("T")
 
 
 def _cache() -> dict[str, Any]:
-    return current_app.extensions.setdefault("mrtr.widgets", {})
+    cache: dict[str, Any] = current_app.extensions.setdefault("mrtr.widgets", {})
+    return cache
 
 
-def _cached(name: str, compute: Any) -> Any:
+def _cached(name: str, compute: Callable[[], T]) -> T:
     cache = _cache()
     with _lock:
         if name not in cache:
             cache[name] = compute()
-        return cache[name]
+        return cast(T, cache[name])  # stored by this function under this name, from `compute`
 
 
 # -- the round trip ----------------------------------------------------------------------------------
@@ -211,7 +214,7 @@ def roundtrip_data(lesson: Lesson, anchor: str = "rt") -> list[FigureStep]:
             shown = _shorten_ticket(message, issued)
             base = _STEP3_BASES.get(line.direction, ()) if "jsonrpc" not in message else ()
             html, fields = annotate(shown, notes, f"{anchor}-f{step.n}-{i}", base=base)
-            headers = ()
+            headers: tuple[Header, ...] = ()
             if line.direction == "-->" and isinstance(message, dict) and "method" in message:
                 headers = tuple(Header(name, value, FieldNote(f"{anchor}-h{step.n}-{i}-{j}", name, note))
                                 for j, (name, value, note) in enumerate(notes.headers, 1))
