@@ -2,9 +2,9 @@
 
 Only the app started with `MRTR_CONFORMANCE_FIXTURES=1` merges this catalog in, so the lesson's
 own list stays `deploy` and friends. The names, argument shapes and canned texts are the suite's
-contract (see /work/shared/reference/conformance-suite.md); the behaviour is ours. Every
-multi-round fixture goes through `ctx.ask`, so its requestState is a real ticket with every check
-the lesson teaches: signature, principal, expiry, request binding and single use.
+contract (the official MCP conformance suite, run by tests/web/test_conformance.py); the behaviour
+is ours. Every multi-round fixture goes through `ctx.ask`, so its requestState is a real ticket with
+every check the lesson teaches: signature, principal, expiry, request binding and single use.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from moves.target import Outcome, Reply, Role
 from mrtr import FROZEN_TICKET_MESSAGE
 from mrtr.tickets import CHECK_TITLES
 
-from .test_mcp_http import post
+from .helpers import post
 
 MOVES = load_moves()
 TOKENS = {"owner": "bob-token", "other": "alice-token"}
