@@ -8,10 +8,8 @@ asked for, so the lesson can never show what the server does not do. Never impor
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from mrtr.client import Client, ClientError, InMemoryTransport, Line, Transport
 from mrtr.clock import FakeClock
@@ -108,7 +106,3 @@ def lab_scenes(ring: KeyRing | None = None) -> list[Scene]:
     ring = ring or KeyRing(["mrtr-lab-demo-key-not-a-secret-0000000000"])
     server = Server(ring=ring, store=MemoryStore(), clock=FakeClock(FIGURE_EPOCH), catalog=lesson_catalog())
     return run_lab(lambda key: InMemoryTransport(server.connect("bob")))
-
-
-def dumps(message: Any) -> str:
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
