@@ -7,8 +7,12 @@ from typing import Any
 
 from flask import Flask
 
+from mrtr.config import read_settings
 from web import blueprints, compress, htmx, mcp, security
-from web.services import build_services, config_from_env
+from web.services import SETTINGS_KEY, build_services
+
+#: The largest request body when MRTR_MAX_BODY is unset.
+DEFAULT_MAX_BODY = 256 * 1024
 
 
 def configure_logging() -> None:
@@ -28,21 +32,21 @@ def configure_logging() -> None:
 
 
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
-    """Build the app from environment settings, overlaid with `test_config` when testing."""
+    """Build the app from environment settings, overlaid with `test_config` when testing.
+
+    Every `MRTR_*` setting is read once, by `mrtr.config.read_settings`; features reach the result
+    through `web.services.get_settings()`. `test_config` may also carry Flask settings and test seams.
+    """
     configure_logging()
     app = Flask(__name__, static_folder="static", template_folder="templates")
-    app.config.from_mapping(
-        MAX_CONTENT_LENGTH=256 * 1024,
-        MRTR_TICKET_TTL=120,
-        MRTR_STORE="sqlite",
-        JSON_SORT_KEYS=False,
-    )
-    app.config.update(config_from_env())
+    app.config.from_mapping(MAX_CONTENT_LENGTH=DEFAULT_MAX_BODY, JSON_SORT_KEYS=False)
     if test_config:
         app.config.update(test_config)
-    if app.config.get("MRTR_MAX_BODY"):
-        app.config["MAX_CONTENT_LENGTH"] = int(app.config["MRTR_MAX_BODY"])
-    app.extensions["mrtr"] = build_services(app.config)
+    settings = read_settings(overrides=test_config)
+    if settings.max_body:
+        app.config["MAX_CONTENT_LENGTH"] = settings.max_body
+    app.extensions[SETTINGS_KEY] = settings
+    app.extensions["mrtr"] = build_services(settings, clock=app.config.get("MRTR_CLOCK"))
     security.init_app(app)
     htmx.init_app(app)
     compress.init_app(app)

@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from moves.catalog import Move, load_moves
 from moves.engine import Call, MoveResult, modern_request, play
@@ -42,6 +40,11 @@ from moves.target import Outcome, Target
 from moves.targets.http import HttpTarget, TargetConfigError
 from moves.targets.remote import DEFAULT_TIMEOUT, Timing, clip
 from moves.targets.stdio import PRINCIPAL_ENV, StdioConfigError, StdioTarget
+from mrtr.config import ConfigError, read_settings
+from mrtr.protocol import as_object
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_TOOL = "deploy"
@@ -203,7 +206,7 @@ def _example(name: str, schema: Any) -> Any:
 def arguments_for(input_schema: Any) -> dict[str, Any]:
     """Arguments that satisfy a tool's inputSchema: its required properties, each with an example."""
     schema = input_schema if isinstance(input_schema, dict) else {}
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    props = as_object(schema.get("properties"))
     required = [r for r in schema.get("required", []) if isinstance(r, str)] \
         if isinstance(schema.get("required"), list) else []
     return {name: _example(name, props.get(name)) for name in required}
@@ -215,7 +218,7 @@ def other_arguments_for(arguments: dict[str, Any], input_schema: Any = None) -> 
     None when there is no string (or number, or boolean) argument to change.
     """
     schema = input_schema if isinstance(input_schema, dict) else {}
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    props = as_object(schema.get("properties"))
     for name, value in arguments.items():
         if not isinstance(value, str):
             continue
@@ -246,10 +249,10 @@ def _move_row(result: MoveResult, move: Move, options: CheckOptions, target: Any
         detail = reason or detail
         if move.timing == "past-expiry" and options.skip_late:
             required = False
-    elif not ok and options.allow_replay and getattr(move, "requires", "") == "single-use":
+    elif not ok and options.allow_replay and move.requires == "single-use":
         required = False
         detail = f"warning (--allow-replay): {detail}"
-    if not ok and result.outcome not in (Outcome.NOT_RUN, Outcome.ERROR) and getattr(move, "stops_at", ""):
+    if not ok and result.outcome not in (Outcome.NOT_RUN, Outcome.ERROR) and move.stops_at:
         detail = f"{detail} (a sound server stops this move at its {move.stops_at} check)"
     return MoveRow(move.slug, move.title, Outcome(move.expect).value, observed, ok, detail, required,
                    getattr(move, "stops_at", "") or "")
@@ -362,10 +365,9 @@ def run_check(target: Target, options: CheckOptions = CheckOptions(), *, moves: 
 
 def moves_from_env() -> tuple[Move, ...]:
     """The moves the checker plays: `MRTR_MOVES_FILE` when set (as the app reads it), else lessons/moves.toml."""
-    path = os.environ.get("MRTR_MOVES_FILE")
     try:
-        return load_moves(Path(path) if path else None)
-    except ValueError as exc:
+        return load_moves(read_settings().moves_file)
+    except ValueError as exc:  # ConfigError included: a setting that cannot be read
         raise CheckError(str(exc)) from None
 
 
@@ -378,7 +380,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # usage errors: one clear line and exit 2, never a traceback
         raise CheckError(message)
 
-    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         if message:
             (self.out or file or sys.stdout).write(message)
 
@@ -484,9 +486,10 @@ def main(argv: Sequence[str], *, stdout: IO[str] | None = None, stderr: IO[str] 
     err = stderr or sys.stderr
     if timeout is None:
         try:
-            timeout = float(os.environ.get("MRTR_CHECK_TIMEOUT") or DEFAULT_TIMEOUT)
-        except ValueError:
-            timeout = DEFAULT_TIMEOUT
+            timeout = read_settings().check_timeout or DEFAULT_TIMEOUT
+        except ConfigError as exc:
+            print(f"mrtr check: error: {exc}", file=err)
+            return EXIT_USAGE
     target: Target | None = None
     try:
         args = _parser(out).parse_args(list(argv))

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mrtr.server import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION, MODERN_VERSION
+from mrtr.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION, MODERN_VERSION, as_object
 from mrtr.tickets import SIGNED_PREFIX, b64decode_strict, b64encode, canonical_json, read_payload
 
 from .catalog import Move
@@ -56,7 +56,8 @@ class Call:
 
     tool: str = "deploy"
     arguments: dict[str, Any] = field(default_factory=_default_arguments)
-    other_arguments: dict[str, Any] = field(default_factory=_default_other)
+    #: None when the tool has no argument to change: a move that needs another request cannot be played.
+    other_arguments: dict[str, Any] | None = field(default_factory=_default_other)
     client_name: str = "mrtr-lab"
     capabilities: dict[str, Any] = field(default_factory=_default_capabilities)
 
@@ -113,11 +114,11 @@ def _value_for(schema: Any) -> Any:
     if kind == "boolean":
         return True
     if kind in ("number", "integer"):
-        low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+        low: Any = schema.get("minimum", schema.get("exclusiveMinimum", 0))
         value = low + 1 if "exclusiveMinimum" in schema else max(low, 1 if "maximum" not in schema else low)
         return int(value) if kind == "integer" else value
     if kind == "array":
-        items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
+        items = as_object(schema.get("items"))
         options = items.get("enum") or [o.get("const") for o in items.get("anyOf", []) if isinstance(o, dict)]
         return options[: max(1, int(schema.get("minItems", 1)))] if options else []
     text = "yes"
@@ -156,7 +157,8 @@ def client_meta(capabilities: dict[str, Any] | None = None, call: Call | None = 
     """The `_meta` a 2026-07-28 request carries (form elicitation unless `capabilities` says otherwise)."""
     call = call or Call(client_name="mrtr-lab-playground")
     caps = call.capabilities if capabilities is None else capabilities
-    return modern_request(0, "", {}, replace(call, capabilities=caps))["params"]["_meta"]
+    meta: dict[str, Any] = modern_request(0, "", {}, replace(call, capabilities=caps))["params"]["_meta"]
+    return meta
 
 
 def _payload_part(ticket: str) -> tuple[str, str, str] | None:
@@ -278,7 +280,7 @@ def _describe(reply: Reply, outcome: Outcome) -> str:
     if outcome == Outcome.REFUSED and "error" in response:
         error = response["error"] if isinstance(response["error"], dict) else {}
         return f"error {error.get('code')}: {str(error.get('message', ''))[:200]}"
-    result = response.get("result") if isinstance(response.get("result"), dict) else {}
+    result = as_object(response.get("result"))
     if outcome == Outcome.ASKED_AGAIN:
         return "input_required again: " + ", ".join(sorted(result.get("inputRequests") or {})) or "input_required"
     texts = [c.get("text", "") for c in result.get("content", []) if isinstance(c, dict)]
@@ -294,18 +296,19 @@ def play(move: Move, target: Target, call: Call | None = None, *, on_progress: P
     first = modern_request(MINT_ID, "tools/call", {"name": call.tool, "arguments": call.arguments}, call)
     minted = Step("owner", 0.0, first, target.send("owner", first))
     response = minted.reply.response or {}
-    result = response.get("result") if isinstance(response.get("result"), dict) else {}
+    result = as_object(response.get("result"))
     ticket = result.get("requestState")
     if result.get("resultType") != "input_required" or not isinstance(ticket, str) or not ticket:
         detail = "round one did not answer input_required with a requestState: " + (
             minted.reply.transport_error or _describe(minted.reply, outcome_of(minted.reply)))
         return MoveResult(move, Outcome.ERROR, False, detail, minted, [], None)
-    requests = result.get("inputRequests") if isinstance(result.get("inputRequests"), dict) else {}
+    requests = as_object(result.get("inputRequests"))
     expires_at = _expires_at(ticket)
     request_id = move.request_id if move.request_id is not None else RETRY_ID
     steps: list[Step] = []
 
-    def retry(role: Role, at: float, sent_ticket: str, arguments: dict[str, Any], answers: dict | None) -> Step:
+    def retry(role: Role, at: float, sent_ticket: str, arguments: dict[str, Any],
+              answers: dict[str, Any] | None) -> Step:
         params: dict[str, Any] = {"name": call.tool, "arguments": arguments, "requestState": sent_ticket}
         if answers is not None:
             params["inputResponses"] = answers
@@ -321,7 +324,11 @@ def play(move: Move, target: Target, call: Call | None = None, *, on_progress: P
         return MoveResult(move, Outcome.NOT_RUN, False, "skipped: the move waits past the ticket's expiry",
                           minted, steps, ticket)
     sent_ticket = edit_ticket(ticket, move) if move.ticket == "edit-work" else ticket
-    arguments = call.other_arguments if move.request == "other" else call.arguments
+    arguments = call.arguments
+    if move.request == "other":
+        if call.other_arguments is None:
+            raise ValueError(f"move {move.slug!r} needs other arguments, and the call has none")
+        arguments = call.other_arguments
     answers = answers_for(requests) if move.answer == "accept" else None
     steps.append(retry(move.sender, move.at, sent_ticket, arguments, answers))
     outcome = outcome_of(steps[-1].reply)

@@ -22,6 +22,7 @@ from typing import Any
 from moves.engine import Call, MoveResult, answers_for, modern_request
 from moves.target import Outcome, Reply, Role, Target
 from moves.targets.remote import ticket_expiry
+from mrtr.protocol import as_object
 
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 UNSUPPORTED_VERSION = "1900-01-01"
@@ -174,7 +175,7 @@ def probe_missing_answer(target: Target, call: Call, next_id: Callable[[], int])
     if not asked or not isinstance(ticket, str):
         return ProbeResult("missing-answer", False, f"round one got {describe(first)}, so there was nothing to "
                                                     "answer")
-    questions = asked.get("inputRequests") if isinstance(asked.get("inputRequests"), dict) else {}
+    questions = as_object(asked.get("inputRequests"))
     answers = answers_for(questions)
     left_out = next(iter(questions), None)
     partial = {k: v for k, v in answers.items() if k != left_out}

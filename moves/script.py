@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mrtr.server import MODERN_VERSION
+from mrtr.protocol import MODERN_VERSION, as_object
 
 #: Stands in for the real ticket in a retry's JSON until the script puts it there.
 TICKET_MARK = "__MRTR_TICKET__"
@@ -52,7 +52,7 @@ class ScriptStep:
 
 
 def _curl(principal: str, message: dict[str, Any]) -> str:
-    params = message.get("params") if isinstance(message.get("params"), dict) else {}
+    params = as_object(message.get("params"))
     name = params.get("name") if isinstance(params.get("name"), str) else "deploy"
     body = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
     before, mark, after = body.partition(f'"{TICKET_MARK}"')

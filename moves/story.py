@@ -16,18 +16,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from mrtr.client import Line
-from mrtr.clock import Clock, FakeClock
+from mrtr.clock import FIXED_EPOCH, Clock, FakeClock
+from mrtr.handler import Policy
 from mrtr.keys import KeyRing
-from mrtr.server import Exchange, Policy, Server
+from mrtr.protocol import Exchange
+from mrtr.server import Server
 from mrtr.store import MemoryStore, RedeemedStore
-from mrtr.tickets import SIGNED_PREFIX, TicketCodec
+from mrtr.tickets import DEFAULT_TTL, SIGNED_PREFIX, TicketCodec
+from mrtr.tools import lesson_catalog
 
 from .catalog import Move
 from .engine import Call, answers_for, edit_ticket, modern_request
 from .target import Outcome
 
 #: A fixed instant for figures, so the same ring always draws the same times.
-FIGURE_EPOCH = 1_790_000_000.0
+FIGURE_EPOCH = FIXED_EPOCH
 #: The edit the round trip's last step makes (the same as the "tampered" move's).
 _EDIT = Move(slug="figure-edit", title="", summary="", sender="owner", at=8, timing="in-time", ticket="edit-work",
              answer="accept", request="same", repeat=False, expect=Outcome.REFUSED, stops_at="signature")
@@ -57,11 +60,11 @@ class Balancer:
 
 
 def cluster(n: int, *, ring: KeyRing, store: RedeemedStore, clock: Clock, policy: Policy | None = None,
-            ttl: int = 120, jti: Callable[[], str] | None = None) -> Balancer:
+            ttl: int = DEFAULT_TTL, jti: Callable[[], str] | None = None) -> Balancer:
     """`n` independent replicas named A, B, C… sharing only `ring`, `store` and `clock`."""
     names = string.ascii_uppercase[:n]
     return Balancer({name: Server(ring=ring, store=store, clock=clock, policy=policy or Policy(), ttl=ttl,
-                                  name=f"mrtr-lab-{name}", jti=jti) for name in names})
+                                  catalog=lesson_catalog(), name=f"mrtr-lab-{name}", jti=jti) for name in names})
 
 
 @dataclass

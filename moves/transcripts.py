@@ -8,16 +8,16 @@ asked for, so the lesson can never show what the server does not do. Never impor
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from mrtr.client import Client, ClientError, InMemoryTransport, Line, Transport
 from mrtr.clock import FakeClock
 from mrtr.keys import KeyRing
-from mrtr.server import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION, Server
+from mrtr.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION
+from mrtr.server import Server
 from mrtr.store import MemoryStore
+from mrtr.tools import lesson_catalog
 
 from .story import FIGURE_EPOCH
 
@@ -104,9 +104,5 @@ def run_lab(transport_for: Callable[[str], Transport], *, close: Callable[[Trans
 def lab_scenes(ring: KeyRing | None = None) -> list[Scene]:
     """The lab played in process against a real server (fixed demo key unless a ring is given)."""
     ring = ring or KeyRing(["mrtr-lab-demo-key-not-a-secret-0000000000"])
-    server = Server(ring=ring, store=MemoryStore(), clock=FakeClock(FIGURE_EPOCH))
+    server = Server(ring=ring, store=MemoryStore(), clock=FakeClock(FIGURE_EPOCH), catalog=lesson_catalog())
     return run_lab(lambda key: InMemoryTransport(server.connect("bob")))
-
-
-def dumps(message: Any) -> str:
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)

@@ -7,22 +7,18 @@ clock it is given. Adapters (stdio here, Flask in the app) move bytes in and out
 __version__ = "0.1.0"
 
 from .clock import FakeClock, system_clock  # noqa: E402
+from .connection import Connection  # noqa: E402
 from .errors import FROZEN_TICKET_MESSAGE, ProtocolError, TicketRejected  # noqa: E402
+from .handler import CallContext, InputRequired, Policy  # noqa: E402
 from .keys import KeyRing, ring_from_config  # noqa: E402
-from .server import (  # noqa: E402
-    INPUT_REQUIRED_METHODS,
-    MODERN_VERSION,
-    SUPPORTED_VERSIONS,
-    Connection,
-    Exchange,
-    Policy,
-    Server,
-)
+from .protocol import INPUT_REQUIRED_METHODS, MODERN_VERSION, SUPPORTED_VERSIONS, Exchange  # noqa: E402
+from .server import Server  # noqa: E402
 from .store import MemoryStore, SqliteStore  # noqa: E402
 from .tickets import CHECKS, TicketCodec, Trace  # noqa: E402
 
 __all__ = [
     "CHECKS",
+    "CallContext",
     "FROZEN_TICKET_MESSAGE",
     "INPUT_REQUIRED_METHODS",
     "MODERN_VERSION",
@@ -30,6 +26,7 @@ __all__ = [
     "Connection",
     "Exchange",
     "FakeClock",
+    "InputRequired",
     "KeyRing",
     "MemoryStore",
     "Policy",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .server import CallContext, InputRequired
+    from .handler import CallContext, InputRequired
 
 Handler = Callable[["CallContext"], "dict[str, Any] | InputRequired"]
 

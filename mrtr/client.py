@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .server import LEGACY_VERSION, META_CAPABILITIES, META_CLIENT_INFO, META_VERSION, MODERN_VERSION, Connection
+from .connection import Connection
+from .protocol import LEGACY_VERSION, META_CAPABILITIES, META_CLIENT_INFO, META_VERSION, MODERN_VERSION
 
 Answerer = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -177,4 +178,5 @@ class Client:
     def _result(response: dict[str, Any]) -> dict[str, Any]:
         if "error" in response:
             raise ClientError(response["error"].get("message", "error"), response["error"])
-        return response["result"]
+        result: dict[str, Any] = response["result"]
+        return result

@@ -14,10 +14,14 @@ Clock = Callable[[], float]
 system_clock: Clock = time.time
 
 
+#: A fixed instant (2026-09-21T12:53:20Z) for fake clocks, figures and demos, so times never drift.
+FIXED_EPOCH = 1_790_000_000.0
+
+
 class FakeClock:
     """A clock that only moves when told to."""
 
-    def __init__(self, now: float = 1_790_000_000.0) -> None:
+    def __init__(self, now: float = FIXED_EPOCH) -> None:
         self.now = float(now)
 
     def __call__(self) -> float:

@@ -2,9 +2,9 @@
 
 Only the app started with `MRTR_CONFORMANCE_FIXTURES=1` merges this catalog in, so the lesson's
 own list stays `deploy` and friends. The names, argument shapes and canned texts are the suite's
-contract (see /work/shared/reference/conformance-suite.md); the behaviour is ours. Every
-multi-round fixture goes through `ctx.ask`, so its requestState is a real ticket with every check
-the lesson teaches: signature, principal, expiry, request binding and single use.
+contract (the official MCP conformance suite, run by tests/web/test_conformance.py); the behaviour
+is ours. Every multi-round fixture goes through `ctx.ask`, so its requestState is a real ticket with
+every check the lesson teaches: signature, principal, expiry, request binding and single use.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ import base64
 import json
 import struct
 import zlib
+from collections.abc import Callable
 from typing import Any
 
-from .catalog import Catalog, Prompt, Resource, ResourceTemplate, Tool, elicit_form, list_roots, sample
-from .server import CallContext, InputRequired
+from .catalog import Catalog, Handler, Prompt, Resource, ResourceTemplate, Tool, elicit_form, list_roots, sample
+from .handler import CallContext, InputRequired
 from .tools import text_result
 
 NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}}
@@ -54,7 +55,7 @@ def _schema(**props: str) -> dict[str, Any]:
 # -- plain content tools ------------------------------------------------------------------------
 
 
-def _fixed(result: dict[str, Any]):
+def _fixed(result: dict[str, Any]) -> Handler:
     return lambda ctx: json.loads(json.dumps(result))  # a fresh copy per call
 
 
@@ -104,7 +105,8 @@ GREETING_Q = sample("Write a one-line greeting.")
 ROOTS_Q = list_roots()
 
 
-def _one_round(questions: dict[str, dict[str, Any]], finish):
+def _one_round(questions: dict[str, dict[str, Any]],
+               finish: Callable[[dict[str, Any]], dict[str, Any]]) -> Handler:
     """A fixture that asks `questions` once and finishes with `finish(answers)` when they are answered."""
 
     def handler(ctx: CallContext) -> dict[str, Any] | InputRequired:
@@ -123,12 +125,13 @@ def _greet(answers: dict[str, Any]) -> dict[str, Any]:
 
 
 def _multi_round(ctx: CallContext) -> dict[str, Any] | InputRequired:
-    step = ctx.state.get("step") if ctx.state else None
+    state = ctx.state or {}
+    step = state.get("step")
     if step == "color":
         answers = ctx.answers({"favorite_color": COLOR_Q})
         if answers is None:
-            return ctx.ask({"favorite_color": COLOR_Q}, work=ctx.state.get("work", {}), step="color")
-        name = ctx.state.get("work", {}).get("name", "someone")
+            return ctx.ask({"favorite_color": COLOR_Q}, work=state.get("work", {}), step="color")
+        name = state.get("work", {}).get("name", "someone")
         color = answers["favorite_color"].get("content", {}).get("color", "no colour")
         return text_result(f"{name} likes {color}.")
     answers = ctx.answers({"user_name": NAME_Q}) if step == "name" else None
@@ -207,11 +210,11 @@ TEMPLATE = ResourceTemplate(
 )
 
 
-def _tool(name: str, description: str, handler, schema: dict[str, Any] | None = None) -> Tool:
+def _tool(name: str, description: str, handler: Handler, schema: dict[str, Any] | None = None) -> Tool:
     return Tool(name=name, description=description, handler=handler, input_schema=schema or dict(NO_ARGS))
 
 
-def _prompt(name: str, description: str, handler, *arguments: str) -> Prompt:
+def _prompt(name: str, description: str, handler: Handler, *arguments: str) -> Prompt:
     return Prompt(
         name=name,
         description=description,

@@ -17,28 +17,17 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from .clock import system_clock
-from .keys import default_state_dir, ring_from_config
+from .config import open_store, read_settings
+from .keys import ring_from_config
 from .server import Server
-from .store import MemoryStore, RedeemedStore, SqliteStore
+from .tools import lesson_catalog
 
 
-def store_from_config(kind: str | None, path: str | None = None) -> RedeemedStore:
-    """A redeemed store named by configuration: `memory`, or `sqlite` (the default) at `path`."""
-    kind = (kind or "sqlite").lower()
-    if kind == "memory":
-        return MemoryStore()
-    if kind == "sqlite":
-        return SqliteStore(path or default_state_dir() / "redeemed.sqlite3")
-    raise ValueError(f"MRTR_STORE must be memory or sqlite here; got {kind!r}")
-
-
-def server_from_env(environ: Mapping[str, str] = os.environ) -> Server:
-    return Server(
-        ring=ring_from_config(environ.get("MRTR_SECRET_KEYS")),
-        store=store_from_config(environ.get("MRTR_STORE"), environ.get("MRTR_STORE_PATH")),
-        clock=system_clock,
-        ttl=int(environ.get("MRTR_TICKET_TTL") or 120),
-    )
+def server_from_env(environ: Mapping[str, str] | None = None) -> Server:
+    """The stdio server the settings describe (see `mrtr.config`): keys, store, lifetime."""
+    settings = read_settings(environ)
+    return Server(ring=ring_from_config(settings.secret_keys), store=open_store(settings), clock=system_clock,
+                  catalog=lesson_catalog(), ttl=settings.ticket_ttl)
 
 
 def serve(server: Server, principal: str, stdin: IO[bytes], stdout: IO[bytes], *, tick: float = 1.0) -> None:
@@ -73,8 +62,7 @@ def serve(server: Server, principal: str, stdin: IO[bytes], stdout: IO[bytes], *
 
 
 def main() -> int:
-    principal = os.environ.get("MRTR_PRINCIPAL") or "bob"
-    serve(server_from_env(), principal, sys.stdin.buffer, sys.stdout.buffer)
+    serve(server_from_env(), read_settings().principal, sys.stdin.buffer, sys.stdout.buffer)
     print("[server] stdin closed: exiting cleanly", file=sys.stderr)
     return 0
 
@@ -108,7 +96,8 @@ class SubprocessTransport:
                 return None
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
-        return json.loads(line)
+        message: dict[str, Any] | None = json.loads(line)
+        return message
 
     def close(self, timeout: float = 5.0) -> int:
         assert self.process.stdin is not None

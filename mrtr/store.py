@@ -119,8 +119,5 @@ class SqliteStore:
 
         return self._run(work)
 
-    def evict(self, now: float) -> int:
-        return self._run(lambda db: db.execute("DELETE FROM redeemed WHERE exp <= ?", (now,)).rowcount)
-
     def __len__(self) -> int:
         return self._run(lambda db: int(db.execute("SELECT COUNT(*) FROM redeemed").fetchone()[0]))

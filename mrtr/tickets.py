@@ -330,9 +330,12 @@ def check_binding(
     # Positive form, so a missing or non-numeric exp can never pass.
     if not (isinstance(exp, int | float) and not isinstance(exp, bool) and now < exp):
         # Whole seconds, as iat and exp are: 300.4 s past an exp of 120 reads "180 s ago", not 181.
-        finite = isinstance(exp, int | float) and not isinstance(exp, bool) and math.isfinite(exp)
-        age = f"{math.floor(now) - math.floor(exp)} s ago" if finite else "at an unknown time"
+        if isinstance(exp, int | float) and not isinstance(exp, bool) and math.isfinite(exp):
+            age = f"{math.floor(now) - math.floor(exp)} s ago"
+        else:
+            age = "at an unknown time"
         fail("expiry", f"ticket expired {age}")
+    assert isinstance(exp, int | float)  # narrowed by the positive check above
     trace.record("expiry", "pass", f"{math.floor(exp) - math.floor(now)} s left")
 
     expected = request_digest(method, target, arguments)

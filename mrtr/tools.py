@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from .catalog import Catalog, Prompt, Resource, Tool, elicit_form
-from .server import CallContext, InputRequired
+from .handler import CallContext, InputRequired
+from .protocol import as_object
 from .tickets import CHECK_TITLES
 
 CONFIRM_SCHEMA: dict[str, Any] = {
@@ -35,7 +36,7 @@ def deploy(ctx: CallContext) -> dict[str, Any] | InputRequired:
     if ctx.state is None:
         return ctx.ask({"confirm": confirm_question(env)}, work={"env": env}, step="confirm")
     # The work comes from the ticket, which the server has verified: that is the point of MRTR.
-    work = ctx.state.get("work") if isinstance(ctx.state.get("work"), dict) else {}
+    work = as_object(ctx.state.get("work"))
     target = str(work.get("env", env))
     questions = {"confirm": confirm_question(target)}
     answers = ctx.answers(questions)

@@ -42,13 +42,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from flask import Blueprint, Flask, Response, abort, current_app, redirect, request, url_for
+from werkzeug.wrappers import Response as BaseResponse
 
 from moves.check import CheckError, CheckOptions, Events, run_check
 from moves.targets.http import HttpTarget
 from moves.targets.remote import Timing
+from mrtr.config import Settings
 from mrtr.keys import default_state_dir
 from web import htmx
 from web.content import get_content
+from web.services import SETTINGS_KEY, get_settings
 
 bp = Blueprint("check", __name__)
 log = logging.getLogger("mrtr.check")
@@ -89,11 +92,6 @@ class CheckInputError(ValueError):
 # -- configuration -----------------------------------------------------------------------------------
 
 
-def _config(name: str, default: Any = None) -> Any:
-    value = current_app.config.get(name)
-    return default if value in (None, "") else value
-
-
 def _loopback(value: str | None) -> bool:
     name = (value or "").strip().strip("[]").lower().rstrip(".")
     if name == "localhost":
@@ -111,7 +109,7 @@ def is_public() -> bool:
     machine: a request from another address, or one that names a host other than loopback (the app behind
     a reverse proxy, reached by its public name), gets no loopback targets, whatever an operator forgot to set.
     """
-    if str(_config("MRTR_PUBLIC", "")).strip().lower() in ("1", "true", "yes", "on"):
+    if get_settings().public:
         return True
     try:
         host = urlsplit(f"//{request.host}").hostname
@@ -153,7 +151,7 @@ class HostRules:
 
 
 def rules() -> HostRules:
-    return HostRules.from_config(_config("MRTR_CHECK_HOSTS", ""), is_public())
+    return HostRules.from_config(get_settings().check_hosts, is_public())
 
 
 Resolver = Callable[[str, int], list[str]]
@@ -300,17 +298,15 @@ class RunStore:
 
 
 def runs() -> RunStore:
-    return current_app.extensions[RUNS_KEY]
+    store: RunStore = current_app.extensions[RUNS_KEY]
+    return store
 
 
 @bp.record_once
 def _setup(state: Any) -> None:
     app: Flask = state.app
-    for name in ("MRTR_PUBLIC", "MRTR_CHECK_HOSTS", "MRTR_CHECK_RUNS", "MRTR_CHECK_WINDOW", "MRTR_CHECK_MAX_WAIT",
-                 "MRTR_CHECK_STATE_DIR"):
-        if app.config.get(name) in (None, "") and os.environ.get(name):
-            app.config[name] = os.environ[name]
-    directory = app.config.get("MRTR_CHECK_STATE_DIR") or default_state_dir() / "check-runs"
+    settings: Settings = app.extensions[SETTINGS_KEY]
+    directory = settings.check_state_dir or default_state_dir() / "check-runs"
     app.extensions[RUNS_KEY] = RunStore(Path(directory))
 
 
@@ -380,7 +376,7 @@ def check_page() -> Response:
 
 
 @bp.post("/check")
-def start_check() -> Response:
+def start_check() -> BaseResponse | Response:
     form = Form()
     try:
         _same_site()
@@ -394,8 +390,7 @@ def start_check() -> Response:
             raise CheckInputError("The two tokens must belong to two different users.")
         arguments = _json_object(form.args, "Arguments")
         url, address = vet_url(form.url, rules(), current_app.config.get("MRTR_CHECK_RESOLVER") or _resolve)
-        limit = int(_config("MRTR_CHECK_RUNS", 5))
-        window = float(_config("MRTR_CHECK_WINDOW", 600))
+        limit, window = get_settings().check_runs, get_settings().check_window
         run = runs().start(_visitor(), url, limit, window)
     except CheckInputError as exc:
         form.error = str(exc)
@@ -453,7 +448,7 @@ def _execute(app: Flask, store: RunStore, run: Run, url: str, address: str, toke
                 last_wait[0] = store.clock()
                 save()
 
-    max_wait = float(app.config.get("MRTR_CHECK_MAX_WAIT") or 300)
+    max_wait = app.extensions[SETTINGS_KEY].check_max_wait
     target = None
     try:
         target = HttpTarget(url, [("owner", tokens[0]), ("other", tokens[1])], connect_to=address,

@@ -12,9 +12,9 @@ never see others' answers; the presenter's tally is for the room. The attack rou
 signed on the class's own lab keys (web.classroom_round), never on a key `/mcp` accepts. This module
 never writes SQL (web.classroom_store) and never touches the protocol except through ClassLab.
 
-Settings (app config first, then the environment): MRTR_CLASS_DB (default: classroom.sqlite3 in the
-state dir), MRTR_CLASS_TTL_HOURS (12), MRTR_INSTRUCTOR_TOKEN, MRTR_REDIS_URL (live updates across
-processes), MRTR_CLASS_POLL_SECONDS (2: how often a live stream re-reads the store without a
+Settings (read by `mrtr.config`; a test config overrides the environment): MRTR_CLASS_DB (default:
+classroom.sqlite3 in the state dir), MRTR_CLASS_TTL_HOURS (12), MRTR_INSTRUCTOR_TOKEN, MRTR_REDIS_URL (live updates
+across processes), MRTR_CLASS_POLL_SECONDS (2: how often a live stream re-reads the store without a
 notice), MRTR_CLASS_STREAM_SECONDS (30: an SSE stream's life before the browser reconnects),
 MRTR_MAX_CLASSES (200 open at once), MRTR_CLASS_CLOCK (tests: the clock).
 """
@@ -24,7 +24,6 @@ from __future__ import annotations
 import csv
 import hmac
 import io
-import os
 import secrets
 import tempfile
 import threading
@@ -49,6 +48,7 @@ from flask import (
     url_for,
 )
 from markupsafe import Markup
+from werkzeug.wrappers import Response as BaseResponse
 
 from mrtr import SqliteStore
 from mrtr.keys import default_state_dir
@@ -66,7 +66,7 @@ from web.classroom_store import (
     normalize_code,
 )
 from web.content import Lesson, Question, get_content
-from web.services import get_services
+from web.services import get_services, get_settings
 
 bp = Blueprint("classroom", __name__)
 
@@ -75,13 +75,6 @@ LEARNER_COOKIE = "mrtr_learner"
 #: Per learner: at most this many answers in ANSWER_WINDOW seconds, and plays in PLAY_WINDOW seconds.
 ANSWER_LIMIT, ANSWER_WINDOW = 10, 10.0
 PLAY_LIMIT, PLAY_WINDOW = 30, 60.0
-
-
-def _setting(name: str, default: Any = None) -> Any:
-    value = current_app.config.get(name)
-    if value in (None, ""):
-        value = os.environ.get(name)
-    return default if value in (None, "") else value
 
 
 @dataclass
@@ -137,33 +130,29 @@ _build_lock = threading.Lock()
 
 def classroom() -> Classroom:
     """The app's classroom services, built on first use (an app that never runs a class opens no file)."""
-    found = current_app.extensions.get("classroom")
+    found: Classroom | None = current_app.extensions.get("classroom")
     if found is not None:
         return found
     with _build_lock:
         found = current_app.extensions.get("classroom")
         if found is None:
             clock = current_app.config.get("MRTR_CLASS_CLOCK") or time.time
-            configured = _setting("MRTR_CLASS_DB")
-            if configured:
-                path = Path(configured)
+            settings = get_settings()
+            if settings.class_db:
+                path = settings.class_db
             elif current_app.testing:  # a test app never writes to the user's state dir
                 path = Path(tempfile.mkdtemp(prefix="mrtr-class-")) / "classroom.sqlite3"
             else:
                 path = default_state_dir() / "classroom.sqlite3"
-            try:
-                ttl_hours = float(_setting("MRTR_CLASS_TTL_HOURS", 12))
-            except ValueError:
-                ttl_hours = 12.0
             found = Classroom(
-                store=ClassStore(path, clock=clock, ttl_seconds=ttl_hours * 3600),
-                bus=make_bus(_setting("MRTR_REDIS_URL")),
+                store=ClassStore(path, clock=clock, ttl_seconds=settings.class_ttl_hours * 3600),
+                bus=make_bus(settings.redis_url),
                 lab_path=path.with_name(path.stem + "-redeemed.sqlite3"),
                 clock=clock,
-                instructor_token=_setting("MRTR_INSTRUCTOR_TOKEN"),
-                poll_seconds=float(_setting("MRTR_CLASS_POLL_SECONDS", 2)),
-                stream_seconds=float(_setting("MRTR_CLASS_STREAM_SECONDS", 30)),
-                max_classes=int(_setting("MRTR_MAX_CLASSES", 200)),
+                instructor_token=settings.instructor_token,
+                poll_seconds=settings.class_poll_seconds,
+                stream_seconds=settings.class_stream_seconds,
+                max_classes=settings.max_classes,
             )
             current_app.extensions["classroom"] = found
     return found
@@ -172,7 +161,7 @@ def classroom() -> Classroom:
 @bp.app_context_processor
 def _start_control() -> dict[str, Any]:
     """What /demo's start-class control needs to know: only whether a token is asked for."""
-    return {"class_start_needs_token": lambda: bool(_setting("MRTR_INSTRUCTOR_TOKEN"))}
+    return {"class_start_needs_token": lambda: bool(get_settings().instructor_token)}
 
 
 # -- helpers ------------------------------------------------------------------------------------------
@@ -222,7 +211,7 @@ def _wants_json() -> bool:
     return request.accept_mimetypes.best == "application/json" or request.headers.get("Authorization") is not None
 
 
-def _cookie(response: Response, name: str, value: str, code: str) -> None:
+def _cookie(response: BaseResponse, name: str, value: str, code: str) -> None:
     ttl = int(classroom().store.ttl)
     response.set_cookie(name, value, max_age=ttl, path=f"/class/{code}", httponly=True, samesite="Strict",
                         secure=request.is_secure)
@@ -252,7 +241,7 @@ def _heat(row: ClassRow) -> dict[str, Any]:
     top = max(raw.values(), default=0)
     rows = []
     for move in get_content().moves:
-        cells = []
+        cells: list[dict[str, Any]] = []
         for check in columns:
             n = raw.get((move.slug, check), 0)
             cells.append({"check": check or "through", "count": n, "level": _heat_level(n, top)})
@@ -307,7 +296,7 @@ def start() -> Response | str:
 
 
 @bp.get("/class/<code>/control/<secret>")
-def claim(code: str, secret: str) -> Response:
+def claim(code: str, secret: str) -> BaseResponse:
     """The capability link: it proves the holder is the presenter, then leaves the address bar."""
     row = _class_or_404(code)
     if not classroom().store.host_ok(row, secret):
@@ -364,12 +353,12 @@ def host_events(code: str) -> Response:
     return response
 
 
-def _back_to_host(row: ClassRow) -> Response:
+def _back_to_host(row: ClassRow) -> BaseResponse:
     return redirect(url_for("classroom.host", code=row.code), 303)
 
 
 @bp.post("/class/<code>/host/question")
-def push_question(code: str) -> Response:
+def push_question(code: str) -> BaseResponse:
     row = _host(code)
     questions = _lesson(row).questions
     if row.question_no >= len(questions):
@@ -380,7 +369,7 @@ def push_question(code: str) -> Response:
 
 
 @bp.post("/class/<code>/host/reveal")
-def reveal(code: str) -> Response:
+def reveal(code: str) -> BaseResponse:
     row = _host(code)
     if not row.question_id:
         abort(409)
@@ -390,7 +379,7 @@ def reveal(code: str) -> Response:
 
 
 @bp.post("/class/<code>/host/round")
-def round_switch(code: str) -> Response:
+def round_switch(code: str) -> BaseResponse:
     row = _host(code)
     classroom().store.set_round(row.id, request.form.get("open") == "1")
     _changed(row)
@@ -398,7 +387,7 @@ def round_switch(code: str) -> Response:
 
 
 @bp.post("/class/<code>/host/single-use")
-def single_use(code: str) -> Response:
+def single_use(code: str) -> BaseResponse:
     row = _host(code)
     classroom().store.set_single_use(row.id, request.form.get("on") == "1")
     _changed(row)
@@ -406,7 +395,7 @@ def single_use(code: str) -> Response:
 
 
 @bp.post("/class/<code>/host/end")
-def end(code: str) -> Response:
+def end(code: str) -> BaseResponse:
     row = _host(code)
     classroom().store.delete(row.id)
     _changed(row)
@@ -440,7 +429,7 @@ def results(code: str) -> Response:
 
 
 @bp.get("/j/<code>")
-def short(code: str) -> Response:
+def short(code: str) -> BaseResponse:
     return redirect(url_for("classroom.join", code=normalize_code(code)), 303)
 
 
@@ -456,7 +445,7 @@ def join() -> Response:
 
 
 @bp.post("/join")
-def join_post() -> Response:
+def join_post() -> BaseResponse:
     code = normalize_code(request.form.get("code"))
     nickname = (request.form.get("nickname") or "")[:200]
     row = classroom().store.by_code(code) if code else None
@@ -469,6 +458,7 @@ def join_post() -> Response:
     except ClassroomError as exc:
         return _join_form(code, nickname, str(exc), 400)
     _changed(row)
+    response: BaseResponse
     if _wants_json():
         response = jsonify({"learner": learner.nickname, "principal": learner.principal, "token": token,
                             "page": url_for("classroom.me", code=row.code, _external=True)})
@@ -545,6 +535,7 @@ def answer(code: str) -> Response:
 
 
 def _refuse(row: ClassRow, learner: Learner, status: int, message: str) -> Response:
+    response: BaseResponse
     if _wants_json():
         response = jsonify({"error": message})
         response.status_code = status

@@ -51,5 +51,5 @@ def init_app(app: Flask) -> None:
         response.set_data(body)
         response.headers["Content-Encoding"] = "gzip"
         if etag:
-            response.set_etag(f"{etag}-gz", weak=weak)
+            response.set_etag(f"{etag}-gz", weak=bool(weak))
         return response

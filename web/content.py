@@ -22,7 +22,9 @@ from mdit_py_plugins.anchors import anchors_plugin
 
 from moves.catalog import Move, load_moves
 from moves.target import Outcome
+from mrtr.config import Settings
 from mrtr.tickets import CHECKS
+from web.services import SETTINGS_KEY
 
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "lessons"
 
@@ -332,10 +334,10 @@ def load_course(root: Path = DEFAULT_ROOT, moves_file: Path | None = None) -> Co
 def init_app(app: Flask) -> None:
     """Load the course once, at start-up; `MRTR_CONTENT_DIR` points at another tree, `MRTR_MOVES_FILE`
     at another moves file (tests)."""
-    moves_file = app.config.get("MRTR_MOVES_FILE")
-    app.extensions["content"] = load_course(Path(app.config.get("MRTR_CONTENT_DIR") or DEFAULT_ROOT),
-                                            Path(moves_file) if moves_file else None)
+    settings: Settings = app.extensions[SETTINGS_KEY]
+    app.extensions["content"] = load_course(settings.content_dir or DEFAULT_ROOT, settings.moves_file)
 
 
 def get_content() -> Course:
-    return current_app.extensions["content"]
+    content: Course = current_app.extensions["content"]
+    return content

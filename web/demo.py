@@ -25,32 +25,21 @@ from moves.engine import Call, play
 from moves.labcodec import LabRing
 from moves.story import roundtrip
 from moves.targets.lab import lab_target
-from mrtr.tickets import CHECK_TITLES, b64encode
+from mrtr.clock import FIXED_EPOCH
+from mrtr.tickets import CHECK_TITLES, DEFAULT_TTL, b64encode
 from web.content import Lesson, get_content
+from web.templating import OUTCOME_LABELS
 
 bp = Blueprint("demo", __name__, url_prefix="/demo")
 
 #: Public on purpose: a demo must never show (or depend on) the app's real secret.
 DEMO_KEY = "mrtr-lab-demo-key-presenter-not-a-secret"
 DEMO_RING = LabRing.public(DEMO_KEY)
-#: The instant every demo starts at (2026-09-21T12:53:20Z), so times and expiries never drift.
-DEMO_EPOCH = 1_790_000_000.0
+#: The instant every demo starts at, so times and expiries never drift.
+DEMO_EPOCH = FIXED_EPOCH
 #: Auto-play bounds, in seconds per slide.
 AUTOPLAY_MIN, AUTOPLAY_MAX = 2, 600
 
-VERDICT_LABELS = {
-    "sent": "Sent",
-    "input_required": "input_required",
-    "answered": "Answered",
-    "complete": "Deployed",
-    "completed": "Deployed",
-    "refused": "Refused",
-    "deployed": "Deployed",
-    "asked-again": "Asked again",
-    "declined": "Declined",
-    "error": "Error",
-    "not-run": "Not run",
-}
 #: Verdicts a slide shows as good news, bad news, or neither.
 VERDICT_TONES = {"complete": "ok", "completed": "ok", "deployed": "ok", "refused": "bad", "error": "bad",
                  "asked-again": "warn", "input_required": "warn", "declined": "warn", "not-run": "warn"}
@@ -95,7 +84,7 @@ class Slide:
 
     @property
     def verdict_label(self) -> str:
-        return VERDICT_LABELS.get(self.verdict, self.verdict)
+        return OUTCOME_LABELS.get(self.verdict, self.verdict)
 
     @property
     def tone(self) -> str:
@@ -141,8 +130,8 @@ CALL = Call(client_name="mrtr-lab-playground")
 def _describe(move: Move, caller: str) -> tuple[tuple[str, str], ...]:
     ticket = "as issued" if move.ticket == "as-issued" else f"payload edited ({move.edit_path} = {move.edit_value})"
     answer = "yes (accepted)" if move.answer == "accept" else "none"
-    arguments = CALL.other_arguments if move.request == "other" else CALL.arguments
-    facts = [("Caller", caller), ("Sent at", f"t = {move.at:g} s (expires at 120 s)"), ("Ticket", ticket),
+    arguments = CALL.other_arguments if move.request == "other" and CALL.other_arguments is not None else CALL.arguments
+    facts = [("Caller", caller), ("Sent at", f"t = {move.at:g} s (expires at {DEFAULT_TTL} s)"), ("Ticket", ticket),
              ("Answer", answer), ("Arguments", ", ".join(f"{k}: {v}" for k, v in arguments.items()))]
     if move.repeat:
         facts.append(("Before it", "the same honest retry, at t = 8 s"))
@@ -196,7 +185,9 @@ def switch_slides(first_index: int) -> list[Slide]:
         move = get_content().move(slug)
         if move is None:
             continue
-        target = lab_target(DEMO_RING, now=DEMO_EPOCH, jti=demo_jti(f"switch:{key}"), **switch)
+        target = lab_target(DEMO_RING, now=DEMO_EPOCH, jti=demo_jti(f"switch:{key}"),
+                            single_use=switch.get("single_use", True),
+                            verify_signature=switch.get("verify_signature", True))
         result = play(move, target, CALL)
         last = result.last
         checks = tuple(last.reply.trace or ()) if last else ()

@@ -24,6 +24,7 @@ from werkzeug.exceptions import HTTPException
 from web import htmx, quiz
 from web.content import Lesson, Question, get_content
 from web.security import allow_framing_by
+from web.services import get_settings
 
 bp = Blueprint("embed", __name__)
 
@@ -38,7 +39,7 @@ QUIZ_ENDPOINTS = frozenset({"quiz.quiz_page", "embed.quiz", "embed.question"})
 
 def embed_origins() -> list[str]:
     """The allow-list from `MRTR_EMBED_ORIGINS`: origins without a trailing slash, in order."""
-    raw = current_app.config.get("MRTR_EMBED_ORIGINS") or ""
+    raw = get_settings().embed_origins
     items = raw.split(",") if isinstance(raw, str) else list(raw)
     return [o.strip().rstrip("/").lower() for o in items if o and o.strip()]
 
@@ -200,7 +201,7 @@ def oembed() -> Response:
         src = url_for("embed.quiz", slug=lesson.slug, _external=True)
     else:
         src = url_for("embed.question", slug=lesson.slug, qid=question.id, _external=True)
-    origin = parent_origin((parse_qs(parts.query).get("origin") or [None])[0])
+    origin = parent_origin(next(iter(parse_qs(parts.query).get("origin", [])), None))
     title = f"Quick check: {lesson.title}" + (f" ({question.prompt})" if question else "")
     return jsonify({
         "version": "1.0",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Flask, Response, render_template
-from htmx_flask import Htmx, make_response
+from htmx_flask import Htmx, make_response  # type: ignore[import-untyped]  # ships no type hints
 from htmx_flask import request as htmx_request
 
 
@@ -30,7 +30,7 @@ def render(page: str, fragment: str, *, status: int = 200, push_url: str | None 
            trigger: str | dict[str, Any] | None = None, **context: Any) -> Response:
     """Render the fragment for htmx, the full page otherwise; either way `Vary: HX-Request`."""
     if wants_fragment():
-        response = make_response(render_template(fragment, **context), status, push_url=push_url or None,
+        response: Response = make_response(render_template(fragment, **context), status, push_url=push_url or None,
                                  trigger=trigger)
     else:
         response = make_response(render_template(page, **context), status)

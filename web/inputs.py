@@ -32,7 +32,7 @@ from urllib.parse import unquote_to_bytes, urlsplit
 from flask import Flask, request
 from werkzeug.exceptions import BadRequest
 
-from mrtr.server import MAX_JSON_DEPTH
+from mrtr.protocol import MAX_JSON_DEPTH
 from mrtr.tickets import SIGNED_PREFIX, b64decode_strict
 from mrtr.wire import has_lone_surrogate
 

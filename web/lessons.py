@@ -6,7 +6,7 @@ from typing import Any
 
 from flask import Blueprint, Response, abort, render_template, request
 
-from web import htmx, quiz, widgets
+from web import htmx, playground, quiz, widgets
 from web.content import Course, Lesson, get_content
 
 bp = Blueprint("lessons", __name__)
@@ -31,13 +31,8 @@ def _lesson_or_404(slug: str) -> tuple[Course, Lesson]:
 
 
 def playground_context() -> dict[str, Any] | None:
-    """The playground helper's fragment context, or None while that feature is not installed."""
-    try:
-        from web import playground
-    except ImportError:
-        return None
-    builder = getattr(playground, "playground_context", None)
-    return builder(request.args) if builder else None
+    """The playground helper's fragment context."""
+    return playground.playground_context(request.args)
 
 
 def widget_context(course: Course, lesson: Lesson, name: str) -> dict[str, Any]:

@@ -50,16 +50,17 @@ from werkzeug.http import HTTP_STATUS_CODES, parse_accept_header, parse_options_
 from werkzeug.wsgi import get_content_length, get_host, get_input_stream
 
 from mrtr import Connection
+from mrtr.config import Settings
 from mrtr.errors import (
     INVALID_REQUEST,
     HeaderMismatch,
     InternalError,
     ProtocolError,
 )
-from mrtr.server import LEGACY_VERSIONS, META_VERSION, may_hold_surrogates
+from mrtr.protocol import LEGACY_VERSIONS, META_VERSION, as_object, may_hold_surrogates, request_id_of
 from mrtr.wire import NotUtf8, utf8_text
 from web import security
-from web.services import Services, get_services
+from web.services import SETTINGS_KEY, Services, get_services
 
 bp = Blueprint("mcp", __name__)
 log = logging.getLogger("mrtr.http")
@@ -310,7 +311,7 @@ class HttpOut:
 
 @dataclass(frozen=True)
 class McpConfig:
-    """The app settings /mcp reads, taken from the app's config once per request."""
+    """The settings /mcp reads (from `mrtr.config`, read once at start-up), plus Flask's body limit."""
 
     max_body: int | None = None
     allowed_origins: frozenset[str] = frozenset()
@@ -318,15 +319,14 @@ class McpConfig:
     shim_wait: float | None = None
 
     @classmethod
-    def from_mapping(cls, config: Mapping[str, Any]) -> McpConfig:
-        origins = str(config.get("MRTR_ALLOWED_ORIGINS") or "")
-        anonymous = config.get("MRTR_ANONYMOUS_PRINCIPAL")
-        wait = config.get("MRTR_SHIM_WAIT")
+    def of(cls, app: Flask) -> McpConfig:
+        settings: Settings = app.extensions[SETTINGS_KEY]
+        origins = settings.allowed_origins
         return cls(
-            max_body=int(config.get("MAX_CONTENT_LENGTH") or 0) or None,
+            max_body=int(app.config.get("MAX_CONTENT_LENGTH") or 0) or None,
             allowed_origins=frozenset(o.strip().rstrip("/").lower() for o in origins.split(",") if o.strip()),
-            anonymous_principal=str(anonymous) if anonymous else None,
-            shim_wait=float(wait) if wait else None,
+            anonymous_principal=settings.anonymous_principal or None,
+            shim_wait=settings.shim_wait,
         )
 
 
@@ -343,7 +343,7 @@ class Accepts:
 def endpoint() -> Response:
     """The Flask caller (the test client, and any app that does not install `wsgi_entry`)."""
     out = handle_http(HttpIn.from_environ(request.environ), get_services(), current_app.extensions[SESSIONS_KEY],
-                      McpConfig.from_mapping(current_app.config))
+                      McpConfig.of(current_app))
     response = Response(out.body, status=out.status)
     response.headers = Headers(out.headers)  # exactly handle_http's; the app's after_request adds security's
     return response
@@ -368,7 +368,7 @@ class WsgiEntry:
             return self.fallback(environ, start_response)
         app = self.app
         out = handle_http(HttpIn.from_environ(environ), app.extensions["mrtr"], app.extensions[SESSIONS_KEY],
-                          McpConfig.from_mapping(app.config))
+                          McpConfig.of(app))
         start_response(f"{out.status} {HTTP_STATUS_CODES.get(out.status, 'UNKNOWN').upper()}",
                        security.with_security_headers(out.headers))
         if isinstance(out.body, bytes):
@@ -577,10 +577,8 @@ def _check_headers(req: HttpIn, message: Any, services: Services) -> None:
         return  # nothing to mirror: the core refuses batches and scalars
     request_id = _request_id(message)
     try:
-        raw_params = message.get("params")
-        params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
-        raw_meta = params.get("_meta")
-        meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+        params = as_object(message.get("params"))
+        meta = as_object(params.get("_meta"))
         if META_VERSION not in meta and "id" in message:
             return  # the core answers 400 -32602 (missing _meta): the body is wrong before any header is
         if META_VERSION in meta and _header(req, "MCP-Protocol-Version") != meta[META_VERSION]:
@@ -598,9 +596,9 @@ def _check_headers(req: HttpIn, message: Any, services: Services) -> None:
 
 
 def _check_param_headers(req: HttpIn, params: dict[str, Any], services: Services) -> None:
-    name, raw_arguments = params.get("name"), params.get("arguments")
+    name = params.get("name")
     tool = services.server.catalog.tools.get(name) if isinstance(name, str) else None
-    arguments: dict[str, Any] = raw_arguments if isinstance(raw_arguments, dict) else {}
+    arguments = as_object(params.get("arguments"))
     properties = tool.input_schema.get("properties", {}) if tool else {}
     for prop, schema in properties.items():
         suffix = schema.get("x-mcp-header") if isinstance(schema, dict) else None
@@ -614,8 +612,7 @@ def _check_param_headers(req: HttpIn, params: dict[str, Any], services: Services
 
 
 def _request_id(message: Any) -> Any:
-    request_id = message.get("id") if isinstance(message, dict) else None
-    return request_id if isinstance(request_id, str | int) and not isinstance(request_id, bool) else None
+    return request_id_of(message) if isinstance(message, dict) else None
 
 
 # -- legacy sessions ---------------------------------------------------------------------------

@@ -27,7 +27,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from flask import Blueprint, abort, current_app, redirect, request
+from flask import Blueprint, abort, redirect, request
+from flask.typing import ResponseReturnValue
 from werkzeug.datastructures import MultiDict
 
 from moves import labcodec
@@ -36,11 +37,12 @@ from moves.engine import MINT_ID, Call, MoveResult, Step, modern_request, outcom
 from moves.script import TICKET_MARK, ScriptStep, replay_script
 from moves.target import Outcome, Role
 from moves.targets.lab import LabStore, LabTarget
-from mrtr.server import shape_problem
+from mrtr.protocol import as_object, shape_problem
 from mrtr.tickets import CHECK_TITLES, CHECKS, SEALED_PREFIX, b64encode
 from web import htmx
-from web.content import Lesson
+from web.content import Lesson, get_content
 from web.services import LAB_PRINCIPALS, get_services
+from web.templating import OUTCOME_LABELS, pretty_json
 
 bp = Blueprint("playground", __name__)
 
@@ -107,10 +109,10 @@ class Toggles:
         offset = 0
         if raw not in (None, ""):
             try:
-                offset = int(raw)  # type: ignore[arg-type]
+                offset = int(raw)
             except ValueError:
                 raise PlaygroundInputError(
-                    f"offset must be a whole number of seconds from 0 to {MAX_OFFSET}, got {raw[:40]!r}"  # type: ignore[index]
+                    f"offset must be a whole number of seconds from 0 to {MAX_OFFSET}, got {raw[:40]!r}"
                 ) from None
             if not 0 <= offset <= MAX_OFFSET:
                 raise PlaygroundInputError(f"offset must be between 0 and {MAX_OFFSET} seconds, got {offset}")
@@ -144,12 +146,6 @@ class Toggles:
 # -- what the templates show -----------------------------------------------------------------------
 
 
-def pretty(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
-
-
-SKIP_LABELS = {"not-reached": "not reached", "not-needed": "not needed", "switched-off": "switched off",
-               "unavailable": "store unavailable"}
 
 
 @dataclass
@@ -167,7 +163,7 @@ class CheckView:
         if self.outcome == "fail":
             # a missing answer is not a refusal: the server asks the question again
             return "asked again" if self.name == "answer" else "failed"
-        return SKIP_LABELS.get(self.why, "not reached")
+        return OUTCOME_LABELS.get(self.why, OUTCOME_LABELS["not-reached"]).lower()
 
     @property
     def note(self) -> str:
@@ -177,7 +173,7 @@ class CheckView:
 def check_views(step: Step) -> list[CheckView]:
     recorded = {c["check"]: c for c in step.reply.trace or []}
     if not recorded:
-        sent = step.sent.get("params") if isinstance(step.sent.get("params"), dict) else {}
+        sent = as_object(step.sent.get("params"))
         detail = ("the request was refused before its ticket was opened"
                   if "requestState" in sent else "the retry carried no requestState to check")
         return [CheckView(name, CHECK_TITLES[name], "skipped", detail, "not-reached") for name in CHECKS]
@@ -237,8 +233,8 @@ class StepView:
 
 
 def step_view(step: Step, principal: str, token: str) -> StepView:
-    params = step.sent.get("params") if isinstance(step.sent.get("params"), dict) else {}
-    return StepView(step.at, principal, token, pretty(step.sent), pretty(step.reply.response),
+    params = as_object(step.sent.get("params"))
+    return StepView(step.at, principal, token, pretty_json(step.sent), pretty_json(step.reply.response),
                     TicketView.of(params.get("requestState")) if "requestState" in params else None)
 
 
@@ -349,14 +345,7 @@ class Playground:
 
 
 def _course() -> Any:
-    content = current_app.extensions.get("content")
-    if content is None:
-        content = current_app.extensions.get("playground.course")
-    if content is None:
-        from web.content import load_course
-
-        content = current_app.extensions["playground.course"] = load_course()
-    return content
+    return get_content()
 
 
 def moves() -> tuple[Move, ...]:
@@ -399,14 +388,14 @@ def _base_url() -> str:
     return request.host_url.rstrip("/") + "/mcp"
 
 
-def _log_lines(minted: Step, steps: list[Step]) -> list[tuple[str, str]]:
-    lines = [("0", line) for line in minted.reply.log]
+def _log_lines(minted: Step | None, steps: list[Step]) -> list[tuple[str, str]]:
+    lines = [("0", line) for line in minted.reply.log] if minted else []
     for step in steps:
         lines += [(f"{step.at:g}", line) for line in step.reply.log]
     return lines
 
 
-def _result(target: LabTarget, minted: Step, steps: list[Step], principal_of: Callable[[Step], str], kind: str,
+def _result(target: LabTarget, minted: Step | None, steps: list[Step], principal_of: Callable[[Step], str], kind: str,
             *, move: Move | None = None, script: str = "", note: NoteView | None = None) -> Result:
     views = [step_view(s, principal_of(s), _token(principal_of(s))) for s in steps]
     checks = check_views(steps[-1])
@@ -444,7 +433,7 @@ def round_one(toggles: Toggles) -> RoundOne:
     token = _token(target.owner)
     ticket = TicketView.of(((step.reply.response or {}).get("result") or {}).get("requestState"))
     assert ticket is not None
-    return RoundOne(int(now), token, pretty(step.sent), pretty(step.reply.response), ticket,
+    return RoundOne(int(now), token, pretty_json(step.sent), pretty_json(step.reply.response), ticket,
                     script_for(step, [], target.principal, title="Round one", ticket=None), seed)
 
 
@@ -596,7 +585,8 @@ def run_custom(call: dict[str, Any], toggles: Toggles) -> tuple[Result, str]:
 # -- views -----------------------------------------------------------------------------------------
 
 
-def _bad_input(exc: PlaygroundInputError, args: Mapping[str, Any], custom: CustomForm | None = None):  # noqa: ANN202
+def _bad_input(exc: PlaygroundInputError, args: Mapping[str, Any],
+               custom: CustomForm | None = None) -> ResponseReturnValue:
     context = playground_context(args)
     pg = context["pg"]
     pg.error = str(exc)
@@ -611,7 +601,7 @@ def _embedded(args: Mapping[str, Any]) -> bool:
 
 
 @bp.get("/playground")
-def show():  # noqa: ANN201
+def show() -> ResponseReturnValue:
     try:
         context = playground_context(request.args, strict=True)
     except PlaygroundInputError as exc:
@@ -623,7 +613,7 @@ def show():  # noqa: ANN201
 
 
 @bp.post("/playground/moves/<slug>")
-def play_move(slug: str):  # noqa: ANN201
+def play_move(slug: str) -> ResponseReturnValue:
     move = next((m for m in moves() if m.slug == slug), None)
     if move is None:
         abort(404)
@@ -641,7 +631,7 @@ def play_move(slug: str):  # noqa: ANN201
 
 
 @bp.get("/playground/moves/<slug>")
-def move_page(slug: str):  # noqa: ANN201
+def move_page(slug: str) -> ResponseReturnValue:
     """Re-entering a move's URL (no JavaScript, a bookmark, a reload after POST): show that move's result."""
     if next((m for m in moves() if m.slug == slug), None) is None:
         abort(404)
@@ -653,13 +643,13 @@ def move_page(slug: str):  # noqa: ANN201
 
 
 @bp.get("/playground/custom")
-def custom_page():  # noqa: ANN201
+def custom_page() -> ResponseReturnValue:
     """Re-entering the custom move's URL shows the playground at the custom form."""
     return redirect("/playground#pg-custom-heading", code=303)
 
 
 @bp.post("/playground/custom")
-def play_custom_move():  # noqa: ANN201
+def play_custom_move() -> ResponseReturnValue:
     try:
         toggles = Toggles.parse(request.form)
     except PlaygroundInputError as exc:

@@ -16,6 +16,7 @@ from typing import Any
 from flask import Blueprint, Response, abort, request
 from itsdangerous import BadData, URLSafeSerializer
 
+from mrtr.protocol import as_object
 from web import htmx
 from web.content import Choice, Lesson, Question, get_content
 from web.services import get_services
@@ -89,7 +90,7 @@ def read_state(lesson: Lesson, token: str | None) -> State:
         return State({}, {})
     questions = {q.id: q for q in lesson.questions}
     answers = {qid: ok for qid, ok in data["answers"].items() if qid in questions and isinstance(ok, bool)}
-    raw_picks = data.get("picks") if isinstance(data.get("picks"), dict) else {}
+    raw_picks = as_object(data.get("picks"))
     picks = {}
     for qid, tried in raw_picks.items():
         if qid in answers and isinstance(tried, list):

@@ -10,7 +10,18 @@ from flask import Flask
 from mrtr.tickets import CHECK_TITLES
 from web.content import get_content
 
-OUTCOME_LABELS = {"pass": "Passed", "fail": "Failed", "skipped": "Not reached", "asked-again": "Asked again"}
+#: The one map of labels for outcomes a page shows: a check's outcome, why it was skipped, a move's verdict.
+OUTCOME_LABELS = {
+    # a check
+    "pass": "Passed", "fail": "Failed", "skipped": "Not reached",
+    # why a check was skipped
+    "not-reached": "Not reached", "not-needed": "Not needed", "switched-off": "Switched off",
+    "unavailable": "Store unavailable",
+    # a step's or a move's verdict
+    "sent": "Sent", "input_required": "input_required", "answered": "Answered", "complete": "Deployed",
+    "completed": "Deployed", "deployed": "Deployed", "refused": "Refused", "asked-again": "Asked again",
+    "declined": "Declined", "error": "Error", "not-run": "Not run",
+}
 
 
 def pretty_json(value: Any) -> str:
@@ -29,6 +40,5 @@ def count_word(n: int) -> str:
 def init_app(app: Flask) -> None:
     app.add_template_filter(pretty_json, "pretty_json")
     app.add_template_filter(count_word, "count_word")
-    app.add_template_global(CHECK_TITLES, "check_titles")
-    app.add_template_global(OUTCOME_LABELS, "outcome_labels")
+    app.jinja_env.globals.update(check_titles=CHECK_TITLES, outcome_labels=OUTCOME_LABELS)
     app.add_template_global(get_content, "get_content")

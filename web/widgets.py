@@ -14,8 +14,9 @@ import inspect
 import json
 import threading
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from flask import current_app
 from markupsafe import Markup, escape
@@ -26,13 +27,14 @@ from moves.target import Outcome, Reply
 from moves.targets.lab import lab_target
 from mrtr import CHECKS, FakeClock, MemoryStore, Server
 from mrtr import tools as mrtr_tools
-from mrtr.tickets import CHECK_TITLES
+from mrtr.tickets import CHECK_TITLES, DEFAULT_TTL
 from web.content import ContentError, Course, Lesson
 from web.services import get_services
+from web.templating import pretty_json
 
 #: Where each move happens on the figure's clock, and where the ticket stops being valid.
 MINT_AT = 0
-EXPIRY_AT = 120
+EXPIRY_AT = DEFAULT_TTL
 
 #: What each claim in a ticket payload is for (shown beside the decoded value).
 CLAIM_MEANINGS: dict[str, str] = {
@@ -41,29 +43,27 @@ CLAIM_MEANINGS: dict[str, str] = {
     "sub": "The principal the ticket was minted for. A retry by anyone else fails Principal is the caller.",
     "req": "A digest of the method, the tool and its arguments. Same method and arguments compares it with the retry.",
     "iat": "Issued at, in seconds since the epoch (the server's clock when it minted the ticket).",
-    "exp": "Expires at: issued at plus 120 seconds. Later than this, Not expired fails.",
+    "exp": f"Expires at: issued at plus {DEFAULT_TTL} seconds. Later than this, Not expired fails.",
     "step": "Which question the server was waiting on when it handed the work out.",
     "work.env": "The half-done work itself: the environment to deploy. It comes back from the ticket, "
                 "not from the retry's arguments.",
 }
 
 _lock = threading.Lock()
+T = TypeVar("T")
 
 
 def _cache() -> dict[str, Any]:
-    return current_app.extensions.setdefault("mrtr.widgets", {})
+    cache: dict[str, Any] = current_app.extensions.setdefault("mrtr.widgets", {})
+    return cache
 
 
-def _cached(name: str, compute: Any) -> Any:
+def _cached(name: str, compute: Callable[[], T]) -> T:
     cache = _cache()
     with _lock:
         if name not in cache:
             cache[name] = compute()
-        return cache[name]
-
-
-def pretty(message: Any) -> str:
-    return json.dumps(message, indent=2, ensure_ascii=False)
+        return cast(T, cache[name])  # stored by this function under this name, from `compute`
 
 
 # -- the round trip ----------------------------------------------------------------------------------
@@ -217,7 +217,7 @@ def roundtrip_data(lesson: Lesson, anchor: str = "rt") -> list[FigureStep]:
             shown = _shorten_ticket(message, issued)
             base = _STEP3_BASES.get(line.direction, ()) if "jsonrpc" not in message else ()
             html, fields = annotate(shown, notes, f"{anchor}-f{step.n}-{i}", base=base)
-            headers = ()
+            headers: tuple[Header, ...] = ()
             if line.direction == "-->" and isinstance(message, dict) and "method" in message:
                 headers = tuple(Header(name, value, FieldNote(f"{anchor}-h{step.n}-{i}-{j}", name, note))
                                 for j, (name, value, note) in enumerate(notes.headers, 1))
@@ -256,7 +256,8 @@ def replay_data(mode: str) -> dict[str, Any]:
         clock = FakeClock(story.FIGURE_EPOCH)
         shared = MemoryStore()
         lb = story.Balancer({name: Server(ring=ring, store=shared if mode == "shared" else MemoryStore(),
-                                          clock=clock, name=f"mrtr-lab-{name}") for name in ("A", "B")})
+                                          clock=clock, catalog=mrtr_tools.lesson_catalog(), name=f"mrtr-lab-{name}")
+                                    for name in ("A", "B")})
         call = Call(client_name="mrtr-lab-playground")
         first = lb.handle(modern_request(2, "tools/call", {"name": call.tool, "arguments": dict(call.arguments)},
                                          call), principal="bob", replica="A")
@@ -298,7 +299,7 @@ def anatomy_data() -> dict[str, Any]:
         else:
             fields.append({"name": name, "value": value, "meaning": CLAIM_MEANINGS.get(name, "")})
     payload_json = _b64decode(raw["payload_b64"]).decode("utf-8")
-    return {**raw, "fields": fields, "payload_json": pretty(json.loads(payload_json)),
+    return {**raw, "fields": fields, "payload_json": pretty_json(json.loads(payload_json)),
             "sealed_blob": raw["sealed_token"].partition(".")[2]}
 
 
@@ -333,7 +334,7 @@ def _play_all(course: Course, lesson: Lesson) -> list[MatrixRow]:
     services = get_services()
     rows = []
     for move in course.moves:
-        target = lab_target(services.lab_ring, now=story.FIGURE_EPOCH, catalog=services.catalog)
+        target = lab_target(services.lab_ring, now=story.FIGURE_EPOCH, catalog=services.server.catalog)
         result = play(move, target, Call(client_name="mrtr-lab-playground"))
         last = result.last
         outcomes = {c["check"]: c["outcome"] for c in (last.reply.trace or [])} if last else {}
@@ -344,7 +345,7 @@ def _play_all(course: Course, lesson: Lesson) -> list[MatrixRow]:
         note = lesson.note_for(move.slug, result.outcome, result.stopped_at)
         rows.append(MatrixRow(move.slug, move.title, move.at, target.principal(move.sender), move.summary,
                               note.text if note else "", cells, str(result.outcome), str(move.expect),
-                              move.stops_at, pretty(last.reply.response if last else None)))
+                              move.stops_at, pretty_json(last.reply.response if last else None)))
     return rows
 
 

@@ -35,6 +35,7 @@ from moves.targets.remote import (
     is_response,
     parse_json,
 )
+from mrtr.protocol import as_object
 
 MODERN_VERSION = "2026-07-28"
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
@@ -55,8 +56,8 @@ def header_value(value: str) -> str:
 
 def mirrored_headers(message: dict[str, Any], param_headers: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
     """The 2026-07-28 request headers that mirror `message`'s body."""
-    params = message.get("params") if isinstance(message.get("params"), dict) else {}
-    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    params = as_object(message.get("params"))
+    meta = as_object(params.get("_meta"))
     version = meta.get(META_VERSION)
     headers = {"MCP-Protocol-Version": version if isinstance(version, str) else MODERN_VERSION}
     method = message.get("method")
@@ -66,7 +67,7 @@ def mirrored_headers(message: dict[str, Any], param_headers: Mapping[str, Mappin
         if key and isinstance(params.get(key), str):
             headers["Mcp-Name"] = header_value(params[key])
         if method == "tools/call" and isinstance(params.get("name"), str):
-            arguments = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
+            arguments = as_object(params.get("arguments"))
             for prop, suffix in param_headers.get(params["name"], {}).items():
                 if prop in arguments:
                     raw = arguments[prop]
@@ -80,8 +81,8 @@ def _param_headers_of(tools: Any) -> dict[str, dict[str, str]]:
     for tool in tools if isinstance(tools, list) else []:
         if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
             continue
-        schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
-        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        schema = as_object(tool.get("inputSchema"))
+        props = as_object(schema.get("properties"))
         marked = {p: s["x-mcp-header"] for p, s in props.items()
                   if isinstance(s, dict) and isinstance(s.get("x-mcp-header"), str)}
         if marked:

@@ -15,9 +15,11 @@ from moves.labcodec import LabCodec, LabRing
 from moves.target import Progress, Reply, Role
 from mrtr.catalog import Catalog
 from mrtr.clock import FakeClock
-from mrtr.server import Policy, Server
+from mrtr.handler import Policy
+from mrtr.server import Server
 from mrtr.store import MemoryStore, RedeemedStore
 from mrtr.tickets import DEFAULT_TTL
+from mrtr.tools import lesson_catalog
 
 
 def lab_server(ring: LabRing, *, clock: Callable[[], float], single_use: bool = True, sealed: bool = False,
@@ -27,7 +29,8 @@ def lab_server(ring: LabRing, *, clock: Callable[[], float], single_use: bool = 
     """A real server for the pages: lab keys, its own store (fresh unless given), the playground's switches."""
     if not isinstance(ring, LabRing):
         raise TypeError("lab servers run on lab keys only (a LabRing), never on the app's key ring")
-    server = Server(ring=ring, store=store if store is not None else MemoryStore(), clock=clock, catalog=catalog,
+    server = Server(ring=ring, store=store if store is not None else MemoryStore(), clock=clock,
+                    catalog=catalog if catalog is not None else lesson_catalog(),
                     policy=Policy(single_use=single_use, sealed=sealed), ttl=ttl, name=name, jti=jti)
     server.codec = LabCodec(ring, sealed=sealed, ttl=ttl, jti=jti, verify_signature=verify_signature)
     return server

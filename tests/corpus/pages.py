@@ -9,13 +9,14 @@ here raises: a new route must be added to the corpus, it is never skipped.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from bs4 import BeautifulSoup
 from flask import Flask
 from flask.testing import FlaskClient
 
-from tests.corpus.hostile import Route
+from tests.corpus.hostile import Case, Route
 from web.content import get_content
 from web.inputs import FIELDS, UNGUARDED
 
@@ -104,3 +105,30 @@ def page_routes(app: Flask, client: FlaskClient) -> list[Route]:
         for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
             routes.append(Route(rule.endpoint, method, path, fields, base_fields(app, client, rule.endpoint)))
     return routes
+
+
+#: oEmbed 1.0 mandates 501 for a format the provider does not serve; every other 5xx is a failure.
+SPEC_5XX = {("/oembed", 501)}
+#: The site's error page or fragment (web/errors.py), or the playground's own in-place error.
+#: The block each page family shows a refusal in: the site's error page (or the embed's), the playground's and
+#: the checker's panels.
+ERROR_BLOCK = re.compile(
+    r'<(div|main) class="[^"]*\b(?:error-page|error-message|pg-error|check-error)\b[^"]*"[^>]*>(.*?)</\1>', re.S)
+
+
+def page_failure(case: Case, status: int, content_type: str, body: bytes) -> str | None:
+    """What is wrong with a page's answer to a hostile case, or None."""
+    path = case.path.split("?", 1)[0]
+    if status >= 500 and (path, status) not in SPEC_5XX:
+        return f"HTTP {status}"
+    text = body.decode("utf-8", "replace")
+    if case.markup and case.markup in text:
+        return f"markup reflected unescaped: {case.markup!r}"
+    if 400 <= status < 500 and status not in (404, 405):
+        if content_type.startswith("text/html"):
+            message = ERROR_BLOCK.search(text)
+            if message is None or len(re.sub(r"<[^>]*>|\s+", "", message.group(2))) < 20:
+                return f"HTTP {status} without a message saying why"
+        elif len(text.strip()) < 10:
+            return f"HTTP {status} with an empty body"
+    return None

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from mrtr import FakeClock, KeyRing, MemoryStore, Policy, Server
+from mrtr.tools import lesson_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "core-test-key-0123456789abcdef0123456789abcdef"
@@ -26,7 +27,8 @@ def ring() -> KeyRing:
 @pytest.fixture
 def make_server(ring: KeyRing, clock: FakeClock):
     def make(**policy: Any) -> Server:
-        return Server(ring=ring, store=MemoryStore(), clock=clock, policy=Policy(**policy))
+        return Server(ring=ring, store=MemoryStore(), clock=clock, catalog=lesson_catalog(),
+                      policy=Policy(**policy))
 
     return make
 

@@ -50,7 +50,7 @@ def test_no_request_state_is_sent_when_the_server_gave_none(server):
                                                   "required": ["name"]})}
         got = ctx.answers(question)
         if got is None:
-            from mrtr.server import InputRequired
+            from mrtr.handler import InputRequired
 
             return InputRequired(question, None)
         return {"content": [{"type": "text", "text": f"hi {got['name']['content']['name']}"}]}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 from mrtr import FakeClock, KeyRing, MemoryStore, Server, TicketCodec
+from mrtr.tools import lesson_catalog
 
 RING = KeyRing(["jti-test-key-0123456789abcdefghijklmnop"])
 
@@ -32,7 +33,7 @@ def test_injected_ids_are_used_in_order() -> None:
 def test_server_mints_the_same_ticket_twice_with_a_sequence() -> None:
     def ticket() -> str:
         clock = FakeClock(1_790_000_000)
-        server = Server(ring=RING, store=MemoryStore(), clock=clock, jti=_sequence())
+        server = Server(ring=RING, store=MemoryStore(), clock=clock, catalog=lesson_catalog(), jti=_sequence())
         message = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
             "name": "deploy", "arguments": {"env": "staging"}, "_meta": {
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -43,5 +44,5 @@ def test_server_mints_the_same_ticket_twice_with_a_sequence() -> None:
 
 
 def test_with_policy_keeps_the_sequence() -> None:
-    server = Server(ring=RING, store=MemoryStore(), clock=FakeClock(), jti=_sequence())
+    server = Server(ring=RING, store=MemoryStore(), clock=FakeClock(), catalog=lesson_catalog(), jti=_sequence())
     assert server.with_policy(server.policy).codec.jti is server.codec.jti

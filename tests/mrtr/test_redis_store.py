@@ -14,6 +14,7 @@ import redis
 
 from mrtr import FakeClock, KeyRing, Server
 from mrtr.redis_store import RedisStore
+from mrtr.tools import lesson_catalog
 from tests.mrtr.helpers import ACCEPT, assert_frozen_rejection, deploy
 from tests.redis_server import RedisServer
 
@@ -108,8 +109,10 @@ def test_empty_prefix_is_refused(client: redis.Redis) -> None:
 def test_two_servers_sharing_redis_refuse_a_replay_across_replicas(redis_url: str) -> None:
     clock = FakeClock(NOW)
     ring = KeyRing(["redis-test-key-0123456789abcdef0123456789abcdef"])
-    a = Server(ring=ring, store=RedisStore.from_url(redis_url, prefix="replicas:"), clock=clock, name="A")
-    b = Server(ring=ring, store=RedisStore.from_url(redis_url, prefix="replicas:"), clock=clock, name="B")
+    a = Server(ring=ring, store=RedisStore.from_url(redis_url, prefix="replicas:"), clock=clock,
+               catalog=lesson_catalog(), name="A")
+    b = Server(ring=ring, store=RedisStore.from_url(redis_url, prefix="replicas:"), clock=clock,
+               catalog=lesson_catalog(), name="B")
     first = a.handle(deploy(id=1), principal="bob").response
     ticket = first["result"]["requestState"]
     retry = deploy(id=2, requestState=ticket, inputResponses=ACCEPT)

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from mrtr import INPUT_REQUIRED_METHODS
-from mrtr.catalog import Tool
+from mrtr import INPUT_REQUIRED_METHODS, KeyRing, MemoryStore, Server
+from mrtr.catalog import Catalog, Prompt, Resource, Tool, elicit_form
+from mrtr.connection import Connection
 from mrtr.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -17,7 +18,8 @@ from mrtr.errors import (
     PARSE_ERROR,
     UNSUPPORTED_VERSION,
 )
-from mrtr.server import MAX_MESSAGE_BYTES, MODERN_METHODS, Connection
+from mrtr.methods import MODERN_METHODS
+from mrtr.protocol import MAX_MESSAGE_BYTES
 
 from .helpers import ACCEPT, META, assert_frozen_rejection, deploy, request
 
@@ -54,10 +56,25 @@ def test_the_lesson_catalog_is_clean(server):
     assert [t["name"] for t in handle(server, request("tools/list")).response["result"]["tools"]] == ["deploy"]
 
 
-def test_only_three_methods_may_ever_answer_input_required():
-    """Spec-mandated (MRTR "Supported Requests")."""
-    assert INPUT_REQUIRED_METHODS == {"tools/call", "prompts/get", "resources/read"}
-    assert INPUT_REQUIRED_METHODS <= set(MODERN_METHODS)
+def test_only_three_methods_may_ever_answer_input_required(clock):
+    """Spec-mandated (MRTR "Supported Requests"): served by a catalog whose every handler asks a question,
+    exactly tools/call, prompts/get and resources/read answer input_required; every other method the
+    server answers completes (or refuses) without asking."""
+    def asks(ctx):
+        return ctx.ask({"confirm": elicit_form("Sure?", {"type": "object", "properties": {}})}, work={}, step="ask")
+
+    catalog = Catalog(tools={"t": Tool(name="t", description="asks", input_schema={"type": "object"}, handler=asks)},
+                      prompts={"p": Prompt(name="p", description="asks", handler=asks)},
+                      resources={"r://x": Resource(uri="r://x", name="x", description="asks", handler=asks)})
+    server = Server(ring=KeyRing(["server-test-key-" + "0" * 32]), store=MemoryStore(), clock=clock, catalog=catalog)
+    params = {"tools/call": {"name": "t"}, "prompts/get": {"name": "p"}, "resources/read": {"uri": "r://x"},
+              "completion/complete": {"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a"}}}
+    asked = set()
+    for method in MODERN_METHODS:
+        reply = handle(server, request(method, params.get(method, {}))).response
+        if reply.get("result", {}).get("resultType") == "input_required":
+            asked.add(method)
+    assert asked == {"tools/call", "prompts/get", "resources/read"} == INPUT_REQUIRED_METHODS
 
 
 @pytest.mark.parametrize(("meta", "code", "status"), [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -9,6 +10,7 @@ from typing import Any
 
 from bs4 import BeautifulSoup
 from flask import Flask, template_rendered
+from flask.testing import FlaskClient
 
 HX = {"HX-Request": "true"}
 
@@ -65,3 +67,39 @@ def play_under(move: Any, *, single_use: bool = True, sealed: bool = False, no_s
     played = play(replace(move, at=move.at + offset), target, Call(client_name="mrtr-lab-playground"))
     words = {Outcome.COMPLETED: "deployed", Outcome.REFUSED: "refused", Outcome.ASKED_AGAIN: "asked-again"}
     return words.get(played.outcome, str(played.outcome)), played.stopped_at
+
+
+# -- /mcp over the test client ---------------------------------------------------------------------
+
+MODERN = "2026-07-28"
+ACCEPT_BOTH = "application/json, text/event-stream"
+
+
+def headers_for(message: Any, token: str | None = "bob-token", **extra: str) -> dict[str, str]:
+    """The headers an honest 2026-07-28 client sends for `message`."""
+    out = {"Accept": ACCEPT_BOTH, "MCP-Protocol-Version": MODERN}
+    if token:
+        out["Authorization"] = f"Bearer {token}"
+    if isinstance(message, dict) and isinstance(message.get("method"), str):
+        out["Mcp-Method"] = message["method"]
+        params = message.get("params") or {}
+        name = params.get("uri") if message["method"] == "resources/read" else params.get("name")
+        if isinstance(name, str):
+            out["Mcp-Name"] = name
+    for key, value in extra.items():  # replace, whatever the case of the name
+        out = {k: v for k, v in out.items() if k.lower() != key.lower()}
+        out[key] = value
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def post(
+    client: FlaskClient,
+    message: Any,
+    token: str | None = "bob-token",
+    *,
+    raw: bytes | None = None,
+    content_type: str = "application/json",
+    **extra: str,
+):
+    body = raw if raw is not None else json.dumps(message).encode()
+    return client.post("/mcp", data=body, headers=headers_for(message, token, **extra), content_type=content_type)

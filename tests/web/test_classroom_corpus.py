@@ -17,7 +17,7 @@ from flask import Flask
 
 from app import create_app
 from tests.corpus.hostile import Route, page_cases
-from tests.web.test_hardening_corpus import page_failure
+from tests.corpus.pages import page_failure
 from web.inputs import FIELDS
 
 

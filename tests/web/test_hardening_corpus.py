@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import re
 import socket
 import tomllib
 from collections.abc import Iterator
@@ -26,22 +25,13 @@ from flask.testing import FlaskClient
 from bench.loadgen import ACCEPT, Conn, deploy_request, flow_headers, json_body
 from bench.servers import Served, production_app
 from tests.corpus.hostile import PAGE_VALUES, Case, corpus, page_cases
-from tests.corpus.pages import custom_form, page_routes
+from tests.corpus.pages import SPEC_5XX, custom_form, page_failure, page_routes
 from web.content import get_content
 
 ROOT = Path(__file__).resolve().parents[2]
 MOVE_SLUGS = [m["slug"] for m in tomllib.loads((ROOT / "lessons" / "moves.toml").read_text())["moves"]]
 MIN_CASES = 200
 MIN_PAGE_CASES = 2000
-#: oEmbed 1.0 mandates 501 for a format the provider does not serve; every other 5xx is a failure.
-SPEC_5XX = {("/oembed", 501)}
-#: The site's error page or fragment (web/errors.py), or the playground's own in-place error.
-#: The block each page family shows a refusal in: the site's error page (or the embed's), the playground's and
-#: the checker's panels.
-ERROR_BLOCK = re.compile(
-    r'<(div|main) class="[^"]*\b(?:error-page|error-message|pg-error|check-error)\b[^"]*"[^>]*>(.*?)</\1>', re.S)
-
-
 def quiz_paths(app: Flask) -> list[str]:
     with app.app_context():
         return [f"/quiz/{lesson.slug}/{q.id}/answer" for lesson in get_content().lessons for q in lesson.questions]
@@ -93,24 +83,6 @@ def test_hostile_corpus_through_the_test_client(app: Flask, client: FlaskClient)
 
 
 # -- every page route --------------------------------------------------------------------------------
-
-
-def page_failure(case: Case, status: int, content_type: str, body: bytes) -> str | None:
-    """What is wrong with a page's answer to a hostile case, or None."""
-    path = case.path.split("?", 1)[0]
-    if status >= 500 and (path, status) not in SPEC_5XX:
-        return f"HTTP {status}"
-    text = body.decode("utf-8", "replace")
-    if case.markup and case.markup in text:
-        return f"markup reflected unescaped: {case.markup!r}"
-    if 400 <= status < 500 and status not in (404, 405):
-        if content_type.startswith("text/html"):
-            message = ERROR_BLOCK.search(text)
-            if message is None or len(re.sub(r"<[^>]*>|\s+", "", message.group(2))) < 20:
-                return f"HTTP {status} without a message saying why"
-        elif len(text.strip()) < 10:
-            return f"HTTP {status} with an empty body"
-    return None
 
 
 def honest_pages_via_client(client: FlaskClient) -> None:

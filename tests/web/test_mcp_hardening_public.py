@@ -33,6 +33,7 @@ from moves.engine import client_meta
 from mrtr import FakeClock, KeyRing, MemoryStore, Server, SqliteStore
 from mrtr.errors import STORE_UNAVAILABLE_MESSAGE, StoreUnavailable
 from mrtr.redis_store import RedisStore
+from mrtr.tools import lesson_catalog
 from mrtr.wire import utf8_text
 from tests.redis_server import REDIS_SERVER, RedisServer, _ping
 from web.mcp import (
@@ -230,7 +231,7 @@ def test_alices_many_sessions_never_end_bobs(app, client):
 def test_a_principals_new_session_ends_its_own_least_recently_used_one():
     now = [0.0]
     sessions = Sessions(limit=10, per_principal=2, clock=lambda: now[0])
-    server = Server(ring=KeyRing([TEST_KEY]), store=MemoryStore(), clock=FakeClock())
+    server = Server(ring=KeyRing([TEST_KEY]), store=MemoryStore(), clock=FakeClock(), catalog=lesson_catalog())
     a1 = sessions.open("alice", server.connect("alice"))
     a2 = sessions.open("alice", server.connect("alice"))
     bob = sessions.open("bob", server.connect("bob"))

@@ -16,11 +16,11 @@ from flask.testing import FlaskClient
 from app import create_app
 from moves.engine import client_meta
 from mrtr import FakeClock
+from mrtr.tools import lesson_catalog
 
 from .conftest import TEST_KEY
+from .helpers import ACCEPT_BOTH, MODERN, post
 
-MODERN = "2026-07-28"
-ACCEPT_BOTH = "application/json, text/event-stream"
 CONFIRM = {"confirm": {"action": "accept", "content": {"confirm": True}}}
 
 
@@ -36,36 +36,6 @@ def rpc(
     if meta:
         params["_meta"] = client_meta(caps)
     return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-
-
-def headers_for(message: Any, token: str | None = "bob-token", **extra: str) -> dict[str, str]:
-    """The headers an honest 2026-07-28 client sends for `message`."""
-    out = {"Accept": ACCEPT_BOTH, "MCP-Protocol-Version": MODERN}
-    if token:
-        out["Authorization"] = f"Bearer {token}"
-    if isinstance(message, dict) and isinstance(message.get("method"), str):
-        out["Mcp-Method"] = message["method"]
-        params = message.get("params") or {}
-        name = params.get("uri") if message["method"] == "resources/read" else params.get("name")
-        if isinstance(name, str):
-            out["Mcp-Name"] = name
-    for key, value in extra.items():  # replace, whatever the case of the name
-        out = {k: v for k, v in out.items() if k.lower() != key.lower()}
-        out[key] = value
-    return {k: v for k, v in out.items() if v is not None}
-
-
-def post(
-    client: FlaskClient,
-    message: Any,
-    token: str | None = "bob-token",
-    *,
-    raw: bytes | None = None,
-    content_type: str = "application/json",
-    **extra: str,
-):
-    body = raw if raw is not None else json.dumps(message).encode()
-    return client.post("/mcp", data=body, headers=headers_for(message, token, **extra), content_type=content_type)
 
 
 def deploy(
@@ -638,7 +608,7 @@ def test_idle_legacy_sessions_are_ended_and_a_full_table_ends_no_one_elses():
 
     now = [0.0]
     sessions = Sessions(limit=2, idle_timeout=60, clock=lambda: now[0])
-    server = Server(ring=KeyRing([TEST_KEY]), store=MemoryStore(), clock=FakeClock())
+    server = Server(ring=KeyRing([TEST_KEY]), store=MemoryStore(), clock=FakeClock(), catalog=lesson_catalog())
     first = sessions.open("bob", server.connect("bob"))
     now[0] = 30
     assert sessions.get(first.sid, "bob") is first  # use keeps it alive

@@ -1,0 +1,212 @@
+"""The 2025-11-25 era and the legacy shim: old clients served by the same handlers.
+
+What this module owns: `initialize` and the session it starts, the legacy method dispatch, and the
+shim: when a handler returns input_required, each question becomes a real server-to-client request;
+the answers come back as client responses and the same handler runs again with them (and with the
+ticket byte for byte, as a modern client would echo it). Rounds give up after the server's limits.
+It must never trust anything a modern request did not send, and it never builds wire errors for
+requests it did not start (`connection.py` does).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .errors import (
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    MethodNotFound,
+    MissingCapability,
+    ProtocolError,
+    TicketRejected,
+)
+from .handler import InputRequired
+from .methods import LIST_METHODS, complete
+from .modern import Conversation
+from .protocol import INPUT_REQUIRED_METHODS, LEGACY_VERSION, LEGACY_VERSIONS, Exchange, valid_request_id
+from .tickets import CHECK_TITLES, Trace
+
+if TYPE_CHECKING:
+    from .server import Server
+
+log = logging.getLogger("mrtr")
+
+
+@dataclass
+class _ShimFlow:
+    origin_id: Any
+    method: str
+    params: dict[str, Any]
+    questions: dict[str, dict[str, Any]]
+    state: str | None
+    round: int
+    deadline: float
+    pending: dict[Any, str] = field(default_factory=dict)  # server request id -> question key
+    answers: dict[str, Any] = field(default_factory=dict)
+    sent: set[Any] = field(default_factory=set)  # server request ids already handed to the adapter
+
+
+
+class LegacyEra(Conversation):
+    """A conversation that may start a 2025-11-25 session and run the shim on it."""
+
+    def __init__(self, server: Server, principal: str, *, channel: bool = True, stateless: bool = False) -> None:
+        super().__init__(server, principal, stateless=stateless)
+        self.channel = channel
+        self.legacy_version: str | None = None
+        self.legacy_capabilities: dict[str, Any] = {}
+        self.initialized = False
+        self._ids = itertools.count(1)
+        self._flows: dict[Any, _ShimFlow] = {}  # server request id -> flow
+
+    def expire(self) -> Exchange:
+        """Give up on shim rounds whose client has not answered in time."""
+        self._log = []
+        now = self.server.clock()
+        out = Exchange(log=self._log)
+        for flow in {id(f): f for f in self._flows.values()}.values():
+            if now >= flow.deadline:
+                self._drop(flow)
+                self._note(f"shim: gave up on request {flow.origin_id!r} after {self.server.shim_round_timeout:.0f} s")
+                out.messages.append(self._shim_failure(flow, "the client did not answer in time"))
+                out.origin = flow.origin_id
+        return out
+
+    def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        requested = params.get("protocolVersion")
+        caps = params.get("capabilities", {})
+        if not isinstance(caps, dict):
+            raise InvalidParams("capabilities must be an object")
+        self.legacy_version = requested if requested in LEGACY_VERSIONS else LEGACY_VERSION
+        self.legacy_capabilities = caps
+        self.initialized = True
+        self._note(f"legacy session started at {self.legacy_version}; capabilities fixed: {sorted(caps)}")
+        return {
+            "protocolVersion": self.legacy_version,
+            "capabilities": {"tools": {}, "prompts": {}, "resources": {}, "completions": {}},
+            "serverInfo": self.server.info,
+            "instructions": self.server.instructions,
+        }
+
+    def _cancel(self, request_id: Any) -> None:
+        for flow in list({id(f): f for f in self._flows.values()}.values()):
+            if flow.origin_id == request_id:
+                self._drop(flow)
+                self._note(f"shim: request {request_id!r} cancelled by the client")
+
+    def _legacy(self, method: str, params: dict[str, Any], request_id: Any, trace: Trace) -> Any:
+        if method == "ping":
+            return {}
+        if method in ("tools/list", "prompts/list", "resources/list", "resources/templates/list"):
+            result = LIST_METHODS[method](self)
+            return {k: v for k, v in result.items() if k not in ("ttlMs", "cacheScope")}
+        if method == "completion/complete":
+            return complete(self, params)
+        if method not in INPUT_REQUIRED_METHODS:
+            raise MethodNotFound(f"Method not found: {method}")
+        clean = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState", "_meta")}
+        return self._legacy_round(method, clean, request_id, trace, round_no=1)
+
+    def _legacy_round(self, method: str, params: dict[str, Any], request_id: Any, trace: Trace, *,
+                      round_no: int) -> Any:
+        try:
+            result = self._call(method, params, self.legacy_capabilities, trace)
+        except MissingCapability as exc:
+            missing = sorted(exc.data["requiredCapabilities"])
+            return self._legacy_failure(method, f"the client did not declare {missing}, "
+                                                "so the server cannot ask its question")
+        if not isinstance(result, InputRequired):
+            return {k: v for k, v in result.items() if k not in ("ttlMs", "cacheScope")}
+        if not self.channel:
+            return self._legacy_failure(method, "this tool needs to ask a question, but a 2025-11-25 client "
+                                                "without a session has no channel to be asked on; use a session "
+                                                "or a 2026-07-28 client")
+        if round_no > self.server.shim_max_rounds:
+            return self._legacy_failure(method, f"gave up after {self.server.shim_max_rounds} rounds of questions")
+        flow = _ShimFlow(request_id, method, params, result.questions, result.state, round_no,
+                         self.server.clock() + self.server.shim_round_timeout)
+        for key in result.questions:
+            sid = next(self._ids)
+            flow.pending[sid] = key
+            self._flows[sid] = flow
+        if not result.questions:  # state-only round: re-enter at once with the ticket
+            return self._legacy_continue(flow, trace)
+        self._note(f"shim: round {round_no}: asking the client {list(result.questions)} as server requests")
+        return None
+
+    def _pending_requests(self, origin_id: Any) -> list[dict[str, Any]]:
+        out = []
+        for sid, flow in self._flows.items():
+            if flow.origin_id == origin_id and sid in flow.pending and sid not in flow.sent:
+                flow.sent.add(sid)
+                question = flow.questions[flow.pending[sid]]
+                out.append({"jsonrpc": "2.0", "id": sid, "method": question["method"],
+                            "params": question.get("params", {})})
+        return out
+
+    def _client_response(self, message: dict[str, Any]) -> Exchange:
+        sid = message.get("id")
+        flow = self._flows.get(sid) if valid_request_id(sid) else None
+        if flow is None:
+            self._note(f"ignored a response to unknown server request {sid!r}")
+            return Exchange(log=self._log, http_status=202)
+        key = flow.pending.pop(sid)
+        del self._flows[sid]
+        if "error" in message:
+            self._drop(flow)
+            error = message.get("error")
+            text = error.get("message") if isinstance(error, dict) else None
+            return Exchange(messages=[self._shim_failure(flow, f"the client answered with an error: {text!r}")],
+                            log=self._log, origin=flow.origin_id, http_status=202)
+        answer = message.get("result")
+        if isinstance(answer, dict):
+            answer = {k: v for k, v in answer.items() if k not in ("_meta", "resultType")}
+        flow.answers[key] = answer
+        if flow.pending:
+            return Exchange(log=self._log, origin=flow.origin_id, http_status=202)
+        trace = Trace()
+        try:
+            outcome = self._legacy_continue(flow, trace)
+        except ProtocolError as exc:
+            if isinstance(exc, TicketRejected):
+                self._note(f"requestState rejected at “{CHECK_TITLES[exc.check]}”: {exc.reason}")
+            reply = {"jsonrpc": "2.0", "id": flow.origin_id, "error": exc.to_error()}
+            return Exchange(messages=[reply], trace=trace, log=self._log, origin=flow.origin_id, http_status=202)
+        except Exception:
+            log.exception("internal error in the legacy shim")
+            reply = {"jsonrpc": "2.0", "id": flow.origin_id, "error": InternalError("Internal error").to_error()}
+            return Exchange(messages=[reply], trace=trace, log=self._log, origin=flow.origin_id, http_status=202)
+        if outcome is None:
+            return Exchange(messages=self._pending_requests(flow.origin_id), trace=trace, log=self._log,
+                            origin=flow.origin_id, http_status=202)
+        reply = {"jsonrpc": "2.0", "id": flow.origin_id, "result": outcome}
+        return Exchange(messages=[reply], trace=trace, log=self._log, origin=flow.origin_id, http_status=202)
+
+    def _legacy_continue(self, flow: _ShimFlow, trace: Trace) -> Any:
+        params = {**flow.params, "inputResponses": dict(flow.answers)}
+        if flow.state is not None:
+            params["requestState"] = flow.state  # byte for byte, as a modern client would echo it
+        self._note(f"shim: re-running {flow.method} with the client's answers")
+        return self._legacy_round(flow.method, params, flow.origin_id, trace, round_no=flow.round + 1)
+
+    def _drop(self, flow: _ShimFlow) -> None:
+        for sid in [s for s, f in self._flows.items() if f is flow]:
+            del self._flows[sid]
+
+    def _legacy_failure(self, method: str, reason: str) -> dict[str, Any]:
+        self._note(f"shim: {reason}")
+        if method == "tools/call":
+            return {"content": [{"type": "text", "text": f"Could not finish: {reason}."}], "isError": True}
+        raise InvalidRequest(f"Could not finish: {reason}.")
+
+    def _shim_failure(self, flow: _ShimFlow, reason: str) -> dict[str, Any]:
+        try:
+            result = self._legacy_failure(flow.method, reason)
+        except ProtocolError as exc:
+            return {"jsonrpc": "2.0", "id": flow.origin_id, "error": exc.to_error()}
+        return {"jsonrpc": "2.0", "id": flow.origin_id, "result": result}
+
