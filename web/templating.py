@@ -9,6 +9,7 @@ from flask import Flask
 
 from mrtr.tickets import CHECK_TITLES
 from web.content import get_content
+from web.widgets import roundtrip_sequence, sequence_model
 
 OUTCOME_LABELS = {"pass": "Passed", "fail": "Failed", "skipped": "Not reached", "asked-again": "Asked again"}
 
@@ -32,3 +33,5 @@ def init_app(app: Flask) -> None:
     app.add_template_global(CHECK_TITLES, "check_titles")
     app.add_template_global(OUTCOME_LABELS, "outcome_labels")
     app.add_template_global(get_content, "get_content")
+    app.add_template_global(sequence_model, "sequence_model")  # the round trip as a sequence diagram
+    app.add_template_global(roundtrip_sequence, "roundtrip_sequence")
