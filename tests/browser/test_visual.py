@@ -13,7 +13,7 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, expect
 
 from mrtr.tickets import CHECK_TITLES
-from tests.browser.helpers import assert_no_axe_violations
+from tests.browser.helpers import LiveServer, assert_no_axe_violations
 
 LESSON = "/lessons/when-the-server-needs-input"
 FIGURE = "figure.roundtrip"
@@ -165,3 +165,44 @@ def test_axe_in_both_themes(browser: Browser, base_url: str, axe: Axe, scheme: s
         assert_no_axe_violations(page, axe)
     finally:
         context.close()
+
+
+def test_the_home_page_shows_the_path_without_progress_when_javascript_is_off(no_js_page: Page,
+                                                                               live_server: LiveServer) -> None:
+    from web.content import get_content
+
+    with live_server.app.app_context():
+        lessons = get_content().lessons
+    page = no_js_page
+    page.goto("/")
+    steps = page.locator("ol.path-steps > li.path-step")
+    expect(steps).to_have_count(len(lessons) + 3)
+    expect(steps.first.locator("[data-path-start]")).to_have_text("Start here")
+    expect(page.locator("[data-path-progress]").first).to_be_hidden()
+    expect(steps.locator("h3")).to_contain_text([lesson.title for lesson in lessons]
+                                                + ["Break the ticket", "Check your own server", "Teach it"])
+
+
+def test_the_home_page_shows_each_steps_progress(page: Page, live_server: LiveServer, axe: Axe) -> None:
+    from web.content import get_content
+
+    with live_server.app.app_context():
+        first = get_content().lessons[0]
+        ids = [s.id for s in first.sections]
+    page.goto("/")
+    expect(page.locator("[data-path-step='lesson']").first.locator("[data-path-text]")).to_have_text(
+        f"0 of {len(ids)} sections read; quick check 0 correct of 0 answered")
+    page.evaluate("""([slug, ids]) => localStorage.setItem("mrtr-lab:progress", JSON.stringify({v: 1, data: {
+        sections: {[slug]: ids}, moves: {honest: "deployed"}, quiz: {}, quizTokens: {}}}))""", [first.slug, ids])
+    page.reload()
+    lesson = page.locator(f"[data-path-step='lesson'][data-lesson='{first.slug}']")
+    expect(lesson).to_have_attribute("data-path-state", "done")
+    expect(lesson.locator("progress")).to_have_attribute("max", str(len(ids)))
+    playground = page.locator("[data-path-step='playground']")
+    expect(playground).to_have_attribute("data-path-state", "started")
+    expect(playground.locator("[data-path-text]")).to_contain_text("1 of ")
+    # "Start here" has moved on from the finished lesson to the first step not yet done
+    expect(page.locator("[data-path-start]")).to_have_text("Carry on here")
+    expect(lesson.locator("[data-path-start]")).to_have_count(0)
+    expect(page.locator("[data-path-step]:not([data-path-state='done'])").first.locator("[data-path-start]")).to_be_visible()
+    assert_no_axe_violations(page, axe)
