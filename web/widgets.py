@@ -400,8 +400,8 @@ def breakit_data(lesson: Lesson) -> list[dict[str, str]]:
 SEQ_PARTIES = (("client", "Client (bob)", "Client"), ("lb", "Load balancer", "LB"), ("A", "Replica A", "A"),
                ("B", "Replica B", "B"), ("store", "Redeemed store", "Store"))
 #: Two layouts of the same model: wide (desktop, projector) and narrow (a 390 px phone).
-SEQ_LAYOUTS = {"wide": {"left": 100, "gap": 150, "row": 64, "head": 60, "label": 16, "sub": 13.5},
-               "narrow": {"left": 40, "gap": 70, "row": 66, "head": 46, "label": 12, "sub": 11}}
+SEQ_LAYOUTS = {"wide": {"left": 84, "gap": 140, "row": 66, "head": 60, "label": 17, "sub": 14.5},
+               "narrow": {"left": 50, "gap": 67, "row": 66, "head": 46, "label": 12, "sub": 11}}
 
 
 def _label_x(centre: float, text: str, size: float, width: float, per_char: float) -> float:
