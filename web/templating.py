@@ -9,6 +9,7 @@ from flask import Flask
 
 from mrtr.tickets import CHECK_TITLES
 from web.content import get_content
+from web.widgets import roundtrip_sequence, sequence_model
 
 #: The one map of labels for outcomes a page shows: a check's outcome, why it was skipped, a move's verdict.
 OUTCOME_LABELS = {
@@ -42,3 +43,5 @@ def init_app(app: Flask) -> None:
     app.add_template_filter(count_word, "count_word")
     app.jinja_env.globals.update(check_titles=CHECK_TITLES, outcome_labels=OUTCOME_LABELS)
     app.add_template_global(get_content, "get_content")
+    app.add_template_global(sequence_model, "sequence_model")  # the round trip as a sequence diagram
+    app.add_template_global(roundtrip_sequence, "roundtrip_sequence")

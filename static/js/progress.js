@@ -281,7 +281,55 @@
 
   function setText(el, text) { if (el) { el.textContent = text; } }
 
+  /* The home page's course path: each step's progress, and "Start here" on the first step not done. */
+  function renderPath() {
+    var path = document.querySelector("[data-path]");
+    if (!path) { return; }
+    var data = load();
+    var steps = Array.prototype.slice.call(path.querySelectorAll("[data-path-step]"));
+    var next = null;
+    var any = false;
+    steps.forEach(function (step) {
+      var kind = step.getAttribute("data-path-step");
+      var bar = step.querySelector("[data-path-bar]");
+      var text = step.querySelector("[data-path-text]");
+      var done = 0, total = 0, words = "";
+      if (kind === "lesson") {
+        var lesson = step.getAttribute("data-lesson");
+        var answers = data.quiz[lesson] || {};
+        var ids = Object.keys(answers);
+        total = Number(step.getAttribute("data-sections")) || 0;
+        done = Math.min(total, (data.sections[lesson] || []).length);
+        words = done + " of " + total + " sections read; quick check " +
+          ids.filter(function (q) { return answers[q]; }).length + " correct of " + ids.length + " answered";
+      } else if (kind === "playground") {
+        var known = (step.getAttribute("data-moves") || "").split(" ").filter(Boolean);
+        total = known.length;
+        done = Object.keys(data.moves).filter(function (m) { return known.indexOf(m) >= 0; }).length;
+        words = done + " of " + total + " moves tried";
+      } else {
+        return;  // the checker and the live class keep no progress
+      }
+      if (bar) { bar.max = total; bar.value = done; bar.parentNode.hidden = false; }
+      setText(text, words);
+      var state = total > 0 && done >= total ? "done" : (done > 0 ? "started" : "new");
+      step.setAttribute("data-path-state", state);
+      if (done > 0) { any = true; }
+      if (!next && state !== "done") { next = step; }
+    });
+    var badge = path.querySelector("[data-path-start]");
+    if (badge && next) {
+      var body = next.querySelector(".path-body");
+      if (body && badge.parentNode !== body) { body.insertBefore(badge, body.firstChild); }
+      badge.textContent = any ? "Carry on here" : "Start here";
+      badge.hidden = false;
+    } else if (badge) {
+      badge.hidden = true;
+    }
+  }
+
   function render() {
+    renderPath();
     var panel = document.querySelector("[data-progress-panel]");
     if (!panel) { return; }
     var data = load();
