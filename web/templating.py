@@ -9,7 +9,6 @@ from flask import Flask
 
 from mrtr.tickets import CHECK_TITLES
 from web.content import get_content
-from web.widgets import roundtrip_sequence, sequence_model
 
 #: The one map of labels for outcomes a page shows: a check's outcome, why it was skipped, a move's verdict.
 OUTCOME_LABELS = {
@@ -39,6 +38,8 @@ def count_word(n: int) -> str:
 
 
 def init_app(app: Flask) -> None:
+    from web.widgets import roundtrip_sequence, sequence_model  # widgets reads pretty_json from here
+
     app.add_template_filter(pretty_json, "pretty_json")
     app.add_template_filter(count_word, "count_word")
     app.jinja_env.globals.update(check_titles=CHECK_TITLES, outcome_labels=OUTCOME_LABELS)

@@ -27,6 +27,7 @@ from moves.target import Outcome, Reply
 from moves.targets.lab import lab_target
 from mrtr import CHECKS, FakeClock, MemoryStore, Server
 from mrtr import tools as mrtr_tools
+from mrtr.protocol import as_object
 from mrtr.tickets import CHECK_TITLES, DEFAULT_TTL
 from web.content import ContentError, Course, Lesson
 from web.services import get_services
@@ -411,8 +412,10 @@ def breakit_data(lesson: Lesson) -> list[dict[str, str]]:
 SEQ_PARTIES = (("client", "Client (bob)", "Client"), ("lb", "Load balancer", "LB"), ("A", "Replica A", "A"),
                ("B", "Replica B", "B"), ("store", "Redeemed store", "Store"))
 #: Two layouts of the same model: wide (desktop, projector) and narrow (a 390 px phone).
-SEQ_LAYOUTS = {"wide": {"left": 84, "gap": 140, "row": 66, "head": 60, "label": 17, "sub": 14.5},
-               "narrow": {"left": 50, "gap": 67, "row": 66, "head": 46, "label": 12, "sub": 11}}
+SEQ_LAYOUTS: dict[str, dict[str, float]] = {
+    "wide": {"left": 84, "gap": 140, "row": 66, "head": 60, "label": 17, "sub": 14.5},
+    "narrow": {"left": 50, "gap": 67, "row": 66, "head": 46, "label": 12, "sub": 11},
+}
 
 
 def _label_x(centre: float, text: str, size: float, width: float, per_char: float) -> float:
@@ -448,7 +451,7 @@ def _message_label(message: Any) -> tuple[str, str]:
     mid = message.get("id")
     at = f" · id {mid}" if mid is not None else ""
     if "method" in message and "jsonrpc" in message:
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        params = as_object(message.get("params"))
         tool = f" {params['name']}" if isinstance(params.get("name"), str) else ""
         return f"{message['method']}{tool}{at}", "with requestState and the answer" if "requestState" in params else ""
     if "result" in message:
@@ -483,8 +486,8 @@ def sequence_model(steps: Any, *, current: int | None = None) -> dict[str, Any]:
             if not jsonrpc or not replica:
                 arrows.append(SeqArrow(step.n, "client", "client", label, sub, "", "local", False))
                 continue
-            params = message.get("params") if isinstance(message.get("params"), dict) else {}
-            result = message.get("result") if isinstance(message.get("result"), dict) else {}
+            params = as_object(message.get("params"))
+            result = as_object(message.get("result"))
             ticket = ""
             if isinstance(result.get("requestState"), str):
                 issued, ticket = result["requestState"], "issued"

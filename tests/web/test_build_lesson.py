@@ -37,8 +37,8 @@ def test_home_lists_both_lessons_in_the_course_order(client: FlaskClient) -> Non
     order = [entry["slug"] for entry in tomllib.loads((DEFAULT_ROOT / "course.toml").read_text())["lessons"]]
     assert order == ["when-the-server-needs-input", SLUG]
     tree = soup(client.get("/").data)
-    cards = [a["href"] for a in tree.select(".cards > li.card h3 a")]
-    assert cards == [f"/lessons/{slug}" for slug in order]
+    steps = [li["data-lesson"] for li in tree.select("[data-path] > li[data-path-step=lesson]")]
+    assert steps == order
 
 
 def test_the_lesson_page_renders_every_step_without_javascript(client: FlaskClient) -> None:
