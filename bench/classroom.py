@@ -1,10 +1,10 @@
 """Load test of a live class: N learners join and answer one question against the production server.
 
-    .venv/bin/python -m bench.classroom                 # 200 learners, 2 gunicorn workers; prints a report
+    .venv/bin/python -m bench.classroom                 # 200 learners, 2 granian workers; prints a report
     .venv/bin/python -m bench.classroom --write         # ... and writes bench/classroom_RESULTS.md
     .venv/bin/python -m bench.classroom --learners 50 --redis   # through a real redis-server
 
-The server is our app under gunicorn (`bench.servers.gunicorn_app`, gthread workers, SQLite in a temp
+The server is our app the production way (`bench.servers.granian_app`, scripts/production.sh; SQLite in a temp
 state dir). A presenter starts the class, pushes the first question and keeps its live screen (the
 SSE stream) open. Then every learner is a thread with its own keep-alive connection: it joins
 (`POST /join`), waits for all the others at a barrier, then answers after its own think time: a
@@ -31,7 +31,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.servers import Served, gunicorn_app
+from bench.servers import Served, granian_app
 
 RESULTS = Path(__file__).resolve().parent / "classroom_RESULTS.md"
 TARGET_P99_MS = 300.0
@@ -189,8 +189,8 @@ def serve(workers: int, threads: int, redis: bool, stack: ExitStack) -> Served:
         from tests.redis_server import RedisServer
 
         env["MRTR_REDIS_URL"] = stack.enter_context(RedisServer()).url
-    return stack.enter_context(gunicorn_app(workers=workers, threads=threads, env=env,
-                                            extra_args=("--keep-alive", "30", "--backlog", "512")))
+    return stack.enter_context(granian_app(workers=workers, threads=threads, env=env,
+                                           extra_args=("--backlog", "512")))
 
 
 def _row(result: ClassRun) -> str:
@@ -214,8 +214,8 @@ def report(target: ClassRun, burst: ClassRun | None, *, threads: int, redis: boo
         f" ({platform.python_implementation()} {platform.python_version()}, `nproc` {os.cpu_count()},"
         f" load average after: {load}; other work was running on the machine).",
         "",
-        f"{target.learners} learners join one class and answer its first question, against gunicorn with"
-        f" {target.workers} gthread workers x {threads} threads (the README's production command), classes in"
+        f"{target.learners} learners join one class and answer its first question, against the production"
+        f" server (granian via scripts/production.sh, {target.workers} workers x {threads} threads), classes in"
         f" SQLite{', live updates through a real redis-server' if redis else ''}. The presenter's SSE stream stays"
         " open throughout; the load generator runs on the same 2 cores. Latencies in ms.",
         "",
