@@ -52,6 +52,7 @@ from mrtr.keys import default_state_dir
 from web import htmx
 from web.content import get_content
 from web.services import SETTINGS_KEY, get_settings
+from web.widgets import sequence_model
 
 bp = Blueprint("check", __name__)
 log = logging.getLogger("mrtr.check")
@@ -413,8 +414,10 @@ def start_check() -> BaseResponse | Response:
 
 def _execute(app: Flask, store: RunStore, run: Run, url: str, address: str, tokens: tuple[str, str],
              options: Any, moves: Any) -> None:
-    """The background run. Tokens live in the target only, and go with it when this returns."""
+    """The background run. Tokens live in the target only, and go with it when this returns (the redaction
+    of the kept messages holds them as long as the target does)."""
     lock = threading.Lock()
+    secret_values = tuple(t for t in tokens if t)
     last_wait = [0.0]
 
     def save() -> None:
@@ -429,10 +432,11 @@ def _execute(app: Flask, store: RunStore, run: Run, url: str, address: str, toke
             save()
 
     def move_done(row: Any, index: int, total: int) -> None:
+        exchange = redact(row.exchange, secret_values)
         with lock:
             run.rows.append({"move": row.move, "title": row.title, "expected": row.expected,
                              "observed": row.observed, "verdict": row.verdict, "detail": row.detail,
-                             "stops_at": row.stops_at})
+                             "stops_at": row.stops_at, "exchange": exchange})
             run.total = total
             save()
 
@@ -475,6 +479,65 @@ def _execute(app: Flask, store: RunStore, run: Run, url: str, address: str, toke
         store.threads.pop(run.id, None)
 
 
+# -- the exchange as a sequence diagram -----------------------------------------------------------------
+
+
+def redact(value: Any, secret_values: tuple[str, ...]) -> Any:
+    """`value` with every occurrence of a token replaced: a server could echo one back in its answer."""
+    if isinstance(value, str):
+        for secret in secret_values:
+            value = value.replace(secret, "[token]")
+        return value
+    if isinstance(value, list):
+        return [redact(v, secret_values) for v in value]
+    if isinstance(value, dict):
+        return {k: redact(v, secret_values) for k, v in value.items()}
+    return value
+
+
+@dataclass(frozen=True)
+class DiagramLine:
+    direction: str  # "-->" sent, "<--" received
+    message: dict[str, Any]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class DiagramStep:
+    """One kept step as `web.widgets.sequence_model` reads it; the remote server stands where replica A is."""
+
+    n: int
+    replica: str
+    lines: tuple[DiagramLine, ...]
+    checks: tuple[dict[str, str], ...] | None
+    role: str
+    at: float
+    error: str
+
+
+SERVER_LANE = "A"
+ROLES = {"owner": "the ticket's owner", "other": "the second user"}
+
+
+def diagram_steps(exchange: Any) -> list[DiagramStep]:
+    """A move's kept exchange (`moves.check.exchange_of`, read back from the run file) as diagram steps: the
+    request, then the answer when one came back. Anything malformed in the file is left out, never raised."""
+    steps: list[DiagramStep] = []
+    for item in exchange if isinstance(exchange, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("sent"), dict):
+            continue
+        lines = [DiagramLine("-->", item["sent"], f"sent as {ROLES.get(str(item.get('role')), 'the client')}")]
+        if isinstance(item.get("response"), dict):
+            lines.append(DiagramLine("<--", item["response"]))
+        trace = item.get("trace")
+        checks = tuple(c for c in trace if isinstance(c, dict)) if isinstance(trace, list) else None
+        at = item.get("at")
+        steps.append(DiagramStep(len(steps) + 1, SERVER_LANE, tuple(lines), checks,
+                                 str(item.get("role", "")), float(at) if isinstance(at, int | float) else 0.0,
+                                 str(item.get("error") or "")))
+    return steps
+
+
 # -- the run page ------------------------------------------------------------------------------------
 
 
@@ -487,6 +550,8 @@ class RowView:
     verdict: str
     detail: str
     lesson_url: str | None
+    steps: list[DiagramStep] = field(default_factory=list)
+    diagram: dict[str, Any] | None = None  # `sequence_model` of `steps`, the last step current
 
 
 def _verdict_outcome(verdict: str) -> str:
@@ -494,9 +559,12 @@ def _verdict_outcome(verdict: str) -> str:
 
 
 def _view(run: Run) -> dict[str, Any]:
-    move_views = [RowView(r["move"], r["title"], r["expected"], r["observed"], r["verdict"], r["detail"],
-                          _lesson_url(SECTIONS.get(r["stops_at"])) if r["verdict"] in ("fail", "warn") else None)
-                  for r in run.rows]
+    move_views = []
+    for r in run.rows:
+        steps = diagram_steps(r.get("exchange"))
+        move_views.append(RowView(r["move"], r["title"], r["expected"], r["observed"], r["verdict"], r["detail"],
+                                  _lesson_url(SECTIONS.get(r["stops_at"])) if r["verdict"] in ("fail", "warn")
+                                  else None, steps, sequence_model(steps, current=steps[-1].n) if steps else None))
     probe_views = [RowView(p["probe"], p["title"], "", "", "pass" if p["ok"] else "fail", p["detail"],
                            None if p["ok"] else _lesson_url(SECTIONS.get(p["probe"]))) for p in run.probes]
     if run.state == "running":
@@ -509,7 +577,7 @@ def _view(run: Run) -> dict[str, Any]:
         status = run.summary or "Done."
     return {"moves": move_views, "probes": probe_views, "status": status, "state": run.state, "error": run.error,
             "waiting": run.waiting, "waited": round(run.waited, 1), "wait_total": round(run.wait_total, 1),
-            "outcome": _verdict_outcome}
+            "outcome": _verdict_outcome, "roles": ROLES}
 
 
 @bp.get("/check/runs/<run_id>")
