@@ -11,12 +11,13 @@ from typing import Any
 from bs4 import BeautifulSoup
 
 from moves.catalog import load_moves
-from moves.check import exchange_of, short_ticket
+from moves.check import exchange_of, run_check, short_ticket
 from moves.engine import play
 from moves.labcodec import LabRing
 from moves.targets.lab import lab_target
 from tests.browser.helpers import LiveServer
 from tests.check.test_check_page import finish, form, live  # noqa: F401  (the live app fixture)
+from tests.check.test_cli import assert_exact_schema
 from web.check import SERVER_LANE, diagram_steps, redact
 from web.widgets import sequence_model
 
@@ -49,6 +50,13 @@ def test_a_kept_exchange_holds_only_what_the_arrows_need() -> None:
     assert issued.count("…") == 1 and len(issued) == 23 and sent["params"]["requestState"] == issued
     assert exchange[0]["response"]["result"]["resultType"] == "input_required"
     assert [c["check"] for c in exchange[2]["trace"]][-1] == "single-use"
+
+
+def test_report_rows_keep_their_exchange_but_the_json_schema_stays_exact() -> None:
+    report = run_check(lab_target(RING, now=1_790_000_000.0))
+    assert [len(row.exchange) for row in report.moves] == [3 if MOVES[r.move].repeat else 2 for r in report.moves]
+    json.dumps([row.exchange for row in report.moves])  # JSON-safe as the run file needs
+    assert_exact_schema(json.loads(json.dumps(report.to_json())))
 
 
 def test_steps_become_arrows_labelled_by_method_and_id_at_replica_a() -> None:
