@@ -6,6 +6,9 @@ Python API (the CLI, the /check page and the tests use it):
     Report.ok, .to_json(), .table(), .summary(), .junit()
     main(argv, *, stdout=..., stderr=..., timeout=...) -> exit code 0 / 1 / 2
 
+Each report row also keeps its move's messages (`exchange_of`: compact, JSON-safe, tickets shortened) for the
+/check page's sequence diagrams; `to_json` never includes them.
+
 Exit codes: 0 every required move and probe held; 1 one did not; 2 a usage error, or a target the
 checker cannot use (unreachable, not MCP, no tool that asks for input). A move is required unless
 `--skip-late` skipped it or `--allow-replay` turned its single-use failure into a warning.

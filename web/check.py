@@ -1,7 +1,8 @@
 """/check: the server checker in the browser. A form (URL, two tokens, tool, arguments) starts a
 background run of `moves.check.run_check`; the run's page shows live progress (htmx polls it every
 second; without JavaScript the page refreshes itself) and then the report, drawn like the
-playground's check matrix, each failing row linking to the lesson section on that defence.
+playground's check matrix, each failing row linking to the lesson section on that defence, and each
+move's messages drawn as the lesson's sequence diagram (`diagram_steps` -> `web.widgets.sequence_model`).
 
 Safety, owned here:
 - Only loopback targets, unless `MRTR_CHECK_HOSTS` lists more (comma-separated host names, IP
@@ -435,14 +436,16 @@ def _execute(app: Flask, store: RunStore, run: Run, url: str, address: str, toke
         exchange = redact(row.exchange, secret_values)
         with lock:
             run.rows.append({"move": row.move, "title": row.title, "expected": row.expected,
-                             "observed": row.observed, "verdict": row.verdict, "detail": row.detail,
+                             "observed": row.observed, "verdict": row.verdict,
+                             "detail": redact(row.detail, secret_values),
                              "stops_at": row.stops_at, "exchange": exchange})
             run.total = total
             save()
 
     def probe_done(probe: Any) -> None:
         with lock:
-            run.probes.append({"probe": probe.probe, "title": probe.title, "ok": probe.ok, "detail": probe.detail})
+            run.probes.append({"probe": probe.probe, "title": probe.title, "ok": probe.ok,
+                               "detail": redact(probe.detail, secret_values)})
             save()
 
     def wait(waited: float, total: float) -> None:
@@ -464,7 +467,7 @@ def _execute(app: Flask, store: RunStore, run: Run, url: str, address: str, toke
             run.summary, run.state = report.summary(), "done"
     except CheckError as exc:
         with lock:
-            run.error, run.state = str(exc), "error"
+            run.error, run.state = redact(str(exc), secret_values), "error"
     except Exception as exc:  # never a traceback on the page; the log gets the type, never a token
         log.error("check run %s failed: %s", run.id[:6], type(exc).__name__)
         with lock:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +147,49 @@ def test_a_finished_report_draws_each_move_from_its_real_exchange(live: LiveServ
                      stolen.select_one("ol.seq-text").get_text(" "))
     assert not html.select('details.check-exchange [data-from="store"]')  # a remote server shows no store
     assert "bob-token" not in str(html) and "alice-token" not in str(html)
+
+
+class EchoHandler(BaseHTTPRequestHandler):
+    """A server that repeats the caller's Authorization header in every refusal: a ticket, then the token back."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        message = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        params = message.get("params") or {}
+        if message.get("method") == "tools/list":
+            result: dict[str, Any] = {"tools": [{"name": "deploy", "inputSchema": {"type": "object"}}]}
+        elif "requestState" in params:
+            result = {}
+        else:
+            result = {"resultType": "input_required", "requestState": "echo-ticket-" + "x" * 40,
+                      "inputRequests": {}}
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message.get("id"), "result": result}
+        if not result:
+            reply = {"jsonrpc": "2.0", "id": message.get("id"),
+                     "error": {"code": -32602, "message": f"who is {self.headers.get('Authorization')}?"}}
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_a_server_that_echoes_the_token_never_gets_it_into_the_run_file_or_the_page(live: LiveServer) -> None:  # noqa: F811
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), EchoHandler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        client = live.app.test_client()
+        started = client.post("/check", data=form(f"http://127.0.0.1:{httpd.server_address[1]}/mcp", skip_late="1"))
+        run_id = started.headers["Location"].rsplit("/", 1)[1]
+        page = str(finish(live.app, client, started))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=10)
+    stored = (Path(live.app.extensions["mrtr.check_runs"].directory) / f"{run_id}.json").read_text()
+    assert "who is Bearer [token]?" in stored and "who is Bearer [token]?" in page
+    assert "bob-token" not in stored + page and "alice-token" not in stored + page
