@@ -564,7 +564,7 @@ def _verdict_outcome(verdict: str) -> str:
 def _view(run: Run) -> dict[str, Any]:
     move_views = []
     for r in run.rows:
-        steps = diagram_steps(r.get("exchange"))
+        steps = diagram_steps(r.get("exchange")) if run.state != "running" else []  # drawn once the run is over
         move_views.append(RowView(r["move"], r["title"], r["expected"], r["observed"], r["verdict"], r["detail"],
                                   _lesson_url(SECTIONS.get(r["stops_at"])) if r["verdict"] in ("fail", "warn")
                                   else None, steps, sequence_model(steps, current=steps[-1].n) if steps else None))

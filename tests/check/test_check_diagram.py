@@ -18,7 +18,7 @@ from moves.engine import play
 from moves.labcodec import LabRing
 from moves.targets.lab import lab_target
 from tests.browser.helpers import LiveServer
-from tests.check.test_check_page import finish, form, live  # noqa: F401  (the live app fixture)
+from tests.check.test_check_page import finish, form, live, make_app  # noqa: F401  (live: the app fixture)
 from tests.check.test_cli import assert_exact_schema
 from web.check import SERVER_LANE, diagram_steps, redact
 from web.widgets import sequence_model
@@ -193,3 +193,23 @@ def test_a_server_that_echoes_the_token_never_gets_it_into_the_run_file_or_the_p
     stored = (Path(live.app.extensions["mrtr.check_runs"].directory) / f"{run_id}.json").read_text()
     assert "who is Bearer [token]?" in stored and "who is Bearer [token]?" in page
     assert "bob-token" not in stored + page and "alice-token" not in stored + page
+
+
+def test_diagrams_appear_once_the_run_is_over_so_a_poll_never_closes_an_open_one() -> None:
+    app = make_app()
+    store = app.extensions["mrtr.check_runs"]
+    run = store.start("203.0.113.60", "http://127.0.0.1:9/mcp", 5, 600)
+    run.rows = [{"move": "stolen", "title": "Stolen ticket", "expected": "refused", "observed": "refused",
+                 "verdict": "pass", "detail": "error -32602", "stops_at": "principal", "exchange": kept("stolen")}]
+    store.save(run)
+    running = BeautifulSoup(app.test_client().get(f"/check/runs/{run.id}").get_data(as_text=True), "html.parser")
+    assert running.select("tr[data-move=stolen]") and not running.select("details.check-exchange")
+    run.state = "done"
+    store.save(run)
+    done = BeautifulSoup(app.test_client().get(f"/check/runs/{run.id}").get_data(as_text=True), "html.parser")
+    details = done.select_one('details.check-exchange[data-exchange="stolen"]')
+    assert details is not None and not details.has_attr("open")
+    checks = details.select("ol.check-exchange-checks li.check")  # the lab's trace, with the one check component
+    assert [c["data-check"] for c in checks][:2] == ["signature", "principal"]
+    assert checks[1]["data-state"] == "fail"
+    assert not details.select("svg.seq-wide g.seq-store")  # stopped at check 2: the store was never asked
