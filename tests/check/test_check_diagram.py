@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import pytest
 from bs4 import BeautifulSoup
 
 from moves.catalog import load_moves
@@ -17,11 +19,20 @@ from moves.check import exchange_of, run_check, short_ticket
 from moves.engine import play
 from moves.labcodec import LabRing
 from moves.targets.lab import lab_target
-from tests.browser.helpers import LiveServer
-from tests.check.test_check_page import finish, form, live, make_app  # noqa: F401  (live: the app fixture)
+from tests.browser.helpers import LiveServer, serve
+from tests.check.test_check_page import finish, form, make_app
 from tests.check.test_cli import assert_exact_schema
 from web.check import SERVER_LANE, diagram_steps, redact
 from web.widgets import sequence_model
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The app serving /check and its own /mcp, with a run directory of its own (the per-visitor limit is
+    counted there, so these runs never count against the other modules')."""
+    with serve(make_app(MRTR_CHECK_STATE_DIR=str(tmp_path_factory.mktemp("diagram-runs")))) as server:
+        yield server
+
 
 RING = LabRing.public("check-diagram-key-0123456789abcdefghijkl")
 MOVES = {m.slug: m for m in load_moves()}
@@ -114,7 +125,7 @@ def test_redaction_removes_tokens_anywhere_in_a_kept_exchange() -> None:
         {"error": {"message": "bad token [token]"}, "n": 1, "list": ["x[token]x"]}]
 
 
-def test_a_finished_report_draws_each_move_from_its_real_exchange(live: LiveServer) -> None:  # noqa: F811
+def test_a_finished_report_draws_each_move_from_its_real_exchange(live: LiveServer) -> None:
     client = live.app.test_client()
     started = client.post("/check", data=form(live.url + "/mcp", skip_late="1"))
     run_id = started.headers["Location"].rsplit("/", 1)[1]
@@ -177,7 +188,7 @@ class EchoHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-def test_a_server_that_echoes_the_token_never_gets_it_into_the_run_file_or_the_page(live: LiveServer) -> None:  # noqa: F811
+def test_a_server_that_echoes_the_token_never_gets_it_into_the_run_file_or_the_page(live: LiveServer) -> None:
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), EchoHandler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -195,8 +206,8 @@ def test_a_server_that_echoes_the_token_never_gets_it_into_the_run_file_or_the_p
     assert "bob-token" not in stored + page and "alice-token" not in stored + page
 
 
-def test_diagrams_appear_once_the_run_is_over_so_a_poll_never_closes_an_open_one() -> None:
-    app = make_app()
+def test_diagrams_appear_once_the_run_is_over_so_a_poll_never_closes_an_open_one(tmp_path: Path) -> None:
+    app = make_app(MRTR_CHECK_STATE_DIR=str(tmp_path))
     store = app.extensions["mrtr.check_runs"]
     run = store.start("203.0.113.60", "http://127.0.0.1:9/mcp", 5, 600)
     run.rows = [{"move": "stolen", "title": "Stolen ticket", "expected": "refused", "observed": "refused",
