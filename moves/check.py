@@ -6,6 +6,9 @@ Python API (the CLI, the /check page and the tests use it):
     Report.ok, .to_json(), .table(), .summary(), .junit()
     main(argv, *, stdout=..., stderr=..., timeout=...) -> exit code 0 / 1 / 2
 
+Each report row also keeps its move's messages (`exchange_of`: compact, JSON-safe, tickets shortened) for the
+/check page's sequence diagrams; `to_json` never includes them.
+
 Exit codes: 0 every required move and probe held; 1 one did not; 2 a usage error, or a target the
 checker cannot use (unreachable, not MCP, no tool that asks for input). A move is required unless
 `--skip-late` skipped it or `--allow-replay` turned its single-use failure into a warning.
@@ -73,6 +76,8 @@ class MoveRow:
     detail: str
     required: bool = True
     stops_at: str = ""
+    #: The messages of the move as `exchange_of` keeps them (for the report's diagram; never in `to_json`).
+    exchange: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -235,6 +240,70 @@ def other_arguments_for(arguments: dict[str, Any], input_schema: Any = None) -> 
     return None
 
 
+# -- the exchange, kept for the report's diagram -----------------------------------------------------
+
+#: What a kept message may hold: enough to label its arrow (method, id, tool, ticket, outcome), nothing more.
+_KEEP_PARAMS = ("name", "requestState")
+_KEEP_RESULT = ("resultType", "requestState", "isError")
+_TEXT_MAX = 200
+
+
+def short_ticket(value: str, issued: str | None = None) -> str:
+    """A ticket shortened for the page (its first 16 and last 6 characters). An edited ticket whose short form
+    would read as the issued one's also shows where it first differs, so the two never look the same."""
+    if len(value) <= 40:
+        return value
+    short = f"{value[:16]}…{value[-6:]}"
+    if issued and value != issued and short == short_ticket(issued):
+        at = next((i for i, (a, b) in enumerate(zip(value, issued, strict=False)) if a != b), len(issued))
+        short = f"{value[:16]}…{value[at:at + 6]}…{value[-6:]}"
+    return short
+
+
+def _kept(message: Any, issued: str | None) -> dict[str, Any] | None:
+    """One JSON-RPC message, compact and JSON-safe: method, id, tool name, ticket (shortened), result kind,
+    error code and message. Arguments, answers and _meta are left out; no bearer token is ever in a message."""
+    if not isinstance(message, dict):
+        return None
+    kept: dict[str, Any] = {"jsonrpc": "2.0"}
+    if isinstance(message.get("id"), str | int) and not isinstance(message.get("id"), bool):
+        kept["id"] = message["id"] if isinstance(message["id"], int) else clip(message["id"], 40)
+    if isinstance(message.get("method"), str):
+        kept["method"] = clip(message["method"], 60)
+        params = as_object(message.get("params"))
+        kept["params"] = {k: (short_ticket(params[k], issued) if k == "requestState" else clip(params[k], 60))
+                          for k in _KEEP_PARAMS if isinstance(params.get(k), str)}
+    if "result" in message:
+        result = as_object(message.get("result"))
+        kept["result"] = {k: (short_ticket(result[k]) if k == "requestState" else
+                              result[k] if isinstance(result[k], bool) else clip(result[k], 60))
+                          for k in _KEEP_RESULT if isinstance(result.get(k), str | bool)}
+    if "error" in message:
+        error = as_object(message.get("error"))
+        code = error.get("code")
+        kept["error"] = {"code": code if isinstance(code, int) and not isinstance(code, bool) else "",
+                         "message": clip(str(error.get("message", "")), _TEXT_MAX)}
+    return kept
+
+
+def exchange_of(result: MoveResult) -> list[dict[str, Any]]:
+    """The move's messages, round one first, as JSON-safe dicts: who sent (owner / other), when (story
+    seconds), what was sent and answered (`_kept`), why nothing came back, and the check trace when the
+    target exposes one (remote servers do not)."""
+    issued = result.ticket
+    kept = []
+    for step in ([result.minted] if result.minted else []) + list(result.steps):
+        trace = None
+        if step.reply.trace is not None:
+            trace = [{k: clip(str(c.get(k, "")), _TEXT_MAX) for k in ("check", "outcome", "detail")}
+                     for c in step.reply.trace if isinstance(c, dict)]
+        kept.append({"role": str(step.role), "at": float(step.at), "sent": _kept(step.sent, issued),
+                     "response": _kept(step.reply.response, issued),
+                     "error": clip(step.reply.transport_error, _TEXT_MAX) if step.reply.transport_error else "",
+                     "trace": trace})
+    return kept
+
+
 # -- running ----------------------------------------------------------------------------------------
 
 
@@ -255,7 +324,7 @@ def _move_row(result: MoveResult, move: Move, options: CheckOptions, target: Any
     if not ok and result.outcome not in (Outcome.NOT_RUN, Outcome.ERROR) and move.stops_at:
         detail = f"{detail} (a sound server stops this move at its {move.stops_at} check)"
     return MoveRow(move.slug, move.title, Outcome(move.expect).value, observed, ok, detail, required,
-                   getattr(move, "stops_at", "") or "")
+                   getattr(move, "stops_at", "") or "", exchange_of(result))
 
 
 def _tools(target: Target, call: Call, role: Any, next_id: Callable[[], int]) -> list[dict[str, Any]]:

@@ -1,7 +1,8 @@
 """/check: the server checker in the browser. A form (URL, two tokens, tool, arguments) starts a
 background run of `moves.check.run_check`; the run's page shows live progress (htmx polls it every
 second; without JavaScript the page refreshes itself) and then the report, drawn like the
-playground's check matrix, each failing row linking to the lesson section on that defence.
+playground's check matrix, each failing row linking to the lesson section on that defence, and each
+move's messages drawn as the lesson's sequence diagram (`diagram_steps` -> `web.widgets.sequence_model`).
 
 Safety, owned here:
 - Only loopback targets, unless `MRTR_CHECK_HOSTS` lists more (comma-separated host names, IP
@@ -52,6 +53,7 @@ from mrtr.keys import default_state_dir
 from web import htmx
 from web.content import get_content
 from web.services import SETTINGS_KEY, get_settings
+from web.widgets import sequence_model
 
 bp = Blueprint("check", __name__)
 log = logging.getLogger("mrtr.check")
@@ -413,8 +415,10 @@ def start_check() -> BaseResponse | Response:
 
 def _execute(app: Flask, store: RunStore, run: Run, url: str, address: str, tokens: tuple[str, str],
              options: Any, moves: Any) -> None:
-    """The background run. Tokens live in the target only, and go with it when this returns."""
+    """The background run. Tokens live in the target only, and go with it when this returns (the redaction
+    of the kept messages holds them as long as the target does)."""
     lock = threading.Lock()
+    secret_values = tuple(t for t in tokens if t)
     last_wait = [0.0]
 
     def save() -> None:
@@ -429,16 +433,19 @@ def _execute(app: Flask, store: RunStore, run: Run, url: str, address: str, toke
             save()
 
     def move_done(row: Any, index: int, total: int) -> None:
+        exchange = redact(row.exchange, secret_values)
         with lock:
             run.rows.append({"move": row.move, "title": row.title, "expected": row.expected,
-                             "observed": row.observed, "verdict": row.verdict, "detail": row.detail,
-                             "stops_at": row.stops_at})
+                             "observed": row.observed, "verdict": row.verdict,
+                             "detail": redact(row.detail, secret_values),
+                             "stops_at": row.stops_at, "exchange": exchange})
             run.total = total
             save()
 
     def probe_done(probe: Any) -> None:
         with lock:
-            run.probes.append({"probe": probe.probe, "title": probe.title, "ok": probe.ok, "detail": probe.detail})
+            run.probes.append({"probe": probe.probe, "title": probe.title, "ok": probe.ok,
+                               "detail": redact(probe.detail, secret_values)})
             save()
 
     def wait(waited: float, total: float) -> None:
@@ -460,7 +467,7 @@ def _execute(app: Flask, store: RunStore, run: Run, url: str, address: str, toke
             run.summary, run.state = report.summary(), "done"
     except CheckError as exc:
         with lock:
-            run.error, run.state = str(exc), "error"
+            run.error, run.state = redact(str(exc), secret_values), "error"
     except Exception as exc:  # never a traceback on the page; the log gets the type, never a token
         log.error("check run %s failed: %s", run.id[:6], type(exc).__name__)
         with lock:
@@ -475,6 +482,65 @@ def _execute(app: Flask, store: RunStore, run: Run, url: str, address: str, toke
         store.threads.pop(run.id, None)
 
 
+# -- the exchange as a sequence diagram -----------------------------------------------------------------
+
+
+def redact(value: Any, secret_values: tuple[str, ...]) -> Any:
+    """`value` with every occurrence of a token replaced: a server could echo one back in its answer."""
+    if isinstance(value, str):
+        for secret in secret_values:
+            value = value.replace(secret, "[token]")
+        return value
+    if isinstance(value, list):
+        return [redact(v, secret_values) for v in value]
+    if isinstance(value, dict):
+        return {k: redact(v, secret_values) for k, v in value.items()}
+    return value
+
+
+@dataclass(frozen=True)
+class DiagramLine:
+    direction: str  # "-->" sent, "<--" received
+    message: dict[str, Any]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class DiagramStep:
+    """One kept step as `web.widgets.sequence_model` reads it; the remote server stands where replica A is."""
+
+    n: int
+    replica: str
+    lines: tuple[DiagramLine, ...]
+    checks: tuple[dict[str, str], ...] | None
+    role: str
+    at: float
+    error: str
+
+
+SERVER_LANE = "A"
+ROLES = {"owner": "the ticket's owner", "other": "the second user"}
+
+
+def diagram_steps(exchange: Any) -> list[DiagramStep]:
+    """A move's kept exchange (`moves.check.exchange_of`, read back from the run file) as diagram steps: the
+    request, then the answer when one came back. Anything malformed in the file is left out, never raised."""
+    steps: list[DiagramStep] = []
+    for item in exchange if isinstance(exchange, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("sent"), dict):
+            continue
+        lines = [DiagramLine("-->", item["sent"], f"sent as {ROLES.get(str(item.get('role')), 'the client')}")]
+        if isinstance(item.get("response"), dict):
+            lines.append(DiagramLine("<--", item["response"]))
+        trace = item.get("trace")
+        checks = tuple(c for c in trace if isinstance(c, dict)) if isinstance(trace, list) else None
+        at = item.get("at")
+        steps.append(DiagramStep(len(steps) + 1, SERVER_LANE, tuple(lines), checks,
+                                 str(item.get("role", "")), float(at) if isinstance(at, int | float) else 0.0,
+                                 str(item.get("error") or "")))
+    return steps
+
+
 # -- the run page ------------------------------------------------------------------------------------
 
 
@@ -487,6 +553,8 @@ class RowView:
     verdict: str
     detail: str
     lesson_url: str | None
+    steps: list[DiagramStep] = field(default_factory=list)
+    diagram: dict[str, Any] | None = None  # `sequence_model` of `steps`, the last step current
 
 
 def _verdict_outcome(verdict: str) -> str:
@@ -494,9 +562,12 @@ def _verdict_outcome(verdict: str) -> str:
 
 
 def _view(run: Run) -> dict[str, Any]:
-    move_views = [RowView(r["move"], r["title"], r["expected"], r["observed"], r["verdict"], r["detail"],
-                          _lesson_url(SECTIONS.get(r["stops_at"])) if r["verdict"] in ("fail", "warn") else None)
-                  for r in run.rows]
+    move_views = []
+    for r in run.rows:
+        steps = diagram_steps(r.get("exchange")) if run.state != "running" else []  # drawn once the run is over
+        move_views.append(RowView(r["move"], r["title"], r["expected"], r["observed"], r["verdict"], r["detail"],
+                                  _lesson_url(SECTIONS.get(r["stops_at"])) if r["verdict"] in ("fail", "warn")
+                                  else None, steps, sequence_model(steps, current=steps[-1].n) if steps else None))
     probe_views = [RowView(p["probe"], p["title"], "", "", "pass" if p["ok"] else "fail", p["detail"],
                            None if p["ok"] else _lesson_url(SECTIONS.get(p["probe"]))) for p in run.probes]
     if run.state == "running":
@@ -509,7 +580,7 @@ def _view(run: Run) -> dict[str, Any]:
         status = run.summary or "Done."
     return {"moves": move_views, "probes": probe_views, "status": status, "state": run.state, "error": run.error,
             "waiting": run.waiting, "waited": round(run.waited, 1), "wait_total": round(run.wait_total, 1),
-            "outcome": _verdict_outcome}
+            "outcome": _verdict_outcome, "roles": ROLES}
 
 
 @bp.get("/check/runs/<run_id>")

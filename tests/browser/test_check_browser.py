@@ -1,6 +1,7 @@
 """/check in a real browser: the app checks its own /mcp with live progress (htmx), the report has no
-axe violations, a refused URL shows its message in place; and without JavaScript the run page
-refreshes itself until the report is there."""
+axe violations, a refused URL shows its message in place; each move's sequence diagram opens by keyboard
+and is axe-clean in the light and dark themes; and without JavaScript the run page refreshes itself
+until the report is there."""
 
 from __future__ import annotations
 
@@ -67,3 +68,32 @@ def test_without_javascript_the_run_page_refreshes_until_the_report(no_js_page: 
     expect(page).to_have_url(re.compile(r"/check/runs/[\w-]+$"))
     expect(page.locator("#check-status")).to_contain_text("PASS", timeout=REPORT_TIMEOUT_MS)
     expect(page.locator("tr[data-move]")).to_have_count(len(load_moves()))
+
+
+def test_the_reports_diagrams_open_by_keyboard_and_are_axe_clean_in_both_themes(page: Page, checker: LiveServer,
+                                                                                axe: Axe) -> None:
+    page.goto(checker.url + "/check")
+    fill(page, checker.url + "/mcp")
+    page.get_by_role("button", name="Check the server").click()
+    expect(page.locator("#check-status")).to_contain_text("PASS", timeout=REPORT_TIMEOUT_MS)
+    exchanges = page.locator("details.check-exchange")
+    expect(exchanges).to_have_count(len(load_moves()))
+    stolen = page.locator('details[data-exchange="stolen"]')
+    diagram = stolen.locator("svg.seq-wide")
+    expect(diagram).to_be_hidden()
+    stolen.locator(":scope > summary").focus()
+    page.keyboard.press("Enter")
+    expect(stolen).to_have_attribute("open", "")
+    expect(diagram).to_be_visible()
+    expect(diagram.locator("text.seq-label").first).to_have_text("tools/call deploy · id 2")
+    expect(diagram.locator("text.seq-label").last).to_contain_text("· id 9")
+    words = stolen.locator("details.seq-words")
+    words.locator(":scope > summary").click()
+    expect(words.locator("li").first).to_contain_text("Client (bob) to Replica A via the load balancer")
+    for index in range(exchanges.count()):  # every diagram open, so axe sees them all
+        if exchanges.nth(index).get_attribute("open") is None:
+            exchanges.nth(index).locator(":scope > summary").click()
+            expect(exchanges.nth(index).locator("svg.seq-wide")).to_be_visible()
+    assert_no_axe_violations(page, axe)
+    page.emulate_media(color_scheme="dark")
+    assert_no_axe_violations(page, axe)

@@ -1,0 +1,226 @@
+"""The checker's report draws each move with the lesson's sequence diagram: what a report row keeps of the
+exchange (compact, JSON-safe, no token), how it becomes diagram steps, and the finished run's page."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bs4 import BeautifulSoup
+
+from moves.catalog import load_moves
+from moves.check import exchange_of, run_check, short_ticket
+from moves.engine import play
+from moves.labcodec import LabRing
+from moves.targets.lab import lab_target
+from tests.browser.helpers import LiveServer, serve
+from tests.check.test_check_page import finish, form, make_app
+from tests.check.test_cli import assert_exact_schema
+from web.check import SERVER_LANE, diagram_steps, redact
+from web.widgets import sequence_model
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The app serving /check and its own /mcp, with a run directory of its own (the per-visitor limit is
+    counted there, so these runs never count against the other modules')."""
+    with serve(make_app(MRTR_CHECK_STATE_DIR=str(tmp_path_factory.mktemp("diagram-runs")))) as server:
+        yield server
+
+
+RING = LabRing.public("check-diagram-key-0123456789abcdefghijkl")
+MOVES = {m.slug: m for m in load_moves()}
+
+
+def kept(slug: str) -> list[dict[str, Any]]:
+    """A move played against a lab server, kept as a report row keeps it, read back as the run file would."""
+    result = play(MOVES[slug], lab_target(RING, now=1_790_000_000.0))
+    return json.loads(json.dumps(exchange_of(result)))
+
+
+def arrows(exchange: list[dict[str, Any]]) -> list[tuple[int, str, str, str, str]]:
+    model = sequence_model(diagram_steps(exchange))
+    return [(a.step, a.src, a.dst, a.label, a.ticket) for a in model["arrows"]]
+
+
+def without_traces(exchange: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**step, "trace": None} for step in exchange]
+
+
+def test_a_kept_exchange_holds_only_what_the_arrows_need() -> None:
+    exchange = kept("twice")
+    assert [s["role"] for s in exchange] == ["owner", "owner", "owner"]
+    assert [s["at"] for s in exchange] == [0.0, 8.0, MOVES["twice"].at]
+    sent = exchange[1]["sent"]
+    assert set(sent) == {"jsonrpc", "id", "method", "params"} and set(sent["params"]) == {"name", "requestState"}
+    issued = exchange[0]["response"]["result"]["requestState"]
+    assert issued.count("…") == 1 and len(issued) == 23 and sent["params"]["requestState"] == issued
+    assert exchange[0]["response"]["result"]["resultType"] == "input_required"
+    assert [c["check"] for c in exchange[2]["trace"]][-1] == "single-use"
+
+
+def test_report_rows_keep_their_exchange_but_the_json_schema_stays_exact() -> None:
+    report = run_check(lab_target(RING, now=1_790_000_000.0))
+    assert [len(row.exchange) for row in report.moves] == [3 if MOVES[r.move].repeat else 2 for r in report.moves]
+    json.dumps([row.exchange for row in report.moves])  # JSON-safe as the run file needs
+    assert_exact_schema(json.loads(json.dumps(report.to_json())))
+
+
+def test_steps_become_arrows_labelled_by_method_and_id_at_replica_a() -> None:
+    exchange = without_traces(kept("twice"))  # a remote server exposes no trace
+    steps = diagram_steps(exchange)
+    assert [(s.n, s.replica, s.role) for s in steps] == [(n, SERVER_LANE, "owner") for n in (1, 2, 3)]
+    assert SERVER_LANE == "A"
+    drawn = arrows(exchange)
+    assert drawn[:2] == [(1, "client", "A", "tools/call deploy · id 2", ""),
+                         (1, "A", "client", "result: input_required · id 2", "issued")]
+    assert drawn[2] == (2, "client", "A", "tools/call deploy · id 5", "carried")
+    code = exchange[2]["response"]["error"]["code"]
+    assert drawn[-1] == (3, "A", "client", f"error {code} · id 5", "")
+    assert not [a for a in drawn if "store" in (a[1], a[2])]  # no trace, no look-up in the store
+
+
+def test_the_store_look_up_is_drawn_only_when_a_trace_exists() -> None:
+    with_trace = arrows(kept("twice"))
+    assert [(a[0], a[1], a[2]) for a in with_trace if "store" in (a[1], a[2])] == [
+        (2, "A", "store"), (2, "store", "A"), (3, "A", "store"), (3, "store", "A")]
+
+
+def test_an_edited_ticket_is_drawn_as_edited_and_a_stolen_one_as_sent_by_the_second_user() -> None:
+    tampered = arrows(without_traces(kept("tampered")))
+    assert [a[4] for a in tampered if a[0] == 2 and a[1] == "client"] == ["edited"]
+    stolen = diagram_steps(kept("stolen"))
+    assert stolen[-1].role == "other" and stolen[-1].lines[0].note == "sent as the second user"
+    assert [a[4] for a in arrows(kept("stolen")) if a[0] == 2 and a[1] == "client"] == ["carried"]
+
+
+def test_short_tickets_never_make_an_edited_ticket_look_issued() -> None:
+    issued = "mrtr1." + "a" * 60 + ".sig0123456"
+    edited = "mrtr1." + "a" * 30 + "b" + "a" * 29 + ".sig0123456"
+    assert short_ticket(issued) == "mrtr1.aaaaaaaaaa…123456"
+    assert short_ticket(edited, issued) != short_ticket(issued) and short_ticket(issued, issued) == short_ticket(issued)
+    assert short_ticket("short") == "short"
+
+
+def test_no_answer_and_malformed_steps_are_drawn_without_inventing_messages() -> None:
+    exchange = [{"role": "owner", "at": 0, "sent": {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                                       "params": {"name": "deploy"}},
+                 "response": None, "error": "timed out after 10 s", "trace": None},
+                "not a step", {"sent": "nor this"}, {"role": ["odd"], "sent": {"jsonrpc": "2.0", "id": 3}}]
+    steps = diagram_steps(exchange)
+    assert [len(s.lines) for s in steps] == [1, 1] and steps[0].error == "timed out after 10 s"
+    assert steps[1].lines[0].note == "sent as the client"
+    assert diagram_steps(None) == [] and diagram_steps({"a": 1}) == []
+
+
+def test_redaction_removes_tokens_anywhere_in_a_kept_exchange() -> None:
+    value = [{"error": {"message": "bad token bob-token"}, "n": 1, "list": ["xalice-tokenx"]}]
+    assert redact(value, ("bob-token", "alice-token")) == [
+        {"error": {"message": "bad token [token]"}, "n": 1, "list": ["x[token]x"]}]
+
+
+def test_a_finished_report_draws_each_move_from_its_real_exchange(live: LiveServer) -> None:
+    client = live.app.test_client()
+    started = client.post("/check", data=form(live.url + "/mcp", skip_late="1"))
+    run_id = started.headers["Location"].rsplit("/", 1)[1]
+    html: BeautifulSoup = finish(live.app, client, started)
+    stored_text = (Path(live.app.extensions["mrtr.check_runs"].directory) / f"{run_id}.json").read_text()
+    assert "bob-token" not in stored_text and "alice-token" not in stored_text
+    stored = json.loads(stored_text)
+    exchanges = html.select("section.check-exchanges details.check-exchange")
+    assert [d["data-exchange"] for d in exchanges] == [r["data-move"] for r in html.select("tr[data-move]")]
+    for details in exchanges:
+        row = next(r for r in stored["rows"] if r["move"] == details["data-exchange"])
+        first, last = row["exchange"][0], row["exchange"][-1]
+        labels = [t.get_text() for t in details.select("svg.seq-wide g.seq-msg text.seq-label")]
+        assert labels[:2] == [f"tools/call deploy · id {first['sent']['id']}",
+                              f"result: input_required · id {first['sent']['id']}"]
+        assert labels[-2:][0] == f"tools/call deploy · id {last['sent']['id']}"
+        assert labels[-1].endswith(f"· id {last['sent']['id']}")
+        assert len(details.select("svg.seq-narrow g.seq-msg")) == len(labels)
+        words = [li.get_text(" ", strip=True) for li in details.select("details.seq-words ol.seq-text li")]
+        assert len(words) == len(labels)
+        assert words[0] == (f"Step 1: Client (bob) to Replica A via the load balancer: {labels[0]}. "
+                            "sent as the ticket's owner")
+        assert details.select_one(".seq")["data-current-step"] == str(len(row["exchange"]))
+        badge = details.select_one("summary .check-badge")
+        verdict = html.select_one(f'tr[data-move="{row["move"]}"]')["data-verdict"]
+        assert badge["data-state"] == {"pass": "pass", "skip": "skipped"}[verdict]
+    stolen = html.select_one('details[data-exchange="stolen"]')
+    assert "sent as the second user" in stolen.select_one(".check-exchange-steps").get_text(" ")
+    assert re.search(r"Replica A to Client \(bob\) via the load balancer: error -?\d+ · id 9",
+                     stolen.select_one("ol.seq-text").get_text(" "))
+    assert not html.select('details.check-exchange [data-from="store"]')  # a remote server shows no store
+    assert "bob-token" not in str(html) and "alice-token" not in str(html)
+
+
+class EchoHandler(BaseHTTPRequestHandler):
+    """A server that repeats the caller's Authorization header in every refusal: a ticket, then the token back."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        message = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        params = message.get("params") or {}
+        if message.get("method") == "tools/list":
+            result: dict[str, Any] = {"tools": [{"name": "deploy", "inputSchema": {"type": "object"}}]}
+        elif "requestState" in params:
+            result = {}
+        else:
+            result = {"resultType": "input_required", "requestState": "echo-ticket-" + "x" * 40,
+                      "inputRequests": {}}
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message.get("id"), "result": result}
+        if not result:
+            reply = {"jsonrpc": "2.0", "id": message.get("id"),
+                     "error": {"code": -32602, "message": f"who is {self.headers.get('Authorization')}?"}}
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_a_server_that_echoes_the_token_never_gets_it_into_the_run_file_or_the_page(live: LiveServer) -> None:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), EchoHandler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        client = live.app.test_client()
+        started = client.post("/check", data=form(f"http://127.0.0.1:{httpd.server_address[1]}/mcp", skip_late="1"))
+        run_id = started.headers["Location"].rsplit("/", 1)[1]
+        page = str(finish(live.app, client, started))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=10)
+    stored = (Path(live.app.extensions["mrtr.check_runs"].directory) / f"{run_id}.json").read_text()
+    assert "who is Bearer [token]?" in stored and "who is Bearer [token]?" in page
+    assert "bob-token" not in stored + page and "alice-token" not in stored + page
+
+
+def test_diagrams_appear_once_the_run_is_over_so_a_poll_never_closes_an_open_one(tmp_path: Path) -> None:
+    app = make_app(MRTR_CHECK_STATE_DIR=str(tmp_path))
+    store = app.extensions["mrtr.check_runs"]
+    run = store.start("203.0.113.60", "http://127.0.0.1:9/mcp", 5, 600)
+    run.rows = [{"move": "stolen", "title": "Stolen ticket", "expected": "refused", "observed": "refused",
+                 "verdict": "pass", "detail": "error -32602", "stops_at": "principal", "exchange": kept("stolen")}]
+    store.save(run)
+    running = BeautifulSoup(app.test_client().get(f"/check/runs/{run.id}").get_data(as_text=True), "html.parser")
+    assert running.select("tr[data-move=stolen]") and not running.select("details.check-exchange")
+    run.state = "done"
+    store.save(run)
+    done = BeautifulSoup(app.test_client().get(f"/check/runs/{run.id}").get_data(as_text=True), "html.parser")
+    details = done.select_one('details.check-exchange[data-exchange="stolen"]')
+    assert details is not None and not details.has_attr("open")
+    checks = details.select("ol.check-exchange-checks li.check")  # the lab's trace, with the one check component
+    assert [c["data-check"] for c in checks][:2] == ["signature", "principal"]
+    assert checks[1]["data-state"] == "fail"
+    assert not details.select("svg.seq-wide g.seq-store")  # stopped at check 2: the store was never asked
