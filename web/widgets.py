@@ -453,7 +453,9 @@ def _message_label(message: Any) -> tuple[str, str]:
     if "method" in message and "jsonrpc" in message:
         params = as_object(message.get("params"))
         tool = f" {params['name']}" if isinstance(params.get("name"), str) else ""
-        return f"{message['method']}{tool}{at}", "with requestState and the answer" if "requestState" in params else ""
+        carried = [what for key, what in (("requestState", "requestState"), ("inputResponses", "the answer"))
+                   if key in params]
+        return f"{message['method']}{tool}{at}", f"with {' and '.join(carried)}" if carried else ""
     if "result" in message:
         result = message["result"] if isinstance(message["result"], dict) else {}
         kind = result.get("resultType", "result")
