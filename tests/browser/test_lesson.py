@@ -241,6 +241,10 @@ def test_the_replay_switch_lets_the_repeat_through_when_each_replica_keeps_its_o
 
 def test_without_javascript_the_fields_read_as_a_definition_list(no_js_page: Page) -> None:
     page = no_js_page
+    # The field link below is a fragment jump, which site.css scrolls smoothly; a click on the replay
+    # switch while that scroll still runs can land where the radio used to be. Reduced motion makes the
+    # jump instant (site.css honours it), so the next click meets a page at rest, every run.
+    page.emulate_media(reduced_motion="reduce")
     page.goto(LESSON)
     notes = page.locator("#rt-round-trip-step-2 dl.field-notes")
     expect(notes.locator("dt", has_text="resultType")).to_be_visible()
