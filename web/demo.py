@@ -21,10 +21,10 @@ from typing import Any
 from flask import Blueprint, abort, render_template, request, url_for
 
 from moves.catalog import Move
-from moves.engine import Call, play
+from moves.engine import Call, MoveResult, play
 from moves.labcodec import LabRing
 from moves.story import roundtrip
-from moves.targets.lab import lab_target
+from moves.targets.lab import LabTarget, lab_target
 from mrtr.clock import FIXED_EPOCH
 from mrtr.tickets import CHECK_TITLES, DEFAULT_TTL, b64encode
 from web.content import Lesson, get_content
@@ -138,27 +138,34 @@ def _describe(move: Move, caller: str) -> tuple[tuple[str, str], ...]:
     return tuple(facts)
 
 
+def _played(result: MoveResult, target: LabTarget) -> tuple[tuple[dict[str, str], ...], tuple[Block, ...],
+                                                              tuple[str, ...]]:
+    """What a slide shows of a played move: the last step's checks, every message sent and answered, the log."""
+    last = result.last
+    checks = tuple(last.reply.trace or ()) if last else ()
+    blocks = []
+    if result.minted is not None:
+        blocks += [Block("Round one: bob calls deploy", result.minted.sent),
+                   Block("The server answers input_required with a ticket", result.minted.reply.response)]
+    for step in result.steps:
+        blocks.append(Block(f"Retry by {target.principal(step.role)} at t = {step.at:g} s", step.sent))
+        blocks.append(Block("The server's answer", step.reply.response))
+    steps = ([result.minted] if result.minted else []) + result.steps
+    return checks, tuple(blocks), tuple(line for step in steps for line in step.reply.log)
+
+
 def move_slides(lesson: Lesson, first_index: int) -> list[Slide]:
     slides = []
     for number, move in enumerate(get_content().moves, 1):
         target = lab_target(DEMO_RING, now=DEMO_EPOCH, jti=demo_jti(f"move:{move.slug}"))
         result = play(move, target, CALL)
-        last = result.last
-        checks = tuple(last.reply.trace or ()) if last else ()
-        blocks = []
-        if result.minted is not None:
-            blocks += [Block("Round one: bob calls deploy", result.minted.sent),
-                       Block("The server answers input_required with a ticket", result.minted.reply.response)]
-        for step in result.steps:
-            blocks.append(Block(f"Retry by {target.principal(step.role)} at t = {step.at:g} s", step.sent))
-            blocks.append(Block("The server's answer", step.reply.response))
-        log = [line for step in ([result.minted] if result.minted else []) + result.steps for line in step.reply.log]
+        checks, blocks, log = _played(result, target)
         note = lesson.note_for(move.slug, result.outcome, result.stopped_at)
         slides.append(Slide(
             index=first_index + number - 1, kind="move", key=move.slug, number=number, title=move.title,
             caption=move.summary, note=note.text if note else move.summary, verdict=str(result.outcome),
             actor=target.principal(move.sender), at=move.at, checks=checks, stopped_at=_first_failure(checks),
-            facts=_describe(move, target.principal(move.sender)), blocks=tuple(blocks), log=tuple(log),
+            facts=_describe(move, target.principal(move.sender)), blocks=blocks, log=log,
         ))
     return slides
 
@@ -189,23 +196,14 @@ def switch_slides(first_index: int) -> list[Slide]:
                             single_use=switch.get("single_use", True),
                             verify_signature=switch.get("verify_signature", True))
         result = play(move, target, CALL)
-        last = result.last
-        checks = tuple(last.reply.trace or ()) if last else ()
-        blocks = []
-        if result.minted is not None:
-            blocks += [Block("Round one: bob calls deploy", result.minted.sent),
-                       Block("The server answers input_required with a ticket", result.minted.reply.response)]
-        for step in result.steps:
-            blocks.append(Block(f"Retry by {target.principal(step.role)} at t = {step.at:g} s", step.sent))
-            blocks.append(Block("The server's answer", step.reply.response))
-        log = [line for step in ([result.minted] if result.minted else []) + result.steps for line in step.reply.log]
+        checks, blocks, log = _played(result, target)
         switched = "single use" if "single_use" in switch else "the signature check"
         caller = target.principal(move.sender)
         slides.append(Slide(
             index=first_index + number - 1, kind="switch", key=key, number=number, title=title, caption=caption,
             note=note, verdict=str(result.outcome), actor=caller, at=move.at, checks=checks,
             stopped_at=_first_failure(checks), facts=(("Switched off", switched), *_describe(move, caller)),
-            blocks=tuple(blocks), log=tuple(log),
+            blocks=blocks, log=log,
         ))
     return slides
 
