@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import logging
 import queue
@@ -60,12 +61,15 @@ from mrtr.errors import (
 from mrtr.protocol import LEGACY_VERSIONS, META_VERSION, as_object, may_hold_surrogates, request_id_of
 from mrtr.wire import NotUtf8, utf8_text
 from web import security
+from web.admission import FifoGate
 from web.services import SETTINGS_KEY, Services, get_services
 
 bp = Blueprint("mcp", __name__)
 log = logging.getLogger("mrtr.http")
 
 SESSIONS_KEY = "mrtr.mcp_sessions"
+#: The process's admission gate (web/admission.py), absent when `MRTR_MCP_CONCURRENCY` is 0.
+GATE_KEY = "mrtr.mcp_gate"
 #: Live 2025-11-25 sessions in this process; past it, initialize gets 503 (no one's session is ended).
 MAX_SESSIONS = 1000
 #: Live sessions of one principal; its next initialize ends its own least recently used session.
@@ -241,6 +245,9 @@ def _close_all(ended: list[tuple[Session, str]]) -> None:
 def _setup(state: Any) -> None:
     app: Flask = state.app
     app.extensions[SESSIONS_KEY] = Sessions()
+    slots = app.extensions[SETTINGS_KEY].mcp_concurrency
+    if slots:
+        app.extensions[GATE_KEY] = FifoGate(slots)
 
 
 # -- the request and the response, without a framework ---------------------------------------
@@ -317,6 +324,8 @@ class McpConfig:
     allowed_origins: frozenset[str] = frozenset()
     anonymous_principal: str | None = None
     shim_wait: float | None = None
+    #: Admission to the work after the body is read (web/admission.py); None lets every thread in.
+    gate: FifoGate | None = field(default=None, compare=False)
 
     @classmethod
     def of(cls, app: Flask) -> McpConfig:
@@ -327,6 +336,7 @@ class McpConfig:
             allowed_origins=frozenset(o.strip().rstrip("/").lower() for o in origins.split(",") if o.strip()),
             anonymous_principal=settings.anonymous_principal or None,
             shim_wait=settings.shim_wait,
+            gate=app.extensions.get(GATE_KEY),
         )
 
 
@@ -419,6 +429,16 @@ def _serve(req: HttpIn, services: Services, sessions: Sessions, config: McpConfi
         raise _refuse(f"Content-Type must be application/json, not {mimetype or 'missing'!r}", 415)
     accepts = _accepts(req)
     body = _read_body(req, config)
+    # From here on it is CPU work only (a legacy stream waits for its answer after this returns),
+    # so this is where a request queues for its turn: see web/admission.py.
+    if config.gate is None:
+        return _answer(req, body, accepts, principal, sid, services, sessions, config)
+    with config.gate:
+        return _answer(req, body, accepts, principal, sid, services, sessions, config)
+
+
+def _answer(req: HttpIn, body: str, accepts: Accepts, principal: str, sid: str, services: Services,
+            sessions: Sessions, config: McpConfig) -> HttpOut:
     try:
         message = json.loads(body)
     except (ValueError, RecursionError):
@@ -483,14 +503,20 @@ def _principal(req: HttpIn, services: Services, config: McpConfig) -> str:
 
 
 def _accepts(req: HttpIn) -> Accepts:
-    value = req.header("Accept") or ""
-    if not value.strip():
-        return Accepts(json=True, sse=True)
-    offered = parse_accept_header(value, MIMEAccept)
-    accepts = Accepts(json=offered.quality("application/json") > 0, sse=offered.quality("text/event-stream") > 0)
+    accepts = _accepts_of(req.header("Accept") or "")
     if not (accepts.json or accepts.sse):
         raise _refuse("Accept must allow application/json or text/event-stream", 406)
     return accepts
+
+
+@functools.lru_cache(maxsize=256)
+def _accepts_of(value: str) -> Accepts:
+    """What an Accept value allows. Clients send the same few values over and over, and parsing one
+    was an eighth of /mcp's CPU time per request; the cache is bounded, so odd values only evict."""
+    if not value.strip():
+        return Accepts(json=True, sse=True)
+    offered = parse_accept_header(value, MIMEAccept)
+    return Accepts(json=offered.quality("application/json") > 0, sse=offered.quality("text/event-stream") > 0)
 
 
 def _read_body(req: HttpIn, config: McpConfig) -> str:
