@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import loadgen, micro, pages, servers
+from mrtr.config import DEFAULT_MCP_CONCURRENCY
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 #: Hand-written findings (why the old SDK figure was low, the profile, the lean /mcp design),
@@ -48,7 +49,8 @@ class Config:
 def configs(args: argparse.Namespace, env: dict[str, str]) -> list[Config]:
     w, t = args.workers, args.threads
     out = [
-        Config(OURS, f"our app under granian, `scripts/production.sh` with WORKERS={w} THREADS={t}",
+        Config(OURS, f"our app under granian, `scripts/production.sh` with WORKERS={w} THREADS={t} and the "
+               f"default `MRTR_MCP_CONCURRENCY` ({DEFAULT_MCP_CONCURRENCY})",
                lambda: servers.granian_app(workers=w, threads=t, env=env, name=OURS), False),
         Config("ours-gunicorn", f"our app under `gunicorn -w {w} -k gthread --threads {args.gunicorn_threads}`",
                lambda: servers.gunicorn_app(workers=w, threads=args.gunicorn_threads, env=env, name="ours-gunicorn"),
@@ -96,13 +98,36 @@ class Summary:
     errors: int
     cpu_ms: float | None
     rates: list[float]
+    steal: float | None
 
 
 def summarize(results: list[loadgen.RunResult]) -> Summary:
     cpus = [r.server_cpu_ms_per_flow for r in results if r.server_cpu_ms_per_flow is not None]
+    steals = [r.steal_pct for r in results if r.steal_pct is not None]
     return Summary(statistics.median(r.rate for r in results), statistics.median(r.pct(50) for r in results),
                    statistics.median(r.pct(99) for r in results), sum(r.errors for r in results),
-                   statistics.median(cpus) if cpus else None, [r.rate for r in results])
+                   statistics.median(cpus) if cpus else None, [r.rate for r in results],
+                   statistics.median(steals) if steals else None)
+
+
+def cpu_jiffies() -> tuple[int, int] | None:
+    """(steal, total) CPU time of the whole machine so far, from /proc/stat; None where unreadable.
+
+    Steal is time a virtual machine's vCPUs were ready to run but the hypervisor ran something
+    else. On a shared host it comes and goes; while it is high every figure here is slower and
+    noisier for reasons outside the code, so the report shows it beside each measurement.
+    """
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return None
+    return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
+
+
+def steal_between(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return 100.0 * (after[0] - before[0]) / (after[1] - before[1])
 
 
 def run_http(targets: list[servers.Served], levels: list[int], rounds: int, seconds: float, warmup: float
@@ -113,12 +138,14 @@ def run_http(targets: list[servers.Served], levels: list[int], rounds: int, seco
         for clients in levels:
             order = targets if n % 2 == 0 else list(reversed(targets))  # nobody always goes first
             for served in order:
+                before = cpu_jiffies()
                 result = loadgen.run_flows("127.0.0.1", served.port, clients=clients, seconds=seconds,
                                            warmup=warmup, cpu_probe=served.cpu_seconds)
+                result.steal_pct = steal_between(before, cpu_jiffies())
                 print(f"  round {n + 1} {served.name:>14} {clients:>3} clients: {result.rate:7.1f} flows/s"
                       f"  p50 {result.pct(50):6.2f} ms  p99 {result.pct(99):6.2f} ms"
-                      f"  cpu {result.server_cpu_ms_per_flow or 0:5.2f} ms/flow  errors {result.errors}",
-                      flush=True)
+                      f"  cpu {result.server_cpu_ms_per_flow or 0:5.2f} ms/flow  steal {result.steal_pct or 0:4.1f}%"
+                      f"  errors {result.errors}", flush=True)
                 if result.first_errors:
                     print("       first errors:", result.first_errors[:2], flush=True)
                 out[served.name][clients].append(result)
@@ -202,12 +229,21 @@ def main(argv: list[str] | None = None) -> int:
     def cell(x: float | None) -> str:
         return "n/a" if x is None else f"{x:.2f}"
 
+    def steal_cell(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.1f}"
+
+    all_steals = [r.steal_pct for by_level in results.values() for rs in by_level.values() for r in rs
+                  if r.steal_pct is not None]
+    steal_median = statistics.median(all_steals) if all_steals else None
+    steal_text = ("not readable here" if steal_median is None else
+                  f"median {steal_median:.1f}% of the CPU time per run, highest {max(all_steals):.1f}%")
+
     http_rows = []
     for lvl in levels:
         for c in chosen:
             m = summary[c.name][lvl]
             http_rows.append([str(lvl), f"`{c.name}`", f"{m.rate:.0f}", " / ".join(f"{r:.0f}" for r in m.rates),
-                              f"{m.p50:.2f}", f"{m.p99:.2f}", cell(m.cpu_ms), str(m.errors)])
+                              f"{m.p50:.2f}", f"{m.p99:.2f}", cell(m.cpu_ms), steal_cell(m.steal), str(m.errors)])
     page_rows = [[w.path, str(w.status), f"{w.bytes:,}", f"{w.bytes / 1024:.1f}", str(w.requests),
                   f"{w.plain_bytes / 1024:.1f}"] for w in weights]
 
@@ -257,6 +293,7 @@ Generated by `{command.strip()}` (see the README's "Benchmarks" section) on {sta
 | Python | {platform.python_version()} ({platform.python_implementation()}) |
 | OS | {platform.platform()} |
 | Load average (1/5/15 min) before / after the HTTP runs | {load_before} / {load_after} |
+| CPU taken by the hypervisor (steal) during the HTTP runs | {steal_text} |
 | What else was running | {args.note or "not recorded (pass --note)"} |
 
 ## Ticket mint and verify (µs per operation, best of 15 batches)
@@ -270,7 +307,8 @@ bare = `hmac.new(key, token_bytes, sha256).digest()` over the same signed ticket
 
 One flow = `tools/call deploy` → `input_required` → retry with the answer and `requestState` →
 `deployed to staging`, two HTTP requests on a keep-alive connection. Each client is a thread with
-its own connection, playing flows back to back (closed loop) for {args.seconds:g} s after a
+its own connection (threads {loadgen.CLIENTS_PER_PROCESS} to a forked process, so the clients do not
+queue for one GIL), playing flows back to back (closed loop) for {args.seconds:g} s after a
 {args.warmup:g} s warm-up. The same client code drives every server; the runs are interleaved
 (each level on each server in turn, {args.rounds} rounds, the order reversed every other round),
 and the table gives the median of the rounds, with each round's flows/s beside it. Latency is per
@@ -284,8 +322,12 @@ Ours checks a bearer token, Origin, Accept and the MCP headers, sets security he
 every redeemed ticket to the `{args.store}` single-use store; the SDK keeps no redeemed store (a
 replayed retry succeeds there), so it does strictly less work per flow.
 
-{table(["clients", "server", "flows/s (median)", "each round", "p50 ms", "p99 ms", "CPU ms/flow", "errors"],
-       http_rows)}
+{table(["clients", "server", "flows/s (median)", "each round", "p50 ms", "p99 ms", "CPU ms/flow", "steal %",
+        "errors"], http_rows)}
+
+"steal %" is the median share of the machine's CPU time the hypervisor gave to other guests during
+that configuration's runs: this machine is a virtual one on a shared host, and while steal is high
+every figure is slower and its tail longer for reasons outside the code.
 
 The load generator shares the 2 cores with the servers: it used about
 {", ".join(f"{client_cpu[c] * 100:.0f}% of one core at {c}" for c in levels)} clients against ours.
@@ -304,7 +346,7 @@ responses.
 
 ## Notes on the targets
 
-{notes(checks, load_before, load_after)}
+{notes(checks, load_before, steal_median)}
 
 {ANALYSIS.read_text().strip() if ANALYSIS.exists() else ""}
 """
@@ -351,12 +393,19 @@ NOTE_PAGES = """\
   100 KB. A client that refuses compression gets the larger "uncompressed" figure."""
 
 NOTE_LOAD = """\
-* **Shared machine.** The load average was above the core count during this run (other sessions'
-  test suites were running), so every figure above is pessimistic and noisy; rerun on an idle
-  machine for the record."""
+* **Busy machine.** The load average before the runs was above half the core count: other work
+  was running, so every figure above is pessimistic and noisy; rerun on an idle machine for the
+  record."""
+
+#: Above this median steal (%), the report says the host, not the code, set the pace.
+STEAL_NOTE_PCT = 5.0
+NOTE_STEAL = """\
+* **Shared host.** The hypervisor took a median {steal:.1f}% of this machine's CPU time per run
+  (steal, from /proc/stat): the vCPUs were ready but other guests ran. That stretches latencies
+  and their tail and lowers flows/s for every server alike; rerun when steal is near zero."""
 
 
-def notes(checks: list[tuple[str, bool, str]], load_before: str, load_after: str) -> str:
+def notes(checks: list[tuple[str, bool, str]], load_before: str, steal: float | None) -> str:
     missed = [name for name, ok, _ in checks if not ok]
     out = []
     if any(name.startswith("verify") for name in missed):
@@ -367,12 +416,14 @@ def notes(checks: list[tuple[str, bool, str]], load_before: str, load_after: str
         out.append(NOTE_P99)
     if any("page" in name for name in missed):
         out.append(NOTE_PAGES)
-    try:
-        busy = max(float(load_before.split()[0]), float(load_after.split()[0])) > (os.cpu_count() or 1)
+    try:  # the load after the runs is mostly the benchmark's own; the load before is everyone else's
+        busy = float(load_before.split()[0]) > (os.cpu_count() or 1) / 2
     except (ValueError, IndexError):
         busy = False
     if busy:
         out.append(NOTE_LOAD)
+    if steal is not None and steal > STEAL_NOTE_PCT:
+        out.append(NOTE_STEAL.format(steal=steal))
     return "\n".join(out) or "Every target was met in this run."
 
 

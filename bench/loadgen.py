@@ -4,12 +4,14 @@ One flow is the whole MRTR exchange over HTTP: `tools/call deploy` → `input_re
 ticket → the retry with the answer and the ticket echoed → `deployed to …`. The client is the
 same for every server it is pointed at: a minimal HTTP/1.1 speaker on a raw socket (requests
 built once as bytes, responses read by Content-Length or chunked framing), so that on a 2-core
-machine as little CPU as possible goes to the client. Every loop is bounded by count and time.
+machine as little CPU as possible goes to the client. The clients are spread over a few forked
+processes, so they do not queue for one GIL. Every loop is bounded by count and time.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import socket
 import threading
@@ -173,6 +175,7 @@ class RunResult:
     first_errors: list[str] = field(default_factory=list)
     client_cpu_s: float = 0.0
     server_cpu_s: float | None = None  # the server's CPU seconds within the measured window, if probed
+    steal_pct: float | None = None  # the share of the machine's CPU time the hypervisor took meanwhile
 
     @property
     def server_cpu_ms_per_flow(self) -> float | None:
@@ -191,22 +194,28 @@ class RunResult:
         return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
-def run_flows(host: str, port: int, *, clients: int, seconds: float, warmup: float = 1.0,
-              token: str | None = "bob-token", path: str = "/mcp", max_flows_per_client: int = 1_000_000,
-              cpu_probe: Callable[[], float] | None = None) -> RunResult:
-    """`clients` threads play flows for `warmup + seconds`; only flows ending in the window count.
+#: Client threads per load-generator process. The client is Python too: with all 32 clients as threads
+#: of one process they queue for that process's GIL, and that wait would be counted as the server's
+#: latency. Spreading them over processes keeps the client's own share of the tail small.
+CLIENTS_PER_PROCESS = 4
 
-    `cpu_probe`, if given, returns the server's CPU seconds so far; it is read at the window's
-    start and end, so `server_cpu_ms_per_flow` is what the server spent per counted flow, a figure
-    other work on the machine disturbs far less than flows per second.
-    """
-    headers = flow_headers(token)
+
+@dataclass
+class _Share:
+    """What one load-generator process measured."""
+
+    latencies_ms: list[float]
+    errors: int
+    first_errors: list[str]
+
+
+def _play(host: str, port: int, path: str, headers: dict[str, str], indexes: range, start: float, end: float,
+          max_flows_per_client: int) -> _Share:
+    """One thread per client index, each on its own connection, flows back to back until `end`;
+    latencies of flows that end within [start, end) are kept. Times are `time.perf_counter()`,
+    CLOCK_MONOTONIC, which is the same clock in every process of the machine."""
     lock = threading.Lock()
-    latencies: list[float] = []
-    errors: list[str] = []
-    counts = {"errors": 0}
-    barrier = threading.Barrier(clients + 1, timeout=30)
-    window: dict[str, float] = {}
+    share = _Share([], 0, [])
 
     def client(n: int) -> None:
         conn = Conn(host, port, path, headers)
@@ -214,8 +223,6 @@ def run_flows(host: str, port: int, *, clients: int, seconds: float, warmup: flo
         errs = 0
         rid = n * 10_000_000
         try:
-            barrier.wait()
-            start, end = window["start"], window["end"]
             for _ in range(max_flows_per_client):
                 t0 = time.perf_counter()
                 if t0 >= end:
@@ -227,8 +234,8 @@ def run_flows(host: str, port: int, *, clients: int, seconds: float, warmup: flo
                     errs += 1
                     conn.close()
                     with lock:
-                        if len(errors) < 5:
-                            errors.append(f"{type(exc).__name__}: {exc}")
+                        if len(share.first_errors) < 5:
+                            share.first_errors.append(f"{type(exc).__name__}: {exc}")
                     continue
                 t1 = time.perf_counter()
                 if start <= t1 < end:
@@ -236,26 +243,72 @@ def run_flows(host: str, port: int, *, clients: int, seconds: float, warmup: flo
         finally:
             conn.close()
             with lock:
-                latencies.extend(mine)
-                counts["errors"] += errs
+                share.latencies_ms.extend(mine)
+                share.errors += errs
 
-    threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(clients)]
+    threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in indexes]
     for t in threads:
         t.start()
+    for t in threads:
+        t.join(timeout=max(0.0, end - time.perf_counter()) + 30)
+    return share
+
+
+def _play_in_child(conn: Any, *args: Any) -> None:
+    try:
+        conn.send(_play(*args))
+    except BaseException as exc:  # the parent reports it; a child must not die silently
+        conn.send(_Share([], 1, [f"load-generator process failed: {type(exc).__name__}: {exc}"]))
+    finally:
+        conn.close()
+
+
+def run_flows(host: str, port: int, *, clients: int, seconds: float, warmup: float = 1.0,
+              token: str | None = "bob-token", path: str = "/mcp", max_flows_per_client: int = 1_000_000,
+              cpu_probe: Callable[[], float] | None = None, per_process: int = CLIENTS_PER_PROCESS) -> RunResult:
+    """`clients` clients play flows for `warmup + seconds`; only flows ending in the window count.
+
+    The clients are threads, `per_process` to a process (forked, so each has its own GIL).
+    `cpu_probe`, if given, returns the server's CPU seconds so far; it is read at the window's
+    start and end, so `server_cpu_ms_per_flow` is what the server spent per counted flow, a figure
+    other work on the machine disturbs far less than flows per second. `client_cpu_s` counts every
+    load-generator process.
+    """
+    headers = flow_headers(token)
+    groups = [range(i, min(i + per_process, clients)) for i in range(0, clients, per_process)]
     cpu0 = os.times()
     now = time.perf_counter()
-    window["start"] = now + warmup
-    window["end"] = now + warmup + seconds
-    barrier.wait()
+    start, end = now + warmup, now + warmup + seconds
+    context = multiprocessing.get_context("fork")
+    children = []
+    for indexes in groups:
+        receive, send = context.Pipe(duplex=False)
+        proc = context.Process(target=_play_in_child, daemon=True,
+                               args=(send, host, port, path, headers, indexes, start, end, max_flows_per_client))
+        proc.start()
+        send.close()
+        children.append((proc, receive))
     server_cpu = None
     if cpu_probe is not None:
-        time.sleep(max(0.0, window["start"] - time.perf_counter()))
+        time.sleep(max(0.0, start - time.perf_counter()))
         begin = cpu_probe()
-        time.sleep(max(0.0, window["end"] - time.perf_counter()))
+        time.sleep(max(0.0, end - time.perf_counter()))
         server_cpu = cpu_probe() - begin
-    for t in threads:
-        t.join(timeout=warmup + seconds + 30)
+    latencies: list[float] = []
+    errors = 0
+    first_errors: list[str] = []
+    for proc, receive in children:
+        if receive.poll(max(0.0, end - time.perf_counter()) + 60):
+            share: _Share = receive.recv()
+        else:
+            share = _Share([], 1, ["a load-generator process sent nothing back"])
+        proc.join(timeout=30)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+        latencies += share.latencies_ms
+        errors += share.errors
+        first_errors += share.first_errors[: max(0, 5 - len(first_errors))]
     cpu1 = os.times()
-    result = RunResult(clients, seconds, len(latencies), counts["errors"], latencies, errors,
-                       (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system), server_cpu)
-    return result
+    client_cpu = sum(cpu1[i] - cpu0[i] for i in range(4))  # user and system, this process and its children
+    return RunResult(clients, seconds, len(latencies), errors, latencies, first_errors, client_cpu, server_cpu)

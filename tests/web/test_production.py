@@ -17,8 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.loadgen import Conn, flow_headers, one_flow
-from bench.servers import PRODUCTION_SH, ROOT, Served, free_port, wait_for_port
+from bench.loadgen import Conn, flow_headers, one_flow, run_flows
+from bench.servers import PRODUCTION_SH, ROOT, Served, free_port, granian_app, wait_for_port
 
 KEY = "production-key-0123456789abcdef0123456789abcdef"
 
@@ -97,3 +97,24 @@ def test_it_refuses_a_single_thread_per_worker() -> None:
         finally:
             if proc.poll() is None:
                 stop_group(proc)
+
+
+def test_the_load_generator_spreads_its_clients_over_processes_and_counts_each_flow_once() -> None:
+    """bench's run_flows: 5 clients, 2 to a process, so three forked processes, each result merged."""
+    with granian_app(workers=1, threads=2) as served:
+        result = run_flows("127.0.0.1", served.port, clients=5, seconds=1.0, warmup=0.2, per_process=2,
+                           cpu_probe=served.cpu_seconds)
+    assert result.errors == 0, result.first_errors
+    assert result.flows == len(result.latencies_ms) > 0
+    assert all(ms > 0 for ms in result.latencies_ms)
+    assert result.client_cpu_s > 0  # the children's CPU reaches the parent's count
+    assert result.server_cpu_ms_per_flow is not None and result.server_cpu_ms_per_flow > 0
+
+
+def test_the_load_generator_reports_a_server_that_refuses_as_errors() -> None:
+    with granian_app(workers=1, threads=2) as served:
+        result = run_flows("127.0.0.1", served.port, clients=3, seconds=10.0, warmup=0.0, per_process=2,
+                           token="not-a-token", max_flows_per_client=3)
+    assert result.flows == 0
+    assert result.errors == 9
+    assert result.first_errors and all("HTTP 401" in e for e in result.first_errors)
