@@ -226,11 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = {c.name: {lvl: summarize(results[c.name][lvl]) for lvl in levels} for c in chosen}
     sdk_names = [c.name for c in chosen if c.sdk]
 
-    def cell(x: float | None) -> str:
-        return "n/a" if x is None else f"{x:.2f}"
-
-    def steal_cell(x: float | None) -> str:
-        return "n/a" if x is None else f"{x:.1f}"
+    def cell(x: float | None, digits: int = 2) -> str:
+        return "n/a" if x is None else f"{x:.{digits}f}"
 
     all_steals = [r.steal_pct for by_level in results.values() for rs in by_level.values() for r in rs
                   if r.steal_pct is not None]
@@ -243,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         for c in chosen:
             m = summary[c.name][lvl]
             http_rows.append([str(lvl), f"`{c.name}`", f"{m.rate:.0f}", " / ".join(f"{r:.0f}" for r in m.rates),
-                              f"{m.p50:.2f}", f"{m.p99:.2f}", cell(m.cpu_ms), steal_cell(m.steal), str(m.errors)])
+                              f"{m.p50:.2f}", f"{m.p99:.2f}", cell(m.cpu_ms), cell(m.steal, 1), str(m.errors)])
     page_rows = [[w.path, str(w.status), f"{w.bytes:,}", f"{w.bytes / 1024:.1f}", str(w.requests),
                   f"{w.plain_bytes / 1024:.1f}"] for w in weights]
 

@@ -41,6 +41,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import IO, Any
 from urllib.parse import urlsplit
@@ -431,9 +432,7 @@ def _serve(req: HttpIn, services: Services, sessions: Sessions, config: McpConfi
     body = _read_body(req, config)
     # From here on it is CPU work only (a legacy stream waits for its answer after this returns),
     # so this is where a request queues for its turn: see web/admission.py.
-    if config.gate is None:
-        return _answer(req, body, accepts, principal, sid, services, sessions, config)
-    with config.gate:
+    with config.gate or nullcontext():
         return _answer(req, body, accepts, principal, sid, services, sessions, config)
 
 
