@@ -1,4 +1,5 @@
-"""Helpers for the web tests: which templates a request rendered, and the page's HTML as a tree."""
+"""Helpers for the web tests: which templates a request rendered, the page's HTML as a tree, and /mcp
+requests of both protocol eras over the test client."""
 
 from __future__ import annotations
 
@@ -103,3 +104,56 @@ def post(
 ):
     body = raw if raw is not None else json.dumps(message).encode()
     return client.post("/mcp", data=body, headers=headers_for(message, token, **extra), content_type=content_type)
+
+
+# -- 2025-11-25 sessions over the test client ---------------------------------------------------------
+
+LEGACY = "2025-11-25"
+CONFIRM = {"confirm": {"action": "accept", "content": {"confirm": True}}}
+
+
+def legacy_headers(token: str = "bob-token", sid: str | None = None) -> dict[str, str]:
+    headers = {"Authorization": f"Bearer {token}", "Accept": ACCEPT_BOTH, "MCP-Protocol-Version": LEGACY,
+               "Content-Type": "application/json"}
+    if sid:
+        headers["Mcp-Session-Id"] = sid
+    return headers
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": LEGACY, "capabilities": {"elicitation": {"form": {}}},
+                         "clientInfo": {"name": "test", "version": "1"}}}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def legacy_call(request_id: int) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+            "params": {"name": "deploy", "arguments": {"env": "prod"}}}
+
+
+def sse_data(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
+
+
+def open_session(client: FlaskClient, token: str = "bob-token") -> str:
+    response = client.post("/mcp", data=json.dumps(INITIALIZE), headers=legacy_headers(token))
+    assert response.status_code == 200, response.get_data(as_text=True)
+    sid = response.headers["Mcp-Session-Id"]
+    assert client.post("/mcp", data=json.dumps(INITIALIZED), headers=legacy_headers(token, sid)).status_code == 202
+    return sid
+
+
+def start_call(client: FlaskClient, sid: str, request_id: int, token: str = "bob-token"):
+    """A legacy deploy on `sid`, read up to its question: (the streaming response, the question)."""
+    response = client.post("/mcp", data=json.dumps(legacy_call(request_id)), headers=legacy_headers(token, sid),
+                           buffered=False)
+    assert response.status_code == 200 and response.mimetype == "text/event-stream", response.get_data(as_text=True)
+    stream = iter(response.response)
+    [asked] = sse_data(next(stream).decode())
+    assert asked["method"] == "elicitation/create"
+    return response, stream, asked
+
+
+def answer(client: FlaskClient, sid: str, asked: dict[str, Any], token: str = "bob-token") -> int:
+    reply = {"jsonrpc": "2.0", "id": asked["id"], "result": CONFIRM["confirm"]}
+    return client.post("/mcp", data=json.dumps(reply), headers=legacy_headers(token, sid)).status_code
