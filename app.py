@@ -8,7 +8,7 @@ from typing import Any
 from flask import Flask
 
 from mrtr.config import read_settings
-from web import blueprints, compress, htmx, mcp, security
+from web import admission, blueprints, compress, htmx, mcp, security
 from web.services import SETTINGS_KEY, build_services
 
 #: The largest request body when MRTR_MAX_BODY is unset.
@@ -47,6 +47,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         app.config["MAX_CONTENT_LENGTH"] = settings.max_body
     app.extensions[SETTINGS_KEY] = settings
     app.extensions["mrtr"] = build_services(settings, clock=app.config.get("MRTR_CLOCK"))
+    admission.init_app(app, settings.held_streams)
     security.init_app(app)
     htmx.init_app(app)
     compress.init_app(app)

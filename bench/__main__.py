@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import loadgen, micro, pages, servers
-from mrtr.config import DEFAULT_MCP_CONCURRENCY
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 #: Hand-written findings (why the old SDK figure was low, the profile, the lean /mcp design),
@@ -49,8 +48,7 @@ class Config:
 def configs(args: argparse.Namespace, env: dict[str, str]) -> list[Config]:
     w, t = args.workers, args.threads
     out = [
-        Config(OURS, f"our app under granian, `scripts/production.sh` with WORKERS={w} THREADS={t} and the "
-               f"default `MRTR_MCP_CONCURRENCY` ({DEFAULT_MCP_CONCURRENCY})",
+        Config(OURS, f"our app under granian, `scripts/production.sh` with WORKERS={w} THREADS={t}",
                lambda: servers.granian_app(workers=w, threads=t, env=env, name=OURS), False),
         Config("ours-gunicorn", f"our app under `gunicorn -w {w} -k gthread --threads {args.gunicorn_threads}`",
                lambda: servers.gunicorn_app(workers=w, threads=args.gunicorn_threads, env=env, name="ours-gunicorn"),
@@ -166,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the report gives medians")
     p.add_argument("--clients", default="1,8,32", help="comma-separated concurrency levels")
     p.add_argument("--workers", type=int, default=2, help="server processes (ours, and the multi-worker SDK)")
-    p.add_argument("--threads", type=int, default=8, help="granian blocking threads per worker (ours)")
+    p.add_argument("--threads", type=int, default=servers.production_threads(),
+                   help="granian blocking threads per worker (ours; default: scripts/production.sh's)")
     p.add_argument("--gunicorn-threads", type=int, default=4, help="gunicorn gthread threads per worker (ours)")
     p.add_argument("--store", choices=["sqlite", "redis"], default="sqlite", help="our redeemed store")
     p.add_argument("--lean", action="store_true",

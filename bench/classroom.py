@@ -31,7 +31,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.servers import Served, granian_app
+from bench.servers import Served, granian_app, production_threads
 
 RESULTS = Path(__file__).resolve().parent / "classroom_RESULTS.md"
 TARGET_P99_MS = 300.0
@@ -237,7 +237,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--learners", type=int, default=200)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=production_threads(),
+                        help="granian blocking threads per worker (default: scripts/production.sh's)")
     parser.add_argument("--spread", type=float, default=5.0, help="seconds the answers are spread over")
     parser.add_argument("--no-burst", action="store_true", help="skip the every-learner-at-once run")
     parser.add_argument("--redis", action="store_true", help="fan live updates out through a real redis-server")

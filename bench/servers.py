@@ -10,6 +10,7 @@ plain child processes in their own process group, so `stop()` ends exactly what 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -29,6 +30,14 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 #: The production server (scripts/production.sh); the other one in SERVERS stays runnable for comparison.
 PRODUCTION_SERVER = "granian"
 SERVERS = ("granian", "gunicorn")
+
+
+def production_threads() -> int:
+    """scripts/production.sh's default THREADS, read from the script so it is written down once."""
+    match = re.search(r'^THREADS="\$\{THREADS:-(\d+)\}"$', PRODUCTION_SH.read_text(), re.MULTILINE)
+    if match is None:
+        raise RuntimeError(f"no THREADS default found in {PRODUCTION_SH}")
+    return int(match.group(1))
 
 
 def free_port() -> int:
@@ -161,19 +170,21 @@ def gunicorn_app(*, workers: int = 2, threads: int = 8, env: Mapping[str, str] |
     return _spawn(name, argv, _our_env(tmp, env), port, tmp)
 
 
-def granian_app(*, workers: int = 2, threads: int = 8, env: Mapping[str, str] | None = None,
+def granian_app(*, workers: int = 2, threads: int | None = None, env: Mapping[str, str] | None = None,
                 port: int | None = None, tmp: tempfile.TemporaryDirectory[str] | None = None,
                 extra_args: tuple[str, ...] = (), name: str = "ours") -> Served:
-    """Our app under granian's WSGI interface: `workers` processes of `threads` blocking threads each.
+    """Our app under granian's WSGI interface: `workers` processes of `threads` blocking threads each
+    (None: the script's default).
 
-    It runs scripts/production.sh itself, so what is tested is what is deployed. A legacy (2025-11-25)
-    session's SSE stream holds one blocking thread while the client's answer arrives on another, so
-    `threads` must be at least 2.
+    It runs scripts/production.sh itself, so what is tested is what is deployed, including its
+    checks (`threads` at least 2, and above `MRTR_HELD_STREAMS`).
     """
     tmp = tmp or tempfile.TemporaryDirectory(prefix="mrtr-bench-")
     port = port or free_port()
     argv = ["bash", str(PRODUCTION_SH), *extra_args]
-    settings = {"PORT": str(port), "WORKERS": str(workers), "THREADS": str(threads)}
+    settings = {"PORT": str(port), "WORKERS": str(workers)}
+    if threads is not None:
+        settings["THREADS"] = str(threads)
     return _spawn(name, argv, {**_our_env(tmp, env), **settings}, port, tmp)
 
 

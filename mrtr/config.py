@@ -26,10 +26,10 @@ from .tickets import DEFAULT_TTL
 STORE_KINDS = ("memory", "sqlite", "redis")
 #: The stdio server's principal when MRTR_PRINCIPAL is unset.
 DEFAULT_PRINCIPAL = "bob"
-#: /mcp requests a process works on at once; the rest queue in arrival order (web/admission.py).
-#: One, because the GIL runs one thread's Python at a time anyway: more only spreads the tail
-#: (bench/analysis.md measures 0, 1 and 2).
-DEFAULT_MCP_CONCURRENCY = 1
+#: Streams one process holds open at once, each keeping a server thread while it waits: 2025-11-25
+#: calls waiting for their client's answer, presenters' live views (web/admission.py). One, which
+#: leaves a thread free with scripts/production.sh's default of two.
+DEFAULT_HELD_STREAMS = 1
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
@@ -129,7 +129,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("MRTR_ALLOWED_ORIGINS", _text, "comma-separated extra origins /mcp accepts"),
     Setting("MRTR_ANONYMOUS_PRINCIPAL", _text, "the principal of /mcp requests without a token"),
     Setting("MRTR_SHIM_WAIT", _seconds, "how long /mcp waits for a legacy client's answer"),
-    Setting("MRTR_MCP_CONCURRENCY", _whole(0), "/mcp requests one process works on at once (0: no limit)"),
+    Setting("MRTR_HELD_STREAMS", _whole(0), "streams one process holds open at once, each keeping a thread"),
     Setting("MRTR_EMBED_ORIGINS", _text, "comma-separated origins that may frame the embeds"),
     Setting("MRTR_CONTENT_DIR", _path, "another lessons tree"),
     Setting("MRTR_MOVES_FILE", _path, "another moves.toml"),
@@ -168,7 +168,7 @@ class Settings:
     allowed_origins: str = ""
     anonymous_principal: str | None = None
     shim_wait: float | None = None
-    mcp_concurrency: int = DEFAULT_MCP_CONCURRENCY
+    held_streams: int = DEFAULT_HELD_STREAMS
     embed_origins: str = ""
     content_dir: Path | None = None
     moves_file: Path | None = None

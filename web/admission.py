@@ -1,71 +1,66 @@
-"""Admission to /mcp's CPU-bound work: at most N requests of one process at a time, first come first served.
+"""Which requests may keep one of a server process's threads while they wait: at most N at once.
 
-Why: a worker process runs Python one thread at a time (the GIL). When many of its threads each
-hold part of a request, the GIL passes between them in no fair order, so under load some requests
-wait behind several others again and again: the mean latency stays the same while the tail grows
-(measured in bench/analysis.md). Letting a few requests run and queueing the rest strictly in
-arrival order keeps the tail close to the median.
+Why: under the production server a worker has a fixed pool of threads (granian's blocking threads,
+`THREADS` in scripts/production.sh). Two kinds of response hold their thread while they wait: a
+2025-11-25 call that asked its client a question (until the client answers, up to the shim's round
+timeout; the answer arrives on another request, which needs a thread of its own), and a presenter's
+live view of a class (an SSE stream of up to `MRTR_CLASS_STREAM_SECONDS`). Uncapped, a few of
+them, which any visitor can open, would take every thread and stall the process. With at most
+`THREADS - 1` held (`MRTR_HELD_STREAMS`), one thread always remains for everything else.
 
-What it must never do: be held while a thread waits on anything a client controls. /mcp takes a
-slot only after the body has been read and gives it back before a legacy SSE stream starts waiting
-for the client's answer, so a slow or silent client cannot keep a slot.
+What it must never do: make anyone wait. Past the cap a legacy call is refused at once (503) and a
+presenter's view falls back to a snapshot per reconnect; nothing is queued.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import deque
-from types import TracebackType
+from collections.abc import Callable
+
+from flask import Flask, current_app
+
+#: The process's one HeldSlots, in `app.extensions`.
+HELD_KEY = "mrtr.held_streams"
 
 
-class FifoGate:
-    """At most `slots` holders at once; everyone else waits and is let in strictly in arrival order.
+def init_app(app: Flask, limit: int) -> None:
+    app.extensions[HELD_KEY] = HeldSlots(limit)
 
-    `threading.Semaphore` lets a newly arriving thread take a freed slot ahead of one that has been
-    waiting; here a released slot is handed straight to the oldest waiter instead.
-    """
 
-    def __init__(self, slots: int) -> None:
-        if slots < 1:
-            raise ValueError(f"a gate needs at least one slot; got {slots}")
-        self.slots = slots
-        self._free = slots
+def held_slots() -> HeldSlots:
+    """The current app's cap (inside a request)."""
+    slots: HeldSlots = current_app.extensions[HELD_KEY]
+    return slots
+
+
+class HeldSlots:
+    """At most `limit` holders at once (0: none); `take` says no rather than wait."""
+
+    def __init__(self, limit: int) -> None:
+        if limit < 0:
+            raise ValueError(f"a cap of held streams cannot be negative; got {limit}")
+        self.limit = limit
+        self._held = 0
         self._lock = threading.Lock()
-        self._waiters: deque[threading.Lock] = deque()
 
-    def acquire(self) -> None:
+    def take(self) -> Callable[[], None] | None:
+        """A slot, as the function that gives it back (calling it again does nothing), or None if all are held."""
         with self._lock:
-            if self._free and not self._waiters:
-                self._free -= 1
-                return
-            turn = threading.Lock()
-            turn.acquire()
-            self._waiters.append(turn)
-        turn.acquire()  # released by `release`, which hands this thread its slot
+            if self._held >= self.limit:
+                return None
+            self._held += 1
+        given_back = False
 
-    def release(self) -> None:
-        with self._lock:
-            if self._waiters:
-                self._waiters.popleft().release()  # the slot passes on without ever being free
-            elif self._free < self.slots:
-                self._free += 1
-            else:
-                raise RuntimeError("FifoGate released more often than acquired")
+        def give_back() -> None:
+            nonlocal given_back
+            with self._lock:
+                if not given_back:
+                    given_back = True
+                    self._held -= 1
+
+        return give_back
 
     @property
-    def waiting(self) -> int:
+    def held(self) -> int:
         with self._lock:
-            return len(self._waiters)
-
-    @property
-    def free(self) -> int:
-        with self._lock:
-            return self._free
-
-    def __enter__(self) -> FifoGate:
-        self.acquire()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.release()
+            return self._held

@@ -53,6 +53,7 @@ from werkzeug.wrappers import Response as BaseResponse
 from mrtr import SqliteStore
 from mrtr.keys import default_state_dir
 from web import htmx
+from web.admission import held_slots
 from web.classroom_live import LocalBus, make_bus
 from web.classroom_round import THROUGH, Attempt, ClassLab, check_order, class_ring, is_replay
 from web.classroom_store import (
@@ -325,28 +326,37 @@ def host_events(code: str) -> Response:
             html = render_template(template, **context)
             yield f"event: {event}\n" + "".join(f"data: {line}\n" for line in html.splitlines()) + "\n"
 
+    slots = held_slots()
+
     def stream() -> Iterator[str]:
         yield f"retry: {int(cr.poll_seconds * 1000)}\n\n"
-        deadline = time.monotonic() + cr.stream_seconds
-        seen_version: int | None = None
-        while True:
-            tick = cr.bus.tick(row.id)
-            version = cr.store.version(row.id)
-            if version is None:
-                yield "event: ended\ndata: <p>This class has ended.</p>\n\n"
-                return
-            if version != seen_version:
-                seen_version = version
-                current = cr.store.by_id(row.id)
-                if current is None:
+        # Waiting for changes keeps this thread; when the process already holds as many as it may
+        # (web/admission.py), send one snapshot and end: the browser reconnects after `retry`.
+        give_back = slots.take()
+        try:
+            deadline = time.monotonic() + cr.stream_seconds
+            seen_version: int | None = None
+            while True:
+                tick = cr.bus.tick(row.id)
+                version = cr.store.version(row.id)
+                if version is None:
+                    yield "event: ended\ndata: <p>This class has ended.</p>\n\n"
                     return
-                yield from fragments(current)
-            else:
-                yield ": still here\n\n"
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            cr.bus.wait(row.id, tick, min(cr.poll_seconds, left))
+                if version != seen_version:
+                    seen_version = version
+                    current = cr.store.by_id(row.id)
+                    if current is None:
+                        return
+                    yield from fragments(current)
+                else:
+                    yield ": still here\n\n"
+                left = deadline - time.monotonic()
+                if left <= 0 or give_back is None:
+                    return
+                cr.bus.wait(row.id, tick, min(cr.poll_seconds, left))
+        finally:
+            if give_back is not None:
+                give_back()
 
     response = Response(stream_with_context(stream()), mimetype="text/event-stream")
     response.headers["X-Accel-Buffering"] = "no"

@@ -41,7 +41,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import IO, Any
 from urllib.parse import urlsplit
@@ -62,15 +61,13 @@ from mrtr.errors import (
 from mrtr.protocol import LEGACY_VERSIONS, META_VERSION, as_object, may_hold_surrogates, request_id_of
 from mrtr.wire import NotUtf8, utf8_text
 from web import security
-from web.admission import FifoGate
+from web.admission import HELD_KEY, HeldSlots
 from web.services import SETTINGS_KEY, Services, get_services
 
 bp = Blueprint("mcp", __name__)
 log = logging.getLogger("mrtr.http")
 
 SESSIONS_KEY = "mrtr.mcp_sessions"
-#: The process's admission gate (web/admission.py), absent when `MRTR_MCP_CONCURRENCY` is 0.
-GATE_KEY = "mrtr.mcp_gate"
 #: Live 2025-11-25 sessions in this process; past it, initialize gets 503 (no one's session is ended).
 MAX_SESSIONS = 1000
 #: Live sessions of one principal; its next initialize ends its own least recently used session.
@@ -246,9 +243,6 @@ def _close_all(ended: list[tuple[Session, str]]) -> None:
 def _setup(state: Any) -> None:
     app: Flask = state.app
     app.extensions[SESSIONS_KEY] = Sessions()
-    slots = app.extensions[SETTINGS_KEY].mcp_concurrency
-    if slots:
-        app.extensions[GATE_KEY] = FifoGate(slots)
 
 
 # -- the request and the response, without a framework ---------------------------------------
@@ -325,8 +319,8 @@ class McpConfig:
     allowed_origins: frozenset[str] = frozenset()
     anonymous_principal: str | None = None
     shim_wait: float | None = None
-    #: Admission to the work after the body is read (web/admission.py); None lets every thread in.
-    gate: FifoGate | None = field(default=None, compare=False)
+    #: The process's cap on held streams (web/admission.py); None holds any number.
+    held: HeldSlots | None = field(default=None, compare=False)
 
     @classmethod
     def of(cls, app: Flask) -> McpConfig:
@@ -337,7 +331,7 @@ class McpConfig:
             allowed_origins=frozenset(o.strip().rstrip("/").lower() for o in origins.split(",") if o.strip()),
             anonymous_principal=settings.anonymous_principal or None,
             shim_wait=settings.shim_wait,
-            gate=app.extensions.get(GATE_KEY),
+            held=app.extensions.get(HELD_KEY),
         )
 
 
@@ -430,10 +424,7 @@ def _serve(req: HttpIn, services: Services, sessions: Sessions, config: McpConfi
         raise _refuse(f"Content-Type must be application/json, not {mimetype or 'missing'!r}", 415)
     accepts = _accepts(req)
     body = _read_body(req, config)
-    # From here on it is CPU work only (a legacy stream waits for its answer after this returns),
-    # so this is where a request queues for its turn: see web/admission.py.
-    with config.gate or nullcontext():
-        return _answer(req, body, accepts, principal, sid, services, sessions, config)
+    return _answer(req, body, accepts, principal, sid, services, sessions, config)
 
 
 def _answer(req: HttpIn, body: str, accepts: Accepts, principal: str, sid: str, services: Services,
@@ -699,14 +690,62 @@ def _continue_session(session: Session, message: Any, accepts: Accepts, config: 
                 ),
                 exchange.origin,
             )
+        give_back = _nothing if config.held is None else config.held.take()
+        if give_back is None:
+            _cancel(session, exchange.origin)
+            raise Refusal(
+                HttpRefusal(
+                    f"This server already holds {_limit(config)} calls open for their clients' answers, "
+                    "its limit per process: call again shortly",
+                    http_status=503,
+                ),
+                exchange.origin,
+                {"Retry-After": str(RETRY_AFTER)},
+            )
         inbox: queue.Queue[list[dict[str, Any]]] = queue.Queue()
         session.streams[exchange.origin] = inbox
+    held = _HeldCall(session, exchange.origin, give_back)
     wait = config.shim_wait or float(session.conn.server.shim_round_timeout)
-    return _sse(_shim_stream(session, exchange.origin, exchange.messages, inbox, wait))
+    return _sse(_shim_stream(held, exchange.messages, inbox, wait), on_close=held.abandon)
+
+
+def _nothing() -> None:
+    pass
+
+
+def _limit(config: McpConfig) -> int:
+    return config.held.limit if config.held is not None else 0
+
+
+@dataclass
+class _HeldCall:
+    """A legacy call held open on its stream: it ends exactly once, however the stream ends (answered,
+    timed out, closed by a gone client, or closed by the server before its first frame was sent)."""
+
+    session: Session
+    origin: Any
+    give_back: Callable[[], None]
+    ended: bool = False
+
+    def end(self, finished: bool) -> None:
+        session = self.session
+        with session.lock:
+            if self.ended:
+                return
+            self.ended = True
+            session.streams.pop(self.origin, None)
+            if not finished:  # the client went away: a closed stream is a cancellation
+                _cancel(session, self.origin)
+                log.info("legacy call %r on a session of %s cancelled: the client closed its stream",
+                         self.origin, session.principal)
+        self.give_back()
+
+    def abandon(self) -> None:
+        self.end(finished=False)
 
 
 def _shim_stream(
-    session: Session, origin: Any, first: list[dict[str, Any]], inbox: queue.Queue[list[dict[str, Any]]], wait: float
+    held: _HeldCall, first: list[dict[str, Any]], inbox: queue.Queue[list[dict[str, Any]]], wait: float
 ) -> Iterator[dict[str, Any] | None]:
     """The server requests of each shim round, then the final response, on one SSE stream.
 
@@ -716,6 +755,7 @@ def _shim_stream(
     the client has closed the stream that write fails, the server closes this generator, and the
     `finally` below cancels the call, so the worker thread is free again within about a second.
     """
+    session, origin = held.session, held.origin
     finished = False
     try:
         yield from first
@@ -742,12 +782,7 @@ def _shim_stream(
             yield from batch
             finished = any("method" not in m for m in batch)
     finally:
-        with session.lock:
-            session.streams.pop(origin, None)
-            if not finished:  # the client went away: a closed stream is a cancellation
-                _cancel(session, origin)
-                log.info("legacy call %r on a session of %s cancelled: the client closed its stream",
-                         origin, session.principal)
+        held.end(finished)
 
 
 def _cancel(session: Session, origin: Any) -> None:
@@ -775,21 +810,42 @@ def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None
                             ("Content-Length", str(len(body)))], body)
 
 
-def _sse(messages: Iterator[dict[str, Any] | None] | list[dict[str, Any]]) -> HttpOut:
-    def frames() -> Iterator[bytes]:
-        try:
-            for message in messages:
-                if message is None:
-                    yield b": keep-alive\n\n"  # an SSE comment: clients ignore it; a gone client fails the write
-                else:
-                    yield f"event: message\ndata: {json.dumps(message, separators=(',', ':'))}\n\n".encode()
-        finally:  # the server closes this when the client has gone: pass that on, now, not at GC time
-            close = getattr(messages, "close", None)
-            if close is not None:
-                close()
+class _Frames:
+    """An SSE body: one frame per message, a keep-alive comment for each None.
 
+    The server calls `close()` however the response ends (WSGI's contract); it closes the messages
+    at once, not at GC time, and then runs `on_close`, even when no frame was ever asked for (a
+    generator's `finally` never runs then).
+    """
+
+    def __init__(self, messages: Iterator[dict[str, Any] | None] | list[dict[str, Any]],
+                 on_close: Callable[[], None] | None = None) -> None:
+        self._messages = messages
+        self._next = iter(messages).__next__
+        self._on_close = on_close
+
+    def __iter__(self) -> _Frames:
+        return self
+
+    def __next__(self) -> bytes:
+        message = self._next()
+        if message is None:
+            return b": keep-alive\n\n"  # an SSE comment: clients ignore it; a gone client fails the write
+        return f"event: message\ndata: {json.dumps(message, separators=(',', ':'))}\n\n".encode()
+
+    def close(self) -> None:
+        close = getattr(self._messages, "close", None)
+        if close is not None:
+            close()
+        if self._on_close is not None:
+            on_close, self._on_close = self._on_close, None
+            on_close()
+
+
+def _sse(messages: Iterator[dict[str, Any] | None] | list[dict[str, Any]],
+         on_close: Callable[[], None] | None = None) -> HttpOut:
     return HttpOut(200, [("Cache-Control", "no-store"), ("X-Accel-Buffering", "no"),
-                         ("Content-Type", "text/event-stream; charset=utf-8")], frames())
+                         ("Content-Type", "text/event-stream; charset=utf-8")], _Frames(messages, on_close))
 
 
 def _reply(exchange: Any, accepts: Accepts, *, legacy: bool = False) -> HttpOut:

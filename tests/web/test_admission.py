@@ -1,8 +1,9 @@
-"""web/admission.py and its use by /mcp: at most N requests at work per process, in arrival order.
+"""web/admission.py and its use by /mcp: at most N legacy calls per process held open for their client.
 
-The gate itself is tested with threads and no server; its place in /mcp over real HTTP under the
-production server, where it matters that neither a body still arriving nor a legacy stream waiting
-for its client's answer holds a turn (with one turn, either would stop every other request).
+The counter is tested with threads and no server; its place in /mcp over the test client (what a
+refused call gets and leaves behind, and that every way a held call ends gives its slot back); and
+over real HTTP the production way (two threads, one held call), where a second held call would
+take the last thread and stall every other request until its client answered.
 """
 
 from __future__ import annotations
@@ -10,152 +11,166 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from flask import Flask
+from flask.testing import FlaskClient
 
 from app import create_app
 from bench.loadgen import Conn, flow_headers, one_flow
 from bench.servers import granian_app
-from mrtr.config import DEFAULT_MCP_CONCURRENCY, ConfigError
-from web.admission import FifoGate
-from web.mcp import GATE_KEY
+from mrtr.config import DEFAULT_HELD_STREAMS, ConfigError
+from web.admission import HELD_KEY, HeldSlots
+from web.mcp import RETRY_AFTER, SESSIONS_KEY
 
 from .conftest import TEST_KEY
+from .helpers import CONFIRM, INITIALIZE, answer, legacy_call, legacy_headers, open_session, sse_data, start_call
 
 DEADLINE_S = 20.0
-LEGACY = "2025-11-25"
 
 
-def wait_until(predicate: Callable[[], Any], what: str) -> Any:
-    """Poll a condition another thread brings about, failing after DEADLINE_S (never a fixed sleep)."""
-    deadline = time.monotonic() + DEADLINE_S
-    while not (value := predicate()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {DEADLINE_S:g} s: {what}")
-        time.sleep(0.005)
-    return value
+# -- the counter -------------------------------------------------------------------------------------
 
 
-# -- the gate ----------------------------------------------------------------------------------------
+def test_a_cap_of_zero_holds_nothing_and_a_negative_one_is_a_bug():
+    assert HeldSlots(0).take() is None
+    with pytest.raises(ValueError, match="cannot be negative"):
+        HeldSlots(-1)
 
 
-def test_a_gate_needs_a_slot():
-    with pytest.raises(ValueError, match="at least one slot"):
-        FifoGate(0)
+def test_slots_are_given_until_none_is_left_and_giving_one_back_twice_frees_it_once():
+    slots = HeldSlots(2)
+    first, second = slots.take(), slots.take()
+    assert first is not None and second is not None
+    assert slots.take() is None and slots.held == 2
+    first()
+    first()  # a second give-back (a stream that ends twice) must not free someone else's slot
+    assert slots.held == 1
+    third = slots.take()
+    assert third is not None and slots.take() is None
+    second()
+    third()
+    assert slots.held == 0
 
 
-def test_slots_are_taken_at_once_until_none_is_free():
-    gate = FifoGate(2)
-    gate.acquire()
-    gate.acquire()
-    assert (gate.free, gate.waiting) == (0, 0)
-    entered = threading.Event()
+def test_threads_racing_for_slots_never_hold_more_than_the_cap():
+    slots = HeldSlots(3)
+    most = 0
+    lock = threading.Lock()
+    start = threading.Barrier(8)
 
-    def third() -> None:
-        with gate:
-            entered.set()
+    def racer() -> None:
+        nonlocal most
+        start.wait(DEADLINE_S)
+        for _ in range(2000):
+            give_back = slots.take()
+            if give_back is not None:
+                with lock:
+                    most = max(most, slots.held)
+                give_back()
 
-    t = threading.Thread(target=third, daemon=True)
-    t.start()
-    wait_until(lambda: gate.waiting == 1, "the third thread queued")
-    assert not entered.is_set()
-    gate.release()
-    t.join(DEADLINE_S)
-    assert entered.is_set() and (gate.free, gate.waiting) == (1, 0)
-    gate.release()
-    assert gate.free == 2
-
-
-def test_waiters_get_in_strictly_in_arrival_order_and_a_newcomer_never_jumps_the_queue():
-    gate = FifoGate(1)
-    gate.acquire()
-    order: list[int] = []
-    threads = []
-    for n in range(6):
-        def waiter(n: int = n) -> None:
-            with gate:
-                order.append(n)
-
-        t = threading.Thread(target=waiter, daemon=True)
+    threads = [threading.Thread(target=racer) for _ in range(8)]
+    for t in threads:
         t.start()
-        wait_until(lambda n=n: gate.waiting == n + 1, f"waiter {n} queued")  # so arrival order is known
-        threads.append(t)
-    gate.release()  # the slot goes to waiter 0, never back to "free" where a newcomer could take it
-    assert gate.free == 0
     for t in threads:
         t.join(DEADLINE_S)
-    assert order == list(range(6))
-    assert (gate.free, gate.waiting) == (1, 0)
-
-
-def test_an_exception_inside_gives_the_slot_back():
-    gate = FifoGate(1)
-    with pytest.raises(KeyError):
-        with gate:
-            raise KeyError("boom")
-    assert gate.free == 1
-
-
-def test_releasing_more_than_acquired_is_a_bug_and_says_so():
-    gate = FifoGate(1)
-    with pytest.raises(RuntimeError, match="more often than acquired"):
-        gate.release()
+    assert 1 <= most <= 3 and slots.held == 0
 
 
 # -- the setting -------------------------------------------------------------------------------------
 
 
-def make_app(**settings: str):
+def make_app(**settings: str) -> Flask:
     return create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory", **settings})
 
 
-def test_mcp_has_a_gate_of_the_default_size_and_the_setting_changes_or_removes_it():
-    assert make_app().extensions[GATE_KEY].slots == DEFAULT_MCP_CONCURRENCY == 1
-    assert make_app(MRTR_MCP_CONCURRENCY="5").extensions[GATE_KEY].slots == 5
-    assert GATE_KEY not in make_app(MRTR_MCP_CONCURRENCY="0").extensions
+def test_the_cap_has_its_default_and_the_setting_changes_it():
+    assert make_app().extensions[HELD_KEY].limit == DEFAULT_HELD_STREAMS == 1
+    assert make_app(MRTR_HELD_STREAMS="7").extensions[HELD_KEY].limit == 7
 
 
 @pytest.mark.parametrize("value", ["-1", "two", "1.5"])
-def test_a_bad_concurrency_setting_stops_the_app_with_its_name(value):
-    with pytest.raises(ConfigError, match="MRTR_MCP_CONCURRENCY"):
-        make_app(MRTR_MCP_CONCURRENCY=value)
+def test_a_bad_cap_stops_the_app_with_its_name(value):
+    with pytest.raises(ConfigError, match="MRTR_HELD_STREAMS"):
+        make_app(MRTR_HELD_STREAMS=value)
 
 
-def test_every_request_gives_its_turn_back_whatever_the_answer():
-    app = make_app(MRTR_MCP_CONCURRENCY="1")
-    client = app.test_client()
-    for body in (b"{not json", b"[]", json.dumps({"jsonrpc": "2.0", "id": 1, "method": "nope"}).encode()):
-        client.post("/mcp", data=body, headers=flow_headers("bob-token"))
-    assert app.extensions[GATE_KEY].free == 1
+# -- /mcp over the test client, with the default cap of one ------------------------------------------
 
 
-# -- over real HTTP, one turn: what must not hold it ---------------------------------------------------
+@pytest.fixture
+def capped() -> Iterator[tuple[Flask, FlaskClient]]:
+    app = make_app()
+    yield app, app.test_client()
 
 
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": LEGACY, "capabilities": {"elicitation": {"form": {}}},
-                         "clientInfo": {"name": "test", "version": "1"}}}
+def test_a_call_past_the_cap_is_refused_at_once_and_leaves_nothing_behind(capped):
+    app, client = capped
+    sid = open_session(client)
+    held, stream, asked = start_call(client, sid, 5)
+    other = open_session(client, "alice-token")  # another client: the cap is the process's, not the session's
+
+    refused = client.post("/mcp", data=json.dumps(legacy_call(6)), headers=legacy_headers("alice-token", other))
+    assert refused.status_code == 503 and refused.headers["Retry-After"] == str(RETRY_AFTER)
+    body = refused.get_json()
+    assert body["id"] == 6 and "already holds 1 calls open" in body["error"]["message"]
+    session = app.extensions[SESSIONS_KEY].get(other, "alice")
+    assert session is not None and session.streams == {} and session.conn._flows == {}
+
+    # A call that asks nothing holds nothing, and is served meanwhile.
+    listed = client.post("/mcp", data=json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}),
+                         headers=legacy_headers("alice-token", other))
+    assert listed.status_code == 200 and listed.get_json()["result"]["tools"]
+
+    # The held call finishes when answered, and its slot is free again.
+    assert answer(client, sid, asked) == 202
+    final = sse_data(b"".join(stream).decode())
+    assert final[-1]["result"]["content"][0]["text"] == "deployed to prod"
+    held.close()
+    assert app.extensions[HELD_KEY].held == 0
+    again, _, _ = start_call(client, other, 8, "alice-token")
+    again.close()
+    assert app.extensions[HELD_KEY].held == 0
 
 
-def raw_post(port: int, headers: dict[str, str], body: bytes, length: int | None = None) -> socket.socket:
+def test_a_held_call_whose_stream_is_closed_gives_its_slot_back_and_is_cancelled(capped):
+    app, client = capped
+    sid = open_session(client)
+    response, _, _ = start_call(client, sid, 5)
+    assert app.extensions[HELD_KEY].held == 1
+    response.close()  # what the server does when the client has gone
+    session = app.extensions[SESSIONS_KEY].get(sid, "bob")
+    assert app.extensions[HELD_KEY].held == 0 and session.streams == {} and session.conn._flows == {}
+
+
+def test_a_stream_closed_before_its_first_frame_still_gives_its_slot_back_and_cancels(capped):
+    """A server may close a response it never started sending (the client went away at once). A
+    generator's `finally` does not run then; the body's own close() must end the call all the same."""
+    app, client = capped
+    sid = open_session(client)
+    response = client.post("/mcp", data=json.dumps(legacy_call(5)), headers=legacy_headers(sid=sid), buffered=False)
+    assert response.status_code == 200 and app.extensions[HELD_KEY].held == 1
+    response.close()
+    session = app.extensions[SESSIONS_KEY].get(sid, "bob")
+    assert app.extensions[HELD_KEY].held == 0 and session.streams == {} and session.conn._flows == {}
+    again, _, _ = start_call(client, sid, 6)
+    again.close()
+
+
+# -- over real HTTP, the production way: two threads, one held call -----------------------------------
+
+
+def raw_post(port: int, headers: dict[str, str], body: bytes) -> socket.socket:
     sock = socket.create_connection(("127.0.0.1", port), timeout=DEADLINE_S)
     lines = ["POST /mcp HTTP/1.1", f"Host: 127.0.0.1:{port}", *(f"{k}: {v}" for k, v in headers.items()),
-             f"Content-Length: {len(body) if length is None else length}"]
+             f"Content-Length: {len(body)}"]
     sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
     return sock
 
 
-def legacy_headers(sid: str | None = None) -> dict[str, str]:
-    headers = {"Authorization": "Bearer bob-token", "Accept": "application/json, text/event-stream",
-               "MCP-Protocol-Version": LEGACY, "Content-Type": "application/json"}
-    return {**headers, "Mcp-Session-Id": sid} if sid else headers
-
-
-def read_until(sock: socket.socket, needle: bytes) -> bytes:
-    seen = b""
+def read_until(sock: socket.socket, needle: bytes, seen: bytes = b"") -> bytes:
     while needle not in seen:
         chunk = sock.recv(65536)
         assert chunk, f"connection closed before {needle!r}: {seen[-300:]!r}"
@@ -163,30 +178,50 @@ def read_until(sock: socket.socket, needle: bytes) -> bytes:
     return seen
 
 
-def test_neither_a_body_still_arriving_nor_a_waiting_legacy_stream_holds_the_one_turn():
-    with granian_app(workers=1, threads=6, env={"MRTR_MCP_CONCURRENCY": "1"}) as served:
-        port = served.port
-        # A client that sends half its body and stalls.
-        slow = raw_post(port, flow_headers("bob-token"), b'{"jsonrpc": "2.0", ', length=4096)
-        # A legacy session with two calls waiting on their streams for the client's answer.
-        opened = raw_post(port, legacy_headers(), json.dumps(INITIALIZE).encode())
-        head = read_until(opened, b"\r\n\r\n").decode("latin-1")
-        sid = next(line.split(":", 1)[1].strip() for line in head.split("\r\n")
-                   if line.lower().startswith("mcp-session-id:"))
-        waiting = []
-        for request_id in (7, 8):
-            call = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                    "params": {"name": "deploy", "arguments": {"env": "prod"}}}
-            sock = raw_post(port, legacy_headers(sid), json.dumps(call).encode())
-            read_until(sock, b"elicitation/create")
-            waiting.append(sock)
+def session_id(head: bytes) -> str:
+    return next(line.split(":", 1)[1].strip() for line in head.decode("latin-1").split("\r\n")
+                if line.lower().startswith("mcp-session-id:"))
 
-        # With one turn, any of those holding it would stall this flow until the client gave up.
+
+def read_question(sock: socket.socket) -> tuple[bytes, dict[str, Any]]:
+    """Read a held call's stream up to the end of its elicitation/create event: (bytes so far, the question)."""
+    seen = b""
+    while True:
+        seen = read_until(sock, b"\n\n", seen) if b"elicitation/create" in seen else read_until(
+            sock, b"elicitation/create", seen)
+        event = seen.partition(b"elicitation/create")[2]
+        if b"\n\n" in event:
+            [asked] = [m for m in sse_data(seen.decode()) if m.get("method") == "elicitation/create"]
+            return seen, asked
+        seen += sock.recv(65536)
+
+
+def test_with_two_threads_a_held_call_leaves_one_for_its_answer_and_everyone_else():
+    with granian_app(workers=1, threads=2, env={"MRTR_HELD_STREAMS": "1"}) as served:
+        port = served.port
+        opened = raw_post(port, legacy_headers(), json.dumps(INITIALIZE).encode())
+        sid = session_id(read_until(opened, b"\r\n\r\n"))
+        held = raw_post(port, legacy_headers(sid=sid), json.dumps(legacy_call(7)).encode())
+        seen, asked = read_question(held)
+
+        # A second call that would hold the last thread is refused at once, not queued behind the first.
+        refused = raw_post(port, legacy_headers(sid=sid), json.dumps(legacy_call(8)).encode())
+        refusal = read_until(refused, b'"id":8')
+        assert refusal.startswith(b"HTTP/1.1 503") and b"retry-after: 1" in refusal.lower()
+        refused.close()
+
+        # 2026-07-28 flows are served meanwhile, on the thread the cap keeps free.
         conn = Conn("127.0.0.1", port, "/mcp", flow_headers("bob-token"), timeout=DEADLINE_S)
         try:
             for n in range(5):
                 one_flow(conn, 100 + 2 * n)
         finally:
             conn.close()
-        for sock in (slow, opened, *waiting):
+
+        # The answer gets a thread too, and the held call ends with its result.
+        reply = {"jsonrpc": "2.0", "id": asked["id"], "result": CONFIRM["confirm"]}
+        reply_to = raw_post(port, legacy_headers(sid=sid), json.dumps(reply).encode())
+        assert read_until(reply_to, b"\r\n\r\n").startswith(b"HTTP/1.1 202")
+        assert b"deployed to prod" in read_until(held, b"deployed to prod", seen)
+        for sock in (opened, held, reply_to):
             sock.close()

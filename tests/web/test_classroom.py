@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from flask.testing import FlaskClient
 from app import create_app
 from mrtr import FakeClock
 from web import classroom_store
+from web.admission import HELD_KEY
 from web.content import load_course
 
 TEST_KEY = "classroom-test-key-0123456789abcdefghijklmnop"
@@ -239,6 +241,34 @@ def test_host_events_stream_the_tally(app: Flask, host: FlaskClient, code: str) 
     assert "event: tally\n" in body and "event: heatmap\n" in body and "event: roster\n" in body
     assert 'data: <li data-option="c" data-count="1"' in body.replace("data:   ", "data: ")
     assert app.test_client().get(f"/class/{code}/host/events").status_code == 403
+
+
+def test_a_presenters_view_holds_a_thread_only_while_the_process_may_spare_one(clock, db_path) -> None:
+    """Waiting for changes keeps a server thread (web/admission.py): with a slot free the view holds
+    it until closed; with none free it sends one snapshot and ends, and the browser reconnects."""
+    app = make_app(clock, db_path, MRTR_CLASS_STREAM_SECONDS=3600, MRTR_HELD_STREAMS="1")
+    host = app.test_client()
+    code = start(host)[0]
+    slots = app.extensions[HELD_KEY]
+
+    live = host.get(f"/class/{code}/host/events", buffered=False)
+    chunks = iter(live.response)
+    assert next(chunks).startswith(b"retry: ") and b"event: tally" in next(chunks)
+    assert slots.held == 1
+    live.close()  # what the server does when the presenter's tab goes
+    assert slots.held == 0
+
+    give_back = slots.take()  # the process's one slot is held elsewhere (say, a legacy call)
+    assert give_back is not None
+    result: dict[str, str] = {}
+    reader = threading.Thread(target=lambda: result.update(
+        body=host.get(f"/class/{code}/host/events").get_data(as_text=True)), daemon=True)
+    reader.start()
+    reader.join(20.0)
+    assert not reader.is_alive(), "the view waited for a thread it may not hold"
+    assert result["body"].startswith("retry: ") and "event: tally\n" in result["body"]
+    assert slots.held == 1
+    give_back()
 
 
 # -- the attack round ---------------------------------------------------------------------------------

@@ -25,7 +25,6 @@ from typing import Any
 
 import pytest
 from flask import Flask
-from flask.testing import FlaskClient
 
 from app import create_app
 from bench.servers import Served, gunicorn_app
@@ -46,11 +45,20 @@ from web.mcp import (
 )
 
 from .conftest import TEST_KEY
+from .helpers import (
+    CONFIRM,
+    INITIALIZE,
+    INITIALIZED,
+    answer,
+    legacy_call,
+    legacy_headers,
+    open_session,
+    sse_data,
+    start_call,
+)
 
 MODERN = "2026-07-28"
-LEGACY = "2025-11-25"
 ACCEPT_BOTH = "application/json, text/event-stream"
-CONFIRM = {"confirm": {"action": "accept", "content": {"confirm": True}}}
 #: Far below the 300 s an abandoned call used to hold its thread, far above what a fixed one takes.
 DEADLINE_S = 20.0
 BODY_LIMIT = 2048
@@ -91,29 +99,6 @@ def deploy(request_id: int = 1, *, ticket: str | None = None) -> dict[str, Any]:
     return modern("tools/call", params, request_id)
 
 
-def legacy_headers(token: str = "bob-token", sid: str | None = None) -> dict[str, str]:
-    headers = {"Authorization": f"Bearer {token}", "Accept": ACCEPT_BOTH, "MCP-Protocol-Version": LEGACY,
-               "Content-Type": "application/json"}
-    if sid:
-        headers["Mcp-Session-Id"] = sid
-    return headers
-
-
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": LEGACY, "capabilities": {"elicitation": {"form": {}}},
-                         "clientInfo": {"name": "test", "version": "1"}}}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-
-
-def legacy_call(request_id: int) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-            "params": {"name": "deploy", "arguments": {"env": "prod"}}}
-
-
-def sse_data(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
-
-
 # -- the Flask test client ------------------------------------------------------------------------------
 
 
@@ -121,30 +106,6 @@ def sse_data(text: str) -> list[dict[str, Any]]:
 def limited_app(clock: FakeClock) -> Flask:
     return create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory", "MRTR_CLOCK": clock,
                        "MRTR_MAX_BODY": str(BODY_LIMIT)})
-
-
-def open_session(client: FlaskClient, token: str = "bob-token") -> str:
-    response = client.post("/mcp", data=json.dumps(INITIALIZE), headers=legacy_headers(token))
-    assert response.status_code == 200, response.get_data(as_text=True)
-    sid = response.headers["Mcp-Session-Id"]
-    assert client.post("/mcp", data=json.dumps(INITIALIZED), headers=legacy_headers(token, sid)).status_code == 202
-    return sid
-
-
-def start_call(client: FlaskClient, sid: str, request_id: int, token: str = "bob-token"):
-    """A legacy deploy on `sid`, read up to its question: (the streaming response, the question)."""
-    response = client.post("/mcp", data=json.dumps(legacy_call(request_id)), headers=legacy_headers(token, sid),
-                           buffered=False)
-    assert response.status_code == 200 and response.mimetype == "text/event-stream", response.get_data(as_text=True)
-    stream = iter(response.response)
-    [asked] = sse_data(next(stream).decode())
-    assert asked["method"] == "elicitation/create"
-    return response, stream, asked
-
-
-def answer(client: FlaskClient, sid: str, asked: dict[str, Any], token: str = "bob-token") -> int:
-    reply = {"jsonrpc": "2.0", "id": asked["id"], "result": CONFIRM["confirm"]}
-    return client.post("/mcp", data=json.dumps(reply), headers=legacy_headers(token, sid)).status_code
 
 
 def sessions_of(app: Flask) -> Sessions:
@@ -178,7 +139,11 @@ def test_ending_a_session_ends_its_waiting_calls_with_an_error(client):
 # -- 3. caps: pending calls per session, sessions per principal, sessions in all -----------------------
 
 
-def test_a_session_may_have_only_so_many_calls_waiting(app, client):
+def test_a_session_may_have_only_so_many_calls_waiting(clock):
+    # The process-wide cap (web/admission.py, tested in test_admission.py) is raised past the session's.
+    app = create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory", "MRTR_CLOCK": clock,
+                      "MRTR_HELD_STREAMS": str(MAX_PENDING_CALLS_PER_SESSION + 1)})
+    client = app.test_client()
     sid = open_session(client)
     waiting = [start_call(client, sid, 100 + i) for i in range(MAX_PENDING_CALLS_PER_SESSION)]
     refused = client.post("/mcp", data=json.dumps(legacy_call(999)), headers=legacy_headers(sid=sid))
@@ -516,9 +481,11 @@ def log_lines(served: Served, needle: str) -> list[str]:
 
 def test_abandoned_legacy_streams_are_cancelled_and_free_their_threads():
     """N+1 abandoned streams on a server with N threads: a fresh request is still served, every call
-    is cancelled. Unfixed, each thread waited MRTR_SHIM_WAIT (300 s) for a client that had gone."""
+    is cancelled. Unfixed, each thread waited MRTR_SHIM_WAIT (300 s) for a client that had gone. The
+    process's cap on held calls (MRTR_HELD_STREAMS, test_admission.py) would refuse the extra ones;
+    it is lifted here so that every thread is taken, which only the cancellation can undo."""
     threads = 2
-    with serve(threads) as served:
+    with serve(threads, {"MRTR_HELD_STREAMS": str(threads + 1)}) as served:
         sid = http_session(served)
         head = legacy_headers(sid=sid)
         socks = [raw_request(served.port, head, json.dumps(legacy_call(10 + i)).encode()) for i in range(threads + 1)]

@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
+
 from bench.loadgen import Conn, flow_headers, one_flow, run_flows
 from bench.servers import PRODUCTION_SH, ROOT, Served, free_port, granian_app, wait_for_port
 
@@ -88,12 +90,18 @@ def test_it_serves_on_port_with_the_workers_asked_for_and_exits_cleanly_on_sigte
         assert refused
 
 
-def test_it_refuses_a_single_thread_per_worker() -> None:
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"THREADS": "1"}, "THREADS must be at least 2"),
+    ({"THREADS": "two"}, "THREADS must be a whole number"),
+    ({"THREADS": "4", "MRTR_HELD_STREAMS": "4"}, "MRTR_HELD_STREAMS (4) must be below THREADS (4)"),
+    ({"THREADS": "4", "MRTR_HELD_STREAMS": "-1"}, "MRTR_HELD_STREAMS must be a whole number"),
+])
+def test_it_refuses_threads_that_a_held_legacy_call_could_use_up(settings: dict[str, str], message: str) -> None:
     with tempfile.TemporaryDirectory(prefix="mrtr-production-") as tmp:
-        proc = start(tmp, PORT=str(free_port()), THREADS="1")
+        proc = start(tmp, PORT=str(free_port()), **settings)
         try:
             assert proc.wait(timeout=30) == 2
-            assert "THREADS must be at least 2" in (Path(tmp) / "server.log").read_text()
+            assert message in (Path(tmp) / "server.log").read_text()
         finally:
             if proc.poll() is None:
                 stop_group(proc)
