@@ -18,6 +18,7 @@ import argparse
 import cProfile
 import io
 import json
+import os
 import pstats
 import sys
 import tempfile
@@ -33,7 +34,8 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
 def environ(body: bytes, headers: dict[str, str]) -> dict[str, Any]:
-    env: dict[str, Any] = {
+    """The environ granian would pass: its WSGI adapter starts every one from a copy of `os.environ`."""
+    env: dict[str, Any] = {**os.environ,
         "REQUEST_METHOD": "POST", "SCRIPT_NAME": "", "PATH_INFO": "/mcp", "QUERY_STRING": "",
         "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "8000", "SERVER_PROTOCOL": "HTTP/1.1",
         "REMOTE_ADDR": "127.0.0.1", "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(body),
