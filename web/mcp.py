@@ -48,7 +48,7 @@ from urllib.parse import urlsplit
 from flask import Blueprint, Flask, Response, current_app, request
 from werkzeug.datastructures import Headers, MIMEAccept
 from werkzeug.http import HTTP_STATUS_CODES, parse_accept_header, parse_options_header
-from werkzeug.wsgi import get_content_length, get_host, get_input_stream
+from werkzeug.wsgi import get_content_length, get_host
 
 from mrtr import Connection
 from mrtr.config import Settings
@@ -260,29 +260,30 @@ class HttpIn:
     method: str
     headers: Mapping[str, str]
     scheme: str
-    host: str
     remote_addr: str | None
     content_length: int | None
     input_terminated: bool
     stream: IO[bytes]
+    environ: dict[str, Any] = field(repr=False, compare=False)
 
     @classmethod
     def from_environ(cls, environ: dict[str, Any]) -> HttpIn:
-        headers = {key[5:].replace("_", "-").lower(): value for key, value in environ.items()
-                   if key.startswith("HTTP_")}
-        for key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
-            if environ.get(key):
-                headers[key.replace("_", "-").lower()] = environ[key]
         return cls(
             method=str(environ.get("REQUEST_METHOD", "GET")).upper(),
-            headers=headers,
+            headers=EnvironHeaders(environ),
             scheme=str(environ.get("wsgi.url_scheme", "http")),
-            host=get_host(environ),
             remote_addr=environ.get("REMOTE_ADDR"),
             content_length=get_content_length(environ),
             input_terminated=bool(environ.get("wsgi.input_terminated")),
-            stream=get_input_stream(environ, safe_fallback=False, max_content_length=None),
+            # Raw: `_read_body` never reads past the Content-Length, which is all werkzeug's wrapper adds.
+            stream=environ["wsgi.input"],
+            environ=environ,
         )
+
+    @functools.cached_property
+    def host(self) -> str:
+        """The Host the client addressed (only an Origin check needs it)."""
+        return get_host(self.environ)
 
     def header(self, name: str, default: str | None = None) -> str | None:
         return self.headers.get(name.lower(), default)
@@ -291,6 +292,37 @@ class HttpIn:
         """The mimetype (lower case, '' when missing) and its parameters."""
         mimetype, params = parse_options_header(self.headers.get("content-type", ""))
         return mimetype.lower(), params
+
+
+class EnvironHeaders(Mapping[str, str]):
+    """A WSGI environ's request headers by lower-case name, each looked up when asked for.
+
+    Copying them all out per request costs more than the few look-ups /mcp makes, all the more as
+    a server's environ may carry its whole process environment too (granian copies `os.environ`
+    into every one). An empty Content-Type or Content-Length counts as absent.
+    """
+
+    _BARE = frozenset({"CONTENT_TYPE", "CONTENT_LENGTH"})
+
+    def __init__(self, environ: Mapping[str, Any]) -> None:
+        self._environ = environ
+
+    def __getitem__(self, name: str) -> str:
+        key = name.upper().replace("-", "_")
+        if key in self._BARE:
+            value = self._environ.get(key)
+            if not value:
+                raise KeyError(name)
+            return str(value)
+        return str(self._environ["HTTP_" + key])
+
+    def __iter__(self) -> Iterator[str]:
+        for key, value in self._environ.items():
+            if key.startswith("HTTP_") or (key in self._BARE and value):
+                yield key.removeprefix("HTTP_").replace("_", "-").lower()
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 @dataclass
@@ -367,13 +399,15 @@ class WsgiEntry:
     def __init__(self, app: Flask, fallback: WSGIApp) -> None:
         self.app = app
         self.fallback = fallback
+        self._config: McpConfig | None = None  # read at the first request: the settings never change after
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("PATH_INFO") != "/mcp" or environ.get("REQUEST_METHOD") not in LEAN_METHODS:
             return self.fallback(environ, start_response)
         app = self.app
-        out = handle_http(HttpIn.from_environ(environ), app.extensions["mrtr"], app.extensions[SESSIONS_KEY],
-                          McpConfig.of(app))
+        config = self._config or McpConfig.of(app)
+        self._config = config
+        out = handle_http(HttpIn.from_environ(environ), app.extensions["mrtr"], app.extensions[SESSIONS_KEY], config)
         start_response(f"{out.status} {HTTP_STATUS_CODES.get(out.status, 'UNKNOWN').upper()}",
                        security.with_security_headers(out.headers))
         if isinstance(out.body, bytes):
