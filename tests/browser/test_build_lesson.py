@@ -9,7 +9,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.helpers import assert_no_axe_violations
 from tests.browser.nojs import assert_no_js_page_accessible
-from tests.web.test_build_lesson import report
+from tests.web.helpers import checker_report as report
 
 SLUG = "build-the-checks"
 LESSON = f"/lessons/{SLUG}"

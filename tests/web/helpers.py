@@ -3,8 +3,11 @@ requests of both protocol eras over the test client."""
 
 from __future__ import annotations
 
+import http.client
 import json
-from collections.abc import Iterator
+import socket
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -12,6 +15,9 @@ from typing import Any
 from bs4 import BeautifulSoup
 from flask import Flask, template_rendered
 from flask.testing import FlaskClient
+
+from bench.servers import Served
+from moves.engine import client_meta
 
 HX = {"HX-Request": "true"}
 
@@ -157,3 +163,76 @@ def start_call(client: FlaskClient, sid: str, request_id: int, token: str = "bob
 def answer(client: FlaskClient, sid: str, asked: dict[str, Any], token: str = "bob-token") -> int:
     reply = {"jsonrpc": "2.0", "id": asked["id"], "result": CONFIRM["confirm"]}
     return client.post("/mcp", data=json.dumps(reply), headers=legacy_headers(token, sid)).status_code
+
+
+# -- 2026-07-28 messages, and the served app over real HTTP --------------------------------------------
+
+#: Far below the 300 s an abandoned call used to hold its thread, far above what a fixed one takes.
+DEADLINE_S = 20.0
+
+
+def wait_until(predicate: Callable[[], Any], what: str, deadline_s: float = DEADLINE_S) -> Any:
+    """Poll `predicate` until it is truthy, or fail after `deadline_s` seconds."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {deadline_s:g} s: {what}")
+        time.sleep(0.05)
+
+
+def modern(method: str, params: dict[str, Any] | None = None, request_id: Any = 1) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**(params or {}), "_meta": client_meta()}}
+
+
+def modern_headers(message: dict[str, Any], token: str = "bob-token") -> dict[str, str]:
+    headers = {"Authorization": f"Bearer {token}", "Accept": ACCEPT_BOTH, "MCP-Protocol-Version": MODERN,
+               "Mcp-Method": message["method"], "Content-Type": "application/json"}
+    name = (message.get("params") or {}).get("name")
+    if isinstance(name, str):
+        headers["Mcp-Name"] = name
+    return headers
+
+
+TOOLS_LIST = modern("tools/list")
+
+
+def request(served: Served, message: Any, headers: dict[str, str], *, raw: bytes | None = None,
+            timeout: float = DEADLINE_S) -> tuple[int, dict[str, str], str]:
+    conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=timeout)
+    try:
+        conn.request("POST", "/mcp", body=raw if raw is not None else json.dumps(message).encode(), headers=headers)
+        response = conn.getresponse()
+        return response.status, dict(response.getheaders()), response.read().decode("utf-8", "replace")
+    finally:
+        conn.close()
+
+
+def raw_request(port: int, head: dict[str, str], body: bytes, *, chunked: bool = False,
+                length: int | None = None) -> socket.socket:
+    """Send a request by hand (chunked, or a Content-Length of `length` or the body's) and return the socket."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=DEADLINE_S)
+    lines = ["POST /mcp HTTP/1.1", f"Host: 127.0.0.1:{port}", *(f"{k}: {v}" for k, v in head.items())]
+    size = len(body) if length is None else length
+    lines.append("Transfer-Encoding: chunked" if chunked else f"Content-Length: {size}")
+    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+    return sock
+
+
+def log_lines(served: Served, needle: str) -> list[str]:
+    return [line for line in served.log_path.read_text(errors="replace").splitlines() if needle in line]
+
+
+# -- a pasted checker report (the second lesson's "paste what the checker printed") -------------------
+
+
+def checker_report(failing: set[str] = frozenset(), probes_failing: set[str] = frozenset()) -> str:
+    """A checker report as the lesson's report form takes it, with the moves and probes named failing."""
+    moves = ["honest", "tampered", "stolen", "late", "other-request", "no-answer", "twice"]
+    probes = ["capability", "version", "missing-answer", "same-error", "result-type"]
+    return json.dumps({"target": "python server.py", "ok": not failing and not probes_failing,
+                       "moves": [{"move": m, "expected": "refused", "observed": "x", "ok": m not in failing,
+                                  "detail": ""} for m in moves],
+                       "probes": [{"probe": p, "ok": p not in probes_failing, "detail": ""} for p in probes]})

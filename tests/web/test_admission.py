@@ -26,10 +26,18 @@ from web.admission import HELD_KEY, HeldSlots
 from web.mcp import RETRY_AFTER, SESSIONS_KEY
 
 from .conftest import TEST_KEY
-from .helpers import CONFIRM, INITIALIZE, answer, legacy_call, legacy_headers, open_session, sse_data, start_call
-
-DEADLINE_S = 20.0
-
+from .helpers import (
+    CONFIRM,
+    DEADLINE_S,
+    INITIALIZE,
+    answer,
+    legacy_call,
+    legacy_headers,
+    open_session,
+    raw_request,
+    sse_data,
+    start_call,
+)
 
 # -- the counter -------------------------------------------------------------------------------------
 
@@ -162,14 +170,6 @@ def test_a_stream_closed_before_its_first_frame_still_gives_its_slot_back_and_ca
 # -- over real HTTP, the production way: two threads, one held call -----------------------------------
 
 
-def raw_post(port: int, headers: dict[str, str], body: bytes) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", port), timeout=DEADLINE_S)
-    lines = ["POST /mcp HTTP/1.1", f"Host: 127.0.0.1:{port}", *(f"{k}: {v}" for k, v in headers.items()),
-             f"Content-Length: {len(body)}"]
-    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
-    return sock
-
-
 def read_until(sock: socket.socket, needle: bytes, seen: bytes = b"") -> bytes:
     while needle not in seen:
         chunk = sock.recv(65536)
@@ -199,13 +199,13 @@ def read_question(sock: socket.socket) -> tuple[bytes, dict[str, Any]]:
 def test_with_two_threads_a_held_call_leaves_one_for_its_answer_and_everyone_else():
     with granian_app(workers=1, threads=2, env={"MRTR_HELD_STREAMS": "1"}) as served:
         port = served.port
-        opened = raw_post(port, legacy_headers(), json.dumps(INITIALIZE).encode())
+        opened = raw_request(port, legacy_headers(), json.dumps(INITIALIZE).encode())
         sid = session_id(read_until(opened, b"\r\n\r\n"))
-        held = raw_post(port, legacy_headers(sid=sid), json.dumps(legacy_call(7)).encode())
+        held = raw_request(port, legacy_headers(sid=sid), json.dumps(legacy_call(7)).encode())
         seen, asked = read_question(held)
 
         # A second call that would hold the last thread is refused at once, not queued behind the first.
-        refused = raw_post(port, legacy_headers(sid=sid), json.dumps(legacy_call(8)).encode())
+        refused = raw_request(port, legacy_headers(sid=sid), json.dumps(legacy_call(8)).encode())
         refusal = read_until(refused, b'"id":8')
         assert refusal.startswith(b"HTTP/1.1 503") and b"retry-after: 1" in refusal.lower()
         refused.close()
@@ -220,7 +220,7 @@ def test_with_two_threads_a_held_call_leaves_one_for_its_answer_and_everyone_els
 
         # The answer gets a thread too, and the held call ends with its result.
         reply = {"jsonrpc": "2.0", "id": asked["id"], "result": CONFIRM["confirm"]}
-        reply_to = raw_post(port, legacy_headers(sid=sid), json.dumps(reply).encode())
+        reply_to = raw_request(port, legacy_headers(sid=sid), json.dumps(reply).encode())
         assert read_until(reply_to, b"\r\n\r\n").startswith(b"HTTP/1.1 202")
         assert b"deployed to prod" in read_until(held, b"deployed to prod", seen)
         for sock in (opened, held, reply_to):

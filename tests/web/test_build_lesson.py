@@ -16,21 +16,13 @@ from web.build import MAX_REPORT, load_breakit, load_build
 from web.content import DEFAULT_ROOT, ContentError
 
 from .helpers import HX, assert_csp_clean, assert_unique_ids, soup
+from .helpers import checker_report as report
 
 SLUG = "build-the-checks"
 URL = f"/lessons/{SLUG}"
 REPORT_URL = f"{URL}/build/report"
 BUILD = load_build(DEFAULT_ROOT / SLUG)
 STEP_IDS = ["signature", "principal", "expiry", "request", "answer", "single-use"]
-
-
-def report(failing: set[str] = frozenset(), probes_failing: set[str] = frozenset()) -> str:
-    moves = ["honest", "tampered", "stolen", "late", "other-request", "no-answer", "twice"]
-    probes = ["capability", "version", "missing-answer", "same-error", "result-type"]
-    return json.dumps({"target": "python server.py", "ok": not failing and not probes_failing,
-                       "moves": [{"move": m, "expected": "refused", "observed": "x", "ok": m not in failing,
-                                  "detail": ""} for m in moves],
-                       "probes": [{"probe": p, "ok": p not in probes_failing, "detail": ""} for p in probes]})
 
 
 def test_home_lists_both_lessons_in_the_course_order(client: FlaskClient) -> None:

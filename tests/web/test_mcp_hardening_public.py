@@ -17,7 +17,6 @@ import sqlite3
 import subprocess
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,6 @@ from flask import Flask
 
 from app import create_app
 from bench.servers import Served, gunicorn_app
-from moves.engine import client_meta
 from mrtr import FakeClock, KeyRing, MemoryStore, Server, SqliteStore
 from mrtr.errors import STORE_UNAVAILABLE_MESSAGE, StoreUnavailable
 from mrtr.redis_store import RedisStore
@@ -46,50 +44,31 @@ from web.mcp import (
 
 from .conftest import TEST_KEY
 from .helpers import (
+    ACCEPT_BOTH,
     CONFIRM,
+    DEADLINE_S,
     INITIALIZE,
     INITIALIZED,
+    MODERN,
+    TOOLS_LIST,
     answer,
     legacy_call,
     legacy_headers,
+    log_lines,
+    modern,
+    modern_headers,
     open_session,
+    raw_request,
+    request,
     sse_data,
     start_call,
+    wait_until,
 )
 
-MODERN = "2026-07-28"
-ACCEPT_BOTH = "application/json, text/event-stream"
-#: Far below the 300 s an abandoned call used to hold its thread, far above what a fixed one takes.
-DEADLINE_S = 20.0
 BODY_LIMIT = 2048
 
 
-def wait_until(predicate: Callable[[], Any], what: str, deadline_s: float = DEADLINE_S) -> Any:
-    """Poll `predicate` until it is truthy, or fail after `deadline_s` seconds."""
-    deadline = time.monotonic() + deadline_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {deadline_s:g} s: {what}")
-        time.sleep(0.05)
-
-
 # -- messages --------------------------------------------------------------------------------------
-
-
-def modern(method: str, params: dict[str, Any] | None = None, request_id: Any = 1) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**(params or {}), "_meta": client_meta()}}
-
-
-def modern_headers(message: dict[str, Any], token: str = "bob-token") -> dict[str, str]:
-    headers = {"Authorization": f"Bearer {token}", "Accept": ACCEPT_BOTH, "MCP-Protocol-Version": MODERN,
-               "Mcp-Method": message["method"], "Content-Type": "application/json"}
-    name = (message.get("params") or {}).get("name")
-    if isinstance(name, str):
-        headers["Mcp-Name"] = name
-    return headers
 
 
 def deploy(request_id: int = 1, *, ticket: str | None = None) -> dict[str, Any]:
@@ -221,7 +200,6 @@ def test_a_full_session_table_refuses_initialize_with_503_and_ends_no_one(app, c
 
 # -- 4. bodies: UTF-8 only, no lone surrogates ------------------------------------------------------------
 
-TOOLS_LIST = modern("tools/list")
 TOOLS_LIST_TEXT = json.dumps(TOOLS_LIST)
 WIDE_BODIES = {
     "utf-16-le": TOOLS_LIST_TEXT.encode("utf-16-le"),
@@ -435,34 +413,12 @@ def serve(threads: int, env: dict[str, str] | None = None) -> Served:
     return gunicorn_app(workers=1, threads=threads, env=env, tmp=tmp, extra_args=("--log-config-json", str(config)))
 
 
-def request(served: Served, message: Any, headers: dict[str, str], *, raw: bytes | None = None,
-            timeout: float = DEADLINE_S) -> tuple[int, dict[str, str], str]:
-    conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=timeout)
-    try:
-        conn.request("POST", "/mcp", body=raw if raw is not None else json.dumps(message).encode(), headers=headers)
-        response = conn.getresponse()
-        return response.status, dict(response.getheaders()), response.read().decode("utf-8", "replace")
-    finally:
-        conn.close()
-
-
 def http_session(served: Served, token: str = "bob-token") -> str:
     status, headers, text = request(served, INITIALIZE, legacy_headers(token))
     assert status == 200, text
     sid = headers["Mcp-Session-Id"]
     assert request(served, INITIALIZED, legacy_headers(token, sid))[0] == 202
     return sid
-
-
-def raw_request(port: int, head: dict[str, str], body: bytes, *, chunked: bool = False,
-                length: int | None = None) -> socket.socket:
-    """Send a request by hand (chunked, or a Content-Length of `length` or the body's) and return the socket."""
-    sock = socket.create_connection(("127.0.0.1", port), timeout=DEADLINE_S)
-    lines = ["POST /mcp HTTP/1.1", f"Host: 127.0.0.1:{port}", *(f"{k}: {v}" for k, v in head.items())]
-    size = len(body) if length is None else length
-    lines.append("Transfer-Encoding: chunked" if chunked else f"Content-Length: {size}")
-    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
-    return sock
 
 
 def chunk(data: bytes) -> bytes:
@@ -473,10 +429,6 @@ def read_response(sock: socket.socket) -> tuple[int, str]:
     response = http.client.HTTPResponse(sock)
     response.begin()
     return response.status, response.read().decode("utf-8", "replace")
-
-
-def log_lines(served: Served, needle: str) -> list[str]:
-    return [line for line in served.log_path.read_text(errors="replace").splitlines() if needle in line]
 
 
 def test_abandoned_legacy_streams_are_cancelled_and_free_their_threads():

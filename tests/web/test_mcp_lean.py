@@ -28,6 +28,7 @@ from bench.loadgen import deploy_request, flow_headers
 from bench.servers import production_app
 from mrtr import FakeClock
 from tests.corpus.hostile import corpus
+from tests.web import helpers
 from tests.web.conftest import TEST_KEY
 from tests.web.test_mcp_http import *  # noqa: F403 - the MCP HTTP tests, run again through the twin client
 from web import mcp, security
@@ -200,39 +201,51 @@ def test_with_security_headers_keeps_a_response_s_own_cache_control() -> None:
 
 def test_abandoned_legacy_streams_are_cancelled_on_the_lean_path_under_the_production_server(
         production_server: str) -> None:
-    """The WSGI entry returns the SSE generator itself: the server's close() on a gone client must still
-    cancel the call and free its thread (N+1 abandoned streams on N threads, then a fresh request)."""
-    from tests.web import test_mcp_hardening_public as public
-
-    threads = 2
-    with production_app(production_server, workers=1, threads=threads) as served:
-        conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=public.DEADLINE_S)
-        conn.request("POST", "/mcp", body=json.dumps(public.INITIALIZE), headers=public.legacy_headers())
+    """The WSGI entry returns the SSE body itself: the server's close() on a gone client must still
+    cancel the call and give its thread back. Three threads, so at most two calls held (the cap,
+    test_admission.py): two held, a third refused; all three clients go; a fresh request is served,
+    both held calls are cancelled, and two can be held again."""
+    threads, held = 3, 2
+    with production_app(production_server, workers=1, threads=threads,
+                        env={"MRTR_HELD_STREAMS": str(held)}) as served:
+        conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=helpers.DEADLINE_S)
+        conn.request("POST", "/mcp", body=json.dumps(helpers.INITIALIZE), headers=helpers.legacy_headers())
         opened = conn.getresponse()
         opened.read()
         sid = opened.getheader("Mcp-Session-Id")  # any case: granian sends header names in lower case
         conn.close()
         assert opened.status == 200 and sid
-        assert public.request(served, public.INITIALIZED, public.legacy_headers(sid=sid))[0] == 202
-        head = public.legacy_headers(sid=sid)
-        socks = [public.raw_request(served.port, head, json.dumps(public.legacy_call(10 + i)).encode())
-                 for i in range(threads + 1)]
-        seen = {id(s): b"" for s in socks}
+        assert helpers.request(served, helpers.INITIALIZED, helpers.legacy_headers(sid=sid))[0] == 202
+        head = helpers.legacy_headers(sid=sid)
 
-        def questions_on_the_wire() -> bool:
-            ready, _, _ = select.select(socks, [], [], 0.05)
-            for sock in ready:
-                seen[id(sock)] += sock.recv(65536)
-            return sum(b"elicitation/create" in data for data in seen.values()) >= threads
+        def hold(first_id: int, count: int) -> list[bytes]:
+            """Start `count` calls and read each until it asks (held) or is answered at once (refused)."""
+            socks = [helpers.raw_request(served.port, head, json.dumps(helpers.legacy_call(first_id + i)).encode())
+                     for i in range(count)]
+            seen = {id(s): b"" for s in socks}
 
-        public.wait_until(questions_on_the_wire, f"{threads} legacy calls asking their question")
-        for sock in socks:
-            sock.close()
-        status, _, text = public.request(served, public.TOOLS_LIST, public.modern_headers(public.TOOLS_LIST))
+            def all_answered_or_asking() -> bool:
+                ready, _, _ = select.select(socks, [], [], 0.05)
+                for sock in ready:
+                    seen[id(sock)] += sock.recv(65536)
+                return all(b"elicitation/create" in data or b"HTTP/1.1 503" in data for data in seen.values())
+
+            helpers.wait_until(all_answered_or_asking, f"{count} legacy calls asking or refused")
+            for sock in socks:
+                sock.close()
+            return list(seen.values())
+
+        first = hold(10, held + 1)
+        assert sum(b"elicitation/create" in data for data in first) == held
+        assert sum(data.startswith(b"HTTP/1.1 503") for data in first) == 1
+        status, _, text = helpers.request(served, helpers.TOOLS_LIST, helpers.modern_headers(helpers.TOOLS_LIST))
         assert status == 200 and json.loads(text)["result"]["tools"]
         needle = "the client closed its stream"
-        cancelled = public.wait_until(lambda: len(public.log_lines(served, needle)) >= threads + 1
-                                      and public.log_lines(served, needle), "every abandoned call cancelled")
-        assert {f"legacy call {10 + i} " for i in range(threads + 1)} <= {c[c.index("legacy call"):][:15]
-                                                                         for c in cancelled}
-        assert not public.log_lines(served, "Traceback")
+        cancelled = helpers.wait_until(lambda: len(helpers.log_lines(served, needle)) >= held
+                                      and helpers.log_lines(served, needle), "both abandoned calls cancelled")
+        assert len({c[c.index("legacy call"):][:15] for c in cancelled}) == held
+        # Their slots came back (just after the log line): two calls can be held again.
+        fresh = itertools.count(20, held)
+        helpers.wait_until(lambda: sum(b"elicitation/create" in data for data in hold(next(fresh), held)) == held,
+                           "two calls held again")
+        assert not helpers.log_lines(served, "Traceback")
