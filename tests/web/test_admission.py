@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from werkzeug.test import EnvironBuilder
 
 from app import create_app
 from bench.loadgen import Conn, flow_headers, one_flow
@@ -158,9 +159,13 @@ def test_a_stream_closed_before_its_first_frame_still_gives_its_slot_back_and_ca
     generator's `finally` does not run then; the body's own close() must end the call all the same."""
     app, client = capped
     sid = open_session(client)
-    response = client.post("/mcp", data=json.dumps(legacy_call(5)), headers=legacy_headers(sid=sid), buffered=False)
-    assert response.status_code == 200 and app.extensions[HELD_KEY].held == 1
-    response.close()
+    # Called as a WSGI server calls the app: the test client would ask for the first frame itself.
+    environ = EnvironBuilder(path="/mcp", method="POST", data=json.dumps(legacy_call(5)),
+                             headers=legacy_headers(sid=sid)).get_environ()
+    statuses: list[str] = []
+    body = app.wsgi_app(environ, lambda status, headers, exc_info=None: statuses.append(status))
+    assert statuses == ["200 OK"] and app.extensions[HELD_KEY].held == 1
+    body.close()
     session = app.extensions[SESSIONS_KEY].get(sid, "bob")
     assert app.extensions[HELD_KEY].held == 0 and session.streams == {} and session.conn._flows == {}
     again, _, _ = start_call(client, sid, 6)
