@@ -27,6 +27,10 @@ PRODUCTION_SH = ROOT / "scripts" / "production.sh"
 BENCH_KEY = "bench-key-0123456789abcdef0123456789abcdef"
 START_TIMEOUT_S = 30.0
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+#: A server counts as started once its processes have been idle this long: every worker has then
+#: loaded the app. Idle means under IDLE_SHARE of one core, so the odd tick of housekeeping passes.
+SETTLE_S = 0.3
+IDLE_SHARE = 0.05
 #: The production server (scripts/production.sh); the other one in SERVERS stays runnable for comparison.
 PRODUCTION_SERVER = "granian"
 SERVERS = ("granian", "gunicorn")
@@ -129,8 +133,32 @@ class Served:
         self.stop()
 
 
+def wait_until_settled(served: Served, children: int, timeout: float = START_TIMEOUT_S) -> None:
+    """Wait until `served` has `children` worker processes and all its processes are idle.
+
+    The port accepts connections as soon as the main process listens, while the workers may still
+    be importing the app: connections made then all land on the first worker ready, and keep-alive
+    keeps them there, so a run started at that moment measures one worker, not the server.
+    """
+    deadline = time.monotonic() + timeout
+    samples: list[tuple[float, float]] = []
+    while time.monotonic() < deadline:
+        if served.proc.poll() is not None:
+            raise RuntimeError(f"server exited with code {served.proc.returncode} while starting")
+        now, cpu = time.monotonic(), served.cpu_seconds()
+        if len(served.pids()) - 1 < children:
+            samples.clear()
+        else:
+            samples.append((now, cpu))
+            old = [c for t, c in samples if now - t >= SETTLE_S]
+            if old and cpu - old[-1] <= IDLE_SHARE * SETTLE_S:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"workers not all started and idle within {timeout:.0f} s")
+
+
 def _spawn(name: str, argv: list[str], env: Mapping[str, str], port: int,
-           tmp: tempfile.TemporaryDirectory[str]) -> Served:
+           tmp: tempfile.TemporaryDirectory[str], children: int) -> Served:
     log_path = Path(tmp.name) / f"{name}.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(argv, cwd=ROOT, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
@@ -138,6 +166,7 @@ def _spawn(name: str, argv: list[str], env: Mapping[str, str], port: int,
     served = Served(name, port, proc, log_path, tmp, dict(env))
     try:
         wait_for_port(port, proc)
+        wait_until_settled(served, children)
     except RuntimeError as exc:
         text = log_path.read_text(errors="replace")[-2000:]
         served.stop()
@@ -167,7 +196,7 @@ def gunicorn_app(*, workers: int = 2, threads: int = 8, env: Mapping[str, str] |
     argv = [str(VENV_BIN / "gunicorn"), "-w", str(workers), "-k", "gthread", "--threads", str(threads),
             "-b", f"127.0.0.1:{port}", "--no-control-socket", "--graceful-timeout", "5", "--keep-alive", "75",
             *extra_args, "app:create_app()"]
-    return _spawn(name, argv, _our_env(tmp, env), port, tmp)
+    return _spawn(name, argv, _our_env(tmp, env), port, tmp, children=workers)
 
 
 def granian_app(*, workers: int = 2, threads: int | None = None, env: Mapping[str, str] | None = None,
@@ -185,7 +214,7 @@ def granian_app(*, workers: int = 2, threads: int | None = None, env: Mapping[st
     settings = {"PORT": str(port), "WORKERS": str(workers)}
     if threads is not None:
         settings["THREADS"] = str(threads)
-    return _spawn(name, argv, {**_our_env(tmp, env), **settings}, port, tmp)
+    return _spawn(name, argv, {**_our_env(tmp, env), **settings}, port, tmp, children=workers)
 
 
 def production_app(server: str = PRODUCTION_SERVER, **kwargs: object) -> Served:
@@ -215,7 +244,7 @@ def flask_view_granian_app(*, workers: int = 2, threads: int = 8, env: Mapping[s
     argv = [str(VENV_BIN / "granian"), "--interface", "wsgi", "--factory", "--host", "127.0.0.1",
             "--port", str(port), "--workers", str(workers), "--blocking-threads", str(threads), "--no-ws",
             "--workers-kill-timeout", "10", "--log-level", "warning", "bench.servers:create_flask_view_app"]
-    return _spawn(name, argv, _our_env(tmp, env), port, tmp)
+    return _spawn(name, argv, _our_env(tmp, env), port, tmp, children=workers)
 
 
 def sdk_app(*, workers: int = 1, json_response: bool = False, stateless: bool = False,
@@ -232,4 +261,5 @@ def sdk_app(*, workers: int = 1, json_response: bool = False, stateless: bool = 
             "--workers", str(workers)]
     argv += ["--json-response"] if json_response else []
     argv += ["--stateless"] if stateless else []
-    return _spawn(name, argv, {"MRTR_SDK_STATE_KEY": BENCH_KEY}, port, tmp)
+    # One uvicorn process serves in-process; with more, its workers are children of the supervisor.
+    return _spawn(name, argv, {"MRTR_SDK_STATE_KEY": BENCH_KEY}, port, tmp, children=workers if workers > 1 else 0)

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import http.client
 import os
+import shlex
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -20,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from bench.loadgen import Conn, flow_headers, one_flow, run_flows
-from bench.servers import PRODUCTION_SH, ROOT, Served, free_port, granian_app, wait_for_port
+from bench.servers import PRODUCTION_SH, ROOT, Served, free_port, granian_app, wait_for_port, wait_until_settled
 
 KEY = "production-key-0123456789abcdef0123456789abcdef"
 
@@ -105,6 +107,46 @@ def test_it_refuses_threads_that_a_held_legacy_call_could_use_up(settings: dict[
         finally:
             if proc.poll() is None:
                 stop_group(proc)
+
+
+def test_a_bench_server_is_handed_over_only_once_every_worker_has_loaded_the_app() -> None:
+    """The port answers as soon as granian's main process listens; a run started before the second
+    worker has imported the app puts every connection on the first (bench.servers.wait_until_settled)."""
+    with granian_app(workers=2, threads=2, extra_args=("--log-level", "info")) as served:
+        log = served.log_path.read_text(errors="replace")
+    assert "Started worker-1" in log and "Started worker-2" in log, log
+
+
+def settling(tmp: Path, *, children: int, busy_s: float) -> tuple[Served, Path]:
+    """A stand-in server: a shell whose `children` children each spin the CPU for `busy_s` (importing
+    an app, as far as the wait can tell), then touch a file and sleep."""
+    done = tmp / "done"
+    child = (f"import pathlib, time\nend = time.monotonic() + {busy_s}\nwhile time.monotonic() < end: pass\n"
+             f"pathlib.Path({str(done)!r}).touch()\ntime.sleep(60)")
+    script = " & ".join([f"exec {sys.executable} -c {shlex.quote(child)}"] * children) + " & wait"
+    proc = subprocess.Popen(["bash", "-c", script], start_new_session=True)
+    return Served("stand-in", 0, proc, tmp / "log"), done
+
+
+def test_the_wait_for_a_started_server_returns_after_its_workers_go_idle(tmp_path: Path) -> None:
+    served, done = settling(tmp_path, children=1, busy_s=0.8)
+    try:
+        wait_until_settled(served, children=1, timeout=20)
+        assert done.exists()  # not while the worker was still busy
+    finally:
+        stop_group(served.proc)
+
+
+def test_the_wait_for_a_started_server_gives_up_on_missing_workers_and_on_an_exit(tmp_path: Path) -> None:
+    served, _ = settling(tmp_path, children=1, busy_s=0.0)
+    try:
+        with pytest.raises(RuntimeError, match="not all started"):
+            wait_until_settled(served, children=2, timeout=1.0)
+    finally:
+        stop_group(served.proc)
+    with pytest.raises(RuntimeError, match="exited with code 3"):
+        wait_until_settled(Served("gone", 0, subprocess.Popen(["bash", "-c", "exit 3"]), tmp_path / "log"),
+                           children=0, timeout=20)
 
 
 def test_the_load_generator_spreads_its_clients_over_processes_and_counts_each_flow_once() -> None:
