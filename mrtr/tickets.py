@@ -23,7 +23,7 @@ import os
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, NoReturn
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -32,7 +32,7 @@ from itsdangerous import Signer
 
 from .errors import TicketRejected
 from .keys import KeyRing
-from .wire import has_lone_surrogate
+from .wire import has_lone_surrogate, may_yield_surrogate
 
 CHECKS: tuple[str, ...] = ("signature", "principal", "expiry", "request", "answer", "single-use")
 CHECK_TITLES: dict[str, str] = {
@@ -108,7 +108,7 @@ def read_payload(text: str) -> Any:
         value = json.loads(text)
     except RecursionError:
         raise ValueError("ticket payload nests too deeply to read") from None
-    stack = [value]
+    stack = [value] if may_yield_surrogate(text) else []
     while stack:  # iterative: the value may be as deep as the parser allowed
         item = stack.pop()
         if isinstance(item, str):
@@ -300,6 +300,16 @@ def parse_claims(body: bytes) -> dict[str, Any]:
     return claims
 
 
+#: A tuple, not `int | float`: the union is rebuilt each time the expression runs, on every request.
+_NUMBER = (int, float)
+
+
+def _fail(trace: Trace, check: str, reason: str) -> NoReturn:
+    trace.record(check, "fail", reason)
+    trace.skip_rest("an earlier check failed")
+    raise TicketRejected(check, reason)
+
+
 def check_binding(
     claims: dict[str, Any],
     trace: Trace,
@@ -316,29 +326,25 @@ def check_binding(
         TicketRejected: at the first check that fails; later checks are recorded as skipped.
     """
 
-    def fail(check: str, reason: str) -> None:
-        trace.record(check, "fail", reason)
-        trace.skip_rest("an earlier check failed")
-        raise TicketRejected(check, reason)
-
     sub = claims.get("sub")
     if not (isinstance(sub, str) and hmac.compare_digest(sub.encode(), principal.encode())):
-        fail("principal", f"ticket is bound to {sub!r} but the caller is {principal!r}")
+        _fail(trace, "principal", f"ticket is bound to {sub!r} but the caller is {principal!r}")
     trace.record("principal", "pass", f"bound to {principal!r}, the caller")
 
     exp = claims.get("exp")
     # Positive form, so a missing or non-numeric exp can never pass.
-    if not (isinstance(exp, int | float) and not isinstance(exp, bool) and now < exp):
+    if not (isinstance(exp, _NUMBER) and not isinstance(exp, bool) and now < exp):
         # Whole seconds, as iat and exp are: 300.4 s past an exp of 120 reads "180 s ago", not 181.
-        if isinstance(exp, int | float) and not isinstance(exp, bool) and math.isfinite(exp):
+        if isinstance(exp, _NUMBER) and not isinstance(exp, bool) and math.isfinite(exp):
             age = f"{math.floor(now) - math.floor(exp)} s ago"
         else:
             age = "at an unknown time"
-        fail("expiry", f"ticket expired {age}")
-    assert isinstance(exp, int | float)  # narrowed by the positive check above
+        _fail(trace, "expiry", f"ticket expired {age}")
+    assert isinstance(exp, _NUMBER)  # narrowed by the positive check above
     trace.record("expiry", "pass", f"{math.floor(exp) - math.floor(now)} s left")
 
     expected = request_digest(method, target, arguments)
     if claims.get("req") != expected:
-        fail("request", f"ticket belongs to another request (digest {claims.get('req')!r}, this one {expected!r})")
+        _fail(trace, "request",
+              f"ticket belongs to another request (digest {claims.get('req')!r}, this one {expected!r})")
     trace.record("request", "pass", f"{method} {target} with the same arguments")

@@ -23,6 +23,8 @@ _BOMS = (
     (codecs.BOM_UTF16_BE, "UTF-16 BE"),
 )
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# Where a surrogate in parsed JSON can come from: the text itself, or a \uD800-\uDFFF escape.
+_SURROGATE_SOURCE = re.compile(r"[\ud800-\udfff]|\\u[dD][89a-fA-F]")
 
 
 class NotUtf8(ParseError, ValueError):
@@ -70,3 +72,9 @@ def utf8_text(raw: bytes) -> str:
 def has_lone_surrogate(text: str) -> bool:
     """Whether `text` (for example a parsed JSON string) holds a lone UTF-16 surrogate."""
     return _LONE_SURROGATE.search(text) is not None
+
+
+def may_yield_surrogate(json_text: str) -> bool:
+    """Whether parsing `json_text` could give a string holding a lone surrogate. When it cannot, the
+    parsed value needs no walk: one scan of the text is far cheaper than visiting every string."""
+    return _SURROGATE_SOURCE.search(json_text) is not None

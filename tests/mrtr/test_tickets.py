@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from mrtr import KeyRing, TicketCodec, TicketRejected, Trace
 from mrtr.keys import KeyConfigError, load_or_create_key, ring_from_config
-from mrtr.tickets import MAX_TICKET_LENGTH, b64decode_strict, check_binding
+from mrtr.tickets import MAX_TICKET_LENGTH, b64decode_strict, check_binding, read_payload
+from mrtr.wire import has_lone_surrogate
 
 NOW = 1_790_000_000.0
 OLD = "old-key-0123456789abcdef0123456789abcdef0123"
@@ -131,6 +132,39 @@ def bind(claims, *, principal="bob", now=NOW + 8, env="staging"):
     check_binding(claims, trace, principal=principal, now=now, method="tools/call", target="deploy",
                   arguments={"env": env})
     return trace
+
+
+def strings_in(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (k, *strings_in(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in strings_in(v)]
+    return []
+
+
+# Lone surrogates of both halves, a pair JSON joins into one character, and a backslash with "ud800"
+# to make text that only looks like an escape.
+_PIECES = ["a", "\\", "ud800", "\u00e9", "\U0001f600", "\ud800", "\udbff", "\udc00", "\udfff", "\ud83d\ude00", '"']
+_TRICKY = st.lists(st.sampled_from(_PIECES), max_size=6).map("".join)
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | _TRICKY,
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TRICKY, inner, max_size=3),
+                     max_leaves=8)
+
+
+@settings(max_examples=300)
+@given(value=_JSON, ascii_only=st.booleans())
+def test_a_payload_is_refused_exactly_when_what_it_parses_to_holds_a_lone_surrogate(value, ascii_only):
+    """read_payload only walks a payload whose text could hold a surrogate; the shortcut must never
+    let one through, whether it arrives escaped (\\udfff) or raw."""
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    parsed = json.loads(text)
+    if any(has_lone_surrogate(s) for s in strings_in(parsed)):
+        with pytest.raises(ValueError, match="lone UTF-16 surrogate"):
+            read_payload(text)
+    else:
+        assert read_payload(text) == parsed
 
 
 def test_binding_checks_pass_for_the_right_caller_in_time_on_the_same_request(codec):
