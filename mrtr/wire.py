@@ -24,7 +24,7 @@ _BOMS = (
 )
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # Where a surrogate in parsed JSON can come from: the text itself, or a \uD800-\uDFFF escape.
-_SURROGATE_SOURCE = re.compile(r"[\ud800-\udfff]|\\u[dD][89a-fA-F]")
+_SURROGATE_SOURCE = re.compile(_LONE_SURROGATE.pattern + r"|\\u[dD][89a-fA-F]")
 
 
 class NotUtf8(ParseError, ValueError):
