@@ -1,14 +1,17 @@
 """The misuse moves as data: `lessons/moves.toml` read into frozen `Move` records, and validated.
 
-Pages, the demo, the checker and the tests all read the list from here, so adding a move is one
-entry in the file. Owns the schema (see the file's header and /work/plan/engine.md); a broken file
-raises ValueError naming the file, the move and the field. Never imports Flask.
+Owns the move schema (the vocabulary below, documented again in the file's header) and what a
+sound server's answer to each move may be (`holds`). Pages, the deck, the class round, the
+checker, the build-it grading and the tests all read the list from here and derive every set and
+count from it, so adding a move is one `[[moves]]` entry, and a new kind of move is one entry in
+a vocabulary tuple here plus its handling in `moves.engine`. A broken file raises ValueError
+naming the file, the move and the field. Never imports Flask.
 """
 
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,13 +21,85 @@ from .target import Outcome, Role
 
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "lessons" / "moves.toml"
 
+# -- the vocabulary ---------------------------------------------------------------------------------
+
 SENDERS: tuple[str, ...] = ("owner", "other")
 TIMINGS: tuple[str, ...] = ("in-time", "past-expiry")
-TICKETS: tuple[str, ...] = ("as-issued", "edit-work")
-ANSWERS: tuple[str, ...] = ("accept", "none")
+#: as-issued: the minted ticket untouched; edit-work: the readable payload edited, old signature kept;
+#: junk: not a ticket at all, sent in every shape of `JUNK_SHAPES` in turn.
+TICKETS: tuple[str, ...] = ("as-issued", "edit-work", "junk")
+#: accept: every question answered from its schema; none: no inputResponses; decline / cancel: the user
+#: said no / dismissed the question; wrong-type: accepted, each field of the wrong JSON type;
+#: missing-key: accepted with the required fields left out.
+ANSWERS: tuple[str, ...] = ("accept", "none", "decline", "cancel", "wrong-type", "missing-key")
+#: Answers whose result the engine compares with an accepted call's to tell "did the work" from "ended".
+NOT_A_YES: frozenset[str] = frozenset({"decline", "cancel", "wrong-type", "missing-key"})
 REQUESTS: tuple[str, ...] = ("same", "other")
-EXPECTS: tuple[Outcome, ...] = (Outcome.COMPLETED, Outcome.REFUSED, Outcome.ASKED_AGAIN)
+#: Where a `before` move's retry goes: on this move's ticket, or on a ticket minted for it alone.
+BEFORE_TICKETS: tuple[str, ...] = ("same", "new")
+EXPECTS: tuple[Outcome, ...] = (Outcome.COMPLETED, Outcome.REFUSED, Outcome.ASKED_AGAIN, Outcome.ENDED,
+                                Outcome.NOT_DONE)
 REQUIRES: tuple[str, ...] = ("single-use",)
+NOTE_TICKETS: tuple[str, ...] = ("signed", "sealed")
+
+#: The shapes a junk ticket takes, in the order they are sent. `{prefix}` is the minted ticket's text up to
+#: its first dot, so one shape looks like a real ticket whose body is not base64url.
+JUNK_SHAPES: tuple[tuple[str, str], ...] = (
+    ("word", "junk"),
+    ("empty", ""),
+    ("three-parts", "a.b.c"),
+    ("bad-body", "{prefix}.%%%not-base64%%%.AAAA"),
+    ("long", "A" * 5000),
+)
+
+#: What a sound server may answer, per expectation: the outcomes that hold outright, and those that hold
+#: with a note (`holds`). A refusal may also be a fresh question with nothing done: the spec lets a server
+#: ask again whenever it lacks what it needs ("Servers MAY return input_required repeatedly"; MRTR server
+#: requirement 8) and only requires that bad state is never trusted (requirement 4), never that it is
+#: answered with an error.
+_HOLDS: dict[Outcome, tuple[frozenset[Outcome], dict[Outcome, str]]] = {
+    Outcome.COMPLETED: (frozenset({Outcome.COMPLETED}), {}),
+    Outcome.REFUSED: (frozenset({Outcome.REFUSED}), {
+        Outcome.ASKED_AGAIN: "the server started over with a fresh question instead of an error; nothing was "
+                             "done, and the spec allows asking again (MRTR server requirement 8), so this holds",
+    }),
+    Outcome.ASKED_AGAIN: (frozenset({Outcome.ASKED_AGAIN}), {}),
+    Outcome.ENDED: (frozenset({Outcome.ENDED, Outcome.REFUSED}), {}),
+    # A malformed answer "SHOULD" get an error, a missing one a fresh question (spec, MRTR "Error Handling"):
+    # a server may fairly read a wrong-typed field as no answer, so either holds.
+    Outcome.NOT_DONE: (frozenset({Outcome.REFUSED, Outcome.ENDED, Outcome.ASKED_AGAIN}), {}),
+}
+
+
+def holds(expect: Outcome, outcome: Outcome) -> tuple[bool, str]:
+    """Whether `outcome` is what a sound server may answer to a move expecting `expect`, and the note
+    that goes with a holding answer other than the plainest one ("" when none)."""
+    plain, noted = _HOLDS[Outcome(expect)]
+    if outcome in plain:
+        return True, ""
+    if outcome in noted:
+        return True, noted[outcome]
+    return False, ""
+
+
+@dataclass(frozen=True)
+class MoveNote:
+    """What a move teaches when it gets `outcome` (stopped at `stopped_at`, on a `ticket` kind, when given)."""
+
+    slug: str  # the move's slug, or "*" for a note that fits any move
+    outcome: Outcome
+    text: str
+    stopped_at: str | None = None  # None: any; "": no check failed
+    ticket: str | None = None  # None: any; "signed" or "sealed"
+
+    def matches(self, slug: str, outcome: Outcome, stopped_at: str | None, sealed: bool) -> bool:
+        return (self.slug in (slug, "*") and self.outcome == outcome
+                and (self.stopped_at is None or self.stopped_at == (stopped_at or ""))
+                and (self.ticket is None or self.ticket == ("sealed" if sealed else "signed")))
+
+    @property
+    def specificity(self) -> tuple[int, int, int]:
+        return (self.slug != "*", self.stopped_at is not None, self.ticket is not None)
 
 
 @dataclass(frozen=True)
@@ -37,16 +112,35 @@ class Move:
     sender: Role
     at: float
     timing: Literal["in-time", "past-expiry"]
-    ticket: Literal["as-issued", "edit-work"]
-    answer: Literal["accept", "none"]
+    ticket: Literal["as-issued", "edit-work", "junk"]
+    answer: str
     request: Literal["same", "other"]
-    repeat: bool
     expect: Outcome
     stops_at: str
     edit_path: str = "work.env"
     edit_value: Any = "prod"
     request_id: int | None = None
     requires: str | None = None
+    #: Another move whose retry is sent first (its own sender, time and id), or None.
+    before: Move | None = None
+    before_ticket: Literal["same", "new"] = "same"
+    #: The check this move shows, in a sentence ("the redeemed store is keyed on the ticket"), for reports.
+    shows: str = ""
+    notes: tuple[MoveNote, ...] = field(default=(), compare=False)
+
+    def note_for(self, outcome: Outcome | str, stopped_at: str | None = None, *,
+                 sealed: bool = False) -> MoveNote | None:
+        """The most specific note written for what this move really got, or None (never a wrong one)."""
+        found = [n for n in self.notes if n.matches(self.slug, Outcome(outcome), stopped_at, sealed)]
+        return max(found, key=lambda n: n.specificity) if found else None
+
+    def holds(self, outcome: Outcome) -> tuple[bool, str]:
+        return holds(self.expect, outcome)
+
+    @property
+    def chain(self) -> tuple[Move, ...]:
+        """The moves whose retries this move sends, first to last (its `before`s, then itself)."""
+        return (*(self.before.chain if self.before else ()), self)
 
 
 _FIELDS: dict[str, tuple[type | tuple[type, ...], tuple[Any, ...] | None, bool]] = {
@@ -60,17 +154,42 @@ _FIELDS: dict[str, tuple[type | tuple[type, ...], tuple[Any, ...] | None, bool]]
     "ticket": (str, TICKETS, True),
     "answer": (str, ANSWERS, True),
     "request": (str, REQUESTS, True),
-    "repeat": (bool, None, False),
     "expect": (str, tuple(str(e) for e in EXPECTS), True),
     "stops_at": (str, ("", *CHECKS), False),
     "edit_path": (str, None, False),
     "edit_value": ((str, int, float, bool), None, False),
     "request_id": (int, None, False),
     "requires": (str, REQUIRES, False),
+    "before": (str, None, False),
+    "before_ticket": (str, BEFORE_TICKETS, False),
+    "shows": (str, None, False),
+    "notes": (list, None, False),
 }
 
+_NOTE_FIELDS = {"outcome", "text", "stopped_at", "ticket"}
 
-def _move(raw: dict[str, Any], where: str) -> Move:
+
+def _note(raw: Any, slug: str, where: str) -> MoveNote:
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where}: each note is a table")
+    unknown = sorted(set(raw) - _NOTE_FIELDS)
+    if unknown:
+        raise ValueError(f"{where}: unknown field {unknown[0]!r}")
+    outcomes = [str(o) for o in Outcome]
+    if raw.get("outcome") not in outcomes:
+        raise ValueError(f"{where}: field 'outcome' must be one of {', '.join(outcomes)}; got {raw.get('outcome')!r}")
+    if not isinstance(raw.get("text"), str) or not raw["text"].strip():
+        raise ValueError(f"{where}: field 'text' is missing")
+    stopped_at = raw.get("stopped_at")
+    if stopped_at is not None and stopped_at not in ("", *CHECKS):
+        raise ValueError(f"{where}: field 'stopped_at' {stopped_at!r} is not a check")
+    ticket = raw.get("ticket")
+    if ticket is not None and ticket not in NOTE_TICKETS:
+        raise ValueError(f"{where}: field 'ticket' must be signed or sealed; got {ticket!r}")
+    return MoveNote(slug, Outcome(raw["outcome"]), raw["text"].strip(), stopped_at, ticket)
+
+
+def _move(raw: dict[str, Any], where: str, general: tuple[MoveNote, ...]) -> dict[str, Any]:
     unknown = sorted(set(raw) - set(_FIELDS))
     if unknown:
         raise ValueError(f"{where}: unknown field {unknown[0]!r}")
@@ -88,9 +207,34 @@ def _move(raw: dict[str, Any], where: str) -> Move:
         raise ValueError(f"{where}: field 'slug' must be lower-case letters, digits and hyphens")
     if not 0 <= raw["at"] <= 86_400:
         raise ValueError(f"{where}: field 'at' must be between 0 and 86400 seconds")
-    values = {**raw, "at": float(raw["at"]), "expect": Outcome(raw["expect"]), "repeat": raw.get("repeat", False),
-              "stops_at": raw.get("stops_at", "")}
-    return Move(**values)
+    if raw["ticket"] == "junk" and raw["answer"] not in ("accept", "none"):
+        raise ValueError(f"{where}: a junk ticket goes with answer 'accept' or 'none'")
+    own = tuple(_note(n, raw["slug"], f"{where}: note {i}") for i, n in enumerate(raw.get("notes", []), 1))
+    return {**raw, "at": float(raw["at"]), "expect": Outcome(raw["expect"]), "stops_at": raw.get("stops_at", ""),
+            "notes": own + general}
+
+
+def _resolve(values: dict[str, dict[str, Any]], slug: str, where: str, seen: tuple[str, ...] = ()) -> Move:
+    raw = values[slug]
+    before = raw.get("before")
+    resolved: Move | None = None
+    if before is not None:
+        if before not in values:
+            raise ValueError(f"{where}: move {slug!r}: field 'before' names no move ({before!r})")
+        if before in (*seen, slug):
+            loop = " -> ".join((*seen, slug, before))
+            raise ValueError(f"{where}: move {slug!r}: field 'before' makes a loop ({loop})")
+        resolved = _resolve(values, before, where, (*seen, slug))
+        if resolved.before is not None or resolved.ticket == "junk" or resolved.answer in NOT_A_YES:
+            raise ValueError(f"{where}: move {slug!r}: field 'before' must name a move of one plain retry "
+                             f"({before!r} has its own 'before', a junk ticket or an answer that is not a yes)")
+        if resolved.timing == "past-expiry":
+            raise ValueError(f"{where}: move {slug!r}: field 'before' names a past-expiry move, which cannot go first")
+        if resolved.at >= raw["at"]:
+            raise ValueError(f"{where}: move {slug!r}: its 'before' move ({before}) must be sent earlier than 'at'")
+    elif "before_ticket" in raw:
+        raise ValueError(f"{where}: move {slug!r}: field 'before_ticket' needs 'before'")
+    return Move(**{**raw, "before": resolved})
 
 
 def load_moves(path: Path | None = None) -> tuple[Move, ...]:
@@ -107,15 +251,55 @@ def load_moves(path: Path | None = None) -> tuple[Move, ...]:
         raise ValueError(f"{path}: cannot read the moves file ({exc.strerror or exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{path}: not valid TOML ({exc})") from None
+    unknown = sorted(set(data) - {"moves", "notes"})
+    if unknown:
+        raise ValueError(f"{path}: unknown top-level key {unknown[0]!r} (only [[moves]] and [[notes]])")
     tables = data.get("moves")
     if not isinstance(tables, list) or not tables or not all(isinstance(t, dict) for t in tables):
         raise ValueError(f"{path}: needs at least one [[moves]] table")
-    moves = []
+    general_raw = data.get("notes", [])
+    if not isinstance(general_raw, list):
+        raise ValueError(f"{path}: [[notes]] must be tables")
+    general = tuple(_note(n, "*", f"{path}: note {i} (any move)") for i, n in enumerate(general_raw, 1))
+    values: dict[str, dict[str, Any]] = {}
     for i, raw in enumerate(tables, 1):
-        name = raw.get("slug") if isinstance(raw.get("slug"), str) else f"#{i}"
-        moves.append(_move(raw, f"{path}: move {name!r}" if name != f"#{i}" else f"{path}: move {name}"))
-    slugs = [m.slug for m in moves]
-    duplicate = next((s for s in slugs if slugs.count(s) > 1), None)
-    if duplicate:
-        raise ValueError(f"{path}: move {duplicate!r}: field 'slug' is used twice")
-    return tuple(moves)
+        name = raw.get("slug") if isinstance(raw.get("slug"), str) else None
+        where = f"{path}: move {name!r}" if name else f"{path}: move #{i}"
+        checked = _move(raw, where, general)
+        if checked["slug"] in values:
+            raise ValueError(f"{path}: move {checked['slug']!r}: field 'slug' is used twice")
+        values[checked["slug"]] = checked
+    return tuple(_resolve(values, slug, str(path)) for slug in values)
+
+
+def find(moves: tuple[Move, ...], slug: str) -> Move | None:
+    """The move called `slug`, or None."""
+    return next((m for m in moves if m.slug == slug), None)
+
+
+def stopped_by(moves: tuple[Move, ...], check: str) -> Move | None:
+    """The first move a sound server stops at `check` alone (what a page shows when that check is switched
+    off), or None."""
+    return next((m for m in moves if m.stops_at == check and m.before is None and m.ticket != "junk"), None)
+
+
+#: How each part of a move reads on a page ("Ticket: payload edited (work.env = prod)").
+TICKET_WORDS = {"as-issued": "as issued", "edit-work": "payload edited ({path} = {value})",
+                "junk": "not a ticket: junk in several shapes"}
+ANSWER_WORDS = {"accept": "yes (accepted)", "none": "none", "decline": "no (declined)",
+                "cancel": "dismissed (cancelled)", "wrong-type": "accepted, confirm as the text \"yes\"",
+                "missing-key": "accepted, with the required field left out"}
+
+
+def facts(move: Move, *, caller: str, arguments: dict[str, Any], other_arguments: dict[str, Any] | None,
+          ttl: int, owner: str = "bob") -> tuple[tuple[str, str], ...]:
+    """What a move sends, in words, for a page: caller, time, ticket, answer, arguments, what goes first."""
+    ticket = TICKET_WORDS[move.ticket].format(path=move.edit_path, value=move.edit_value)
+    sent = other_arguments if move.request == "other" and other_arguments is not None else arguments
+    rows = [("Caller", caller), ("Sent at", f"t = {move.at:g} s (expires at {ttl} s)"), ("Ticket", ticket),
+            ("Answer", ANSWER_WORDS[move.answer]), ("Arguments", ", ".join(f"{k}: {v}" for k, v in sent.items()))]
+    if move.before is not None:
+        where = "on a ticket of its own" if move.before_ticket == "new" else "on the same ticket"
+        who = owner if move.before.sender == "owner" else "the other user"
+        rows.append(("Before it", f"{move.before.title} ({who}), at t = {move.before.at:g} s, {where}"))
+    return tuple(rows)

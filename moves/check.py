@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -30,6 +31,7 @@ from moves.engine import Call, MoveResult, modern_request, play
 from moves.probes import (
     ProbeResult,
     Recorder,
+    TargetTimedOut,
     counter,
     describe,
     input_required,
@@ -66,6 +68,10 @@ class CheckOptions:
     skip_late: bool = False  # the past-expiry move is not run (set the target's Timing too)
 
 
+#: The verdicts a move row can have, in the JSON and JUnit contracts (see the README).
+VERDICTS = ("pass", "fail", "warn", "not-run")
+
+
 @dataclass
 class MoveRow:
     move: str
@@ -78,15 +84,20 @@ class MoveRow:
     stops_at: str = ""
     #: The messages of the move as `exchange_of` keeps them (for the report's diagram; never in `to_json`).
     exchange: list[dict[str, Any]] = field(default_factory=list)
+    #: Seconds the move took, real waits included (JUnit's `time`).
+    seconds: float = 0.0
+    #: True when the run stopped here because the target did not answer in time (JUnit `<error>`).
+    timed_out: bool = False
 
     @property
     def verdict(self) -> str:
-        """pass, fail, warn (failed but not required) or skip (not run, not required)."""
+        """pass; fail (a required move did not hold); warn (one that is not required did not); not-run (the move
+        could not show what it checks, and says why). A not-run row never fails a report."""
         if self.ok:
             return "pass"
-        if self.required:
-            return "fail"
-        return "skip" if self.observed == Outcome.NOT_RUN.value else "warn"
+        if self.observed in (Outcome.NOT_RUN.value,) and not self.timed_out:
+            return "not-run"
+        return "fail" if self.required else "warn"
 
 
 @dataclass
@@ -107,31 +118,48 @@ class Report:
     other_arguments: dict[str, Any] | None
     moves: list[MoveRow] = field(default_factory=list)
     probes: list[ProbeResult] = field(default_factory=list)
+    #: Seconds each probe took, by probe slug (JUnit's `time`).
+    probe_seconds: dict[str, float] = field(default_factory=dict)
+    #: Why the run stopped before the end (a time-out), or "" when it ran to the end.
+    stopped: str = ""
+    #: Values that must never reach any output (the bearer tokens; a server may echo them back).
+    secrets: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def ok(self) -> bool:
-        return all(r.ok or not r.required for r in self.moves) and all(p.ok for p in self.probes)
+        """No required move failed, every probe held, and the run was not stopped. Warnings and moves that
+        could not be shown (not-run) never fail a report."""
+        return not self.stopped and all(r.verdict != "fail" for r in self.moves) and all(p.ok for p in self.probes)
+
+    def redact(self, text: str) -> str:
+        for secret in self.secrets:
+            if secret:
+                text = text.replace(secret, "[token]")
+        return text
 
     def to_json(self) -> dict[str, Any]:
-        """Exactly the object the issue specifies (and nothing else)."""
-        return {
-            "target": self.target,
+        """The report for CI (the README's "The JSON report"); never the exchanges."""
+        report: dict[str, Any] = {
+            "target": self.redact(self.target),
             "ok": self.ok,
-            "moves": [{"move": r.move, "expected": r.expected, "observed": r.observed, "ok": r.ok,
-                       "detail": r.detail} for r in self.moves],
-            "probes": [{"probe": p.probe, "ok": p.ok, "detail": p.detail} for p in self.probes],
+            "moves": [{"move": r.move, "verdict": r.verdict, "required": r.required, "expected": r.expected,
+                       "observed": r.observed, "ok": r.ok, "detail": self.redact(r.detail)} for r in self.moves],
+            "probes": [{"probe": p.probe, "ok": p.ok, "detail": self.redact(p.detail)} for p in self.probes],
         }
+        if self.stopped:
+            report["stopped"] = self.redact(self.stopped)
+        return report
 
     def counts(self) -> dict[str, int]:
         verdicts = [r.verdict for r in self.moves]
         return {"moves": len(self.moves), "held": verdicts.count("pass"), "failed": verdicts.count("fail"),
-                "warned": verdicts.count("warn"), "skipped": verdicts.count("skip"), "probes": len(self.probes),
+                "warned": verdicts.count("warn"), "not_run": verdicts.count("not-run"), "probes": len(self.probes),
                 "probes_held": sum(p.ok for p in self.probes)}
 
     def summary(self) -> str:
         c = self.counts()
         extra = [f"{c['warned']} warning{'s' * (c['warned'] != 1)}"] if c["warned"] else []
-        extra += [f"{c['skipped']} skipped"] if c["skipped"] else []
+        extra += [f"{c['not_run']} not run"] if c["not_run"] else []
         tail = f" ({', '.join(extra)})" if extra else ""
         return (f"{'PASS' if self.ok else 'FAIL'}: {c['held']} of {c['moves']} moves and {c['probes_held']} of "
                 f"{c['probes']} probes held{tail}")
@@ -150,30 +178,40 @@ class Report:
             lines.append(f"{p.probe:<{pwidth}}{'PASS' if p.ok else 'FAIL':<9}{p.detail}")
         notes = [f"  {r.move} ({r.verdict}): {r.detail}" for r in self.moves if r.verdict != "pass"]
         if notes:
-            lines += ["", "Moves that did not hold:", *notes]
+            lines += ["", "Moves that did not hold or could not be shown:", *notes]
         lines += ["", self.summary()]
-        return "\n".join(lines)
+        return self.redact("\n".join(lines))
 
     def junit(self) -> str:
+        """JUnit XML: one case per move and probe, each with its `time`; a failed required move is a
+        <failure>, a time-out an <error>, a warning <system-out>, a move that could not be shown <skipped>."""
         c = self.counts()
-        failures = c["failed"] + (c["probes"] - c["probes_held"])
-        suites = ET.Element("testsuites", name="mrtr check")
-        suite = ET.SubElement(suites, "testsuite", name=f"mrtr check {self.target}",
-                              tests=str(c["moves"] + c["probes"]), failures=str(failures), errors="0",
-                              skipped=str(c["skipped"]))
+        failures = c["failed"] + (c["probes"] - c["probes_held"]) - sum(r.timed_out for r in self.moves)
+        errors = sum(r.timed_out for r in self.moves)
+        total_time = sum(r.seconds for r in self.moves) + sum(self.probe_seconds.values())
+        suites = ET.Element("testsuites", name="mrtr check", time=f"{total_time:.3f}")
+        suite = ET.SubElement(suites, "testsuite", name=f"mrtr check {self.redact(self.target)}",
+                              tests=str(c["moves"] + c["probes"]), failures=str(failures), errors=str(errors),
+                              skipped=str(c["not_run"]), time=f"{total_time:.3f}")
         for r in self.moves:
-            case = ET.SubElement(suite, "testcase", classname="mrtr.check.moves", name=r.move)
-            if r.verdict == "fail":
-                failure = ET.SubElement(case, "failure", message=f"expected {r.expected}, server did {r.observed}")
-                failure.text = r.detail
-            elif r.verdict == "skip":
-                ET.SubElement(case, "skipped", message=r.detail)
+            case = ET.SubElement(suite, "testcase", classname="mrtr.check.moves", name=r.move,
+                                 time=f"{r.seconds:.3f}")
+            detail = self.redact(r.detail)
+            if r.timed_out:
+                ET.SubElement(case, "error", message="no answer in time; the run stopped here").text = detail
+            elif r.verdict == "fail":
+                failure = ET.SubElement(case, "failure", message=f"expected {r.expected}, the server's answer: "
+                                                                 f"{r.observed}")
+                failure.text = detail
+            elif r.verdict == "not-run":
+                ET.SubElement(case, "skipped", message=detail)
             elif r.verdict == "warn":
-                ET.SubElement(case, "system-out").text = f"warning: {r.detail}"
+                ET.SubElement(case, "system-out").text = detail
         for p in self.probes:
-            case = ET.SubElement(suite, "testcase", classname="mrtr.check.probes", name=p.probe)
+            case = ET.SubElement(suite, "testcase", classname="mrtr.check.probes", name=p.probe,
+                                 time=f"{self.probe_seconds.get(p.probe, 0.0):.3f}")
             if not p.ok:
-                ET.SubElement(case, "failure", message=p.title).text = p.detail
+                ET.SubElement(case, "failure", message=p.title).text = self.redact(p.detail)
         ET.indent(suites)
         return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
@@ -312,19 +350,28 @@ def _move_row(result: MoveResult, move: Move, options: CheckOptions, target: Any
     detail = result.detail
     ok = bool(result.ok)
     required = True
+    timing = getattr(target, "timing", None)
     if result.outcome == Outcome.NOT_RUN:
-        timing = getattr(target, "timing", None)
         reason = getattr(timing, "skip_reason", None)
-        detail = reason or detail
+        if move.timing == "past-expiry" and reason:
+            detail = reason
         if move.timing == "past-expiry" and options.skip_late:
             required = False
     elif not ok and options.allow_replay and move.requires == "single-use":
         required = False
-        detail = f"warning (--allow-replay): {detail}"
-    if not ok and result.outcome not in (Outcome.NOT_RUN, Outcome.ERROR) and move.stops_at:
-        detail = f"{detail} (a sound server stops this move at its {move.stops_at} check)"
+        detail = f"allowed by --allow-replay: {detail}"
+    if not ok and result.outcome not in (Outcome.NOT_RUN, Outcome.ERROR):
+        if move.stops_at:
+            detail = f"{detail} (a sound server stops this move at its {move.stops_at} check)"
+        elif move.shows:
+            detail = f"{detail} (this move checks that {move.shows})"
+    if ok and result.note:
+        detail = f"{detail}; {result.note}"
+    waited = getattr(timing, "waited", None)
+    if move.timing == "past-expiry" and waited and result.outcome != Outcome.NOT_RUN:
+        detail = f"{detail} ({waited})"
     return MoveRow(move.slug, move.title, Outcome(move.expect).value, observed, ok, detail, required,
-                   getattr(move, "stops_at", "") or "", exchange_of(result))
+                   move.stops_at, exchange_of(result))
 
 
 def _tools(target: Target, call: Call, role: Any, next_id: Callable[[], int]) -> list[dict[str, Any]]:
@@ -386,9 +433,19 @@ def _choose(target: Target, tools: list[dict[str, Any]], options: CheckOptions, 
                      + ". Name one with --tool")
 
 
+class CheckStopped(CheckError):
+    """The run stopped at a time-out; `report` holds what was played until then (exit 2)."""
+
+    def __init__(self, message: str, report: Report) -> None:
+        super().__init__(message)
+        self.report = report
+
+
 def run_check(target: Target, options: CheckOptions = CheckOptions(), *, moves: Sequence[Move] | None = None,
-              events: Events | None = None) -> Report:
-    """Play every move and probe against `target` and report. Raises CheckError when it cannot start.
+              events: Events | None = None, clock: Callable[[], float] = time.monotonic,
+              secrets: Sequence[str] = ()) -> Report:
+    """Play every move and probe against `target` and report. Raises CheckError when it cannot start, and
+    CheckStopped (with the report so far) at the first request the target does not answer in time.
 
     The caller owns the target (and closes it). Moves: `moves`, else MRTR_MOVES_FILE, else lessons/moves.toml.
     """
@@ -397,36 +454,53 @@ def run_check(target: Target, options: CheckOptions = CheckOptions(), *, moves: 
     recorder = Recorder(target)
     next_id = counter(1)
     events.phase("listing tools")
-    tools = _tools(recorder, Call(), "owner", next_id)
-    _tools(recorder, Call(), "other", next_id)
-    events.phase("calling the tool")
-    call, _schema = _choose(recorder, tools, options, Call(), next_id)
+    try:
+        tools = _tools(recorder, Call(), "owner", next_id)
+        _tools(recorder, Call(), "other", next_id)
+        events.phase("calling the tool")
+        call, _schema = _choose(recorder, tools, options, Call(), next_id)
+    except TargetTimedOut as exc:
+        raise CheckError(f"{target.label} did not answer in time ({exc.context}): {exc.why}") from None
     report = Report(target.label, call.tool, dict(call.arguments),
-                    dict(call.other_arguments) if call.other_arguments is not None else None)
+                    dict(call.other_arguments) if call.other_arguments is not None else None,
+                    secrets=tuple(secrets))
     probe_ids = counter(1000)
     results: list[MoveResult] = []
     total = len(catalog)
     for index, move in enumerate(catalog, 1):
         recorder.context = f"move {move.slug}"
         events.phase(f"playing {move.slug}")
-        if getattr(move, "request", "same") == "other" and call.other_arguments is None:
-            row = MoveRow(move.slug, move.title, Outcome(move.expect).value, Outcome.NOT_RUN.value, False,
-                          "not run: no argument to change for the other request; pass --other-args", True,
-                          getattr(move, "stops_at", "") or "")
-        else:
+        started = clock()
+        try:
             result = play(move, recorder, call, on_progress=events.wait)
-            row = _move_row(result, move, options, target)
-            results.append(result)
+        except TargetTimedOut as exc:
+            row = MoveRow(move.slug, move.title, Outcome(move.expect).value, Outcome.ERROR.value, False,
+                          f"no answer in time ({exc.why}); the run stopped here", True, move.stops_at,
+                          seconds=clock() - started, timed_out=True)
+            report.moves.append(row)
+            report.stopped = f"{target.label} did not answer in time during {exc.context}: {exc.why}"
+            events.move_done(row, index, total)
+            raise CheckStopped(report.redact(report.stopped), report) from None
+        row = _move_row(result, move, options, target)
+        row.seconds = clock() - started
+        results.append(result)
         report.moves.append(row)
         events.move_done(row, index, total)
     for slug, probe in (("capability", probe_capability), ("version", probe_version),
                         ("missing-answer", probe_missing_answer)):
         recorder.context = f"probe {slug}"
         events.phase(f"probing {slug}")
-        result_probe = probe(recorder, call, probe_ids)
+        started = clock()
+        try:
+            result_probe = probe(recorder, call, probe_ids)
+        except TargetTimedOut as exc:
+            report.stopped = f"{target.label} did not answer in time during {exc.context}: {exc.why}"
+            raise CheckStopped(report.redact(report.stopped), report) from None
+        report.probe_seconds[slug] = clock() - started
         report.probes.append(result_probe)
         events.probe_done(result_probe)
     for result_probe in (probe_same_error(results), probe_result_type(recorder.exchanges)):
+        report.probe_seconds[result_probe.probe] = 0.0
         report.probes.append(result_probe)
         events.probe_done(result_probe)
     return report
@@ -499,6 +573,11 @@ def _tokens(values: list[str]) -> list[tuple[str, str]]:
         if not sep or not name.strip() or not token:
             raise CheckError("--token looks like NAME=TOKEN, for example --token bob=bob-token")
         pairs.append((name.strip(), token))
+    if len(pairs) == 2 and pairs[0][1] == pairs[1][1]:
+        raise CheckError("the two --token values are the same, so the server cannot tell the principals apart "
+                         "and the stolen move would show nothing; give each principal its own token")
+    if len(pairs) == 2 and pairs[0][0] == pairs[1][0]:
+        raise CheckError("the two --token names are the same; name each principal (owner first)")
     return pairs
 
 
@@ -520,6 +599,14 @@ def build_target(args: argparse.Namespace, *, timeout: float = DEFAULT_TIMEOUT) 
         return HttpTarget(args.target, tokens, timeout=timeout, timing=timing)
     except (TargetConfigError, StdioConfigError) as exc:
         raise CheckError(str(exc)) from None
+
+
+def _write_junit(path: str, report: Report) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(report.junit())
+    except OSError as exc:
+        raise CheckError(f"could not write --junit {path}: {exc.strerror or exc}") from None
 
 
 class ProgressBar:
@@ -571,13 +658,15 @@ def main(argv: Sequence[str], *, stdout: IO[str] | None = None, stderr: IO[str] 
             phase=(lambda text: print(f"… {text}", file=err, flush=True)) if tty else (lambda text: None),
             wait=ProgressBar(err),
         )
-        report = run_check(target, options, events=events)
+        secrets = [token for _name, token in _tokens(args.token)]
+        try:
+            report = run_check(target, options, events=events, secrets=secrets)
+        except CheckStopped as stopped:
+            if args.junit:
+                _write_junit(args.junit, stopped.report)
+            raise
         if args.junit:
-            try:
-                with open(args.junit, "w", encoding="utf-8") as handle:
-                    handle.write(report.junit())
-            except OSError as exc:
-                raise CheckError(f"could not write --junit {args.junit}: {exc.strerror or exc}") from None
+            _write_junit(args.junit, report)
         if args.json:
             out.write(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n")
         else:

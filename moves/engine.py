@@ -12,17 +12,16 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mrtr.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION, MODERN_VERSION, as_object
 from mrtr.tickets import SIGNED_PREFIX, b64decode_strict, b64encode, canonical_json, read_payload
 
-from .catalog import Move
+from .catalog import JUNK_SHAPES, NOT_A_YES, Move
 from .target import Outcome, Progress, Reply, Role, Target
 
-#: When a repeat move's honest retry goes out, in story seconds after minting.
-HONEST_AT = 8.0
 #: JSON-RPC ids: round one, and a retry whose move names none.
 MINT_ID = 2
 RETRY_ID = 3
@@ -36,6 +35,8 @@ class Step:
     at: float
     sent: dict[str, Any]
     reply: Reply
+    #: What this message was: "round one", "retry", "junk ticket (empty)", "honest: retry", ...
+    label: str = "retry"
 
 
 def _default_arguments() -> dict[str, Any]:
@@ -71,6 +72,10 @@ class MoveResult:
     minted: Step | None  # round one: the owner's first call that answered input_required
     steps: list[Step] = field(default_factory=list)  # the retries (two for repeat moves)
     ticket: str | None = None  # the requestState minted in round one
+    #: Why a holding outcome other than the plainest one still holds ("" when none).
+    note: str = ""
+    #: Calls played only to judge the move (an accepted call to compare with, the owner from a second process).
+    controls: list[Step] = field(default_factory=list)
 
     @property
     def stopped_at(self) -> str | None:
@@ -289,48 +294,209 @@ def _describe(reply: Reply, outcome: Outcome) -> str:
     return f"{prefix}: {text[:200]}" if text else prefix
 
 
-def play(move: Move, target: Target, call: Call | None = None, *, on_progress: Progress | None = None) -> MoveResult:
-    """Mint a ticket as the owner, then play `move` against it on `target`."""
-    call = call or Call()
-    target.begin()
+def answers_of(kind: str, input_requests: dict[str, Any]) -> dict[str, Any] | None:
+    """The inputResponses an `answer` kind sends (see moves/catalog.py), or None for "none".
+
+    Raises:
+        ValueError: the questions have no field to send with the wrong type, or none to leave out.
+    """
+    if kind == "none":
+        return None
+    accepted = answers_for(input_requests)
+    if kind == "accept":
+        return accepted
+    if kind in ("decline", "cancel"):
+        return {key: {"action": kind} for key in accepted}
+    changed: dict[str, Any] = {}
+    for key, answer in accepted.items():
+        params = as_object(as_object(input_requests.get(key)).get("params", input_requests.get(key)))
+        schema = as_object(params.get("requestedSchema"))
+        content = dict(answer["content"])
+        if kind == "wrong-type":
+            props = as_object(schema.get("properties"))
+            content = {name: _wrong_type(as_object(props.get(name))) for name in content}
+        else:  # missing-key
+            required = [r for r in schema.get("required", []) if isinstance(r, str)] \
+                if isinstance(schema.get("required"), list) else []
+            content = {name: value for name, value in content.items() if name not in (required or content)}
+        if content != answer["content"]:
+            changed[key] = {"action": "accept", "content": content}
+        else:
+            changed[key] = answer
+    if changed == accepted:
+        what = "with the wrong type" if kind == "wrong-type" else "to leave out"
+        raise ValueError(f"the questions have no field {what}")
+    return changed
+
+
+def _wrong_type(schema: dict[str, Any]) -> Any:
+    """A value of another JSON type than the field asks for: "yes" for a boolean, a number for text."""
+    kind = schema.get("type")
+    if kind == "boolean":
+        return "yes"
+    if kind in ("number", "integer"):
+        return "1"
+    if kind == "array":
+        return "yes"
+    return 12345
+
+
+#: Runs of digits and long hex words: what differs between two results of the same work (ids, times).
+_VOLATILE = re.compile(r"[0-9a-fA-F]{8,}(?:-[0-9a-fA-F]{4,})*|\d+")
+
+
+def work_of(reply: Reply) -> str | None:
+    """A complete result's text with ids and numbers masked, so two results of the same work compare
+    equal; None when the reply is no complete result."""
+    result = as_object((reply.response or {}).get("result"))
+    if not result or result.get("resultType") == "input_required" or "error" in (reply.response or {}):
+        return None
+    content = result.get("content")
+    texts = [c.get("text", "") for c in content if isinstance(c, dict)] if isinstance(content, list) else []
+    structured = result.get("structuredContent")
+    body = " ".join(str(t) for t in texts) + (json.dumps(structured, sort_keys=True) if structured else "")
+    return _VOLATILE.sub("#", " ".join(body.split()))
+
+
+def _mint(target: Target, call: Call, at: float, label: str) -> tuple[Step, str | None, dict[str, Any], str]:
+    """Round one as the owner: the step, the ticket (None when none came), the questions, and why not."""
     first = modern_request(MINT_ID, "tools/call", {"name": call.tool, "arguments": call.arguments}, call)
-    minted = Step("owner", 0.0, first, target.send("owner", first))
-    response = minted.reply.response or {}
-    result = as_object(response.get("result"))
+    step = Step("owner", at, first, target.send("owner", first), label)
+    result = as_object((step.reply.response or {}).get("result"))
     ticket = result.get("requestState")
     if result.get("resultType") != "input_required" or not isinstance(ticket, str) or not ticket:
-        detail = "round one did not answer input_required with a requestState: " + (
-            minted.reply.transport_error or _describe(minted.reply, outcome_of(minted.reply)))
-        return MoveResult(move, Outcome.ERROR, False, detail, minted, [], None)
-    requests = as_object(result.get("inputRequests"))
-    expires_at = _expires_at(ticket)
-    request_id = move.request_id if move.request_id is not None else RETRY_ID
-    steps: list[Step] = []
+        why = step.reply.transport_error or _describe(step.reply, outcome_of(step.reply))
+        return step, None, {}, f"round one did not answer input_required with a requestState: {why}"
+    return step, ticket, as_object(result.get("inputRequests")), ""
 
-    def retry(role: Role, at: float, sent_ticket: str, arguments: dict[str, Any],
-              answers: dict[str, Any] | None) -> Step:
-        params: dict[str, Any] = {"name": call.tool, "arguments": arguments, "requestState": sent_ticket}
-        if answers is not None:
-            params["inputResponses"] = answers
-        message = modern_request(request_id, "tools/call", params, call)
-        return Step(role, at, message, target.send(role, message))
 
-    if move.repeat:
-        if not target.advance(HONEST_AT, past_expiry=False, expires_at=expires_at, on_progress=on_progress):
-            return MoveResult(move, Outcome.NOT_RUN, False, "the target skipped the wait", minted, [], ticket)
-        steps.append(retry("owner", HONEST_AT, ticket, call.arguments, answers_for(requests)))
-    if not target.advance(move.at, past_expiry=move.timing == "past-expiry", expires_at=expires_at,
-                          on_progress=on_progress):
-        return MoveResult(move, Outcome.NOT_RUN, False, "skipped: the move waits past the ticket's expiry",
-                          minted, steps, ticket)
-    sent_ticket = edit_ticket(ticket, move) if move.ticket == "edit-work" else ticket
+def _tickets_of(move: Move, ticket: str) -> list[tuple[str, str]]:
+    """(label, ticket) for each retry the move sends."""
+    if move.ticket == "edit-work":
+        return [("retry", edit_ticket(ticket, move))]
+    if move.ticket == "junk":
+        prefix = ticket.partition(".")[0][:16]
+        return [(f"junk ticket ({name})", shape.replace("{prefix}", prefix)) for name, shape in JUNK_SHAPES]
+    return [("retry", ticket)]
+
+
+def _retries(move: Move, target: Target, call: Call, ticket: str, requests: dict[str, Any]) -> list[Step]:
+    """Send the move's own retry (one per junk shape) and return the steps. Raises ValueError when the move
+    cannot be built against this tool (no other arguments, no field to answer wrongly)."""
     arguments = call.arguments
     if move.request == "other":
         if call.other_arguments is None:
-            raise ValueError(f"move {move.slug!r} needs other arguments, and the call has none")
+            raise ValueError("the tool has no argument to change for another request; pass --other-args")
         arguments = call.other_arguments
-    answers = answers_for(requests) if move.answer == "accept" else None
-    steps.append(retry(move.sender, move.at, sent_ticket, arguments, answers))
-    outcome = outcome_of(steps[-1].reply)
-    return MoveResult(move, outcome, outcome == move.expect, _describe(steps[-1].reply, outcome), minted, steps,
-                      ticket)
+    answers = answers_of(move.answer, requests)
+    request_id = move.request_id if move.request_id is not None else RETRY_ID
+    steps = []
+    for label, sent_ticket in _tickets_of(move, ticket):
+        params: dict[str, Any] = {"name": call.tool, "arguments": arguments, "requestState": sent_ticket}
+        if answers is not None:
+            params["inputResponses"] = copy.deepcopy(answers)
+        message = modern_request(request_id, "tools/call", params, call)
+        steps.append(Step(move.sender, move.at, message, target.send(move.sender, message), label))
+    return steps
+
+
+def _judged(move: Move, steps: list[Step]) -> tuple[Outcome, Step, bool, str]:
+    """The move's outcome over its own steps: the first that does not hold, else the one with a note, else
+    the last. Returns (outcome, that step, holds, note)."""
+    judged = [(outcome_of(s.reply), s) for s in steps]
+    verdicts = [(move.holds(o), o, s) for o, s in judged]
+    chosen = next((v for v in verdicts if not v[0][0]), None) or next((v for v in verdicts if v[0][1]), verdicts[-1])
+    (ok, note), outcome, step = chosen
+    return outcome, step, ok, note
+
+
+def _control(target: Target, call: Call, at: float, role: Role, label: str) -> tuple[list[Step], Step | None, str]:
+    """An honest call of the same request, start to finish: a new ticket as the owner, answered yes, sent by
+    `role`. Returns the steps, the completed retry (None when it did not complete) and what went wrong."""
+    mint, ticket, requests, why = _mint(target, call, at, f"{label}: round one")
+    if ticket is None:
+        return [mint], None, why
+    params = {"name": call.tool, "arguments": call.arguments, "requestState": ticket,
+              "inputResponses": answers_for(requests)}
+    message = modern_request(RETRY_ID, "tools/call", params, call)
+    step = Step(role, at, message, target.send(role, message), f"{label}: retry")
+    outcome = outcome_of(step.reply)
+    if outcome != Outcome.COMPLETED:
+        return [mint, step], None, step.reply.transport_error or _describe(step.reply, outcome)
+    return [mint, step], step, ""
+
+
+def _not_run(move: Move, detail: str, minted: Step | None, steps: list[Step], ticket: str | None,
+             controls: list[Step] | None = None) -> MoveResult:
+    return MoveResult(move, Outcome.NOT_RUN, False, detail, minted, steps, ticket, controls=controls or [])
+
+
+def play(move: Move, target: Target, call: Call | None = None, *, on_progress: Progress | None = None) -> MoveResult:
+    """Mint a ticket as the owner, then play `move` against it on `target` (its `before` move first).
+
+    A move is only judged when it really exercised what it shows: its `before` move must have got what a
+    sound server gives it, a not-a-yes answer's complete result is compared with an accepted call's, and a
+    refusal of the other principal counts only when the owner's ticket works from a second process of the
+    owner. Otherwise the result is NOT_RUN, with the reason in its detail.
+    """
+    call = call or Call()
+    target.begin()
+    minted, ticket, requests, why = _mint(target, call, 0.0, "round one")
+    if ticket is None:
+        return MoveResult(move, Outcome.ERROR, False, why, minted, [], None)
+    expires_at = _expires_at(ticket)
+    steps: list[Step] = []
+    try:
+        first = move.before
+        if first is not None:
+            if not target.advance(first.at, past_expiry=False, expires_at=expires_at, on_progress=on_progress):
+                return _not_run(move, "the target skipped the wait", minted, steps, ticket)
+            on, on_requests = ticket, requests
+            if move.before_ticket == "new":
+                mint2, on2, on_requests, why = _mint(target, call, first.at, f"{first.slug}: round one")
+                steps.append(mint2)
+                if on2 is None:
+                    return _not_run(move, f"not shown: a second call could not start ({why})", minted, steps, ticket)
+                on = on2
+            earlier = _retries(first, target, call, on, on_requests)
+            for step in earlier:
+                step.label = f"{first.slug}: {step.label}"
+            steps += earlier
+            outcome, step, ok, _note = _judged(first, earlier)
+            if not ok:
+                return _not_run(move, f"not shown: this move needs the {first.slug} retry to go first and be "
+                                      f"{first.expect}, but it got {_describe(step.reply, outcome)}; the "
+                                      f"{first.slug} move itself shows why", minted, steps, ticket)
+        if not target.advance(move.at, past_expiry=move.timing == "past-expiry", expires_at=expires_at,
+                              on_progress=on_progress):
+            return _not_run(move, "skipped: the move waits past the ticket's expiry", minted, steps, ticket)
+        mine = _retries(move, target, call, ticket, requests)
+    except ValueError as exc:
+        return _not_run(move, f"not run: {exc}", minted, steps, ticket)
+    steps += mine
+    outcome, step, ok, note = _judged(move, mine)
+    detail = _describe(step.reply, outcome)
+    if len(mine) > 1:
+        detail = f"{step.label}: {detail}" if not ok or note else f"all {len(mine)} shapes: {detail}"
+    controls: list[Step] = []
+    if outcome == Outcome.COMPLETED and move.answer in NOT_A_YES:
+        controls, accepted, why = _control(target, call, move.at, "owner", "an accepted call")
+        if accepted is None:
+            return _not_run(move, "not shown: an honest, accepted call of the same request did not complete "
+                                  f"({why}), so there is nothing to tell the work from", minted, steps, ticket,
+                            controls)
+        if work_of(accepted.reply) != work_of(step.reply):
+            outcome = Outcome.ENDED
+            ok, note = move.holds(outcome)
+            got = _describe(accepted.reply, Outcome.COMPLETED)
+            detail = f"ended without the work: {detail} (an accepted call got {got})"
+        else:
+            detail = f"did the work: {detail}, the same result as an accepted call's"
+    if ok and move.sender == "other":
+        controls, again, why = _control(target, call, move.at, "owner-again", "the owner from a second process")
+        if again is None:
+            return _not_run(move, f"not shown: the owner's own honest retry, sent from a second process or "
+                                  f"connection, got {why}; tickets here only work where they were minted, so "
+                                  f"{target.other}'s refusal does not show a check of the principal",
+                            minted, steps, ticket, controls)
+    return MoveResult(move, outcome, ok, detail, minted, steps, ticket, note=note, controls=controls)

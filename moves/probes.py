@@ -60,8 +60,18 @@ class Exchange:
     label: str
 
 
+class TargetTimedOut(Exception):
+    """The target did not answer one request in time: the checker stops the run there (exit 2)."""
+
+    def __init__(self, context: str, why: str) -> None:
+        super().__init__(f"{context}: {why}")
+        self.context = context
+        self.why = why
+
+
 class Recorder:
-    """A target that keeps every exchange sent through it (the same target, seen from the side)."""
+    """A target that keeps every exchange sent through it (the same target, seen from the side), and raises
+    TargetTimedOut at the first request the target did not answer in time."""
 
     def __init__(self, target: Target) -> None:
         self.target = target
@@ -75,6 +85,8 @@ class Recorder:
     def send(self, role: Role, message: dict[str, Any]) -> Reply:
         reply = self.target.send(role, message)
         self.exchanges.append(Exchange(role, message, reply, self.context))
+        if reply.timed_out:
+            raise TargetTimedOut(self.context, reply.transport_error or "no answer in time")
         minted = input_required(reply)
         if minted and isinstance(minted.get("requestState"), str):
             self.last_ticket = minted["requestState"]
@@ -226,12 +238,16 @@ def _show(value: Any) -> str:
 def probe_same_error(results: Iterable[MoveResult]) -> ProbeResult:
     groups: dict[str, tuple[dict[str, Any], list[str]]] = {}
     for result in results:
-        if result.move.expect != Outcome.REFUSED or result.outcome != Outcome.REFUSED or not result.steps:
+        if result.move.expect != Outcome.REFUSED or result.outcome == Outcome.NOT_RUN:
             continue
-        shape = _error_shape(result.steps[-1].reply)
-        if shape is not None:
-            key = json.dumps(shape, sort_keys=True, default=str)
-            groups.setdefault(key, (shape, []))[1].append(result.move.slug)
+        before = result.move.before.slug + ": " if result.move.before else None
+        own = [s for s in result.steps if s.label != "round one" and not (before and s.label.startswith(before))]
+        for step in own:
+            shape = _error_shape(step.reply)
+            if shape is not None:
+                key = json.dumps(shape, sort_keys=True, default=str)
+                name = result.move.slug + (f" {step.label.removeprefix('junk ticket ')}" if len(own) > 1 else "")
+                groups.setdefault(key, (shape, []))[1].append(name)
     count = sum(len(slugs) for _, slugs in groups.values())
     if not groups:
         return ProbeResult("same-error", True, "no ticket was refused, so there was nothing to compare")

@@ -33,7 +33,7 @@ from .target import Outcome
 FIGURE_EPOCH = FIXED_EPOCH
 #: The edit the round trip's last step makes (the same as the "tampered" move's).
 _EDIT = Move(slug="figure-edit", title="", summary="", sender="owner", at=8, timing="in-time", ticket="edit-work",
-             answer="accept", request="same", repeat=False, expect=Outcome.REFUSED, stops_at="signature")
+             answer="accept", request="same", expect=Outcome.REFUSED, stops_at="signature")
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-#: Who sends a message: the principal the ticket was minted for, or the other one (the thief).
-Role = Literal["owner", "other"]
+#: Who sends a message: the principal the ticket was minted for, or the other one (the thief), or the
+#: owner again from a second process or connection (to tell "bound to its principal" from "bound to the
+#: process that minted it").
+Role = Literal["owner", "other", "owner-again"]
 
 #: Called while a target waits out real time: (seconds waited so far, seconds to wait in all).
 Progress = Callable[[float, float], None]
@@ -26,6 +28,9 @@ class Outcome(enum.StrEnum):
     COMPLETED = "completed"  # a complete result (the work was done, or the answer was honoured)
     REFUSED = "refused"  # a JSON-RPC error, or an isError result, instead of the work
     ASKED_AGAIN = "asked-again"  # resultType "input_required" once more
+    ENDED = "ended"  # a complete result unlike an accepted call's: the call ended without the work
+    #: Never observed: the expectation "anything but the work" (a refusal, an ending, or a fresh question).
+    NOT_DONE = "not-done"
     ERROR = "error"  # no usable answer: transport failure, timeout, not JSON-RPC
     NOT_RUN = "not-run"  # skipped (for example --skip-late), or an earlier step could not be played
 
@@ -47,6 +52,8 @@ class Reply:
     log: list[str] = field(default_factory=list)
     #: Why there is no usable response ("timed out after 10 s", "HTTP 502 with an HTML body", ...).
     transport_error: str | None = None
+    #: True when no answer came within the target's time-out (the checker stops the run there).
+    timed_out: bool = False
 
 
 class Target(Protocol):

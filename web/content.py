@@ -20,10 +20,9 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 from mdit_py_plugins.anchors import anchors_plugin
 
-from moves.catalog import Move, load_moves
+from moves.catalog import Move, MoveNote, load_moves
 from moves.target import Outcome
 from mrtr.config import Settings
-from mrtr.tickets import CHECKS
 from web.services import SETTINGS_KEY
 
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "lessons"
@@ -79,26 +78,6 @@ class Question:
     @property
     def correct_choice(self) -> Choice:
         return next(c for c in self.choices if c.id == self.answer)
-
-
-@dataclass(frozen=True)
-class MoveNote:
-    """What a move teaches when it gets `outcome` (stopped at `stopped_at`, on a `ticket` kind, when given)."""
-
-    slug: str  # a move's slug, or "*" for any move
-    outcome: Outcome
-    text: str
-    stopped_at: str | None = None  # None: any; "": no check failed
-    ticket: str | None = None  # None: any; "signed" or "sealed"
-
-    def matches(self, slug: str, outcome: Outcome, stopped_at: str | None, sealed: bool) -> bool:
-        return (self.slug in (slug, "*") and self.outcome == outcome
-                and (self.stopped_at is None or self.stopped_at == (stopped_at or ""))
-                and (self.ticket is None or self.ticket == ("sealed" if sealed else "signed")))
-
-    @property
-    def specificity(self) -> tuple[int, int, int]:
-        return (self.slug != "*", self.stopped_at is not None, self.ticket is not None)
 
 
 @dataclass(frozen=True)
@@ -200,24 +179,12 @@ def _load_moves(path: Path) -> tuple[Move, ...]:
 
 
 def _load_notes(meta: Mapping[str, Any], where: str, moves: tuple[Move, ...]) -> tuple[MoveNote, ...]:
-    notes: list[MoveNote] = []
-    slugs = {m.slug for m in moves}
-    outcomes = {str(o) for o in Outcome}
-    for raw in _tables(meta, "move_notes", where):
-        slug = _field(raw, "slug", str, f"{where}: move note")
-        nwhere = f"{where}: move note {slug!r}"
-        if slug != "*" and slug not in slugs:
-            raise ContentError(f"{nwhere}: there is no such move in moves.toml")
-        outcome = _field(raw, "outcome", str, nwhere)
-        if outcome not in outcomes:
-            raise ContentError(f"{nwhere}: outcome must be one of {', '.join(sorted(outcomes))}; got {outcome!r}")
-        stopped_at = raw.get("stopped_at")
-        if stopped_at is not None and stopped_at not in ("", *CHECKS):
-            raise ContentError(f"{nwhere}: stopped_at {stopped_at!r} is not a check")
-        ticket = raw.get("ticket")
-        if ticket not in (None, "signed", "sealed"):
-            raise ContentError(f"{nwhere}: ticket must be signed or sealed; got {ticket!r}")
-        notes.append(MoveNote(slug, Outcome(outcome), _field(raw, "lesson", str, nwhere), stopped_at, ticket))
+    """The moves' notes (they live with their moves in moves.toml); a lesson may no longer hold its own."""
+    if "move_notes" in meta:
+        raise ContentError(f"{where}: move notes live with their moves in moves.toml ([[moves.notes]])")
+    notes: dict[MoveNote, None] = {}
+    for move in moves:
+        notes.update(dict.fromkeys(move.notes))
     return tuple(notes)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from flask import Blueprint, abort, render_template, request, url_for
 
-from moves.catalog import Move
+from moves.catalog import Move, facts
 from moves.engine import Call, MoveResult, play
 from moves.labcodec import LabRing
 from moves.story import roundtrip
@@ -128,14 +128,8 @@ CALL = Call(client_name="mrtr-lab-playground")
 
 
 def _describe(move: Move, caller: str) -> tuple[tuple[str, str], ...]:
-    ticket = "as issued" if move.ticket == "as-issued" else f"payload edited ({move.edit_path} = {move.edit_value})"
-    answer = "yes (accepted)" if move.answer == "accept" else "none"
-    arguments = CALL.other_arguments if move.request == "other" and CALL.other_arguments is not None else CALL.arguments
-    facts = [("Caller", caller), ("Sent at", f"t = {move.at:g} s (expires at {DEFAULT_TTL} s)"), ("Ticket", ticket),
-             ("Answer", answer), ("Arguments", ", ".join(f"{k}: {v}" for k, v in arguments.items()))]
-    if move.repeat:
-        facts.append(("Before it", "the same honest retry, at t = 8 s"))
-    return tuple(facts)
+    return facts(move, caller=caller, arguments=CALL.arguments, other_arguments=CALL.other_arguments,
+                 ttl=DEFAULT_TTL)
 
 
 def _played(result: MoveResult, target: LabTarget) -> tuple[tuple[dict[str, str], ...], tuple[Block, ...],

@@ -136,7 +136,8 @@ class HttpTarget:
         (self.owner, owner_token), (self.other, other_token) = pairs
         if self.owner == self.other:
             raise TargetConfigError("the two --token principals need different names")
-        self._tokens: dict[Role, str] = {"owner": owner_token, "other": other_token}
+        # "owner-again" is the owner on a connection of its own: every request here opens one anyway.
+        self._tokens: dict[Role, str] = {"owner": owner_token, "other": other_token, "owner-again": owner_token}
         self._scheme = parts.scheme
         self._host = parts.hostname
         self._path = urlunsplit(("", "", parts.path or "/", parts.query, ""))
@@ -164,7 +165,8 @@ class HttpTarget:
         try:
             reply = self._post(role, message)
         except Exception as exc:  # a peer must never crash the checker; say what happened instead
-            reply = Reply(None, transport_error=_describe_exception(exc, self.timeout, self._where()))
+            reply = Reply(None, transport_error=_describe_exception(exc, self.timeout, self._where()),
+                          timed_out=isinstance(exc, TimeoutError | socket.timeout))
         if message.get("method") == "tools/list" and reply.response and isinstance(reply.response.get("result"), dict):
             self._param_headers.update(_param_headers_of(reply.response["result"].get("tools")))
         return reply
@@ -288,7 +290,7 @@ class HttpTarget:
         return Checked(None, notifications, "the event stream ended without a response to the request")
 
     def _name(self, role: Role) -> str:
-        return self.owner if role == "owner" else self.other
+        return self.other if role == "other" else self.owner
 
 
 def _line_end(buffer: bytes) -> tuple[int, int] | None:

@@ -74,7 +74,7 @@ class LabTarget:
         self.t0 = clock()
 
     def principal(self, role: Role) -> str:
-        return self.owner if role == "owner" else self.other
+        return self.other if role == "other" else self.owner
 
     def send(self, role: Role, message: dict[str, Any]) -> Reply:
         exchange = self.server.handle(message, principal=self.principal(role))

@@ -48,14 +48,18 @@ class Timing:
     started: float = 0.0
     #: Why the last `advance` declined to wait (shown in the report), or None.
     skip_reason: str | None = None
+    #: Where the last real wait came from, in words (shown beside the late move's verdict), or None.
+    waited: str | None = None
 
     def begin(self) -> None:
         self.started = self.clock()
         self.skip_reason = None
+        self.waited = None
 
     def advance(self, seconds: float, *, past_expiry: bool, expires_at: float | None,
                 on_progress: Progress | None = None) -> bool:
         self.skip_reason = None
+        self.waited = None
         if not past_expiry:
             return True  # a remote server's clock cannot be moved: in-time moves go at once
         if self.skip_late:
@@ -65,8 +69,11 @@ class Timing:
             if expires_at > 1e11:  # milliseconds, not seconds
                 expires_at /= 1000.0
             until = expires_at + EXPIRY_MARGIN
+            source = f"sent {until - self.started:.1f} s after minting, {EXPIRY_MARGIN:g} s past the ticket's exp"
         elif self.late_after is not None:
             until = self.started + self.late_after
+            source = (f"sent {self.late_after:g} s after minting, the wait --late-after set (the ticket's expiry "
+                      "is unreadable); if the server's tickets live longer than that, raise --late-after")
         else:
             self.skip_reason = ("not run: the ticket's payload is unreadable, so its expiry is unknown; "
                                 "pass --late-after SECONDS (a little more than the server's ticket lifetime)")
@@ -77,6 +84,7 @@ class Timing:
                                 f"{self.max_wait:.0f} s the checker will wait; pass --skip-late")
             return False
         self._wait(until, max(total, 0.0), on_progress)
+        self.waited = source
         return True
 
     def _wait(self, until: float, total: float, on_progress: Progress | None) -> None:

@@ -156,7 +156,8 @@ class StdioTarget:
         self.argv = argv
         self.label = shlex.join(argv)
         self.principal_env = principal_env
-        self._values: dict[Role, str] = {"owner": owner_value, "other": other_value}
+        # "owner-again" is a second process of the owner: a ticket bound to its principal works there too.
+        self._values: dict[Role, str] = {"owner": owner_value, "other": other_value, "owner-again": owner_value}
         self._env = dict(os.environ if env is None else env)
         self.timeout = timeout
         self.max_bytes = max_bytes
@@ -198,7 +199,7 @@ class StdioTarget:
     # -- processes ------------------------------------------------------------------------------
 
     def _name(self, role: Role) -> str:
-        return self.owner if role == "owner" else self.other
+        return self.other if role == "other" else self.owner
 
     def _process(self, role: Role) -> _Process | str:
         if role in self._start_errors:
@@ -222,11 +223,11 @@ class StdioTarget:
             return process.broken
         return process
 
-    def _fail(self, process: _Process, why: str, *, stop: bool) -> Reply:
+    def _fail(self, process: _Process, why: str, *, stop: bool, timed_out: bool = False) -> Reply:
         if stop:
             process.broken = f"not sent: the process was stopped after an earlier failure ({why})"
             process.stop()
-        return Reply(None, transport_error=why)
+        return Reply(None, transport_error=why, timed_out=timed_out)
 
     def _exchange(self, process: _Process, message: dict[str, Any]) -> Reply:
         gone = process.exited()
@@ -250,7 +251,7 @@ class StdioTarget:
             while b"\n" not in process.buffer:
                 left = deadline - self._monotonic()
                 if left <= 0 or not process.selector.select(timeout=left):
-                    return self._fail(process, f"no answer within {self.timeout:g} s", stop=True)
+                    return self._fail(process, f"no answer within {self.timeout:g} s", stop=True, timed_out=True)
                 chunk = os.read(process.stdout.fileno(), 65536)
                 if not chunk:
                     process.proc.poll()
