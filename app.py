@@ -8,7 +8,7 @@ from typing import Any
 from flask import Flask
 
 from mrtr.config import read_settings
-from web import admission, blueprints, compress, htmx, mcp, security
+from web import admission, blueprints, compress, deployment, htmx, mcp, security
 from web.services import SETTINGS_KEY, build_services
 
 #: The largest request body when MRTR_MAX_BODY is unset.
@@ -55,4 +55,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     blueprints.register(app)
     # /mcp is served beside Flask by the same adapter (web/mcp.py handle_http), without Flask's per-request work.
     app.wsgi_app = mcp.wsgi_entry(app, app.wsgi_app)  # type: ignore[method-assign]
+    # Outermost, so /mcp too sees the visitor's address behind a trusted proxy and names its replica.
+    app.wsgi_app = deployment.wrap(  # type: ignore[method-assign,assignment]
+        app.wsgi_app, trusted_proxies=settings.trusted_proxies, replica=settings.replica_name)
     return app

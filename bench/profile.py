@@ -29,6 +29,7 @@ from typing import Any
 
 from bench.loadgen import ACCEPT, deploy_request, flow_headers
 from bench.servers import BENCH_KEY
+from web.deployment import without_lean_mcp
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -86,7 +87,7 @@ def build(kind: str, tmp: str) -> WSGIApp:
     if kind == "lean":
         return app  # as served: /mcp through the WSGI entry app.py installs in front of Flask
     if kind == "flask":
-        app.wsgi_app = app.wsgi_app.fallback  # type: ignore[attr-defined, method-assign]
+        without_lean_mcp(app)
         return app  # /mcp through the Flask view, for comparison
     raise ValueError(kind)
 

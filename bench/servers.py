@@ -230,9 +230,10 @@ def create_flask_view_app() -> object:
     """The app with /mcp served by the Flask view (the WSGI entry app.py installs removed): the comparison
     `python -m bench --lean` measures the lean path against. For granian's `--factory` option."""
     from app import create_app
+    from web.deployment import without_lean_mcp
 
     app = create_app()
-    app.wsgi_app = app.wsgi_app.fallback  # type: ignore[attr-defined, method-assign]
+    without_lean_mcp(app)
     return app
 
 

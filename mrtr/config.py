@@ -146,6 +146,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("MRTR_CLASS_POLL_SECONDS", _seconds, "how often a live stream re-reads the store"),
     Setting("MRTR_CLASS_STREAM_SECONDS", _seconds, "an SSE stream's life before the browser reconnects"),
     Setting("MRTR_MAX_CLASSES", _whole(1), "classes open at once"),
+    Setting("MRTR_REPLICA_NAME", _text, "the name every response carries in its MRTR-Replica header"),
+    Setting("MRTR_TRUSTED_PROXIES", _whole(0), "proxies in front whose X-Forwarded-* headers are believed"),
 )
 #: Settings whose values are secrets: never shown in a repr, a page or a log line.
 SECRET_SETTINGS = frozenset({"MRTR_SECRET_KEYS", "MRTR_TOKENS", "MRTR_INSTRUCTOR_TOKEN", "MRTR_REDIS_URL"})
@@ -185,6 +187,8 @@ class Settings:
     class_poll_seconds: float = 2.0
     class_stream_seconds: float = 30.0
     max_classes: int = 200
+    replica_name: str | None = None
+    trusted_proxies: int = 0
 
     @property
     def store_kind(self) -> str:

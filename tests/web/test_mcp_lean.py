@@ -32,6 +32,7 @@ from tests.web import helpers
 from tests.web.conftest import TEST_KEY
 from tests.web.test_mcp_http import *  # noqa: F403 - the MCP HTTP tests, run again through the twin client
 from web import mcp, security
+from web.deployment import without_lean_mcp
 
 KEEP_ALIVE = b": keep-alive\n\n"
 
@@ -48,8 +49,8 @@ def deterministic(app: Flask) -> Flask:
 
 def flask_only(app: Flask) -> Flask:
     """The app with /mcp served by the Flask view: the WSGI entry removed from in front of Flask."""
-    assert isinstance(app.wsgi_app, mcp.WsgiEntry)
-    app.wsgi_app = app.wsgi_app.fallback  # type: ignore[method-assign, assignment]
+    assert isinstance(app.wsgi_app.app, mcp.WsgiEntry)  # type: ignore[attr-defined]
+    without_lean_mcp(app)
     return app
 
 

@@ -1,0 +1,87 @@
+"""One replica of many: every response names its replica, and X-Forwarded-* is believed only from trusted proxies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask, request
+
+from app import create_app
+from mrtr import FakeClock
+from web.deployment import REPLICA_HEADER, replica_name
+
+TEST_KEY = "deployment-test-key-0123456789abcdefghijklmn"
+FORWARDED = {"X-Forwarded-For": "203.0.113.9", "X-Forwarded-Proto": "https", "X-Forwarded-Host": "lab.example"}
+MODERN_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}}}
+
+
+def make_app(tmp_path: Path, **extra: Any) -> Flask:
+    app = create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory",
+                      "MRTR_CLASS_DB": str(tmp_path / "class.sqlite3"), "MRTR_CLASS_CLOCK": FakeClock(1.79e9),
+                      **extra})
+
+    @app.get("/_seen")
+    def seen() -> str:  # what every view sees of the visitor
+        return f"{request.remote_addr} {request.scheme} {request.host}"
+
+    return app
+
+
+@pytest.mark.parametrize("path", ["/", "/playground", "/no-such-page", "/static/css/site.css"])
+def test_every_page_names_its_replica(tmp_path: Path, path: str) -> None:
+    app = make_app(tmp_path, MRTR_REPLICA_NAME="replica-a")
+    with app.test_client().get(path) as response:  # a static file's body is a file: close it
+        assert response.headers[REPLICA_HEADER] == "replica-a"
+
+
+def test_mcp_names_its_replica_too(tmp_path: Path) -> None:
+    """/mcp is served beside Flask (web/mcp.py WsgiEntry), so the header must come from outside both."""
+    app = make_app(tmp_path, MRTR_REPLICA_NAME="replica-b")
+    response = app.test_client().post("/mcp", json=MODERN_CALL, headers={
+        "Authorization": "Bearer bob-token", "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"})
+    assert response.status_code == 200
+    assert response.headers[REPLICA_HEADER] == "replica-b"
+    refused = app.test_client().post("/mcp", data=b"{not json", headers={"Content-Type": "application/json"})
+    assert refused.status_code >= 400 and refused.headers[REPLICA_HEADER] == "replica-b"
+
+
+def test_the_default_name_is_the_host_and_port_and_names_are_header_safe() -> None:
+    assert replica_name(None, {"SERVER_PORT": "8101"}).endswith(":8101")
+    assert replica_name("a b\r\nSet-Cookie: x", {}) == "a-b--Set-Cookie:-x"
+    assert len(replica_name("r" * 500, {})) == 64
+
+
+def test_forwarded_headers_are_ignored_unless_proxies_are_trusted(tmp_path: Path) -> None:
+    client = make_app(tmp_path).test_client()
+    seen = client.get("/_seen", headers=FORWARDED, environ_base={"REMOTE_ADDR": "127.0.0.1"}).get_data(as_text=True)
+    assert seen == "127.0.0.1 http localhost"
+
+
+def test_a_trusted_proxy_gives_the_visitors_address_scheme_and_host(tmp_path: Path) -> None:
+    client = make_app(tmp_path, MRTR_TRUSTED_PROXIES=1).test_client()
+    seen = client.get("/_seen", headers=FORWARDED, environ_base={"REMOTE_ADDR": "127.0.0.1"}).get_data(as_text=True)
+    assert seen == "203.0.113.9 https lab.example"
+    # A client that forges its own X-Forwarded-For in front of the proxy's entry is not believed: only the
+    # entry the one trusted proxy appended counts.
+    forged = {**FORWARDED, "X-Forwarded-For": "10.0.0.1, 203.0.113.9"}
+    assert client.get("/_seen", headers=forged).get_data(as_text=True).startswith("203.0.113.9 ")
+
+
+def _host_cookie(app: Flask, headers: dict[str, str]) -> str:
+    response = app.test_client().post("/class/start", headers=headers)
+    assert response.status_code == 201
+    cookies = [v for k, v in response.headers.items() if k == "Set-Cookie"]
+    assert cookies
+    return cookies[0]
+
+
+def test_class_cookies_are_secure_only_behind_a_trusted_https_proxy(tmp_path: Path) -> None:
+    assert "Secure" not in _host_cookie(make_app(tmp_path), FORWARDED)
+    assert "Secure" in _host_cookie(make_app(tmp_path, MRTR_TRUSTED_PROXIES=1), FORWARDED)
+    plain = {**FORWARDED, "X-Forwarded-Proto": "http"}
+    assert "Secure" not in _host_cookie(make_app(tmp_path, MRTR_TRUSTED_PROXIES=1), plain)
