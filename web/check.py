@@ -462,7 +462,8 @@ def _execute(app: Flask, store: RunStore, run: Run, url: str, address: str, toke
                             timing=Timing(skip_late=options.skip_late, max_wait=max_wait))
         tokens = ("", "")
         report = run_check(target, options, moves=moves, events=Events(phase=phase, move_done=move_done,
-                                                           probe_done=probe_done, wait=wait))
+                                                           probe_done=probe_done, wait=wait),
+                           secrets=secret_values)
         with lock:
             run.summary, run.state = report.summary(), "done"
     except CheckError as exc:
@@ -565,8 +566,9 @@ def _view(run: Run) -> dict[str, Any]:
     move_views = []
     for r in run.rows:
         steps = diagram_steps(r.get("exchange")) if run.state != "running" else []  # drawn once the run is over
-        move_views.append(RowView(r["move"], r["title"], r["expected"], r["observed"], r["verdict"], r["detail"],
-                                  _lesson_url(SECTIONS.get(r["stops_at"])) if r["verdict"] in ("fail", "warn")
+        verdict = "not-run" if r["verdict"] == "skip" else r["verdict"]  # a run saved before the rename
+        move_views.append(RowView(r["move"], r["title"], r["expected"], r["observed"], verdict, r["detail"],
+                                  _lesson_url(SECTIONS.get(r["stops_at"])) if verdict in ("fail", "warn")
                                   else None, steps, sequence_model(steps, current=steps[-1].n) if steps else None))
     probe_views = [RowView(p["probe"], p["title"], "", "", "pass" if p["ok"] else "fail", p["detail"],
                            None if p["ok"] else _lesson_url(SECTIONS.get(p["probe"]))) for p in run.probes]

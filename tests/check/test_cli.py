@@ -20,13 +20,19 @@ from typing import Any
 
 import pytest
 
-from moves.catalog import load_moves
-from moves.check import ProgressBar, arguments_for, main, other_arguments_for
+from moves.catalog import EXPECTS, load_moves
+from moves.check import VERDICTS, ProgressBar, arguments_for, main, other_arguments_for
+from moves.target import Outcome
+from tests.check.catalogue import caught_by, gated_by
 from tests.check.conftest import TOKENS
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-SLUGS = [m.slug for m in load_moves()]
+MOVES = load_moves()
+SLUGS = [m.slug for m in MOVES]
+LATE = {m.slug for m in MOVES if m.timing == "past-expiry"}
+#: What a move's `observed` can be: anything read off the wire, never an expectation-only word like not-done.
+OBSERVED = {str(o) for o in Outcome} - {str(Outcome.NOT_DONE)}
 PROBE_SLUGS = ["capability", "version", "missing-answer", "same-error", "result-type"]
 STDIO_ENV = {"MRTR_TICKET_TTL": "2", "MRTR_STORE": "memory",
              "MRTR_SECRET_KEYS": "stdio-check-key-0123456789abcdef0123456789abcdef"}
@@ -45,22 +51,38 @@ def check_json(*argv: str) -> tuple[int, dict[str, Any]]:
 
 
 def assert_exact_schema(report: dict[str, Any]) -> None:
-    assert list(report) == ["target", "ok", "moves", "probes"]
+    """The JSON contract of the README ("The JSON report"): these keys, in this order, these values."""
+    stopped = ["stopped"] if "stopped" in report else []
+    assert list(report) == ["target", "ok", "moves", "probes", *stopped]
     assert isinstance(report["target"], str) and isinstance(report["ok"], bool)
-    assert [m["move"] for m in report["moves"]] == SLUGS
+    assert [m["move"] for m in report["moves"]] == SLUGS[:len(report["moves"])]
     for move in report["moves"]:
-        assert list(move) == ["move", "expected", "observed", "ok", "detail"]
-        assert move["expected"] in ("refused", "completed", "asked-again")
-        assert move["observed"] in ("refused", "completed", "asked-again", "error", "not-run")
+        assert list(move) == ["move", "verdict", "required", "expected", "observed", "ok", "detail"]
+        assert move["verdict"] in VERDICTS and isinstance(move["required"], bool)
+        assert move["expected"] in {str(e) for e in EXPECTS}
+        assert move["observed"] in OBSERVED
         assert isinstance(move["ok"], bool) and isinstance(move["detail"], str)
-    assert [p["probe"] for p in report["probes"]] == PROBE_SLUGS
+        assert move["ok"] == (move["verdict"] == "pass")
+        assert (move["verdict"] == "not-run") <= (move["observed"] == "not-run")
+    # ok follows from the rows: no fail verdict, every probe held, not stopped.
+    assert report["ok"] == (not stopped and all(m["verdict"] != "fail" for m in report["moves"])
+                            and all(p["ok"] for p in report["probes"]))
+    if not stopped:
+        assert [m["move"] for m in report["moves"]] == SLUGS
+        assert [p["probe"] for p in report["probes"]] == PROBE_SLUGS
     for probe in report["probes"]:
         assert list(probe) == ["probe", "ok", "detail"]
         assert isinstance(probe["ok"], bool) and isinstance(probe["detail"], str)
 
 
 def failing(report: dict[str, Any]) -> tuple[set[str], set[str]]:
-    return ({m["move"] for m in report["moves"] if not m["ok"]}, {p["probe"] for p in report["probes"] if not p["ok"]})
+    """The moves with a fail verdict, and the probes that did not hold."""
+    return ({m["move"] for m in report["moves"] if m["verdict"] == "fail"},
+            {p["probe"] for p in report["probes"] if not p["ok"]})
+
+
+def verdicts(report: dict[str, Any], verdict: str) -> set[str]:
+    return {m["move"] for m in report["moves"] if m["verdict"] == verdict}
 
 
 # -- sound servers -------------------------------------------------------------------------------------
@@ -72,10 +94,12 @@ def test_the_apps_own_mcp_passes_every_move_and_probe(mcp_url: str, tmp_path: Pa
     assert code == 0, report
     assert_exact_schema(report)
     assert report["target"] == mcp_url and report["ok"] is True
-    assert failing(report) == (set(), set())
-    assert {m["move"]: m["observed"] for m in report["moves"]} == {m.slug: str(m.expect) for m in load_moves()}
+    assert failing(report) == (set(), set()) and verdicts(report, "pass") == set(SLUGS)
+    # Every move got the plain answer a sound server gives, none that holds only with a note.
+    assert all(m.holds(Outcome(row["observed"])) == (True, "") for m, row in zip(MOVES, report["moves"], strict=True))
     suite = ET.parse(junit).getroot().find("testsuite")
-    assert suite is not None and suite.get("tests") == str(len(SLUGS) + 5) and suite.get("failures") == "0"
+    assert suite is not None and suite.get("tests") == str(len(SLUGS) + len(PROBE_SLUGS))
+    assert suite.get("failures") == "0" and suite.get("errors") == "0" and suite.get("skipped") == "0"
     assert "bob-token" not in junit.read_text() and "alice-token" not in json.dumps(report)
 
 
@@ -98,10 +122,16 @@ def test_the_table_and_summary_line(mcp_url: str) -> None:
     assert lines[1] == 'Tool:   deploy {"env": "staging"} (other request: {"env": "prod"})'
     assert "MOVE" in lines[3] and "EXPECTED" in lines[3] and "SERVER DID" in lines[3] and "VERDICT" in lines[3]
     rows = {line.split()[0]: line.split() for line in lines[4:4 + len(SLUGS)]}
-    assert rows["stolen"][1:] == ["refused", "refused", "PASS"]
-    assert rows["late"][1:] == ["refused", "not-run", "SKIP"]
-    assert "late (skip): skipped (--skip-late)" in out
-    assert lines[-1] == f"PASS: {len(SLUGS) - 1} of {len(SLUGS)} moves and 5 of 5 probes held (1 skipped)"
+    assert list(rows) == SLUGS
+    for move in MOVES:
+        if move.slug in LATE:
+            assert rows[move.slug][1:] == [str(move.expect), "not-run", "NOT-RUN"]
+            assert f"{move.slug} (not-run): skipped (--skip-late)" in out
+        else:
+            assert rows[move.slug][1] == str(move.expect) and rows[move.slug][3] == "PASS"
+    held = len(SLUGS) - len(LATE)
+    assert lines[-1] == (f"PASS: {held} of {len(SLUGS)} moves and {len(PROBE_SLUGS)} of {len(PROBE_SLUGS)} probes "
+                         f"held ({len(LATE)} not run)")
     assert "late move: waiting" not in err
 
 
@@ -109,17 +139,19 @@ def test_the_table_and_summary_line(mcp_url: str) -> None:
 
 
 @pytest.mark.parametrize(("weaknesses", "moves", "probes"), [
-    (("principal", "single-use"), {"stolen", "twice"}, set()),
+    (("principal", "single-use"), caught_by("principal") | caught_by("single-use"), set()),
     (("reveal",), set(), {"same-error"}),
     (("capability", "version", "result-type"), set(), {"capability", "version", "result-type"}),
-    (("asks-error",), {"no-answer"}, {"missing-answer"}),
+    (("asks-error",), caught_by("answer"), {"missing-answer"}),
 ])
 def test_the_weak_server_is_caught_exactly_where_it_is_weak(weak: Callable[..., Any], weaknesses: tuple[str, ...],
                                                              moves: set[str], probes: set[str]) -> None:
     with weak(*weaknesses) as url:
         code, report = check_json(url, *TOKENS, "--skip-late")
     assert_exact_schema(report)
-    assert failing(report) == (moves | {"late"}, probes)
+    assert failing(report) == (moves, probes)
+    # A move that needs a failed one to go first is not shown, never failed; --skip-late skips the late ones.
+    assert verdicts(report, "not-run") == LATE | gated_by(moves)
     assert code == 1 and report["ok"] is False
 
 
@@ -150,14 +182,17 @@ def test_allow_replay_turns_a_missing_redeemed_store_into_a_warning(weak: Callab
         code, out, _ = check(url, *TOKENS, "--skip-late", "--allow-replay")
         strict, _, _ = check(url, *TOKENS, "--skip-late")
     assert code == 0 and strict == 1
-    assert "twice (warn): warning (--allow-replay): result: deployed to staging" in out
-    assert out.splitlines()[-1].endswith("(1 warning, 1 skipped)")
+    replayed = caught_by("single-use")
+    for slug in replayed:
+        assert f"{slug} (warn): allowed by --allow-replay: result: deployed to staging" in out
+    assert out.splitlines()[-1].endswith(f"({len(replayed)} warnings, {len(LATE)} not run)")
 
 
 def test_the_weak_server_over_stdio_is_caught_too() -> None:
     command = f"{sys.executable} {HERE / 'weak_server.py'} --stdio --weak principal"
     code, report = check_json("--stdio", command, "--skip-late")
-    assert code == 1 and failing(report) == ({"stolen", "late"}, set())
+    assert code == 1 and failing(report) == (caught_by("principal"), set())
+    assert verdicts(report, "not-run") == LATE
 
 
 def test_junit_marks_failures_and_skips(weak: Callable[..., Any], tmp_path: Path) -> None:
@@ -166,8 +201,11 @@ def test_junit_marks_failures_and_skips(weak: Callable[..., Any], tmp_path: Path
         check(url, *TOKENS, "--skip-late", "--junit", str(junit))
     suite = ET.parse(junit).getroot().find("testsuite")
     cases = {c.get("name"): c for c in suite.iter("testcase")}
-    assert cases["stolen"].find("failure") is not None and cases["late"].find("skipped") is not None
-    assert cases["honest"].find("failure") is None and suite.get("failures") == "1" and suite.get("skipped") == "1"
+    assert all(cases[slug].find("failure") is not None for slug in caught_by("principal"))
+    assert all(cases[slug].find("skipped") is not None for slug in LATE)
+    assert cases["honest"].find("failure") is None and suite.get("failures") == str(len(caught_by("principal")))
+    assert suite.get("skipped") == str(len(LATE)) and suite.get("errors") == "0"
+    assert all(c.get("time") is not None for c in cases.values())
 
 
 # -- bad input -----------------------------------------------------------------------------------------

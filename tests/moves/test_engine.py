@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from moves.catalog import DEFAULT_PATH, load_moves
+from moves.catalog import DEFAULT_PATH, JUNK_SHAPES, Move, load_moves
 from moves.engine import Call, answers_for, edit_ticket, modern_request, outcome_of, play, readable_claims
 from moves.labcodec import LabRing
 from moves.target import Outcome, Reply
@@ -22,6 +22,14 @@ NOW = 1_790_000_000.0
 MOVES = load_moves()
 
 
+def messages_sent(move: Move) -> int:
+    """The retries (and second round ones) a move sends, from its catalogue entry alone."""
+    own = len(JUNK_SHAPES) if move.ticket == "junk" else 1
+    if move.before is None:
+        return own
+    return own + messages_sent(move.before) + (1 if move.before_ticket == "new" else 0)
+
+
 def target(**switches: Any) -> LabTarget:
     return lab_target(RING, now=NOW, **switches)
 
@@ -29,11 +37,12 @@ def target(**switches: Any) -> LabTarget:
 @pytest.mark.parametrize("move", MOVES, ids=[m.slug for m in MOVES])
 def test_every_move_gets_its_expected_outcome_and_stops_where_it_says(move) -> None:
     result = play(move, target())
-    assert result.ok and result.outcome == move.expect, result.detail
+    # The lab server gives each move a plain holding answer: never one that only holds with a note.
+    assert result.ok and move.holds(result.outcome) == (True, ""), result.detail
     assert result.stopped_at == (move.stops_at or None)
     trace = result.steps[-1].reply.trace
     assert [c["check"] for c in trace] == list(CHECKS)
-    assert result.ticket and result.minted is not None and len(result.steps) == (2 if move.repeat else 1)
+    assert result.ticket and result.minted is not None and len(result.steps) == messages_sent(move)
     if move.expect == Outcome.REFUSED:
         assert result.steps[-1].reply.response["error"]["code"] == -32602
 
@@ -106,7 +115,8 @@ def test_modern_request_carries_meta() -> None:
     ('stops_at = "request"', 'stops_at = "nope"', "move 'other-request': field 'stops_at'"),
     ('slug = "twice"', 'slug = "honest"', "move 'honest': field 'slug' is used twice"),
     ('title = "Too late"\n', "", "move 'late': field 'title' is missing"),
-    ("repeat = true", "repeat = true\ncolour = 1", "move 'twice': unknown field 'colour'"),
+    ('before = "honest"\nexpect = "refused"', 'before = "honest"\ncolour = 1\nexpect = "refused"',
+     "move 'twice': unknown field 'colour'"),
 ])
 def test_a_broken_moves_file_names_file_move_and_field(tmp_path: Path, old: str, new: str, message: str) -> None:
     path = tmp_path / "moves.toml"

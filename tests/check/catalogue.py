@@ -1,0 +1,29 @@
+"""What the catalogue says a server lacking one defence gets wrong, derived from lessons/moves.toml alone, so a
+new move changes these sets with no edit here.
+
+`caught_by(feature)`: the moves that FAIL on a server without `feature` (a check name from mrtr.tickets.CHECKS,
+or "single-use" for a missing redeemed store); `gated_by(moves)`: the moves reported not-run because a move
+they need to go first did not get its expectation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from moves.catalog import Move, load_moves
+
+MOVES: tuple[Move, ...] = load_moves()
+SLUGS: list[str] = [m.slug for m in MOVES]
+
+
+def caught_by(feature: str) -> set[str]:
+    """Moves a server without `feature` fails: those a sound server stops at that check first, and those whose
+    expectation requires it. Moves that go first for another (`before`) count only for themselves."""
+    return {m.slug for m in MOVES if (m.stops_at == feature and m.before is None and m.ticket != "junk"
+                                       and m.answer in ("accept", "none")) or m.requires == feature}
+
+
+def gated_by(failed: Iterable[str]) -> set[str]:
+    """Moves whose `before` move is in `failed`: the checker reports them as not shown (not-run)."""
+    failed = set(failed)
+    return {m.slug for m in MOVES if m.before is not None and m.before.slug in failed}
