@@ -14,6 +14,7 @@ import pytest
 
 EXTERNAL_MODULES = (
     "tests/peers/",
+    "tests/deploy/",
     "tests/web/test_conformance.py",
     "tests/web/test_mcp_sdk_clients.py",
     "tests/web/test_replicas_processes.py",

@@ -239,10 +239,20 @@ def _close_all(ended: list[tuple[Session, str]]) -> None:
         session.close(reason)
 
 
+def session_ids(replica: str | None) -> Callable[[], str]:
+    """New session ids; behind a balancer each starts with its replica's name and a dot, so the balancer can
+    send a session's next requests back to the replica that holds it (deploy/nginx.conf, "Sticky legacy
+    sessions"). Only letters, digits, '-' and '_' of the name are kept: the id stays visible ASCII."""
+    prefix = "".join(c for c in (replica or "") if c.isascii() and (c.isalnum() or c in "-_"))[:40]
+    if not prefix:
+        return lambda: secrets.token_urlsafe(32)
+    return lambda: f"{prefix}.{secrets.token_urlsafe(32)}"
+
+
 @bp.record_once
 def _setup(state: Any) -> None:
     app: Flask = state.app
-    app.extensions[SESSIONS_KEY] = Sessions()
+    app.extensions[SESSIONS_KEY] = Sessions(new_id=session_ids(app.extensions[SETTINGS_KEY].replica_name))
 
 
 # -- the request and the response, without a framework ---------------------------------------

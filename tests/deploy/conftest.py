@@ -1,0 +1,88 @@
+"""`scripts/cluster.sh` for real: nginx, two production replicas and Redis on free loopback ports.
+
+The cluster starts once per module and is stopped with SIGTERM at the end; the fixture then checks that
+every process it started is gone. Every wait is bounded; nothing leaves loopback.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKENS = "bob-secret-cluster=bob,alice-secret-cluster=alice"
+KEYS = "cluster-test-key-0123456789abcdef0123456789abcdef"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+@dataclass
+class Cluster:
+    port: int
+    replica_ports: tuple[int, ...]
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    tmp = tmp_path_factory.mktemp("cluster")
+    port, first, redis_port = free_port(), free_port(), free_port()
+    replica_ports = (first, first + 1)
+    while answers(replica_ports[1]):  # the next port must be free too
+        first = free_port()
+        replica_ports = (first, first + 1)
+    log = tmp / "cluster.log"
+    env = {**os.environ, "PORT": str(port), "REPLICA_PORT": str(first), "REDIS_PORT": str(redis_port),
+           "REPLICAS": "2", "WORKERS": "2", "THREADS": "2", "MRTR_TOKENS": TOKENS, "MRTR_SECRET_KEYS": KEYS,
+           "MRTR_STATE_DIR": str(tmp / "state"), "MRTR_CLASS_DB": str(tmp / "class.sqlite3"), "TMPDIR": str(tmp)}
+    with open(log, "wb") as out:
+        process = subprocess.Popen(["bash", str(ROOT / "scripts" / "cluster.sh")], cwd=ROOT, env=env, stdout=out,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (answers(port) and all(answers(p) for p in replica_ports)):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"the cluster did not start:\n{log.read_text(errors='replace')[-3000:]}")
+            time.sleep(0.1)
+        yield Cluster(port, replica_ports, process, log)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+    # Stopped means stopped: no port of the cluster answers, and nothing of its process group is left.
+    assert not any(answers(p) for p in (port, *replica_ports, redis_port)), log.read_text(errors="replace")[-2000:]
+    try:
+        os.killpg(process.pid, 0)
+        leftover = True
+    except ProcessLookupError:
+        leftover = False
+    assert not leftover, "scripts/cluster.sh left processes behind after SIGTERM"

@@ -1,0 +1,147 @@
+"""The lesson's deployment, run for real: any replica finishes the call, a replay is spent once across all of
+them, slow clients cost nginx a socket and never a Python thread, and the doors a bot would hammer say 429."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import resource
+import socket
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from bench.loadgen import deploy_request, flow_headers
+from web.deployment import REPLICA_HEADER
+
+from .conftest import ROOT, Cluster
+
+BOB = "bob-secret-cluster"
+#: Per-client limits key on the client's address, so each test that spends an allowance speaks from its own
+#: loopback address (all of 127.0.0.0/8 is this machine).
+SLOW_CLIENT, BOT_CLIENT = "127.0.0.2", "127.0.0.3"
+#: deploy/nginx.conf's burst on the /join door, read from the file itself.
+JOIN_BURST = int(re.search(r"location = /join \{\s*limit_req zone=strict burst=(\d+)",  # type: ignore[union-attr]
+                           (ROOT / "deploy" / "nginx.conf").read_text()).group(1))
+#: Open idle connections in the idle test: well past what the replicas' threads could hold, and within this
+#: process's file limit (1,024 by default).
+IDLE_CONNECTIONS = min(900, resource.getrlimit(resource.RLIMIT_NOFILE)[0] - 100)
+
+
+def post(cluster: Cluster, message: dict[str, Any], *, port: int | None = None,
+         headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
+    """One POST /mcp on its own connection: status, the JSON-RPC message and the replica that answered."""
+    conn = http.client.HTTPConnection("127.0.0.1", port or cluster.port, timeout=15)
+    try:
+        conn.request("POST", "/mcp", body=json.dumps(message), headers={**flow_headers(BOB), **(headers or {})})
+        response = conn.getresponse()
+        body = response.read()
+        return response.status, json.loads(body) if body.strip().startswith(b"{") else {}, \
+            response.getheader(REPLICA_HEADER) or ""
+    finally:
+        conn.close()
+
+
+def retry_of(minted: dict[str, Any], request_id: int) -> dict[str, Any]:
+    message = deploy_request(request_id, "staging")
+    message["params"]["requestState"] = minted["requestState"]
+    message["params"]["inputResponses"] = {"confirm": {"action": "accept", "content": {"confirm": True}}}
+    return message
+
+
+def test_the_two_rounds_are_answered_by_different_replicas(cluster: Cluster) -> None:
+    flows = []
+    for attempt in range(6):  # round-robin alternates; other traffic could line two rounds up on one replica
+        status, first, minted_by = post(cluster, deploy_request(1, "staging"))
+        assert status == 200 and first["result"]["resultType"] == "input_required"
+        status, second, finished_by = post(cluster, retry_of(first["result"], 2 + attempt))
+        assert status == 200 and second["result"]["content"][0]["text"] == "deployed to staging", second
+        flows.append((minted_by, finished_by))
+    assert {name for flow in flows for name in flow} == {"replica-1", "replica-2"}
+    assert any(a != b for a, b in flows), flows
+
+
+def test_forty_parallel_replays_across_both_replicas_complete_exactly_once(cluster: Cluster) -> None:
+    status, first, _ = post(cluster, deploy_request(1, "staging"))
+    assert status == 200
+    retry = retry_of(first["result"], 2)
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        results = list(pool.map(lambda _: post(cluster, retry), range(40)))
+    completed = [r for r in results if "result" in r[1]]
+    refused = [r for r in results if r[1].get("error", {}).get("code") == -32602]
+    assert len(completed) == 1 and len(refused) == 39, [r[:1] for r in results]
+    assert {r[2] for r in results} == {"replica-1", "replica-2"}
+
+
+def test_slow_bodies_do_not_stop_the_site(cluster: Cluster) -> None:
+    """Twenty clients that promise a body and trickle it: nginx holds them, the replicas never see them."""
+    sockets = []
+    try:
+        for _ in range(20):
+            sock = socket.create_connection(("127.0.0.1", cluster.port), timeout=5, source_address=(SLOW_CLIENT, 0))
+            sock.sendall(b"POST /join HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                         b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\ncode=")
+            sockets.append(sock)
+        started = time.monotonic()
+        conn = http.client.HTTPConnection("127.0.0.1", cluster.port, timeout=5)
+        conn.request("GET", "/")
+        response = conn.getresponse()
+        response.read()
+        conn.close()
+        assert response.status == 200
+        assert time.monotonic() - started < 1.0
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def test_the_join_door_is_rate_limited_per_client(cluster: Cluster) -> None:
+    statuses = []
+    for _ in range(30):
+        conn = http.client.HTTPConnection("127.0.0.1", cluster.port, timeout=5, source_address=(BOT_CLIENT, 0))
+        conn.request("POST", "/join", body="code=ABCDEFGH&nickname=bot",
+                     headers={"Content-Type": "application/x-www-form-urlencoded"})
+        response = conn.getresponse()
+        response.read()
+        conn.close()
+        statuses.append(response.status)
+    # The burst goes through first (a person who mistypes a code is fine), then one POST per two seconds.
+    assert 429 not in statuses[:JOIN_BURST + 1] and 429 in statuses[JOIN_BURST + 1:], statuses
+
+
+def test_cookies_are_secure_only_when_the_trusted_proxy_says_https(cluster: Cluster) -> None:
+    """Through nginx on plain http the class cookie is not Secure; a proxy that says https makes it Secure (every
+    replica trusts exactly one proxy in front, MRTR_TRUSTED_PROXIES=1)."""
+    def host_cookie(port: int, headers: dict[str, str]) -> str:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("POST", "/class/start", headers=headers)
+        response = conn.getresponse()
+        response.read()
+        conn.close()
+        assert response.status == 201, response.status
+        return response.getheader("Set-Cookie") or ""
+
+    assert "Secure" not in host_cookie(cluster.port, {})
+    assert "Secure" in host_cookie(cluster.replica_ports[0], {"X-Forwarded-Proto": "https",
+                                                                "X-Forwarded-For": "198.51.100.7"})
+
+
+def test_idle_connections_cost_nginx_not_the_replicas(cluster: Cluster) -> None:
+    """Hundreds of open, idle connections from one client (the issue's attack used about a thousand): nginx holds
+    them without a request, so no replica thread waits on them, and the site still answers at once."""
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(IDLE_CONNECTIONS):
+            sockets.append(socket.create_connection(("127.0.0.1", cluster.port), timeout=2))
+        started = time.monotonic()
+        conn = http.client.HTTPConnection("127.0.0.1", cluster.port, timeout=5)
+        conn.request("GET", "/")
+        response = conn.getresponse()
+        response.read()
+        conn.close()
+        assert response.status == 200
+        assert time.monotonic() - started < 1.0
+    finally:
+        for sock in sockets:
+            sock.close()
