@@ -22,17 +22,20 @@ run_as_root() {
     fi
 }
 
-section "System packages (chromium, redis-server)"
-if command -v chromium >/dev/null 2>&1 && command -v redis-server >/dev/null 2>&1; then
-    echo "chromium and redis-server already installed; skipping apt-get"
+section "System packages (chromium, redis-server, nginx)"
+# nginx is for tests/deploy, which run scripts/cluster.sh (nginx in front of two replicas) for real.
+if command -v chromium >/dev/null 2>&1 && command -v redis-server >/dev/null 2>&1 \
+        && { command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; }; then
+    echo "chromium, redis-server and nginx already installed; skipping apt-get"
 else
     export DEBIAN_FRONTEND=noninteractive
     run_as_root apt-get update -q
-    run_as_root apt-get install -y -q --no-install-recommends chromium redis-server
+    run_as_root apt-get install -y -q --no-install-recommends chromium redis-server nginx
 fi
 # The Debian wrapper script prints a harmless shell warning on some machines; keep the log clean.
 chromium --version 2>/dev/null
 redis-server --version
+"$(command -v nginx || echo /usr/sbin/nginx)" -v
 
 section "Python virtual environment (.venv)"
 if [ ! -x .venv/bin/python ]; then

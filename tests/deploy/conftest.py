@@ -40,6 +40,7 @@ def answers(port: int) -> bool:
 class Cluster:
     port: int
     replica_ports: tuple[int, ...]
+    redis_port: int
     process: subprocess.Popen[bytes]
     log: Path
 
@@ -48,41 +49,61 @@ class Cluster:
         return f"http://127.0.0.1:{self.port}"
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    tmp = tmp_path_factory.mktemp("cluster")
+def _start(tmp: Path) -> Cluster:
+    """Start the cluster on free ports; raises AssertionError with the log's tail when it does not come up."""
     port, first, redis_port = free_port(), free_port(), free_port()
-    replica_ports = (first, first + 1)
-    while answers(replica_ports[1]):  # the next port must be free too
+    while answers(first + 1):  # the next port must be free too
         first = free_port()
-        replica_ports = (first, first + 1)
-    log = tmp / "cluster.log"
+    replica_ports = (first, first + 1)
+    log = tmp / f"cluster-{port}.log"
     env = {**os.environ, "PORT": str(port), "REPLICA_PORT": str(first), "REDIS_PORT": str(redis_port),
            "REPLICAS": "2", "WORKERS": "2", "THREADS": "2", "MRTR_TOKENS": TOKENS, "MRTR_SECRET_KEYS": KEYS,
            "MRTR_STATE_DIR": str(tmp / "state"), "MRTR_CLASS_DB": str(tmp / "class.sqlite3"), "TMPDIR": str(tmp)}
     with open(log, "wb") as out:
         process = subprocess.Popen(["bash", str(ROOT / "scripts" / "cluster.sh")], cwd=ROOT, env=env, stdout=out,
                                    stderr=subprocess.STDOUT, start_new_session=True)
+    cluster = Cluster(port, replica_ports, redis_port, process, log)
+    deadline = time.monotonic() + 120
+    while not (answers(port) and all(answers(p) for p in replica_ports)):
+        if process.poll() is not None or time.monotonic() > deadline:
+            stop(cluster)
+            raise AssertionError(f"the cluster did not start:\n{log.read_text(errors='replace')[-3000:]}")
+        time.sleep(0.1)
+    return cluster
+
+
+def stop(cluster: Cluster) -> None:
+    """SIGTERM, as an operator would; then check that every process of the cluster is gone."""
+    process = cluster.process
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
     try:
-        deadline = time.monotonic() + 120
-        while not (answers(port) and all(answers(p) for p in replica_ports)):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"the cluster did not start:\n{log.read_text(errors='replace')[-3000:]}")
-            time.sleep(0.1)
-        yield Cluster(port, replica_ports, process, log)
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
-    # Stopped means stopped: no port of the cluster answers, and nothing of its process group is left.
-    assert not any(answers(p) for p in (port, *replica_ports, redis_port)), log.read_text(errors="replace")[-2000:]
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
     try:
         os.killpg(process.pid, 0)
         leftover = True
     except ProcessLookupError:
         leftover = False
     assert not leftover, "scripts/cluster.sh left processes behind after SIGTERM"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    tmp = tmp_path_factory.mktemp("cluster")
+    try:
+        started = _start(tmp)
+    except AssertionError as exc:
+        # A free port found a moment ago can be taken by another process before the cluster binds it; that,
+        # and only that, earns one more try on other ports.
+        if "in use" not in str(exc):
+            raise
+        started = _start(tmp)
+    try:
+        yield started
+    finally:
+        stop(started)
+    ports = (started.port, *started.replica_ports, started.redis_port)
+    assert not any(answers(p) for p in ports), started.log.read_text(errors="replace")[-2000:]
