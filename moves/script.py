@@ -49,14 +49,18 @@ class ScriptStep:
     message: dict[str, Any]  # requestState holding TICKET_MARK where the real ticket goes (or a literal ticket)
     wait: float = 0  # seconds to sleep before sending (past expiry moves)
     edit: tuple[str, Any] | None = None  # (dotted payload path, new value): edit the real ticket's payload
+    #: The shell variable whose ticket replaces TICKET_MARK: round one's (TICKET), or one a step captured.
+    ticket_var: str = "TICKET"
+    #: When set, this step is a new round one: the requestState it gets back goes into this variable.
+    capture: str | None = None
 
 
-def _curl(principal: str, message: dict[str, Any]) -> str:
+def _curl(principal: str, message: dict[str, Any], ticket_var: str = "TICKET") -> str:
     params = as_object(message.get("params"))
     name = params.get("name") if isinstance(params.get("name"), str) else "deploy"
     body = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
     before, mark, after = body.partition(f'"{TICKET_MARK}"')
-    data = shlex.quote(before + '"') + '"$TICKET"' + shlex.quote('"' + after) if mark else shlex.quote(body)
+    data = shlex.quote(before + '"') + f'"${ticket_var}"' + shlex.quote('"' + after) if mark else shlex.quote(body)
     headers = ["Content-Type: application/json", "Accept: application/json, text/event-stream",
                f"MCP-Protocol-Version: {MODERN_VERSION}", f"Mcp-Method: {message.get('method', 'tools/call')}",
                f"Mcp-Name: {name}"]
@@ -82,12 +86,20 @@ def replay_script(*, url: str, title: str, first: dict[str, Any], owner: str, st
             f"TICKET=$(printf '%s' \"$FIRST\" | python3 -c {shlex.quote(_EXTRACT)})",
             'echo "ticket: $TICKET"']
     for n, step in enumerate(steps, 1):
+        var = step.ticket_var
         if step.edit is not None:
             out.append(f"# Edit the payload ({step.edit[0]} = {json.dumps(step.edit[1])}), keep the old signature.")
-            out.append(f'TICKET=$(python3 -c {shlex.quote(_edit_program(*step.edit))} "$TICKET")')
+            out.append(f'EDITED=$(python3 -c {shlex.quote(_edit_program(*step.edit))} "${var}")')
+            var = "EDITED"
         if step.wait > 0:
             out.append(f"sleep {step.wait:g}  # wait until the ticket has expired")
+        if step.capture:
+            out.append(f"# Message {n} of {len(steps)}, as {step.principal}: a new call, with a ticket of its own.")
+            out.append(f"NEXT=$({_curl(step.principal, step.message, var)})")
+            out.append(f"{step.capture}=$(printf '%s' \"$NEXT\" | python3 -c {shlex.quote(_EXTRACT)})")
+            out.append(f'echo "ticket: ${step.capture}"')
+            continue
         out.append(f"# Retry {n} of {len(steps)}, as {step.principal}:")
-        out.append(_curl(step.principal, step.message))
+        out.append(_curl(step.principal, step.message, var))
         out.append("echo")
     return "\n".join(out)

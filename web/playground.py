@@ -33,14 +33,15 @@ from werkzeug.datastructures import MultiDict
 
 from moves import labcodec
 from moves.catalog import Move
-from moves.engine import MINT_ID, Call, MoveResult, Step, modern_request, outcome_of, play
+from moves.engine import MINT_ID, Call, MoveResult, Step, modern_request, outcome_of, play, readable_claims
 from moves.script import TICKET_MARK, ScriptStep, replay_script
 from moves.target import Outcome, Role
 from moves.targets.lab import LabStore, LabTarget
 from mrtr.protocol import as_object, shape_problem
 from mrtr.tickets import CHECK_TITLES, CHECKS, SEALED_PREFIX, b64encode
 from web import htmx
-from web.content import Lesson, get_content
+from web.content import get_content
+from web.moveviews import grouped, step_words
 from web.services import LAB_PRINCIPALS, get_services
 from web.templating import OUTCOME_LABELS, pretty_json
 
@@ -188,13 +189,19 @@ def _result_text(response: dict[str, Any] | None) -> str:
     return " ".join(c.get("text", "") for c in result.get("content", []) if isinstance(c, dict)).strip()
 
 
-def verdict_line(step: Step, checks: list[CheckView]) -> str:
-    """The one line a learner reads first: "deployed to staging", "refused at Principal is the caller", ..."""
+def verdict_line(step: Step, checks: list[CheckView], outcome: Outcome | None = None) -> str:
+    """The one line a learner reads first: "deployed to staging", "refused at Principal is the caller", ...
+
+    `outcome` is the engine's verdict when it knows more than the wire (a complete result that ended the call
+    without the work); by default the step's own reply is read.
+    """
     response = step.reply.response
-    outcome = outcome_of(step.reply)
+    outcome = outcome or outcome_of(step.reply)
     failed = next((c for c in checks if c.outcome == "fail"), None)
-    if outcome == Outcome.COMPLETED:
-        return _result_text(response) or "completed"
+    if outcome in (Outcome.COMPLETED, Outcome.ENDED):
+        return _result_text(response) or str(outcome)
+    if outcome == Outcome.ASKED_AGAIN and step.label.endswith("round one"):
+        return "input_required, with a ticket of its own"
     if outcome == Outcome.ASKED_AGAIN:
         return "asked again"
     if outcome == Outcome.REFUSED and failed is not None:
@@ -226,6 +233,7 @@ class StepView:
     sent: str
     answer: str
     ticket: TicketView | None
+    what: str = "the retry"  # what this step was, for a sentence ("the retry of “Honest retry”")
 
     @property
     def at_text(self) -> str:
@@ -235,24 +243,59 @@ class StepView:
 def step_view(step: Step, principal: str, token: str) -> StepView:
     params = as_object(step.sent.get("params"))
     return StepView(step.at, principal, token, pretty_json(step.sent), pretty_json(step.reply.response),
-                    TicketView.of(params.get("requestState")) if "requestState" in params else None)
+                    TicketView.of(params.get("requestState")) if "requestState" in params else None,
+                    step_words(step, moves()))
 
 
-def _marked(message: dict[str, Any], minted: str | None) -> dict[str, Any]:
-    """`message` with the lab's ticket swapped for the script's real one (other tickets stay as typed)."""
-    params = message.get("params")
-    if minted is None or not isinstance(params, dict) or params.get("requestState") != minted:
-        return message
-    return {**message, "params": {**params, "requestState": TICKET_MARK}}
+def _with_mark(message: dict[str, Any]) -> dict[str, Any]:
+    """`message` with its ticket swapped for the mark the script replaces with a real one."""
+    return {**message, "params": {**as_object(message.get("params")), "requestState": TICKET_MARK}}
+
+
+def _leaves(value: Any, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
+    if isinstance(value, dict):
+        return {k: v for key, inner in value.items() for k, v in _leaves(inner, (*path, str(key))).items()}
+    return {path: value}
+
+
+def payload_edit(minted: str, sent: str) -> tuple[str, Any] | None:
+    """The one payload field `sent` changed in the `minted` ticket, as (dotted path, new value); None when the
+    two are not one readable payload with one field changed (a sealed ticket, junk, another ticket)."""
+    before, after = readable_claims(minted), readable_claims(sent)
+    if before is None or after is None:
+        return None
+    old, new = _leaves(before), _leaves(after)
+    changed = [path for path in new if path in old and old[path] != new[path]]
+    if len(changed) != 1 or set(old) != set(new):
+        return None
+    return ".".join(changed[0]), new[changed[0]]
 
 
 def script_for(minted: Step, steps: list[Step], principal_of: Callable[[Role], str], *, title: str,
-               ticket: str | None, edit: tuple[str, Any] | None = None) -> str:
-    """A shell script that replays these steps against /mcp on a ticket /mcp mints for the learner now."""
+               ticket: str | None) -> str:
+    """A shell script that replays these steps against /mcp on tickets /mcp mints for the learner now.
+
+    Each lab ticket a step sends is matched to the /mcp ticket minted at the same point of the script: round
+    one's, or the one a later round one (a step sending no ticket that got one back) captured. A ticket with
+    one payload field edited becomes the same edit of the real ticket; anything else (junk) is sent as typed.
+    """
     services = get_services()
     ttl = services.server.ttl
-    script_steps = [ScriptStep(principal_of(s.role), _marked(s.sent, ticket), wait=ttl + 1 if s.at >= ttl else 0,
-                               edit=edit if i == len(steps) - 1 else None) for i, s in enumerate(steps)]
+    tickets = {ticket: "TICKET"} if ticket else {}
+    script_steps = []
+    for step in steps:
+        sent = as_object(step.sent.get("params")).get("requestState")
+        var = tickets.get(sent) if isinstance(sent, str) else None
+        edit = None
+        if var is None and isinstance(sent, str):
+            edit, var = next(((e, v) for t, v in tickets.items() if (e := payload_edit(t, sent))), (None, None))
+        issued = as_object((step.reply.response or {}).get("result")).get("requestState")
+        capture = None
+        if sent is None and isinstance(issued, str) and issued not in tickets and step is not steps[-1]:
+            capture = tickets[issued] = f"TICKET{len(tickets) + 1}"
+        script_steps.append(ScriptStep(principal_of(step.role), _with_mark(step.sent) if var else step.sent,
+                                       wait=ttl + 1 if step.at >= ttl else 0, edit=edit, ticket_var=var or "TICKET",
+                                       capture=capture))
     return replay_script(url=_base_url(), title=title, first=minted.sent, owner=principal_of(minted.role),
                          steps=script_steps, public_tokens=services.public_mcp_tokens())
 
@@ -276,6 +319,8 @@ class Result:
     script: str = ""
     move: Move | None = None
     note: NoteView | None = None
+    #: Why the engine's verdict holds although it is not the plainest answer a sound server gives ("" when it is).
+    holds_note: str = ""
 
     @property
     def first_failure(self) -> CheckView | None:
@@ -318,9 +363,20 @@ class MoveView:
 
 
 @dataclass
+class MoveList:
+    """One group of moves on the page (what they vary), each with who sends it."""
+
+    key: str
+    title: str
+    hint: str
+    moves: list[MoveView]
+
+
+@dataclass
 class Playground:
     toggles: Toggles
     moves: list[MoveView]
+    groups: list[MoveList]
     round_one: RoundOne
     custom: CustomForm
     tokens: list[str]
@@ -352,14 +408,9 @@ def moves() -> tuple[Move, ...]:
     return tuple(_course().moves)
 
 
-def _notes_lesson() -> Lesson | None:
-    return next((lesson for lesson in _course().lessons if lesson.move_notes), None)
-
-
 def note_for(move: Move, outcome: Outcome, stopped_at: str | None, sealed: bool) -> NoteView | None:
     """The note written for what this move really got under the current switches, or none at all."""
-    lesson = _notes_lesson()
-    note = lesson.note_for(move.slug, outcome, stopped_at, sealed=sealed) if lesson else None
+    note = move.note_for(outcome, stopped_at, sealed=sealed)
     return NoteView(note.text, str(outcome), stopped_at or "") if note else None
 
 
@@ -396,13 +447,16 @@ def _log_lines(minted: Step | None, steps: list[Step]) -> list[tuple[str, str]]:
 
 
 def _result(target: LabTarget, minted: Step | None, steps: list[Step], principal_of: Callable[[Step], str], kind: str,
-            *, move: Move | None = None, script: str = "", note: NoteView | None = None) -> Result:
+            *, move: Move | None = None, script: str = "", note: NoteView | None = None,
+            outcome: Outcome | None = None, detail: str = "", holds_note: str = "") -> Result:
+    """The page's view of what was played; `outcome` is the engine's verdict on a move (default: the last reply's)."""
     views = [step_view(s, principal_of(s), _token(principal_of(s))) for s in steps]
     checks = check_views(steps[-1])
     earlier = [(v, verdict_line(s, check_views(s))) for v, s in zip(views[:-1], steps[:-1], strict=True)]
-    outcome = outcome_of(steps[-1].reply)
-    return Result(kind, str(outcome), verdict_line(steps[-1], checks), views[-1], earlier, checks,
-                  _log_lines(minted, steps), script, move, note)
+    outcome = outcome or outcome_of(steps[-1].reply)
+    text = detail if outcome == Outcome.NOT_RUN and detail else verdict_line(steps[-1], checks, outcome)
+    return Result(kind, str(outcome), text, views[-1], earlier, checks, _log_lines(minted, steps), script, move,
+                  note, holds_note)
 
 
 def run_move(move: Move, toggles: Toggles) -> Result:
@@ -411,12 +465,11 @@ def run_move(move: Move, toggles: Toggles) -> Result:
     if played.minted is None or not played.steps:  # round one failed: show what came back
         steps = [played.minted] if played.minted else []
         return _result(target, played.minted, steps, lambda s: target.principal(s.role), "move", move=move)
-    edit = (move.edit_path, move.edit_value) if move.ticket == "edit-work" else None
-    script = script_for(played.minted, played.steps, target.principal, title=move.title, ticket=played.ticket,
-                        edit=edit)
+    script = script_for(played.minted, played.steps, target.principal, title=move.title, ticket=played.ticket)
     note = note_for(move, played.outcome, played.stopped_at, bool(played.ticket and played.ticket.startswith("s1.")))
     return _result(target, played.minted, played.steps, lambda s: target.principal(s.role), "move", move=move,
-                   script=script, note=note)
+                   script=script, note=note, outcome=played.outcome, detail=played.detail,
+                   holds_note=played.note)
 
 
 def _mint(target: LabTarget) -> Step:
@@ -453,9 +506,11 @@ def playground_context(args: Mapping[str, Any] | None = None, *, strict: bool = 
     services = get_services()
     first = round_one(toggles)
     all_moves = moves()
+    views = {m.slug: MoveView(m, LAB_PRINCIPALS[0] if m.sender == "owner" else LAB_PRINCIPALS[1]) for m in all_moves}
     pg = Playground(
         toggles=toggles,
-        moves=[MoveView(m, LAB_PRINCIPALS[0] if m.sender == "owner" else LAB_PRINCIPALS[1]) for m in all_moves],
+        moves=list(views.values()),
+        groups=[MoveList(g.key, g.title, g.hint, [views[m.slug] for m in g.moves]) for g in grouped(all_moves)],
         round_one=first,
         custom=CustomForm(ticket=first.ticket.token, token_choice=first.token, minted_at=str(first.minted_at),
                           seed=first.seed),

@@ -9,6 +9,7 @@ from flask import Flask
 
 from mrtr.tickets import CHECK_TITLES
 from web.content import get_content
+from web.moveviews import OUTCOME_TEXT
 
 #: The one map of labels for outcomes a page shows: a check's outcome, why it was skipped, a move's verdict.
 OUTCOME_LABELS = {
@@ -19,8 +20,9 @@ OUTCOME_LABELS = {
     "unavailable": "Store unavailable",
     # a step's or a move's verdict
     "sent": "Sent", "input_required": "input_required", "answered": "Answered", "complete": "Deployed",
-    "completed": "Deployed", "deployed": "Deployed", "refused": "Refused", "asked-again": "Asked again",
-    "declined": "Declined", "error": "Error", "not-run": "Not run",
+    "deployed": "Deployed", "declined": "Declined",
+    # every Outcome a move can get or expect (completed, refused, asked-again, ended, not-done, ...)
+    **{str(outcome): text for outcome, text in OUTCOME_TEXT.items()},
 }
 
 

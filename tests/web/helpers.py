@@ -17,9 +17,38 @@ from flask import Flask, template_rendered
 from flask.testing import FlaskClient
 
 from bench.servers import Served
+from moves.catalog import Move, load_moves
 from moves.engine import client_meta
+from moves.target import Outcome
 
 HX = {"HX-Request": "true"}
+
+# -- moves picked from the catalogue by what they do, never by name ------------------------------------
+
+MOVES = load_moves()
+
+
+def move_where(test: Callable[[Move], bool], moves: tuple[Move, ...] = MOVES) -> Move:
+    """The first move of the catalogue that passes `test` (a test about one kind of move picks it so)."""
+    found = next((m for m in moves if test(m)), None)
+    assert found is not None, "no move of the catalogue fits"
+    return found
+
+
+def honest_move(moves: tuple[Move, ...] = MOVES) -> Move:
+    """The plain honest retry: the owner, in time, the ticket as issued, a yes, nothing sent before it."""
+    return move_where(lambda m: m.expect == Outcome.COMPLETED and m.before is None and m.sender == "owner"
+                      and m.ticket == "as-issued" and m.answer == "accept" and m.request == "same"
+                      and m.timing == "in-time", moves)
+
+
+def stopped_move(check: str, moves: tuple[Move, ...] = MOVES) -> Move:
+    """The first move a sound server stops at `check` (what a page shows when that check is switched off)."""
+    from web.moveviews import stopped_first_by
+
+    move = stopped_first_by(moves, check)
+    assert move is not None, f"no move of the catalogue is stopped by {check}"
+    return move
 
 
 @contextmanager
@@ -66,7 +95,6 @@ def play_under(move: Any, *, single_use: bool = True, sealed: bool = False, no_s
     """Play `move` on a lab server under the playground's switches: (verdict word, first failing check)."""
     from moves.engine import Call, play
     from moves.labcodec import LabRing
-    from moves.target import Outcome
     from moves.targets.lab import lab_target
 
     target = lab_target(LabRing.public(key), now=1_790_000_000.0, single_use=single_use, sealed=sealed,
@@ -230,7 +258,7 @@ def log_lines(served: Served, needle: str) -> list[str]:
 
 def checker_report(failing: set[str] = frozenset(), probes_failing: set[str] = frozenset()) -> str:
     """A checker report as the lesson's report form takes it, with the moves and probes named failing."""
-    moves = ["honest", "tampered", "stolen", "late", "other-request", "no-answer", "twice"]
+    moves = [m.slug for m in MOVES]
     probes = ["capability", "version", "missing-answer", "same-error", "result-type"]
     return json.dumps({"target": "python server.py", "ok": not failing and not probes_failing,
                        "moves": [{"move": m, "expected": "refused", "observed": "x", "ok": m not in failing,
