@@ -463,8 +463,15 @@ def play(move: Move, target: Target, call: Call | None = None, *, on_progress: P
                 step.label = f"{first.slug}: {step.label}"
             steps += earlier
             outcome, step, ok, _note = _judged(first, earlier)
+            if not ok and move.before_ticket == "new" and not move.holds(outcome)[0]:
+                # On a ticket of its own, the earlier retry is one of the two calls this move is about (two
+                # separate calls of the same request): its refusal is this move's evidence, not a missing
+                # precondition. (A server that remembers requests refuses it because an earlier move spent the
+                # same request; gating it would hide exactly the mistake the move is there to show.)
+                return MoveResult(move, outcome, False, f"the first of the two calls, on a ticket of its own, got "
+                                                        f"{_describe(step.reply, outcome)}", minted, steps, ticket)
             if not ok:
-                return _not_run(move, f"not shown: this move needs the {first.slug} retry to go first and be "
+                return _not_run(move, f"not shown: this move needs the {first.slug} retry to go first and get "
                                       f"{first.expect}, but it got {_describe(step.reply, outcome)}; the "
                                       f"{first.slug} move itself shows why", minted, steps, ticket)
         if not target.advance(move.at, past_expiry=move.timing == "past-expiry", expires_at=expires_at,
@@ -495,8 +502,8 @@ def play(move: Move, target: Target, call: Call | None = None, *, on_progress: P
     if ok and move.sender == "other":
         controls, again, why = _control(target, call, move.at, "owner-again", "the owner from a second process")
         if again is None:
-            return _not_run(move, f"not shown: the owner's own honest retry, sent from a second process or "
-                                  f"connection, got {why}; tickets here only work where they were minted, so "
-                                  f"{target.other}'s refusal does not show a check of the principal",
-                            minted, steps, ticket, controls)
+            return _not_run(move, f"not shown: the owner's own honest retry of a fresh call, sent from a second "
+                                  f"process or connection, got {why}; tickets here only work where they were "
+                                  f"minted (or honest retries are refused), so {target.other}'s refusal does not "
+                                  "show a check of the principal", minted, steps, ticket, controls)
     return MoveResult(move, outcome, ok, detail, minted, steps, ticket, note=note, controls=controls)

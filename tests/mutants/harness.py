@@ -1,0 +1,57 @@
+"""Run the checker against one server of tests/mutants/server.py, over HTTP (in process) or stdio, on the
+server's movable clock: the late move "waits" by moving that clock, so no test waits for real."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from moves.check import CheckOptions, Report, run_check
+from moves.targets.http import HttpTarget
+from moves.targets.remote import Timing
+from moves.targets.stdio import StdioTarget
+from tests.mutants.server import ALL, Clock, serve_http
+
+SERVER = Path(__file__).resolve().parent / "server.py"
+TOKENS = [("bob", "bob-token"), ("alice", "alice-token")]
+DEFAULTS = CheckOptions()
+
+
+def timing_on(clock: Clock) -> Timing:
+    """The late move's wait on the server's clock: sleeping moves the server's now instead of the test's."""
+    return Timing(clock=lambda: time.time() + clock.offset, sleep=clock.advance)
+
+
+def check_http(name: str, options: CheckOptions = DEFAULTS, *, timeout: float = 10.0,
+               target_factory: Callable[..., HttpTarget] = HttpTarget) -> Report:
+    clock = Clock()
+    server = ALL[name](clock)
+    httpd = serve_http(server)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    target = target_factory(f"http://127.0.0.1:{httpd.server_address[1]}/mcp", TOKENS, timeout=timeout,
+                            timing=timing_on(clock))
+    try:
+        return run_check(target, options, secrets=[token for _, token in TOKENS])
+    finally:
+        target.close()
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=10)
+
+
+def check_stdio(name: str, tmp_path: Path, options: CheckOptions = DEFAULTS) -> Report:
+    clock_file = tmp_path / f"{name}.clock"
+    clock_file.write_text("0")
+    clock = Clock(str(clock_file))
+    env = {**os.environ, "MUTANT_CLOCK_FILE": str(clock_file)}
+    target = StdioTarget([sys.executable, str(SERVER), name], [("bob", "bob"), ("alice", "alice")], env=env,
+                         timing=timing_on(clock), timeout=20)
+    try:
+        return run_check(target, options)
+    finally:
+        target.close()

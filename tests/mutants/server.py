@@ -1,0 +1,571 @@
+"""A small SOUND MRTR server, written from the spec alone (stdlib only, no `mrtr` import), and the flawed
+variants the mutation suite checks the checker against (`MUTANTS`, each one plausible mistake).
+
+The sound server (`Sound`) follows MCP 2026-07-28 MRTR and its requestState security rules:
+- `deploy {env}` asks "Deploy to <env>?" with an `input_required` result and a ticket
+  `m1.<payload>.<mac>`: an HMAC-SHA256 over a readable payload {sub, exp, req, jti, work} (integrity is a MUST
+  when state drives business logic; confidentiality is optional, so the payload stays readable and its `exp`
+  lets the checker's late move wait on a movable clock instead of for real);
+- a retry's ticket is checked in order: signature, principal, expiry, same request; every failure gets one
+  frozen error (-32602 "Invalid or expired requestState"), whatever the cause, junk included;
+- a missing answer is asked for again (a fresh ticket, nothing spent); decline and cancel end the call
+  without the work and are never asked again; a malformed answer (not the schema's boolean) gets an error;
+- only a retry that passed every other check spends its ticket (a redeemed store keyed on the ticket's jti);
+- the capability (-32021) and version (-32022) rules, and `resultType` on every result.
+
+Each mutant is a subclass overriding one small method: the place where that mistake would live.
+
+Run: in-process over HTTP with `serve_http(server)` (bearer tokens bob-token and alice-token), or over
+stdio as `python tests/mutants/server.py [MUTANT]` with the principal in MRTR_PRINCIPAL. The clock is
+`time.time()` plus an offset: `server.clock.offset` in process, or a number in the file MUTANT_CLOCK_FILE
+names (read at each request) for a stdio process.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+VERSION = "2026-07-28"
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CAPS = "io.modelcontextprotocol/clientCapabilities"
+TOKENS = {"bob-token": "bob", "alice-token": "alice"}
+KEY = b"mutation-suite-shared-key-0123456789abcdef"
+TTL = 60
+CONFIRM = {"type": "object", "properties": {"confirm": {"type": "boolean", "title": "Yes, deploy"}},
+           "required": ["confirm"]}
+DEPLOY = {"name": "deploy", "description": "Deploy after a yes.",
+          "inputSchema": {"type": "object", "properties": {"env": {"type": "string"}}, "required": ["env"]}}
+FROZEN = "Invalid or expired requestState"
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class Clock:
+    """The server's now: the system time plus an offset the tests move (in process, or through a file)."""
+
+    def __init__(self, path: str | None = None) -> None:
+        self.path = Path(path) if path else None
+        self._offset = 0.0
+
+    @property
+    def offset(self) -> float:
+        if self.path is not None:
+            try:
+                return float(self.path.read_text() or 0)
+            except (OSError, ValueError):
+                return 0.0
+        return self._offset
+
+    def advance(self, seconds: float) -> None:
+        if self.path is not None:
+            self.path.write_text(str(self.offset + seconds))
+        else:
+            self._offset += seconds
+
+    def now(self) -> float:
+        return time.time() + self.offset
+
+
+class Refused(Exception):
+    def __init__(self, code: int, message: str, data: Any = None, status: int = 200) -> None:
+        super().__init__(message)
+        self.code, self.message, self.data, self.status = code, message, data, status
+
+
+class BadTicket(Exception):
+    """A ticket failed a check; `check` names which (for the log only, never for the client)."""
+
+    def __init__(self, check: str) -> None:
+        super().__init__(check)
+        self.check = check
+
+
+class Sound:
+    """The control: every rule kept."""
+
+    def __init__(self, clock: Clock | None = None, key: bytes = KEY, ttl: int = TTL) -> None:
+        self.clock = clock or Clock()
+        self.key = key
+        self.ttl = ttl
+        self.redeemed: set[Any] = set()
+        self.deploys = 0
+        self.lock = threading.Lock()
+
+    # -- the wire -------------------------------------------------------------------------------------
+
+    def handle(self, message: Any, principal: str) -> tuple[int, dict[str, Any]]:
+        request_id = message.get("id") if isinstance(message, dict) else None
+        try:
+            result = self.dispatch(message, principal)
+            return 200, {"jsonrpc": "2.0", "id": request_id, "result": result}
+        except Refused as exc:
+            error: dict[str, Any] = {"code": exc.code, "message": exc.message}
+            if exc.data is not None:
+                error["data"] = exc.data
+            return exc.status, {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+    def dispatch(self, message: Any, principal: str) -> dict[str, Any]:
+        if not isinstance(message, dict) or not isinstance(message.get("params"), dict):
+            raise Refused(-32600, "Invalid request", status=400)
+        params = message["params"]
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        self.check_version(meta.get(META_VERSION))
+        method = message.get("method")
+        if method == "tools/list":
+            return self.complete({"tools": [DEPLOY]})
+        if method != "tools/call" or params.get("name") != "deploy":
+            raise Refused(-32601, "Method not found")
+        arguments = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
+        self.check_capability(meta.get(META_CAPS) if isinstance(meta.get(META_CAPS), dict) else {})
+        return self.deploy(message, principal, arguments)
+
+    def complete(self, result: dict[str, Any]) -> dict[str, Any]:
+        return {"resultType": "complete", **result}
+
+    def check_version(self, version: Any) -> None:
+        if version != VERSION:
+            raise Refused(-32022, "Unsupported protocol version", {"supported": [VERSION], "requested": version}, 400)
+
+    def check_capability(self, caps: dict[str, Any]) -> None:
+        if "elicitation" not in caps:
+            raise Refused(-32021, "deploy asks for confirmation: it needs the elicitation capability",
+                          {"requiredCapabilities": {"elicitation": {}}}, 400)
+
+    # -- the tool -------------------------------------------------------------------------------------
+
+    def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        params = message["params"]
+        if "requestState" not in params:
+            return self.ask(principal, arguments)
+        try:
+            claims = self.verify(params["requestState"], principal, arguments, message)
+        except BadTicket as bad:
+            return self.refuse_ticket(bad.check)
+        answer = self.answer_of(params.get("inputResponses"))
+        decision = self.decide(answer)
+        if decision == "missing":
+            return self.missing(principal, arguments)
+        self.spend(claims, message, principal, arguments)
+        if decision == "no":
+            return self.complete({"content": [{"type": "text", "text": "nothing deployed: the user said no"}],
+                                  "isError": False})
+        return self.work(claims)
+
+    def ask(self, principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        question = {"method": "elicitation/create", "params": {"mode": "form", "message":
+                    f"Deploy to {arguments.get('env')}?", "requestedSchema": CONFIRM}}
+        return {"resultType": "input_required", "inputRequests": {"confirm": question},
+                "requestState": self.mint(principal, arguments)}
+
+    def missing(self, principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """A retry without the answer is asked again (spec: a new InputRequiredResult, not an error)."""
+        return self.ask(principal, arguments)
+
+    def work(self, claims: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            self.deploys += 1
+            number = self.deploys
+        # The deploy number differs per call: the checker must mask it to compare two results of the same work.
+        text = f"deployed to {claims['work']['env']} (deploy {number}, id {secrets.token_hex(6)})"
+        return self.complete({"content": [{"type": "text", "text": text}], "isError": False})
+
+    def refuse_ticket(self, check: str) -> dict[str, Any]:
+        raise Refused(-32602, FROZEN, {"reason": "invalid_request_state"})
+
+    # -- the ticket -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def digest(arguments: dict[str, Any]) -> str:
+        return hashlib.sha256(json.dumps(["tools/call", "deploy", arguments], sort_keys=True).encode()).hexdigest()[:24]
+
+    def sign(self, body: str) -> str:
+        return _b64(hmac.new(self.key, body.encode(), hashlib.sha256).digest())
+
+    def mint(self, principal: str, arguments: dict[str, Any]) -> str:
+        payload = {"sub": principal, "exp": int(self.clock.now()) + self.ttl, "req": self.digest(arguments),
+                   "jti": secrets.token_hex(8), "work": {"env": arguments.get("env")}}
+        body = _b64(json.dumps(payload, sort_keys=True).encode())
+        return f"m1.{body}.{self.sign(body)}"
+
+    def open(self, ticket: Any) -> dict[str, Any]:
+        """The ticket's claims once its signature matches; any other input is a BadTicket("signature")."""
+        if not isinstance(ticket, str) or len(ticket) > 4096:
+            raise BadTicket("signature")
+        parts = ticket.split(".")
+        if len(parts) != 3 or parts[0] != "m1":
+            raise BadTicket("signature")
+        self.check_signature(parts[1], parts[2])
+        try:
+            claims = json.loads(_unb64(parts[1]))
+        except ValueError:
+            raise BadTicket("signature") from None
+        if not isinstance(claims, dict) or not isinstance(claims.get("work"), dict):
+            raise BadTicket("signature")
+        return claims
+
+    def check_signature(self, body: str, mac: str) -> None:
+        if not hmac.compare_digest(mac.encode(), self.sign(body).encode()):
+            raise BadTicket("signature")
+
+    def verify(self, ticket: Any, principal: str, arguments: dict[str, Any], message: dict[str, Any]
+               ) -> dict[str, Any]:
+        claims = self.open(ticket)
+        self.check_principal(claims, principal)
+        self.check_expiry(claims)
+        self.check_request(claims, arguments)
+        self.check_unspent(claims, message, principal, arguments)
+        return claims
+
+    def check_principal(self, claims: dict[str, Any], principal: str) -> None:
+        if claims.get("sub") != principal:
+            raise BadTicket("principal")
+
+    def check_expiry(self, claims: dict[str, Any]) -> None:
+        exp = claims.get("exp")
+        if not isinstance(exp, int) or self.clock.now() >= exp:
+            raise BadTicket("expiry")
+
+    def check_request(self, claims: dict[str, Any], arguments: dict[str, Any]) -> None:
+        if claims.get("req") != self.digest(arguments):
+            raise BadTicket("request")
+
+    # -- single use -----------------------------------------------------------------------------------
+
+    def redeemed_key(self, claims: dict[str, Any], message: dict[str, Any], principal: str,
+                     arguments: dict[str, Any]) -> Any:
+        return claims.get("jti")
+
+    def check_unspent(self, claims: dict[str, Any], message: dict[str, Any], principal: str,
+                      arguments: dict[str, Any]) -> None:
+        if self.redeemed_key(claims, message, principal, arguments) in self.redeemed:
+            raise BadTicket("single-use")
+
+    def spend(self, claims: dict[str, Any], message: dict[str, Any], principal: str,
+              arguments: dict[str, Any]) -> None:
+        """Mark the ticket redeemed: only here, once every other check has passed and an answer came."""
+        key = self.redeemed_key(claims, message, principal, arguments)
+        with self.lock:
+            if key in self.redeemed:
+                raise Refused(-32602, FROZEN, {"reason": "invalid_request_state"})
+            self.redeemed.add(key)
+
+    # -- the answer -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def answer_of(responses: Any) -> Any:
+        return responses.get("confirm") if isinstance(responses, dict) else None
+
+    def decide(self, answer: Any) -> str:
+        """"yes", "no" (declined, cancelled, or a false confirm) or "missing"; a malformed answer is an error
+        (spec, MRTR "Error Handling": malformed inputResponses SHOULD get a JSON-RPC error)."""
+        if answer is None:
+            return "missing"
+        if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
+            raise Refused(-32602, "Invalid inputResponses: confirm is not an elicitation result")
+        if answer["action"] != "accept":
+            return "no"
+        content = answer.get("content")
+        confirm = content.get("confirm") if isinstance(content, dict) else None
+        if not isinstance(confirm, bool):
+            raise Refused(-32602, "Invalid inputResponses: confirm must be true or false")
+        return "yes" if confirm else "no"
+
+
+# -- the mutants: one plausible mistake each ------------------------------------------------------------
+
+
+class AnyAnswerIsYes(Sound):
+    """Deploys on decline and cancel: it only ever tried accept + confirm true, so it never reads the action
+    and takes a missing confirm for a yes."""
+
+    def decide(self, answer: Any) -> str:
+        if answer is None:
+            return "missing"
+        content = answer.get("content") if isinstance(answer, dict) else None
+        confirm = content.get("confirm", True) if isinstance(content, dict) else True
+        return "no" if confirm is False else "yes"
+
+
+class DeclineAsksAgain(Sound):
+    """Treats decline and cancel as no answer, so the user who said no is asked again forever."""
+
+    def decide(self, answer: Any) -> str:
+        if isinstance(answer, dict) and answer.get("action") in ("decline", "cancel"):
+            return "missing"
+        return super().decide(answer)
+
+
+class TruthyConfirm(Sound):
+    """Reads confirm for its truth, not its type: confirm "yes" deploys."""
+
+    def decide(self, answer: Any) -> str:
+        if isinstance(answer, dict) and answer.get("action") == "accept":
+            content = answer.get("content") if isinstance(answer.get("content"), dict) else {}
+            return "yes" if content.get("confirm") else "no"
+        return super().decide(answer)
+
+
+class MissingConfirmIsYes(Sound):
+    """Defaults a missing confirm to true: an accept with nothing in it deploys."""
+
+    def decide(self, answer: Any) -> str:
+        if isinstance(answer, dict) and answer.get("action") == "accept" and isinstance(answer.get("content"), dict):
+            answer = {**answer, "content": {"confirm": True, **answer["content"]}}
+        return super().decide(answer)
+
+
+class SpendsFirst(Sound):
+    """Marks the ticket redeemed as soon as its signature matches, before its other checks and the answer: a
+    refused retry (wrong request, no answer) burns the owner's ticket."""
+
+    def open(self, ticket: Any) -> dict[str, Any]:
+        claims = super().open(ticket)
+        with self.lock:
+            if claims.get("jti") in self.redeemed:
+                raise BadTicket("single-use")
+            self.redeemed.add(claims.get("jti"))
+        return claims
+
+    def check_unspent(self, *args: Any) -> None:
+        pass  # done in open()
+
+    def spend(self, *args: Any) -> None:
+        pass  # done in open()
+
+
+class KeyedOnRequestId(Sound):
+    """Remembers which (ticket, JSON-RPC id) pairs were served, like a retransmission filter: the very same retry
+    is refused, the same retry under a new id deploys again."""
+
+    def redeemed_key(self, claims: dict[str, Any], message: dict[str, Any], *args: Any) -> Any:
+        return (claims.get("jti"), json.dumps(message.get("id")))
+
+
+class KeyedOnRequest(Sound):
+    """Remembers requests, not tickets: a second, honest call of the same deploy is refused as a replay."""
+
+    def redeemed_key(self, claims: dict[str, Any], message: dict[str, Any], principal: str,
+                     arguments: dict[str, Any]) -> Any:
+        return (principal, self.digest(arguments))
+
+
+class JunkLeaks(Sound):
+    """Parses requestState before any check and lets the parser's exception through as an internal error:
+    junk gets a different error than a bad ticket, and leaks its exception text."""
+
+    def open(self, ticket: Any) -> dict[str, Any]:
+        try:
+            _head, body, mac = str(ticket).split(".")
+            json.loads(_unb64(body))
+        except Exception as exc:  # noqa: BLE001 (the mistake under test)
+            raise Refused(-32603, f"Internal error: {type(exc).__name__}: {exc}") from None
+        return super().open(ticket)
+
+
+class NoSignature(Sound):
+    """Decodes the payload without comparing the MAC: an edited payload is believed."""
+
+    def check_signature(self, body: str, mac: str) -> None:
+        pass
+
+
+class NoPrincipal(Sound):
+    """Never compares the ticket's sub with the caller: a stolen ticket works for anyone."""
+
+    def check_principal(self, claims: dict[str, Any], principal: str) -> None:
+        pass
+
+
+class NoExpiry(Sound):
+    """Writes exp into the ticket but never reads it back."""
+
+    def check_expiry(self, claims: dict[str, Any]) -> None:
+        pass
+
+
+class NoRequestCheck(Sound):
+    """Never compares the ticket's request digest with the retry's arguments: a yes for staging deploys prod."""
+
+    def check_request(self, claims: dict[str, Any], arguments: dict[str, Any]) -> None:
+        pass
+
+
+class NoSingleUse(Sound):
+    """Keeps no redeemed store: the same retry deploys as often as it is sent."""
+
+    def check_unspent(self, *args: Any) -> None:
+        pass
+
+    def spend(self, *args: Any) -> None:
+        pass
+
+
+class RevealsCheck(Sound):
+    """Says in the error which check failed: a client learns which part of its forgery worked."""
+
+    def refuse_ticket(self, check: str) -> dict[str, Any]:
+        raise Refused(-32602, f"Invalid requestState: the {check} check failed", {"reason": check})
+
+
+class ProcessKey(Sound):
+    """A fresh key per process and no principal binding: over HTTP (one process) a stolen ticket works; over
+    stdio a second process cannot even read the first one's tickets, which hides the missing principal check."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.key = secrets.token_bytes(32)
+
+    def check_principal(self, claims: dict[str, Any], principal: str) -> None:
+        pass
+
+
+class MissingAnswerIsAnError(Sound):
+    """Answers a retry without the answer with an error instead of asking again."""
+
+    def missing(self, principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        raise Refused(-32602, "Invalid inputResponses: confirm is missing")
+
+
+class AsksWithoutCapability(Sound):
+    """Asks for elicitation even when the request declared no such capability."""
+
+    def check_capability(self, caps: dict[str, Any]) -> None:
+        pass
+
+
+class AnyVersion(Sound):
+    """Serves any protocol version it is asked for."""
+
+    def check_version(self, version: Any) -> None:
+        pass
+
+
+class NoResultType(Sound):
+    """Leaves resultType off complete results (a pre-2026 habit)."""
+
+    def complete(self, result: dict[str, Any]) -> dict[str, Any]:
+        return dict(result)
+
+
+class StartsOver(Sound):
+    """Not a mutant: answers a bad ticket by starting over with a fresh question, nothing done. The spec allows
+    it (MRTR server requirement 8, "MAY return input_required repeatedly"), so every move still holds."""
+
+    def refuse_ticket(self, check: str) -> dict[str, Any]:
+        raise _StartOver
+
+
+class _StartOver(Exception):
+    pass
+
+
+def _starting_over(cls: type[Sound]) -> type[Sound]:
+    original = cls.deploy
+
+    def deploy(self: Sound, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return original(self, message, principal, arguments)
+        except _StartOver:
+            return self.ask(principal, arguments)
+
+    cls.deploy = deploy  # type: ignore[method-assign]
+    return cls
+
+
+_starting_over(StartsOver)
+
+#: The mutants by name (the names tests/mutants/expectations.toml uses), and the sound servers.
+MUTANTS: dict[str, type[Sound]] = {
+    "any-answer-is-yes": AnyAnswerIsYes,
+    "decline-asks-again": DeclineAsksAgain,
+    "truthy-confirm": TruthyConfirm,
+    "missing-confirm-is-yes": MissingConfirmIsYes,
+    "spends-first": SpendsFirst,
+    "keyed-on-request-id": KeyedOnRequestId,
+    "keyed-on-request": KeyedOnRequest,
+    "junk-leaks": JunkLeaks,
+    "no-signature": NoSignature,
+    "no-principal": NoPrincipal,
+    "no-expiry": NoExpiry,
+    "no-request-check": NoRequestCheck,
+    "no-single-use": NoSingleUse,
+    "reveals-check": RevealsCheck,
+    "process-key": ProcessKey,
+    "missing-answer-is-an-error": MissingAnswerIsAnError,
+    "asks-without-capability": AsksWithoutCapability,
+    "any-version": AnyVersion,
+    "no-result-type": NoResultType,
+}
+SOUND: dict[str, type[Sound]] = {"sound": Sound, "starts-over": StartsOver}
+ALL: dict[str, type[Sound]] = {**SOUND, **MUTANTS}
+
+
+def serve_http(server: Sound) -> ThreadingHTTPServer:
+    """An HTTP server on a free loopback port for `server` (call serve_forever in a thread)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            principal = TOKENS.get(self.headers.get("Authorization", "").removeprefix("Bearer ").strip())
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if principal is None:
+                status, reply = 401, {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": "no token"}}
+            else:
+                try:
+                    message = json.loads(body)
+                except ValueError:
+                    message = None
+                status, reply = server.handle(message, principal)
+            data = json.dumps(reply).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    return httpd
+
+
+def serve_stdio(server: Sound, principal: str) -> None:
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            message = json.loads(line)
+        except ValueError:
+            message = None
+        _, reply = server.handle(message, principal)
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+
+
+def main(argv: list[str]) -> int:
+    name = argv[0] if argv else "sound"
+    server = ALL[name](Clock(os.environ.get("MUTANT_CLOCK_FILE")))
+    serve_stdio(server, os.environ.get("MRTR_PRINCIPAL") or "bob")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,143 @@
+"""The mutation suite: the checker flags each small flawed server exactly where its one mistake shows, and passes
+the sound controls, over HTTP (servers in process threads) and over stdio (one process per principal).
+
+The expected sets are data (expectations.toml), checked against the catalogue: every slug there is a move of
+lessons/moves.toml, and a move that flags a mutant without being listed fails with a message saying which move
+and what it shows. No test waits for real: the late move moves the server's clock (tests/mutants/harness.py).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from moves.catalog import load_moves
+from moves.check import Report
+from moves.probes import PROBES
+from moves.target import Outcome
+from tests.mutants.harness import check_http, check_stdio
+from tests.mutants.server import MUTANTS, SOUND
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+TABLE: dict[str, Any] = tomllib.loads((HERE / "expectations.toml").read_text(encoding="utf-8"))
+MOVES = {m.slug: m for m in load_moves()}
+TRANSPORTS = ("http", "stdio")
+
+
+def expected(name: str, transport: str) -> dict[str, set[str]]:
+    entry = TABLE["mutants"].get(name, {})
+    over = {**entry, **entry.get(transport, {})} if isinstance(entry.get(transport), dict) else entry
+    return {key: set(over.get(key, [])) for key in ("fail", "probes", "not_run")}
+
+
+def flagged(report: Report) -> dict[str, set[str]]:
+    return {"fail": {r.move for r in report.moves if r.verdict == "fail"},
+            "probes": {p.probe for p in report.probes if not p.ok},
+            "not_run": {r.move for r in report.moves if r.verdict == "not-run"}}
+
+
+def explain(name: str, want: dict[str, set[str]], got: dict[str, set[str]], report: Report) -> str:
+    """Why a mutant's flags differ from the table, move by move, in words a maintainer can act on."""
+    lines = [f"the checker's flags on mutant {name!r} differ from tests/mutants/expectations.toml:"]
+    for key in want:
+        for slug in sorted(got[key] - want[key]):
+            shows = f" (it shows that {MOVES[slug].shows})" if slug in MOVES and MOVES[slug].shows else ""
+            lines.append(f"  {key}: {slug}{shows} flags it but is not listed: a move added to the catalogue after "
+                         "the table was written? If it really shows this mistake, list it there")
+        for slug in sorted(want[key] - got[key]):
+            lines.append(f"  {key}: {slug} is listed but did not flag it")
+    return "\n".join(lines) + "\n\n" + report.table()
+
+
+def assert_flags(name: str, transport: str, report: Report) -> None:
+    want, got = expected(name, transport), flagged(report)
+    assert got == want, explain(name, want, got, report)
+    assert report.ok == (not want["fail"] and not want["probes"])
+    # A flagged move fails with evidence: what the server really answered, never a transport error.
+    for row in report.moves:
+        if row.verdict == "fail":
+            assert row.observed in {str(o) for o in (Outcome.COMPLETED, Outcome.REFUSED, Outcome.ASKED_AGAIN,
+                                                       Outcome.ENDED)}, row
+        if row.verdict == "not-run":
+            assert row.detail.startswith("not shown: "), row
+
+
+# -- the table is about the catalogue's moves and this suite's servers ---------------------------------
+
+
+def test_the_table_names_every_server_and_only_catalogue_moves_and_known_probes() -> None:
+    assert set(TABLE["mutants"]) == set(MUTANTS) and set(TABLE["controls"]) == set(SOUND)
+    assert len(MUTANTS) >= 12
+    for name in MUTANTS:
+        assert TABLE["mutants"][name]["mistake"], name
+        for transport in TRANSPORTS:
+            sets = expected(name, transport)
+            assert sets["fail"] | sets["not_run"] <= set(MOVES), (name, transport)
+            assert sets["probes"] <= set(PROBES), (name, transport)
+            assert not sets["fail"] & sets["not_run"], name
+            assert sets["fail"] or sets["probes"] or sets["not_run"], f"{name} is flagged nowhere"
+
+
+# -- the runs -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(SOUND))
+def test_the_sound_controls_pass_everything_over_http(name: str) -> None:
+    report = check_http(name)
+    assert report.ok and all(r.verdict == "pass" for r in report.moves) and all(p.ok for p in report.probes), \
+        report.table()
+
+
+@pytest.mark.parametrize("name", list(SOUND))
+def test_the_sound_controls_pass_everything_over_stdio(name: str, tmp_path: Path) -> None:
+    report = check_stdio(name, tmp_path)
+    assert report.ok and all(r.verdict == "pass" for r in report.moves) and all(p.ok for p in report.probes), \
+        report.table()
+
+
+def test_a_server_that_starts_over_on_a_bad_ticket_holds_with_the_note() -> None:
+    report = check_http("starts-over")
+    refused = {slug for slug, m in MOVES.items() if m.expect == Outcome.REFUSED}
+    started_over = {r.move for r in report.moves if r.observed == "asked-again" and r.move in refused}
+    assert started_over
+    for row in report.moves:
+        if row.move in started_over:
+            assert row.verdict == "pass" and "MRTR server requirement 8" in row.detail, row
+
+
+@pytest.mark.parametrize("name", list(MUTANTS))
+def test_each_mutant_is_flagged_exactly_where_its_mistake_shows_over_http(name: str) -> None:
+    assert_flags(name, "http", check_http(name))
+
+
+@pytest.mark.parametrize("name", list(MUTANTS))
+def test_each_mutant_is_flagged_exactly_where_its_mistake_shows_over_stdio(name: str, tmp_path: Path) -> None:
+    assert_flags(name, "stdio", check_stdio(name, tmp_path))
+
+
+def test_a_process_bound_key_is_never_a_pass_for_the_principal_over_stdio(tmp_path: Path) -> None:
+    stolen = {slug for slug, m in MOVES.items() if m.sender == "other"}
+    rows = {r.move: r for r in check_stdio("process-key", tmp_path).moves}
+    for slug in stolen:
+        assert rows[slug].verdict == "not-run" and "only work where they were minted" in rows[slug].detail
+
+
+# -- the score, as the README states it -----------------------------------------------------------------
+
+
+def score(transport: str) -> tuple[int, int]:
+    """(caught, mutants): a mutant is caught when the report is not ok (a move fails or a probe does not hold)."""
+    caught = sum(bool(expected(name, transport)["fail"] or expected(name, transport)["probes"]) for name in MUTANTS)
+    return caught, len(MUTANTS)
+
+
+def test_the_readme_states_the_mutation_score() -> None:
+    http, stdio = score("http"), score("stdio")
+    sentence = (f"Mutation score: {http[0]} of {http[1]} mutants caught over HTTP, {stdio[0]} of {stdio[1]} "
+                "over stdio")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert sentence in readme, sentence
