@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from .errors import InternalError, InvalidParams, InvalidRequest, ParseError, ProtocolError, TicketRejected
@@ -33,8 +34,9 @@ log = logging.getLogger("mrtr")
 class Connection(LegacyEra):
     """One conversation: a stdio process, an HTTP session, or a single stateless request."""
 
-    def __init__(self, server: Server, principal: str, *, channel: bool = True, stateless: bool = False) -> None:
-        super().__init__(server, principal, channel=channel, stateless=stateless)
+    def __init__(self, server: Server, principal: str, *, channel: bool = True, stateless: bool = False,
+                 request_ids: Iterator[Any] | None = None) -> None:
+        super().__init__(server, principal, channel=channel, stateless=stateless, request_ids=request_ids)
 
     # -- entry points ----------------------------------------------------------------------------
 

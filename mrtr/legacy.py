@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -54,13 +55,16 @@ class _ShimFlow:
 class LegacyEra(Conversation):
     """A conversation that may start a 2025-11-25 session and run the shim on it."""
 
-    def __init__(self, server: Server, principal: str, *, channel: bool = True, stateless: bool = False) -> None:
+    def __init__(self, server: Server, principal: str, *, channel: bool = True, stateless: bool = False,
+                 request_ids: Iterator[Any] | None = None) -> None:
         super().__init__(server, principal, stateless=stateless)
         self.channel = channel
         self.legacy_version: str | None = None
         self.legacy_capabilities: dict[str, Any] = {}
         self.initialized = False
-        self._ids = itertools.count(1)
+        # The ids of the requests this side sends (the shim's questions). An adapter whose session may be
+        # served by several processes gives each process ids of its own, so an answer names its process.
+        self._ids: Iterator[Any] = request_ids if request_ids is not None else itertools.count(1)
         self._flows: dict[Any, _ShimFlow] = {}  # server request id -> flow
 
     def expire(self) -> Exchange:
@@ -75,6 +79,23 @@ class LegacyEra(Conversation):
                 out.messages.append(self._shim_failure(flow, "the client did not answer in time"))
                 out.origin = flow.origin_id
         return out
+
+    def session_state(self) -> dict[str, Any]:
+        """What another process needs to go on with this session (`resume`): JSON-safe, no secrets."""
+        return {"version": self.legacy_version, "capabilities": self.legacy_capabilities}
+
+    def resume(self, state: dict[str, Any]) -> None:
+        """Go on with a session that `initialize` started in another process, from its `session_state()`.
+
+        Raises:
+            ValueError: the state is not one `session_state` wrote.
+        """
+        version, caps = state.get("version"), state.get("capabilities")
+        if version not in LEGACY_VERSIONS or not isinstance(caps, dict):
+            raise ValueError("not the state of a 2025-11-25 session")
+        self.legacy_version = version
+        self.legacy_capabilities = caps
+        self.initialized = True
 
     def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
         requested = params.get("protocolVersion")

@@ -17,7 +17,7 @@ clock, policy). The catalog is required: the server never picks one for itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from . import __version__
@@ -72,9 +72,10 @@ class Server:
         clone.codec = TicketCodec(self.ring, sealed=policy.sealed, ttl=self.ttl, jti=self.jti)
         return clone
 
-    def connect(self, principal: str, *, channel: bool = True) -> Connection:
-        """A connection for one stdio process or one HTTP session (`channel`: can we ask the client?)."""
-        return Connection(self, principal, channel=channel)
+    def connect(self, principal: str, *, channel: bool = True, request_ids: Iterator[Any] | None = None) -> Connection:
+        """A connection for one stdio process or one HTTP session (`channel`: can we ask the client?;
+        `request_ids`: the ids of the questions it sends, when they must be unique beyond this process)."""
+        return Connection(self, principal, channel=channel, request_ids=request_ids)
 
     def handle(self, message: Any, *, principal: str, check_text: bool = True) -> Exchange:
         """Serve one stateless message: the whole contract of the 2026-07-28 era.

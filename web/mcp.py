@@ -33,6 +33,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import itertools
 import json
 import logging
 import queue
@@ -63,6 +64,15 @@ from mrtr.wire import NotUtf8, utf8_text
 from web import security
 from web.admission import HELD_KEY, HeldSlots
 from web.services import SETTINGS_KEY, Services, get_services
+from web.session_directory import (
+    Directory,
+    DirectoryDown,
+    LocalDirectory,
+    RedisDirectory,
+    SqliteDirectory,
+    process_tag,
+    tag_of,
+)
 
 bp = Blueprint("mcp", __name__)
 log = logging.getLogger("mrtr.http")
@@ -78,6 +88,8 @@ MAX_PENDING_CALLS_PER_SESSION = 8
 SESSION_IDLE_TIMEOUT = 30 * 60.0
 #: Seconds between SSE comments on a waiting legacy stream: a closed stream is noticed within two.
 KEEPALIVE_INTERVAL = 0.5
+#: How often a waiting legacy stream looks for answers relayed from other processes (seconds).
+RELAY_POLL = 0.1
 #: Retry-After (seconds) on 503 answers: the store is down, or the session table is full.
 RETRY_AFTER = 1
 #: Bytes read from the request body at a time.
@@ -141,7 +153,11 @@ class SessionsFull(Exception):
 
 
 class Sessions:
-    """The live sessions of this process (so several processes need sticky routing).
+    """The live sessions of this process, and (with a shared directory) the way to every other process's.
+
+    A session opened elsewhere is adopted from the directory on its first request here; an answer to a
+    question another process asked is relayed to it through the directory's mailbox (`deliver`), so no
+    routing is needed for a session to work, whichever worker or replica each request reaches.
 
     Sessions are kept in least-recently-used order. Any left unused for `idle_timeout` seconds
     are ended, as if the client had sent DELETE; clients that come back get 404 and initialize
@@ -152,7 +168,14 @@ class Sessions:
 
     def __init__(self, limit: int = MAX_SESSIONS, idle_timeout: float = SESSION_IDLE_TIMEOUT,
                  clock: Callable[[], float] = time.monotonic, per_principal: int = MAX_SESSIONS_PER_PRINCIPAL,
-                 new_id: Callable[[], str] = lambda: secrets.token_urlsafe(32)) -> None:
+                 new_id: Callable[[], str] = lambda: secrets.token_urlsafe(32),
+                 directory: Directory | None = None, tag: str = "", wall: Callable[[], float] = time.time) -> None:
+        #: Where every process finds a session, and the mailbox for answers (web/session_directory.py).
+        self.directory: Directory = directory or LocalDirectory()
+        #: This process's name in the ids of the questions it asks (only with a shared directory).
+        self.tag = tag
+        self.wall = wall  # the directory's expiry times are wall-clock times, shared by every process
+        self._question_numbers = itertools.count(1)
         self.limit = limit
         self.new_id = new_id  # a session id: random; tests inject a sequence to compare two apps byte for byte
         self.per_principal = per_principal
@@ -215,6 +238,71 @@ class Sessions:
         _close_all(ended)
         return session
 
+    def request_ids(self) -> Iterator[str] | None:
+        """The ids a new session's questions get: tagged with this process when another process may receive the
+        answer (a shared directory), else None (the core's own 1, 2, 3...)."""
+        if not self.directory.shared:
+            return None
+        numbers = self._question_numbers
+        return (f"{self.tag}-{next(numbers)}" for _ in itertools.count())
+
+    def publish(self, session: Session) -> None:
+        """Make a new session visible to every process (nothing to do with one process)."""
+        if self.directory.shared:
+            self.directory.put(session.sid, session.principal, session.conn.session_state(), self.wall())
+
+    def adopt(self, sid: str, principal: str, connect: Callable[[Iterator[str] | None], Connection]) -> Session | None:
+        """A session another process opened, now served here too; None when the directory does not know it or it
+        is another principal's. Raises DirectoryDown when the directory cannot be read."""
+        if not self.directory.shared:
+            return None
+        record = self.directory.get(sid, self.wall())
+        if record is None or not secrets.compare_digest(record[0].encode(), principal.encode()):
+            return None
+        conn = connect(self.request_ids())
+        try:
+            conn.resume(record[1])
+        except ValueError:
+            return None
+        session = Session(sid, principal, conn, last_seen=self.clock())
+        with self._lock:
+            ended = self._evict_idle(session.last_seen)
+            if sid in self._live:  # another thread adopted it meanwhile: use that one
+                session = self._live[sid]
+            elif len(self._live) < self.limit:
+                self._live[sid] = session
+                self._by_principal.setdefault(principal, OrderedDict())[sid] = session
+        _close_all(ended)
+        return session
+
+    def owner_elsewhere(self, message: Any) -> str | None:
+        """The tag of the process that asked the question `message` answers, when that is another process."""
+        if not self.directory.shared or not isinstance(message, dict) or "method" in message:
+            return None
+        tag = tag_of(message.get("id"))
+        return tag if tag is not None and tag != self.tag else None
+
+    def known(self, sid: str, principal: str) -> bool:
+        """Whether the directory holds `principal`'s session `sid` (for an answer relayed without adopting)."""
+        record = self.directory.get(sid, self.wall()) if self.directory.shared else None
+        return record is not None and secrets.compare_digest(record[0].encode(), principal.encode())
+
+    def relay(self, tag: str, sid: str, message: dict[str, Any]) -> None:
+        self.directory.post(tag, sid, message, self.wall())
+
+    def deliver(self) -> None:
+        """Hand every answer relayed to this process to the session whose call is waiting for it."""
+        for sid, message in self.directory.take(self.tag, self.wall()):
+            with self._lock:
+                session = self._live.get(sid)
+            if session is None:
+                log.info("a relayed answer for a session this process no longer holds was dropped")
+                continue
+            with session.lock:
+                exchange = session.conn.receive(message)
+                if exchange.origin is not None:
+                    session.route(exchange.messages, exchange.origin)
+
     def count(self, principal: str | None = None) -> int:
         """Live sessions, in all or of one principal."""
         with self._lock:
@@ -231,6 +319,9 @@ class Sessions:
                 self._drop(session)
         if ended and session is not None:
             session.close("ended by DELETE")
+        if self.directory.shared and (ended or self.known(sid, principal)):
+            self.directory.delete(sid)  # every other process then finds it gone
+            ended = True
         return ended
 
 
@@ -249,10 +340,24 @@ def session_ids(replica: str | None) -> Callable[[], str]:
     return lambda: f"{prefix}.{secrets.token_urlsafe(32)}"
 
 
+def open_directory(settings: Settings) -> Directory:
+    """Where sessions are shared: nowhere with the memory store (one process), else beside the redeemed store."""
+    kind = settings.store_kind
+    if kind == "memory":
+        return LocalDirectory()
+    if kind == "redis" and settings.redis_url:
+        return RedisDirectory.from_url(settings.redis_url, ttl=SESSION_IDLE_TIMEOUT)
+    folder = settings.store_path.parent if settings.store_path is not None else settings.state_directory()
+    return SqliteDirectory(folder / "legacy-sessions.sqlite3", ttl=SESSION_IDLE_TIMEOUT)
+
+
 @bp.record_once
 def _setup(state: Any) -> None:
     app: Flask = state.app
-    app.extensions[SESSIONS_KEY] = Sessions(new_id=session_ids(app.extensions[SETTINGS_KEY].replica_name))
+    settings: Settings = app.extensions[SETTINGS_KEY]
+    app.extensions[SESSIONS_KEY] = Sessions(new_id=session_ids(settings.replica_name),
+                                            directory=open_directory(settings),
+                                            tag=process_tag(settings.replica_name))
 
 
 # -- the request and the response, without a framework ---------------------------------------
@@ -459,7 +564,13 @@ def _serve(req: HttpIn, services: Services, sessions: Sessions, config: McpConfi
                 405,
                 Allow="POST",
             )
-        if not sessions.end(sid, principal):
+        try:
+            ended = sessions.end(sid, principal)
+        except DirectoryDown as exc:
+            log.warning("legacy session %s… could not be ended everywhere: %s", sid[:8], exc)
+            raise _refuse("The session store is unavailable: try again shortly", 503,
+                          **{"Retry-After": str(RETRY_AFTER)}) from None
+        if not ended:
             raise _refuse("Session not found (it ended, or was never yours)", 404)
         return _empty(204)
 
@@ -484,13 +595,12 @@ def _answer(req: HttpIn, body: str, accepts: Accepts, principal: str, sid: str, 
         exchange = services.server.handle(message, principal=principal, check_text=may_hold_surrogates(body))
         return _reply(exchange, accepts)
     if sid:
-        session = sessions.get(sid, principal)
-        if session is None:
-            raise Refusal(
-                HttpRefusal("Session not found (it ended, or was never yours): send initialize again", http_status=404),
-                _request_id(message),
-            )
-        return _continue_session(session, message, accepts, config)
+        try:
+            return _in_session(services, sessions, sid, principal, message, accepts, config)
+        except DirectoryDown as exc:
+            log.warning("legacy session %s… could not be looked up: %s", sid[:8], exc)
+            raise Refusal(HttpRefusal("The session store is unavailable: try again shortly", http_status=503),
+                          _request_id(message), {"Retry-After": str(RETRY_AFTER)}) from None
     if isinstance(message, dict) and message.get("method") == "initialize":
         return _initialize(services, sessions, principal, message, accepts)
     raise Refusal(
@@ -681,7 +791,7 @@ def _request_id(message: Any) -> Any:
 def _initialize(
     services: Services, sessions: Sessions, principal: str, message: dict[str, Any], accepts: Accepts
 ) -> HttpOut:
-    conn = services.server.connect(principal, channel=True)
+    conn = services.server.connect(principal, channel=True, request_ids=sessions.request_ids())
     exchange = conn.receive(message)
     response = exchange.response
     if not response or "result" not in response:
@@ -695,12 +805,35 @@ def _initialize(
                         http_status=503),
             _request_id(message), {"Retry-After": str(RETRY_AFTER)},
         ) from None
+    try:
+        sessions.publish(session)
+    except DirectoryDown as exc:  # served here all the same; another process will not find it
+        log.warning("legacy session could not be shared with the other processes: %s", exc)
     reply = _reply(exchange, accepts)
     reply.headers.append(("Mcp-Session-Id", session.sid))
     return reply
 
 
-def _continue_session(session: Session, message: Any, accepts: Accepts, config: McpConfig) -> HttpOut:
+def _in_session(services: Services, sessions: Sessions, sid: str, principal: str, message: Any, accepts: Accepts,
+                config: McpConfig) -> HttpOut:
+    """A message of a 2025-11-25 session, whichever process opened it: an answer to a question another process
+    asked is relayed there; anything else is served here, from the session as the directory knows it."""
+    elsewhere = sessions.owner_elsewhere(message)
+    if elsewhere is not None and (sessions.get(sid, principal) is not None or sessions.known(sid, principal)):
+        sessions.relay(elsewhere, sid, message)
+        return _empty(202)
+    session = sessions.get(sid, principal) or sessions.adopt(
+        sid, principal, lambda ids: services.server.connect(principal, channel=True, request_ids=ids))
+    if session is None:
+        raise Refusal(
+            HttpRefusal("Session not found (it ended, or was never yours): send initialize again", http_status=404),
+            _request_id(message),
+        )
+    return _continue_session(session, message, accepts, config, sessions)
+
+
+def _continue_session(session: Session, message: Any, accepts: Accepts, config: McpConfig,
+                      sessions: Sessions | None = None) -> HttpOut:
     is_request = isinstance(message, dict) and isinstance(message.get("method"), str) and "id" in message
     with session.lock:
         if is_request and _request_id(message) in session.streams:
@@ -750,7 +883,8 @@ def _continue_session(session: Session, message: Any, accepts: Accepts, config: 
         session.streams[exchange.origin] = inbox
     held = _HeldCall(session, exchange.origin, give_back)
     wait = config.shim_wait or float(session.conn.server.shim_round_timeout)
-    return _sse(_shim_stream(held, exchange.messages, inbox, wait), on_close=held.abandon)
+    relayed = sessions.deliver if sessions is not None and sessions.directory.shared else None
+    return _sse(_shim_stream(held, exchange.messages, inbox, wait, relayed), on_close=held.abandon)
 
 
 def _nothing() -> None:
@@ -789,7 +923,8 @@ class _HeldCall:
 
 
 def _shim_stream(
-    held: _HeldCall, first: list[dict[str, Any]], inbox: queue.Queue[list[dict[str, Any]]], wait: float
+    held: _HeldCall, first: list[dict[str, Any]], inbox: queue.Queue[list[dict[str, Any]]], wait: float,
+    relayed: Callable[[], None] | None = None,
 ) -> Iterator[dict[str, Any] | None]:
     """The server requests of each shim round, then the final response, on one SSE stream.
 
@@ -797,20 +932,30 @@ def _shim_stream(
     gives up on rounds past their deadline, and if its clock disagrees this stream gives up anyway.
     While it waits it yields None (a keep-alive comment) every `KEEPALIVE_INTERVAL` seconds: when
     the client has closed the stream that write fails, the server closes this generator, and the
-    `finally` below cancels the call, so the worker thread is free again within about a second.
+    `finally` below cancels the call, so the worker thread is free again within about a second. With a shared
+    directory (`relayed`), it also takes the answers other processes relayed here every `RELAY_POLL` seconds.
     """
     session, origin = held.session, held.origin
     finished = False
+    poll = RELAY_POLL if relayed is not None else KEEPALIVE_INTERVAL
     try:
         yield from first
         while not finished:
             batch = None
             deadline = time.monotonic() + wait
+            quiet_since = time.monotonic()
             while batch is None and (remaining := deadline - time.monotonic()) > 0:
+                if relayed is not None:
+                    try:
+                        relayed()
+                    except DirectoryDown as exc:
+                        log.warning("relayed answers could not be read: %s", exc)
                 try:
-                    batch = inbox.get(timeout=min(KEEPALIVE_INTERVAL, remaining))
+                    batch = inbox.get(timeout=min(poll, remaining))
                 except queue.Empty:
-                    yield None
+                    if time.monotonic() - quiet_since >= KEEPALIVE_INTERVAL:
+                        quiet_since = time.monotonic()
+                        yield None
             if batch is None:
                 with session.lock:
                     expired = session.conn.expire()
