@@ -819,11 +819,19 @@ def _in_session(services: Services, sessions: Sessions, sid: str, principal: str
     """A message of a 2025-11-25 session, whichever process opened it: an answer to a question another process
     asked is relayed there; anything else is served here, from the session as the directory knows it."""
     elsewhere = sessions.owner_elsewhere(message)
-    if elsewhere is not None and (sessions.get(sid, principal) is not None or sessions.known(sid, principal)):
+    local = sessions.get(sid, principal)
+    # One read of the directory per request: it says whether the session still exists anywhere, and keeps it alive.
+    known = sessions.directory.shared and sessions.known(sid, principal)
+    if local is not None and sessions.directory.shared and not known:
+        sessions.end(sid, principal)  # ended elsewhere (DELETE reached another process): gone here too
+        local = None
+    if elsewhere is not None and (local is not None or known):
         sessions.relay(elsewhere, sid, message)
         return _empty(202)
-    session = sessions.get(sid, principal) or sessions.adopt(
-        sid, principal, lambda ids: services.server.connect(principal, channel=True, request_ids=ids))
+    if local is None and known:
+        local = sessions.adopt(sid, principal,
+                               lambda ids: services.server.connect(principal, channel=True, request_ids=ids))
+    session = local
     if session is None:
         raise Refusal(
             HttpRefusal("Session not found (it ended, or was never yours): send initialize again", http_status=404),

@@ -8,6 +8,8 @@ import json
 import re
 import resource
 import socket
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -18,6 +20,8 @@ from web.deployment import REPLICA_HEADER
 from .conftest import ROOT, Cluster
 
 BOB = "bob-secret-cluster"
+#: Legacy SDK calls in a row through the cluster; with the old per-process sessions most of them failed.
+LEGACY_CALLS = 10
 #: Per-client limits key on the client's address, so each test that spends an allowance speaks from its own
 #: loopback address (all of 127.0.0.0/8 is this machine).
 SLOW_CLIENT, BOT_CLIENT = "127.0.0.2", "127.0.0.3"
@@ -145,3 +149,20 @@ def test_idle_connections_cost_nginx_not_the_replicas(cluster: Cluster) -> None:
     finally:
         for sock in sockets:
             sock.close()
+
+
+def sdk_legacy_call(url: str, token: str) -> dict[str, Any]:
+    """One deploy by the official Python SDK client (mcp 2.3.0) in the 2025-11-25 era: initialize, the call, the
+    server's question on the call's stream, the answer on a new request, the result."""
+    run = subprocess.run([sys.executable, str(ROOT / "tests/sdk/py_client.py"), "--mode", "legacy", "--url", url,
+                          "--token", token, "--timeout", "20"], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    lines = run.stdout.strip().splitlines()
+    assert lines, run.stderr[-2000:]
+    return dict(json.loads(lines[-1]))
+
+
+def test_an_official_sdk_client_in_the_2025_era_completes_calls_through_nginx(cluster: Cluster) -> None:
+    """Its requests spread over two replicas of two workers each; the session and its answers follow."""
+    for _ in range(LEGACY_CALLS):
+        out = sdk_legacy_call(f"{cluster.url}/mcp", BOB)
+        assert out["ok"] and out["text"] == "deployed to staging" and out["protocolVersion"] == "2025-11-25", out
