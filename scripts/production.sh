@@ -8,9 +8,8 @@
 # keep the slowest answers close to the typical one (bench/analysis.md). What waits: a 2025-11-25
 # call held open for its client's answer, or a presenter's live view, keeps a thread, so at most
 # MRTR_HELD_STREAMS are held per process (default THREADS - 1; it must stay below THREADS).
-# Legacy sessions live in one process, so with WORKERS > 1 put a proxy with sticky routing (on
-# Mcp-Session-Id) in front, or serve legacy clients from one worker. 2026-07-28 traffic is
-# stateless and needs neither. Configure the app with MRTR_* variables (see the README);
+# Legacy sessions are shared through the store (web/session_directory.py), so any worker serves
+# them; 2026-07-28 traffic is stateless. Configure the app with MRTR_* variables (see the README);
 # MRTR_SECRET_KEYS is required. The last line is `exec`, so SIGTERM and SIGINT reach granian,
 # which stops its workers cleanly.
 set -euo pipefail
