@@ -67,6 +67,7 @@ from web.classroom_store import (
     normalize_code,
 )
 from web.content import Lesson, Question, get_content
+from web.moveviews import grouped
 from web.services import get_services, get_settings
 
 bp = Blueprint("classroom", __name__)
@@ -267,6 +268,7 @@ def _host_context(row: ClassRow) -> dict[str, Any]:
         "learner_count": store.count_learners(row.id), "tally": _tally(row), "heat": _heat(row),
         "more_questions": row.question_no < len(lesson.questions), "question_total": len(lesson.questions),
         "max_learners": MAX_LEARNERS,
+        "replay_move": next((m for m in get_content().moves if is_replay(m)), None),
     }
 
 
@@ -490,6 +492,7 @@ def _me_context(row: ClassRow, learner: Learner, **extra: Any) -> dict[str, Any]
     # Without JavaScript the page refreshes itself only while the learner has nothing to do.
     waiting = not row.round_open and (question is None or (mine is not None and not row.revealed))
     return {"row": row, "learner": learner, "question": question, "mine": mine, "moves": get_content().moves,
+            "move_groups": grouped(get_content().moves),
             "play_url": url_for("classroom.play", code=row.code, _external=True), "auto_refresh": waiting,
             **extra}
 

@@ -38,7 +38,7 @@ THROUGH = ""
 @dataclass(frozen=True)
 class Attempt:
     move: str
-    verdict: str  # an Outcome value: completed, refused, asked-again, error, not-run
+    verdict: str  # an Outcome value: completed, refused, asked-again, ended, error, not-run
     stopped_at: str  # the first failing check, or "" when none failed
     checks: tuple[dict[str, str], ...]
     ticket: str
@@ -46,6 +46,7 @@ class Attempt:
     response: dict[str, Any] | None
     single_use: bool
     log: tuple[str, ...] = field(default_factory=tuple)
+    title: str = ""  # the move's title, for the learner's screen
 
     @property
     def went_through(self) -> bool:
@@ -103,4 +104,4 @@ class ClassLab:
         return Attempt(move=move.slug, verdict=str(result.outcome), stopped_at=result.stopped_at or THROUGH,
                        checks=checks, ticket=result.ticket or "", sent=last.sent if last else {},
                        response=last.reply.response if last else None, single_use=single_use,
-                       log=tuple(last.reply.log) if last else ())
+                       log=tuple(last.reply.log) if last else (), title=move.title)

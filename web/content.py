@@ -20,8 +20,7 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 from mdit_py_plugins.anchors import anchors_plugin
 
-from moves.catalog import Move, MoveNote, load_moves
-from moves.target import Outcome
+from moves.catalog import Move, load_moves
 from mrtr.config import Settings
 from web.services import SETTINGS_KEY
 
@@ -89,15 +88,8 @@ class Lesson:
     objectives: tuple[str, ...]
     sections: tuple[Section, ...]
     roundtrip_steps: tuple[RoundTripCaption, ...]
-    move_notes: tuple[MoveNote, ...]
     questions: tuple[Question, ...]
     directory: Path
-
-    def note_for(self, slug: str, outcome: Outcome | str, stopped_at: str | None = None, *,
-                 sealed: bool = False) -> MoveNote | None:
-        """The most specific note written for what this move really got, or None (never a wrong one)."""
-        found = [n for n in self.move_notes if n.matches(slug, Outcome(outcome), stopped_at, sealed)]
-        return max(found, key=lambda n: n.specificity) if found else None
 
     def section(self, section_id: str) -> Section | None:
         return next((s for s in self.sections if s.id == section_id), None)
@@ -178,14 +170,10 @@ def _load_moves(path: Path) -> tuple[Move, ...]:
         raise ContentError(str(exc)) from None
 
 
-def _load_notes(meta: Mapping[str, Any], where: str, moves: tuple[Move, ...]) -> tuple[MoveNote, ...]:
-    """The moves' notes (they live with their moves in moves.toml); a lesson may no longer hold its own."""
+def _no_move_notes(meta: Mapping[str, Any], where: str) -> None:
+    """A move's notes live with the move in moves.toml (`Move.note_for`), so a lesson holds none of its own."""
     if "move_notes" in meta:
         raise ContentError(f"{where}: move notes live with their moves in moves.toml ([[moves.notes]])")
-    notes: dict[MoveNote, None] = {}
-    for move in moves:
-        notes.update(dict.fromkeys(move.notes))
-    return tuple(notes)
 
 
 def _load_questions(path: Path, section_ids: set[str]) -> tuple[Question, ...]:
@@ -261,7 +249,7 @@ def _load_lesson(root: Path, entry: Mapping[str, Any], moves: tuple[Move, ...]) 
     if any(s.widget == "roundtrip" for s in sections) and [s.n for s in steps] != list(range(1, 7)):
         raise ContentError(f"{where}: the roundtrip figure needs captions for steps 1 to 6, in order")
 
-    notes = _load_notes(meta, where, moves)
+    _no_move_notes(meta, where)
 
     objectives = meta.get("objectives", [])
     if not isinstance(objectives, list) or not all(isinstance(o, str) and o.strip() for o in objectives):
@@ -276,7 +264,6 @@ def _load_lesson(root: Path, entry: Mapping[str, Any], moves: tuple[Move, ...]) 
         objectives=tuple(objectives),
         sections=tuple(sections),
         roundtrip_steps=steps,
-        move_notes=notes,
         questions=_load_questions(directory / "quiz.toml", {s.id for s in sections}),
         directory=directory,
     )

@@ -24,10 +24,12 @@ from moves.catalog import Move, facts
 from moves.engine import Call, MoveResult, play
 from moves.labcodec import LabRing
 from moves.story import roundtrip
+from moves.target import Outcome
 from moves.targets.lab import LabTarget, lab_target
 from mrtr.clock import FIXED_EPOCH
 from mrtr.tickets import CHECK_TITLES, DEFAULT_TTL, b64encode
 from web.content import Lesson, get_content
+from web.moveviews import OUTCOME_TEXT, step_words, stopped_first_by
 from web.templating import OUTCOME_LABELS
 
 bp = Blueprint("demo", __name__, url_prefix="/demo")
@@ -42,7 +44,8 @@ AUTOPLAY_MIN, AUTOPLAY_MAX = 2, 600
 
 #: Verdicts a slide shows as good news, bad news, or neither.
 VERDICT_TONES = {"complete": "ok", "completed": "ok", "deployed": "ok", "refused": "bad", "error": "bad",
-                 "asked-again": "warn", "input_required": "warn", "declined": "warn", "not-run": "warn"}
+                 "asked-again": "warn", "input_required": "warn", "declined": "warn", "not-run": "warn",
+                 "ended": "warn"}
 
 
 def demo_jti(seed: str) -> Callable[[], str]:
@@ -141,8 +144,11 @@ def _played(result: MoveResult, target: LabTarget) -> tuple[tuple[dict[str, str]
     if result.minted is not None:
         blocks += [Block("Round one: bob calls deploy", result.minted.sent),
                    Block("The server answers input_required with a ticket", result.minted.reply.response)]
+    moves = get_content().moves
     for step in result.steps:
-        blocks.append(Block(f"Retry by {target.principal(step.role)} at t = {step.at:g} s", step.sent))
+        what = step_words(step, moves)
+        blocks.append(Block(f"{what[0].upper()}{what[1:]}, sent by {target.principal(step.role)} at t = {step.at:g} s",
+                            step.sent))
         blocks.append(Block("The server's answer", step.reply.response))
     steps = ([result.minted] if result.minted else []) + result.steps
     return checks, tuple(blocks), tuple(line for step in steps for line in step.reply.log)
@@ -154,7 +160,7 @@ def move_slides(lesson: Lesson, first_index: int) -> list[Slide]:
         target = lab_target(DEMO_RING, now=DEMO_EPOCH, jti=demo_jti(f"move:{move.slug}"))
         result = play(move, target, CALL)
         checks, blocks, log = _played(result, target)
-        note = lesson.note_for(move.slug, result.outcome, result.stopped_at)
+        note = move.note_for(result.outcome, result.stopped_at)
         slides.append(Slide(
             index=first_index + number - 1, kind="move", key=move.slug, number=number, title=move.title,
             caption=move.summary, note=note.text if note else move.summary, verdict=str(result.outcome),
@@ -164,40 +170,37 @@ def move_slides(lesson: Lesson, first_index: int) -> list[Slide]:
     return slides
 
 
-#: Slides with one protection switched off on the lab server (the playground's switches), so the room
-#: sees the misuse succeed: (slug, the move played, the lab server's switch, title, caption, what to say).
-SWITCH_SLIDES: tuple[tuple[str, str, dict[str, bool], str, str, str], ...] = (
-    ("single-use-off", "twice", {"single_use": False}, "Single use off: the replay goes through",
-     "The same “send it twice” move, on a server that no longer remembers spent tickets.",
-     "Switch single use off and the second, identical retry deploys again: every other check passes, "
-     "because the ticket is genuine, bob's, in time and for the same request. Only the redeemed-ticket "
-     "store stops a replay."),
-    ("signature-off", "tampered", {"verify_signature": False}, "Signature check removed: the edited ticket deploys",
-     "The payload edited from staging to prod, on a server that trusts the payload without its signature.",
-     "Remove the signature check and the edited ticket deploys to prod: every later check reads the "
-     "payload the attacker wrote. The signature is what makes the ticket's contents trustworthy."),
+#: The protections a lab switch removes, each with a slide of its own: (slide key, the check the switch takes away,
+#: the lab server's switch, what the slide calls it). The move each slide plays is the first one a sound server
+#: stops at that check (`stopped_first_by`), and its words are that move's own note for getting through.
+SWITCHES: tuple[tuple[str, str, dict[str, bool], str], ...] = (
+    ("single-use-off", "single-use", {"single_use": False}, "single use"),
+    ("signature-off", "signature", {"verify_signature": False}, "the signature check"),
 )
 
 
 def switch_slides(first_index: int) -> list[Slide]:
     """The misuse moves that succeed once a protection is switched off, replayed like the move slides."""
-    slides = []
-    for number, (key, slug, switch, title, caption, note) in enumerate(SWITCH_SLIDES, 1):
-        move = get_content().move(slug)
-        if move is None:
+    slides: list[Slide] = []
+    for key, check, switch, switched in SWITCHES:
+        move = stopped_first_by(get_content().moves, check)
+        if move is None:  # no move in moves.toml shows this protection: no slide for it
             continue
         target = lab_target(DEMO_RING, now=DEMO_EPOCH, jti=demo_jti(f"switch:{key}"),
                             single_use=switch.get("single_use", True),
                             verify_signature=switch.get("verify_signature", True))
         result = play(move, target, CALL)
         checks, blocks, log = _played(result, target)
-        switched = "single use" if "single_use" in switch else "the signature check"
         caller = target.principal(move.sender)
+        note = move.note_for(result.outcome, result.stopped_at)
+        went = "goes through" if result.outcome == Outcome.COMPLETED else OUTCOME_TEXT[result.outcome].lower()
         slides.append(Slide(
-            index=first_index + number - 1, kind="switch", key=key, number=number, title=title, caption=caption,
-            note=note, verdict=str(result.outcome), actor=caller, at=move.at, checks=checks,
-            stopped_at=_first_failure(checks), facts=(("Switched off", switched), *_describe(move, caller)),
-            blocks=blocks, log=log,
+            index=first_index + len(slides), kind="switch", key=key, number=len(slides) + 1,
+            title=f"{switched[0].upper()}{switched[1:]} off: “{move.title}” {went}",
+            caption=f"{move.summary} This time {switched} is switched off.",
+            note=note.text if note else move.summary, verdict=str(result.outcome), actor=caller, at=move.at,
+            checks=checks, stopped_at=_first_failure(checks),
+            facts=(("Switched off", switched), *_describe(move, caller)), blocks=blocks, log=log,
         ))
     return slides
 

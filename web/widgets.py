@@ -30,6 +30,7 @@ from mrtr import tools as mrtr_tools
 from mrtr.protocol import as_object
 from mrtr.tickets import CHECK_TITLES, DEFAULT_TTL
 from web.content import ContentError, Course, Lesson
+from web.moveviews import OUTCOME_CLASS, OUTCOME_TEXT
 from web.services import get_services
 from web.templating import pretty_json
 
@@ -272,7 +273,7 @@ def replay_data(mode: str) -> dict[str, Any]:
             answered = lb.handle(copy.deepcopy(retry), principal="bob", replica=name)
             trace = answered.exchange.trace
             outcome = outcome_of(Reply(answered.exchange.response))
-            played.append(ReplayStep(label, name, retry["id"], OUTCOME_WORDS[outcome],
+            played.append(ReplayStep(label, name, retry["id"], OUTCOME_CLASS[outcome],
                                      tuple(trace.as_dicts()) if trace else ()))
             clock.advance(4)
         return {"mode": mode, "steps": played, "modes": REPLAY_MODES}
@@ -307,9 +308,6 @@ def anatomy_data() -> dict[str, Any]:
 # -- the moves against the clock ---------------------------------------------------------------------
 
 
-#: The style class each outcome takes in the lesson's figures (site.css colours "deployed" as good news).
-OUTCOME_WORDS = {Outcome.COMPLETED: "deployed", Outcome.REFUSED: "refused", Outcome.ASKED_AGAIN: "asked-again",
-                 Outcome.ERROR: "error", Outcome.NOT_RUN: "not-run"}
 
 
 @dataclass(frozen=True)
@@ -325,10 +323,18 @@ class MatrixRow:
     expect: str
     stops_at: str
     response: str
+    #: The retry this move sends first, as (its title, who sends it, when), or None.
+    before: tuple[str, str, float] | None = None
 
     @property
     def word(self) -> str:
-        return OUTCOME_WORDS.get(Outcome(self.verdict), self.verdict)
+        """The verdict's style class ("deployed", "refused", "ended", ...)."""
+        return OUTCOME_CLASS.get(Outcome(self.verdict), self.verdict)
+
+    @property
+    def label(self) -> str:
+        """The verdict in the story's words ("Deployed", "Ended, nothing deployed", ...)."""
+        return OUTCOME_TEXT.get(Outcome(self.verdict), self.verdict)
 
 
 def _play_all(course: Course, lesson: Lesson) -> list[MatrixRow]:
@@ -343,10 +349,12 @@ def _play_all(course: Course, lesson: Lesson) -> list[MatrixRow]:
         asked_again = result.outcome is Outcome.ASKED_AGAIN
         cells = tuple((name, "asked-again" if name == "answer" and asked_again and outcomes.get(name) == "fail"
                        else outcomes.get(name, "skipped")) for name in CHECKS)
-        note = lesson.note_for(move.slug, result.outcome, result.stopped_at)
+        note = move.note_for(result.outcome, result.stopped_at)
+        first = move.before
+        before = (first.title, target.principal(first.sender), first.at) if first is not None else None
         rows.append(MatrixRow(move.slug, move.title, move.at, target.principal(move.sender), move.summary,
                               note.text if note else "", cells, str(result.outcome), str(move.expect),
-                              move.stops_at, pretty_json(last.reply.response if last else None)))
+                              move.stops_at, pretty_json(last.reply.response if last else None), before))
     return rows
 
 

@@ -3,7 +3,7 @@
  * Without this file the deck is a set of linked pages (/demo/step/N, /demo/move/slug) with
  * previous/next links. With it, one page holds every slide and shows one at a time:
  *   → ↓ Space PageDown: next          ← ↑ Shift+Space PageUp: previous
- *   1–7: jump to a move              R, Home: back to the start; End: the last slide
+ *   1–9: jump to one of the first nine moves       R, Home: back to the start; End: the last slide
  *   J: show or hide the raw JSON     P: pause or resume auto-play (?autoplay=N seconds)
  *   F: full screen                   S: open the speaker notes in another window
  * The address bar always names the slide (never a ticket), and #step-3 / #move-stolen work too.

@@ -13,13 +13,19 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from app import create_app
+from moves.catalog import holds
+from moves.target import Outcome
 from mrtr import FakeClock
+from tests.web.helpers import honest_move, stopped_move
 from web import classroom_store
 from web.admission import HELD_KEY
 from web.content import load_course
 
 TEST_KEY = "classroom-test-key-0123456789abcdefghijklmnop"
 COURSE = load_course()
+HONEST = honest_move(COURSE.moves)
+STOLEN = stopped_move("principal", COURSE.moves)
+REPLAY = stopped_move("single-use", COURSE.moves)
 TOKENS = "bob-secret-token=bob,alice-secret-token=alice"
 
 
@@ -282,27 +288,34 @@ def play(learner: FlaskClient, code: str, move: str) -> dict[str, object]:
 
 def test_round_moves_stop_where_the_lesson_says(app: Flask, host: FlaskClient, code: str) -> None:
     ann = join(app, code, "Ann")
-    assert ann.post(f"/class/{code}/play", data={"move": "honest"}).status_code == 409  # not open yet
+    assert ann.post(f"/class/{code}/play", data={"move": HONEST.slug}).status_code == 409  # not open yet
     host.post(f"/class/{code}/host/round", data={"open": "1"})
     page = ann.get(f"/class/{code}/me").get_data(as_text=True)
-    assert re.findall(r'data-move="([\w-]+)"', page) == [m.slug for m in COURSE.moves]
+    assert sorted(re.findall(r'data-move="([\w-]+)"', page)) == sorted(m.slug for m in COURSE.moves)
     assert "learner-1" in page and "t1." in page  # her own principal and a real ticket
+    stopped = {}
     for move in COURSE.moves:
         result = play(ann, code, move.slug)
-        assert (result["stopped_at"] or "") == move.stops_at, move.slug
+        verdict = Outcome(result["verdict"])
+        assert holds(move.expect, verdict)[0], (move.slug, result["verdict"])
+        stopped[move.slug] = result["stopped_at"] or ""
+        if verdict in (Outcome.REFUSED, Outcome.ASKED_AGAIN):
+            assert stopped[move.slug] == move.stops_at, move.slug
+        else:
+            assert stopped[move.slug] == "", move.slug
     assert ann.post(f"/class/{code}/play", data={"move": "nope"}).status_code == 400
     html = host.get(f"/class/{code}/host").get_data(as_text=True)
     for move in COURSE.moves:
-        check = move.stops_at or "through"
+        check = stopped[move.slug] or "through"
         assert f'data-move="{move.slug}" data-check="{check}" data-count="1"' in html
     csv = host.get(f"/class/{code}/host/results.csv")
-    assert csv.mimetype == "text/csv" and csv.get_data(as_text=True).count("attempt,Ann,") == 7
+    assert csv.mimetype == "text/csv" and csv.get_data(as_text=True).count("attempt,Ann,") == len(COURSE.moves)
 
 
 def test_class_tickets_are_worthless_against_mcp(app: Flask, host: FlaskClient, code: str) -> None:
     ann = join(app, code, "Ann")
     host.post(f"/class/{code}/host/round", data={"open": "1"})
-    result = play(ann, code, "honest")
+    result = play(ann, code, HONEST.slug)
     assert result["verdict"] == "completed"
     sent = dict(result["sent"])  # type: ignore[call-overload]
     response = app.test_client().post("/mcp", json=sent, headers={
@@ -315,11 +328,14 @@ def test_class_tickets_are_worthless_against_mcp(app: Flask, host: FlaskClient, 
 def test_first_replay_through_with_single_use_off(app: Flask, host: FlaskClient, code: str) -> None:
     ann, bo = join(app, code, "Ann"), join(app, code, "Bo")
     host.post(f"/class/{code}/host/round", data={"open": "1"})
-    assert play(ann, code, "twice")["stopped_at"] == "single-use"
+    assert play(ann, code, REPLAY.slug)["stopped_at"] == "single-use"
+    assert f"(“{REPLAY.title}”)" not in host.get(f"/class/{code}/host").get_data(as_text=True)  # single use is on
     host.post(f"/class/{code}/host/single-use", data={"on": "0"})
-    first = play(bo, code, "twice")
+    assert f"who gets a replay (“{REPLAY.title}”) through first?" in host.get(f"/class/{code}/host").get_data(
+        as_text=True)
+    first = play(bo, code, REPLAY.slug)
     assert first["verdict"] == "completed" and first["first_replay_through"] is True
-    assert play(ann, code, "twice")["first_replay_through"] is False
+    assert play(ann, code, REPLAY.slug)["first_replay_through"] is False
     assert 'data-first-replay="Bo"' in host.get(f"/class/{code}/host").get_data(as_text=True)
 
 
@@ -327,8 +343,8 @@ def test_moves_are_rate_limited_per_learner(app: Flask, host: FlaskClient, code:
     ann = join(app, code, "Ann")
     host.post(f"/class/{code}/host/round", data={"open": "1"})
     for _ in range(30):
-        play(ann, code, "honest")
-    assert ann.post(f"/class/{code}/play", data={"move": "honest"}).status_code == 429
+        play(ann, code, HONEST.slug)
+    assert ann.post(f"/class/{code}/play", data={"move": HONEST.slug}).status_code == 429
 
 
 def test_curl_can_join_and_play_with_a_bearer_token(app: Flask, host: FlaskClient, code: str) -> None:
@@ -338,9 +354,10 @@ def test_curl_can_join_and_play_with_a_bearer_token(app: Flask, host: FlaskClien
     assert joined.status_code == 201
     token = joined.get_json()["token"]
     bare = app.test_client()
-    response = bare.post(f"/class/{code}/play", data={"move": "stolen"}, headers={"Authorization": f"Bearer {token}"})
+    response = bare.post(f"/class/{code}/play", data={"move": STOLEN.slug},
+                         headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 200 and response.get_json()["stopped_at"] == "principal"
-    assert bare.post(f"/class/{code}/play", data={"move": "stolen"},
+    assert bare.post(f"/class/{code}/play", data={"move": STOLEN.slug},
                      headers={"Authorization": "Bearer wrong"}).status_code == 403
 
 
@@ -350,12 +367,12 @@ def test_curl_can_join_and_play_with_a_bearer_token(app: Flask, host: FlaskClien
 def test_csv_cells_cannot_be_formulas(app: Flask, host: FlaskClient, code: str, db_path: Path) -> None:
     ann = join(app, code, "Ann")
     host.post(f"/class/{code}/host/round", data={"open": "1"})
-    play(ann, code, "honest")
+    play(ann, code, HONEST.slug)
     with sqlite3.connect(db_path) as db:  # as if a nickname had slipped past the rules
         db.execute("UPDATE learners SET nickname = '=HYPERLINK(1)'")
     lines = host.get(f"/class/{code}/host/results.csv").get_data(as_text=True).splitlines()
     assert lines[0] == "kind,nickname,item,value,stopped_at,utc"
-    assert lines[1].startswith("attempt,'=HYPERLINK(1),honest,completed,,")
+    assert lines[1].startswith(f"attempt,'=HYPERLINK(1),{HONEST.slug},completed,,")
 
 
 def test_a_class_is_deleted_after_its_lifetime(app: Flask, host: FlaskClient, code: str, clock: FakeClock,
@@ -394,11 +411,11 @@ def test_no_configured_secret_reaches_any_page(app: Flask, host: FlaskClient, co
     ann = join(app, code, "Ann")
     host.post(f"/class/{code}/host/question")
     host.post(f"/class/{code}/host/round", data={"open": "1"})
-    play(ann, code, "honest")
+    play(ann, code, HONEST.slug)
     lab_keys = [k.decode() for k in app.extensions["mrtr"].lab_ring.keys]
     pages = [host.get(f"/class/{code}/host"), host.get(f"/class/{code}/host/events"),
              host.get(f"/class/{code}/host/results.csv"), ann.get(f"/class/{code}/me"),
-             ann.post(f"/class/{code}/play", data={"move": "twice"}), app.test_client().get(f"/join?code={code}")]
+             ann.post(f"/class/{code}/play", data={"move": REPLAY.slug}), app.test_client().get(f"/join?code={code}")]
     for page in pages:
         text = page.get_data(as_text=True)
         for secret in (TEST_KEY, "bob-secret-token", "alice-secret-token", *lab_keys):

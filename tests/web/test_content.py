@@ -11,6 +11,9 @@ import pytest
 
 from app import create_app
 from moves.catalog import load_moves
+from moves.engine import play
+from moves.labcodec import LabRing
+from moves.targets.lab import lab_target
 from web.content import DEFAULT_ROOT, WIDGETS, ContentError, load_course
 
 from .conftest import TEST_KEY
@@ -40,12 +43,20 @@ def test_the_real_course_loads_and_is_frozen() -> None:
     assert len(lesson.sections) == 13 and all(s.html for s in lesson.sections)
     assert {s.widget for s in lesson.sections if s.widget} == WIDGETS - {"build"}  # build: the second lesson's
     assert [c.n for c in lesson.roundtrip_steps] == [1, 2, 3, 4, 5, 6]
-    assert all(lesson.note_for(m.slug, m.expect, m.stops_at) for m in course.moves)
     assert all(q.correct_choice.id == q.answer for q in lesson.questions)
     with pytest.raises(AttributeError):
         lesson.title = "changed"  # type: ignore[misc]
     with pytest.raises(AttributeError):
-        lesson.move_notes[0].text = "changed"  # type: ignore[misc]
+        course.moves[0].notes[0].text = "changed"  # type: ignore[misc]
+
+
+def test_every_move_has_a_note_for_what_a_sound_server_does_with_it() -> None:
+    """Each page shows the note written for what the move really got: played on the lab's own server (a sound
+    one), every move gets an outcome its note covers."""
+    for move in load_course().moves:
+        played = play(move, lab_target(LabRing.public("content-test-key-0123456789abcdefghij"), now=1.79e9))
+        assert played.ok, (move.slug, played.detail)
+        assert move.note_for(played.outcome, played.stopped_at) is not None, move.slug
 
 
 def test_the_app_loads_the_course_once(app) -> None:
@@ -62,6 +73,7 @@ def test_markdown_headings_get_section_prefixed_anchors() -> None:
 
 META = f"{LESSON}/meta.toml"
 QUIZ = f"{LESSON}/quiz.toml"
+MOVES_TOML = "moves.toml"
 
 BROKEN: dict[str, tuple[Callable[[Path], None], str]] = {
     "missing section file": (lambda r: (r / LESSON / "sections" / "05-spec-rules.md").unlink(), "does not exist"),
@@ -76,14 +88,16 @@ BROKEN: dict[str, tuple[Callable[[Path], None], str]] = {
                                              'id = "why-sign-the-ticket"'), "duplicate question id"),
     "duplicate choice id": (lambda r: edit(r / QUIZ, 'id = "b"\n  text = "Because the spec',
                                            'id = "a"\n  text = "Because the spec'), "duplicate choice id"),
-    "move note for no move": (lambda r: edit(r / META, 'slug = "twice"', 'slug = "thrice"'),
-                              "move note 'thrice': there is no such move"),
-    "move note for no outcome": (lambda r: edit(r / META, 'outcome = "asked-again"', 'outcome = "maybe"'),
-                                 "outcome must be one of"),
-    "move note for no check": (lambda r: edit(r / META, 'stopped_at = "request"', 'stopped_at = "vibes"'),
+    "move notes in the lesson": (lambda r: edit(r / META, "[[sections]]", '[[move_notes]]\noutcome = "refused"\n'
+                                                "text = \"a note away from its move\"\n\n[[sections]]"),
+                                 "move notes live with their moves in moves.toml"),
+    "move note for no outcome": (lambda r: edit(r / MOVES_TOML, 'outcome = "asked-again"', 'outcome = "maybe"'),
+                                 "field 'outcome' must be one of"),
+    "move note for no check": (lambda r: edit(r / MOVES_TOML, 'stopped_at = "request"', 'stopped_at = "vibes"'),
                                "is not a check"),
     "malformed move": (lambda r: edit(r / "moves.toml", 'ticket = "edit-work"', 'ticket = "forged"'),
-                       "move 'tampered': field 'ticket' must be one of"),
+                       f"move {next(m.slug for m in load_moves() if m.ticket == 'edit-work')!r}: field 'ticket' "
+                       "must be one of"),
     "bad TOML": (lambda r: edit(r / QUIZ, "[[questions]]", "[[questions"), "not valid TOML"),
     "missing quiz file": (lambda r: (r / QUIZ).unlink(), "file is missing"),
     "missing prompt": (lambda r: edit(r / QUIZ, 'prompt = "Why does', 'promp = "Why does'), "missing 'prompt'"),

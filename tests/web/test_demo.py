@@ -6,15 +6,18 @@ import pytest
 from flask.testing import FlaskClient
 
 from app import create_app
-from moves.catalog import load_moves
+from moves.catalog import holds, load_moves
+from moves.target import Outcome
 from mrtr.tickets import TicketCodec
-from tests.web.helpers import assert_csp_clean, assert_unique_ids, soup
-from web.demo import DEMO_RING
+from tests.web.helpers import assert_csp_clean, assert_unique_ids, soup, stopped_move
+from web.demo import DEMO_RING, SWITCHES
 
 MOVES = load_moves()
 MOVE_SLUGS = [m.slug for m in MOVES]
-SWITCH_SLUGS = ["single-use-off", "signature-off"]
+SWITCH_SLUGS = [key for key, *_ in SWITCHES]
 SLIDES = 6 + len(MOVES) + len(SWITCH_SLUGS)
+STOLEN = stopped_move("principal")
+REPLAY = stopped_move("single-use")
 
 STEP_URLS = [f"/demo/step/{n}" for n in range(1, 7)]
 MOVE_URLS = [f"/demo/move/{slug}" for slug in MOVE_SLUGS]
@@ -39,8 +42,8 @@ def test_every_slide_and_note_is_a_page(client: FlaskClient, url: str) -> None:
 
 
 @pytest.mark.parametrize(("url", "anchor"), [("/demo", "step-1"), ("/demo/step/3", "step-3"),
-                                             ("/demo/move/stolen", "move-stolen"),
-                                             ("/demo/notes/move/twice", "move-twice")])
+                                             (f"/demo/move/{STOLEN.slug}", f"move-{STOLEN.slug}"),
+                                             (f"/demo/notes/move/{REPLAY.slug}", f"move-{REPLAY.slug}")])
 def test_deep_links_pick_the_slide(client: FlaskClient, url: str, anchor: str) -> None:
     assert _current(client.get(url).data)["id"] == anchor
 
@@ -55,8 +58,8 @@ def test_prev_and_next_links_walk_the_deck_without_js(client: FlaskClient) -> No
             break
     assert seen == ([f"step-{n}" for n in range(1, 7)] + [f"move-{s}" for s in MOVE_SLUGS]
                     + [f"switch-{s}" for s in SWITCH_SLUGS])
-    back = _current(client.get("/demo/move/stolen").data).select_one("a[rel=prev]")["href"]
-    assert back == "/demo/move/tampered"
+    back = _current(client.get(f"/demo/move/{MOVE_SLUGS[1]}").data).select_one("a[rel=prev]")["href"]
+    assert back == f"/demo/move/{MOVE_SLUGS[0]}"
 
 
 @pytest.mark.parametrize("url", ["/demo/step/0", "/demo/step/7", "/demo/move/nope", "/demo/notes/step/9"])
@@ -65,7 +68,7 @@ def test_unknown_slides_are_404(client: FlaskClient, url: str) -> None:
 
 
 def test_the_same_slide_replays_byte_for_byte(client: FlaskClient) -> None:
-    for url in ("/demo/step/2", "/demo/step/5", "/demo/move/twice"):
+    for url in ("/demo/step/2", "/demo/step/5", *MOVE_URLS):
         first, second = client.get(url), client.get(url)
         assert first.status_code == second.status_code == 200
         assert b"data-slide" in first.data
@@ -93,10 +96,18 @@ def test_tickets_are_real_and_on_the_demo_key_not_the_apps(client: FlaskClient, 
         services_codec.open(ticket, Trace())
 
 
-def test_moves_show_the_real_verdicts(client: FlaskClient) -> None:
-    for move in MOVES:
-        slide = _current(client.get(f"/demo/move/{move.slug}").data)
-        assert slide.select_one("[data-verdict]")["data-verdict"] == str(move.expect)
+@pytest.mark.parametrize("move", MOVES, ids=MOVE_SLUGS)
+def test_moves_show_the_real_verdicts(client: FlaskClient, move) -> None:
+    slide = _current(client.get(f"/demo/move/{move.slug}").data)
+    verdict = Outcome(slide.select_one("[data-verdict]")["data-verdict"])
+    assert holds(move.expect, verdict)[0] and verdict not in (Outcome.NOT_DONE, Outcome.NOT_RUN)
+    stopped = slide.select_one(".stopped")
+    assert (stopped is not None) == (verdict in (Outcome.REFUSED, Outcome.ASKED_AGAIN))
+    labels = [h.get_text(" ", strip=True) for h in slide.select(".raw-label")]
+    if move.before is not None:  # the retry sent first is on the slide, before the move's own
+        assert any(f"“{move.before.title}”" in label for label in labels), labels
+    sent = [label for label in labels if ", sent by " in label]
+    assert len(sent) >= len(move.chain)
 
 
 def test_notes_carry_the_teaching_notes_and_captions(client: FlaskClient, app) -> None:
@@ -104,11 +115,15 @@ def test_notes_carry_the_teaching_notes_and_captions(client: FlaskClient, app) -
         from web.content import get_content
 
         lesson = get_content().lessons[0]
-        stolen = next(m for m in MOVES if m.slug == "stolen")
-        note = lesson.note_for("stolen", stolen.expect, stolen.stops_at).text
+        note = STOLEN.note_for(STOLEN.expect, STOLEN.stops_at).text
         caption = lesson.roundtrip_steps[2].caption
-    assert note in _current(client.get("/demo/notes/move/stolen").data).get_text()
+    assert note in _current(client.get(f"/demo/notes/move/{STOLEN.slug}").data).get_text()
     assert caption in _current(client.get("/demo/notes/step/3").data).get_text()
+
+
+def test_the_kicker_counts_the_moves(client: FlaskClient) -> None:
+    kicker = _current(client.get(f"/demo/move/{MOVE_SLUGS[-1]}").data).select_one(".kicker").get_text(" ", strip=True)
+    assert f"move {len(MOVES)} of {len(MOVES)}" in kicker
 
 
 def test_autoplay_is_validated(client: FlaskClient) -> None:
@@ -129,10 +144,13 @@ def test_the_deck_refuses_framing(client: FlaskClient) -> None:
     assert response.headers["X-Frame-Options"] == "DENY"
 
 
-@pytest.mark.parametrize(("slug", "deployed_to"), [("single-use-off", "staging"), ("signature-off", "prod")])
-def test_a_switched_off_protection_lets_the_misuse_through(client: FlaskClient, slug: str, deployed_to: str) -> None:
+@pytest.mark.parametrize(("slug", "check"), [(key, check) for key, check, *_ in SWITCHES])
+def test_a_switched_off_protection_lets_the_misuse_through(client: FlaskClient, slug: str, check: str) -> None:
+    move = stopped_move(check)
     slide = _current(client.get(f"/demo/switch/{slug}").data)
     assert slide.select_one("[data-verdict]")["data-verdict"] == "completed"
     assert not slide.select('.big-checks [data-outcome="fail"]')
-    assert len(slide.select('.big-checks [data-outcome="skipped"]')) == 1
+    assert [li["data-check"] for li in slide.select('.big-checks [data-outcome="skipped"]')] == [check]
+    deployed_to = move.edit_value if move.ticket == "edit-work" else "staging"
     assert f"deployed to {deployed_to}" in slide.get_text()
+    assert move.note_for(Outcome.COMPLETED).text in _current(client.get(f"/demo/notes/switch/{slug}").data).get_text()

@@ -14,15 +14,20 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from app import create_app
+from moves.catalog import holds
+from moves.target import Outcome
 from mrtr import CHECKS, tools
 from mrtr.tickets import CHECK_TITLES
+from mrtr.tickets import DEFAULT_TTL as EXPIRY
 from web.content import DEFAULT_ROOT, ContentError, load_course
-from web.widgets import OUTCOME_WORDS
+from web.moveviews import OUTCOME_TEXT
+from web.templating import count_word
 
 from .conftest import TEST_KEY
-from .helpers import HX, assert_csp_clean, assert_unique_ids, play_under, rendered, soup
+from .helpers import HX, assert_csp_clean, assert_unique_ids, move_where, play_under, rendered, soup
 
 LESSON = "when-the-server-needs-input"
+ASKS_AGAIN = move_where(lambda m: m.expect == Outcome.ASKED_AGAIN and m.before is None)
 URL = f"/lessons/{LESSON}"
 
 
@@ -135,21 +140,26 @@ def test_timeline_plays_every_move_and_matches_moves_toml(page) -> None:
     course = load_course()
     figure = page.select_one("#checks-and-clock")
     events = [li.select_one(".at").get_text(strip=True) for li in figure.select("ol.timeline li")]
-    assert events == [f"t = {t} s" for t in (0, 8, 12, 16, 20, 30, 40, 120, 300)]
+    times = sorted([(0, 0), (EXPIRY, 1), *((m.at, 1) for m in course.moves)])  # minting first, then by time
+    assert events == [f"t = {t:g} s" for t, _ in times]
     assert "expires" in figure.select_one("li.event-expiry").get_text()
     for move in course.moves:
         row = figure.find("tr", id=f"timeline-checks-and-clock-{move.slug}")
         cells = {td["data-check"]: td["data-outcome"] for td in row.select("td.cell")}
         assert list(cells) == list(CHECKS)
-        # the figure says what happened in the story's words: "deployed", "refused", "asked again"
-        word = OUTCOME_WORDS[move.expect].replace("-", " ")
-        assert row.select_one("td.result").get_text(strip=True) == word
-        if move.stops_at:
+        verdict = Outcome(row["data-verdict"])
+        assert holds(move.expect, verdict)[0], move.slug  # played just now, it got what a sound server gives
+        # the figure says what happened in the story's words: "Deployed", "Refused", "Ended, nothing deployed"
+        assert row.select_one("td.result").get_text(strip=True) == OUTCOME_TEXT[verdict]
+        if verdict in (Outcome.REFUSED, Outcome.ASKED_AGAIN):
             assert [c for c, o in cells.items() if o in ("fail", "asked-again")] == [move.stops_at]
             after = list(CHECKS)[list(CHECKS).index(move.stops_at) + 1:]
             assert all(cells[c] == "skipped" for c in after)
         else:
             assert set(cells.values()) == {"pass"}
+        if move.before is not None:  # the retry sent first is on the timeline too
+            said = figure.select_one(f"li[data-move='{move.slug}']").get_text(" ", strip=True)
+            assert f"after “{move.before.title}” at t = {move.before.at:g} s" in said
 
 
 def test_shim_and_lab_are_live_transcripts(page) -> None:
@@ -310,8 +320,19 @@ def test_legacy_ids_break_it_and_recap_say_what_is_true() -> None:
         assert title in recap
 
 
+def test_the_prose_counts_the_moves_only_where_the_count_is_true() -> None:
+    """A count of moves in the lesson's words ("seven moves") goes stale with the next [[moves]] entry: the text
+    either says the true number or no number at all."""
+    numbers = {"two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"}
+    true = count_word(len(load_course().moves))
+    for name, text in _taught().items():
+        for said in re.findall(r"\b(\w+)(?: misuse)? moves\b", text, flags=re.I):
+            if said.lower() in numbers or said.isdigit():
+                assert said.lower() == true, f"{name} says {said} moves; there are {true}"
+
+
 def test_the_timeline_shows_the_missing_answer_as_asked_again(page) -> None:
-    row = page.find("tr", id="timeline-checks-and-clock-no-answer")
+    row = page.find("tr", id=f"timeline-checks-and-clock-{ASKS_AGAIN.slug}")
     cell = row.select_one('td.cell[data-check="answer"]')
     assert cell["data-outcome"] == "asked-again" and cell.get_text(strip=True) == "Asked again"
     assert "Failed" not in row.get_text()
@@ -441,9 +462,17 @@ def test_break_it_says_what_each_switch_really_does() -> None:
         now = _outcomes(**switch)  # type: ignore[arg-type]
         return {slug for slug in base if now[slug] != base[slug]}
 
-    assert changed(no_signature=True) == {"tampered"} and _outcomes(no_signature=True)["tampered"][0] == "deployed"
-    assert changed(single_use=False) == {"twice"} and _outcomes(single_use=False)["twice"][0] == "deployed"
+    moves = load_course().moves
+    edits = {m.slug for m in moves if m.ticket == "edit-work"}
+    replays = {m.slug for m in moves if m.requires == "single-use"}
+    assert edits and replays
+    unsigned, reusable = _outcomes(no_signature=True), _outcomes(single_use=False)
+    assert changed(no_signature=True) == edits and all(unsigned[slug][0] == "deployed" for slug in edits)
+    assert changed(single_use=False) == replays and all(reusable[slug][0] == "deployed" for slug in replays)
     assert changed(sealed=True) == set()
+    # 150 s later, every move that used to get past Not expired ends there; those stopped earlier do not change
     late = _outcomes(offset=150)
-    assert changed(offset=150) == {"honest", "other-request", "no-answer", "twice"}
-    assert all(late[slug] == ("refused", "expiry") for slug in ("honest", "other-request", "no-answer", "twice"))
+    expiry = list(CHECKS).index("expiry")
+    past_expiry = {m.slug for m in moves if not m.stops_at or list(CHECKS).index(m.stops_at) > expiry}
+    assert changed(offset=150) == past_expiry
+    assert all(late[slug] == ("refused", "expiry") for slug in past_expiry)
