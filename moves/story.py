@@ -31,7 +31,7 @@ from .target import Outcome
 
 #: A fixed instant for figures, so the same ring always draws the same times.
 FIGURE_EPOCH = FIXED_EPOCH
-#: The edit the round trip's last step makes (the same as the "tampered" move's).
+#: The edit the round trip's last step makes (the same kind as an edit-work move's: work.env to prod).
 _EDIT = Move(slug="figure-edit", title="", summary="", sender="owner", at=8, timing="in-time", ticket="edit-work",
              answer="accept", request="same", expect=Outcome.REFUSED, stops_at="signature")
 

@@ -64,7 +64,7 @@ def _version(client: Client) -> bool:
     return error.get("code") == -32022 and "2026-07-28" in error.get("data", {}).get("supported", [])
 
 
-def _tampered(client: Client) -> bool:
+def _one_char_changed(client: Client) -> bool:
     params = {"name": "deploy", "arguments": {"env": "staging"}, "_meta": client.meta()}
     first = client.request("tools/call", params)
     ticket = first.get("result", {}).get("requestState", "")
@@ -79,7 +79,8 @@ SCENES: tuple[tuple[str, str, str, Callable[[Client], bool]], ...] = (
     ("legacy", "Legacy (2025-11-25): initialize, call, the server asks, the answer, the result",
      "deployed to staging, asked through elicitation/create", _legacy),
     ("version", "An unsupported protocol version (1900-01-01)", "-32022 listing the supported versions", _version),
-    ("tampered", "A ticket with one character changed", "-32602 Invalid or expired requestState", _tampered),
+    ("one-char-changed", "A ticket with one character changed", "-32602 Invalid or expired requestState",
+     _one_char_changed),
 )
 
 
