@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger("mrtr.classroom")
@@ -41,21 +42,53 @@ class LocalBus:
             return self._ticks.get(class_id, 0)
 
 
+#: Seconds a Redis command or connection may take before Redis counts as away (no request waits longer).
+REDIS_TIMEOUT = 2.0
+#: The listener's wait before reconnecting: it doubles after each failure, up to the last value.
+BACKOFF_FIRST, BACKOFF_MAX = 0.5, 30.0
+
+
 class RedisBus(LocalBus):
-    """LocalBus plus Redis pub/sub, so every process serving a class hears about every change."""
+    """LocalBus plus Redis pub/sub, so every process serving a class hears about every change.
 
-    def __init__(self, url: str) -> None:
+    While Redis is away nothing waits for it: notices are not published (the change is in the store already,
+    and every live view re-reads the store every `poll_seconds`, so views fall back to polling), and the
+    listener reconnects in the background with a growing pause. The log says so once when Redis goes away and
+    once when it is back, never once per attempt.
+    """
+
+    def __init__(self, url: str, *, client: Any = None, pause: Callable[[float], Any] | None = None,
+                 timeout: float = REDIS_TIMEOUT) -> None:
         super().__init__()
-        import redis  # only when asked for: redis is optional at runtime
+        if client is None:
+            import redis  # only when asked for: redis is optional at runtime
 
-        self._client: Any = redis.Redis.from_url(url)
+            client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+        self._client: Any = client
+        self._pause = pause or threading.Event().wait
+        self._timeout = timeout
         self._listener: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self._ready = threading.Event()
-        self.ensure_listening()  # subscribed before this process serves its first live view
+        self._state_lock = threading.Lock()
+        #: None until the first connection attempt has ended; then whether Redis answered last time.
+        self.up: bool | None = None
+        self.ensure_listening(wait=timeout)  # subscribed before this process serves its first live view
+
+    def _set_up(self, up: bool, why: str = "") -> None:
+        """Record Redis's state; log only when it changes."""
+        with self._state_lock:
+            before, self.up = self.up, up
+        if up and before is False:
+            log.warning("classroom: Redis is back; live views are pushed again")
+        elif not up and before is not False:
+            log.warning("classroom: Redis is away (%s); live views re-read the store every few seconds "
+                        "until it is back", why)
 
     def _listen(self) -> None:
+        backoff = BACKOFF_FIRST
         while True:
+            pubsub: Any = None
             try:
                 pubsub = self._client.pubsub()
                 pubsub.psubscribe(CHANNEL_PREFIX + "*")
@@ -63,8 +96,15 @@ class RedisBus(LocalBus):
                     confirmed = pubsub.get_message(timeout=0.2)
                     if confirmed and confirmed.get("type") == "psubscribe":
                         break
+                self._set_up(True)
                 self._ready.set()
-                for message in pubsub.listen():
+                backoff = BACKOFF_FIRST
+                # Listening with a timeout, so a connection that silently died is noticed and replaced.
+                while True:
+                    message = pubsub.get_message(timeout=1.0)
+                    if message is None:
+                        pubsub.ping()
+                        continue
                     if message.get("type") != "pmessage":
                         continue
                     channel = message.get("channel")
@@ -72,23 +112,33 @@ class RedisBus(LocalBus):
                         channel = channel.decode("utf-8", "replace")
                     if isinstance(channel, str) and channel.startswith(CHANNEL_PREFIX):
                         super().notify(channel[len(CHANNEL_PREFIX):])
-            except Exception:  # noqa: BLE001 - a dropped connection must not end the listener
-                log.warning("classroom: Redis pub/sub listener lost its connection; reconnecting", exc_info=True)
-                threading.Event().wait(1.0)
+            except Exception as exc:  # noqa: BLE001 - a dropped connection must not end the listener
+                self._set_up(False, f"{type(exc).__name__}: {str(exc)[:120]}")
+                self._ready.set()  # nobody waits for a Redis that is away
+                try:
+                    if pubsub is not None:
+                        pubsub.close()
+                except Exception:  # noqa: BLE001 - closing a dead connection may fail too
+                    pass
+                self._pause(backoff)
+                backoff = min(backoff * 2, BACKOFF_MAX)
 
-    def ensure_listening(self) -> None:
+    def ensure_listening(self, wait: float = 0.0) -> None:
         with self._start_lock:
             if self._listener is None or not self._listener.is_alive():
                 self._listener = threading.Thread(target=self._listen, name="classroom-redis", daemon=True)
                 self._listener.start()
-        self._ready.wait(timeout=10.0)
+        if wait:
+            self._ready.wait(timeout=wait)
 
     def notify(self, class_id: str) -> None:
         super().notify(class_id)
+        if self.up is False:
+            return  # Redis is away: the store has the change, and every view re-reads it
         try:
             self._client.publish(CHANNEL_PREFIX + class_id, b"1")
-        except Exception:  # noqa: BLE001 - the store has the change; other processes catch up by polling
-            log.warning("classroom: could not publish a change to Redis", exc_info=True)
+        except Exception as exc:  # noqa: BLE001 - the store has the change; other processes catch up by polling
+            self._set_up(False, f"{type(exc).__name__}: {str(exc)[:120]}")
 
     def wait(self, class_id: str, seen: int, timeout: float) -> int:
         self.ensure_listening()
