@@ -1,11 +1,15 @@
-"""Adding a move is one entry in moves.toml: a test-only eighth move appears everywhere, with no code change.
+"""Adding a move is one entry in moves.toml: an extra move appears and plays everywhere, with no code change.
 
-The app is pointed at a temporary moves file (MRTR_MOVES_FILE) holding the real moves plus one
-more; the playground, the presenter's deck, the lesson's timeline and the engine all pick it up.
+The app is pointed at a temporary moves file (MRTR_MOVES_FILE) holding the real moves plus one more: a copy of
+an existing move's whole `[[moves]]` entry (its notes included) under a new slug and title, one copy per group
+the pages list moves in (what the move varies: the ticket, the answer, a retry sent first). The engine, the
+playground (with htmx and without JavaScript), the presenter's deck, the lesson's timeline and the class's
+attack round all pick it up and play it.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -13,71 +17,139 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from app import create_app
-from moves.catalog import DEFAULT_PATH, load_moves
+from moves.catalog import DEFAULT_PATH, Move, holds, load_moves
 from moves.engine import play
 from moves.labcodec import LabRing
 from moves.target import Outcome
 from moves.targets.lab import lab_target
 from mrtr import FakeClock
 from tests.web.helpers import HX, soup
+from web.moveviews import OUTCOME_TEXT, group_of, grouped
 
 from .conftest import TEST_KEY
 
-EIGHTH = '''
-[[moves]]
-slug = "stolen-late"
-title = "Alice replays it late"
-summary = "alice sends bob's genuine ticket with her own token, three minutes after it was minted."
-sender = "other"
-at = 180
-timing = "past-expiry"
-ticket = "as-issued"
-answer = "accept"
-request = "same"
-expect = "refused"
-stops_at = "principal"
-request_id = 11
-'''
+MOVES = load_moves()
+#: One move to copy from each group, so every kind of entry is proven (the first of its group).
+ORIGINALS = {group.key: group.moves[0] for group in grouped(MOVES)}
+LESSON = "/lessons/when-the-server-needs-input"
 
 
-@pytest.fixture
-def moves_file(tmp_path: Path) -> Path:
+def entry_of(text: str, slug: str) -> str:
+    """The whole `[[moves]]` entry of `slug` in a moves file: its fields and its `[[moves.notes]]`."""
+    entries = re.split(r"(?m)^(?=\[\[moves\]\]$|\[\[notes\]\]$)", text)
+    found = [e for e in entries if e.startswith("[[moves]]") and re.search(rf'(?m)^slug = "{slug}"$', e)]
+    assert len(found) == 1, slug
+    return found[0]
+
+
+def copy_of(move: Move) -> tuple[str, str, str]:
+    """A one-entry copy of `move` under a new slug and title: (slug, title, the TOML entry)."""
+    slug, title = f"{move.slug}-copy", f"{move.title}, once more"
+    entry = entry_of(DEFAULT_PATH.read_text(encoding="utf-8"), move.slug)
+    entry = entry.replace(f'slug = "{move.slug}"', f'slug = "{slug}"', 1)
+    entry = re.sub(r'(?m)^title = ".*"$', lambda _: f'title = "{title}"', entry, count=1)
+    return slug, title, entry
+
+
+@pytest.fixture(params=sorted(ORIGINALS), ids=lambda key: f"{key}-kind")
+def extra(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, Move]:
+    """A moves file with one more entry, and that entry as the catalogue reads it."""
+    slug, _title, entry = copy_of(ORIGINALS[request.param])
     path = tmp_path / "moves.toml"
-    path.write_text(DEFAULT_PATH.read_text(encoding="utf-8") + EIGHTH, encoding="utf-8")
-    return path
+    path.write_text(DEFAULT_PATH.read_text(encoding="utf-8").rstrip("\n") + "\n\n" + entry, encoding="utf-8")
+    added = next(m for m in load_moves(path) if m.slug == slug)
+    assert group_of(added) == request.param
+    return path, added
 
 
 @pytest.fixture
-def eight(moves_file: Path) -> Flask:
+def app(extra: tuple[Path, Move]) -> Flask:
     return create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory",
-                       "MRTR_CLOCK": FakeClock(1_790_000_000.0), "MRTR_MOVES_FILE": str(moves_file)})
+                       "MRTR_CLOCK": FakeClock(1_790_000_000.0), "MRTR_MOVES_FILE": str(extra[0])})
 
 
-def test_the_engine_plays_it(moves_file: Path) -> None:
-    moves = load_moves(moves_file)
-    assert len(moves) == len(load_moves()) + 1
-    result = play(moves[-1], lab_target(LabRing.public("eighth-move-key-0123456789abcdefghijkl"), now=1.79e9))
-    assert result.ok and result.outcome == Outcome.REFUSED and result.stopped_at == "principal"
+@pytest.fixture
+def move(extra: tuple[Path, Move]) -> Move:
+    return extra[1]
 
 
-def test_the_playground_shows_and_plays_it(eight: Flask) -> None:
-    client: FlaskClient = eight.test_client()
+def test_the_engine_plays_it(extra: tuple[Path, Move]) -> None:
+    path, added = extra
+    moves = load_moves(path)
+    assert len(moves) == len(MOVES) + 1 and moves[-1] == added
+    result = play(added, lab_target(LabRing.public("eighth-move-key-0123456789abcdefghijkl"), now=1.79e9))
+    assert result.ok, result.detail
+    assert added.note_for(result.outcome, result.stopped_at) is not None  # its notes came with the entry
+
+
+def test_the_playground_lists_it_in_its_group_and_plays_it(app: Flask, move: Move) -> None:
+    client: FlaskClient = app.test_client()
     page = soup(client.get("/playground").data)
-    assert [b["data-move"] for b in page.select("[data-move]")][-1] == "stolen-late"
-    assert len(page.select("[data-move]")) == len(load_moves()) + 1
-    result = soup(client.post("/playground/moves/stolen-late", data={"single_use": "1"}, headers=HX).data)
-    assert result.select_one("[data-result]")["data-result"] == "stolen-late"
-    assert result.select_one("[data-first-failure]")["data-first-failure"] == "principal"
-    assert "Authorization: Bearer alice-token" in result.get_text()
+    assert len(page.select("[data-move]")) == len(MOVES) + 1
+    group = page.select_one(f"[data-move-group='{group_of(move)}']")
+    assert group.select("[data-move]")[-1]["data-move"] == move.slug  # last of its group, as in the file
+    assert page.select_one(f"#{group.select('[data-move]')[-1]['aria-describedby']}").get_text().startswith(
+        move.summary)
+    for headers in (HX, {}):  # with htmx: the result fragment; without JavaScript: the whole page
+        response = client.post(f"/playground/moves/{move.slug}", data={"single_use": "1"}, headers=headers)
+        assert response.status_code == 200
+        result = soup(response.data)
+        assert (result.select_one("html") is None) == bool(headers)
+        outcome = result.select_one("#pg-result [data-result]") or result.select_one("[data-result]")
+        assert outcome["data-result"] == move.slug
+        assert holds(move.expect, Outcome(outcome["data-verdict"]))[0]
+        assert result.select_one(f"[data-note='{move.slug}']") is not None
+        if move.before is not None:
+            assert f"“{move.before.title}”" in result.select(".pg-earlier")[-1].get_text()
+    assert client.get(f"/playground/moves/{move.slug}").status_code == 303
 
 
-def test_the_demo_and_the_timeline_show_it(eight: Flask) -> None:
-    client: FlaskClient = eight.test_client()
+def test_the_deck_gives_it_a_slide(app: Flask, move: Move) -> None:
+    client: FlaskClient = app.test_client()
     deck = soup(client.get("/demo").data)
     moves_shown = [s["data-key"] for s in deck.select("[data-slide][data-kind=move]")]
-    assert moves_shown == [m.slug for m in load_moves()] + ["stolen-late"]
-    slide = soup(client.get("/demo/move/stolen-late").data).select_one("#move-stolen-late")
-    assert slide.select_one("[data-verdict]")["data-verdict"] == "refused"
-    lesson = soup(client.get("/lessons/when-the-server-needs-input").data)
-    assert lesson.select_one("[id$='-stolen-late']") is not None
-    assert f"{len(load_moves()) + 1} moves against one ticket" in lesson.get_text()
+    assert moves_shown == [m.slug for m in MOVES] + [move.slug]
+    slide = soup(client.get(f"/demo/move/{move.slug}").data).select_one(f"#move-{move.slug}")
+    assert not slide.has_attr("hidden")
+    assert holds(move.expect, Outcome(slide.select_one("[data-verdict]")["data-verdict"]))[0]
+    assert f"move {len(MOVES) + 1} of {len(MOVES) + 1}" in slide.select_one(".kicker").get_text(" ", strip=True)
+    notes = soup(client.get(f"/demo/notes/move/{move.slug}").data)
+    assert move.summary in notes.get_text()
+
+
+def test_the_timeline_plays_it(app: Flask, move: Move) -> None:
+    lesson = soup(app.test_client().get(LESSON).data)
+    figure = lesson.select_one("#checks-and-clock")
+    row = figure.select_one(f"tr[id$='-{move.slug}']")
+    assert row is not None
+    verdict = Outcome(row["data-verdict"])
+    assert holds(move.expect, verdict)[0]
+    assert row.select_one("td.result").get_text(strip=True) == OUTCOME_TEXT[verdict]
+    assert figure.select_one(f"li[data-move='{move.slug}']") is not None
+    assert f"{len(MOVES) + 1} moves against one ticket" in figure.get_text()
+    # its note (copied with the entry) explains it under the matrix
+    note = move.note_for(verdict, next((td["data-check"] for td in row.select("td.cell")
+                                        if td["data-outcome"] in ("fail", "asked-again")), None))
+    assert note is not None and note.text in figure.select_one(".move-notes").get_text()
+
+
+def test_the_class_round_offers_and_plays_it(app: Flask, move: Move) -> None:
+    host = app.test_client()
+    started = host.post("/class/start")
+    assert started.status_code == 201
+    code = re.search(r'data-join-code="(\w+)"', started.get_data(as_text=True)).group(1)  # type: ignore[union-attr]
+    learner = app.test_client()
+    assert learner.post("/join", data={"code": code, "nickname": "Eight"}).status_code == 303
+    host.post(f"/class/{code}/host/round", data={"open": "1"})
+    phone = soup(learner.get(f"/class/{code}/me").data)
+    assert len(phone.select("button[data-move]")) == len(MOVES) + 1
+    assert phone.select_one(f"[data-move-group='{group_of(move)}'] button[data-move='{move.slug}']") is not None
+    played = learner.post(f"/class/{code}/play", data={"move": move.slug}, headers={"Accept": "application/json"})
+    assert played.status_code == 200
+    result = played.get_json()
+    assert result["move"] == move.slug and holds(move.expect, Outcome(result["verdict"]))[0]
+    heat = soup(host.get(f"/class/{code}/host").data).select_one(f"tr[data-move='{move.slug}']")
+    check = result["stopped_at"] or "through"
+    assert heat.select_one(f"td[data-check='{check}']")["data-count"] == "1"
+    attempt = soup(learner.post(f"/class/{code}/play", data={"move": move.slug}, headers=HX).data)
+    assert move.title in attempt.select_one("#attempt-title").get_text()
