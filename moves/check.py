@@ -609,6 +609,14 @@ def _write_junit(path: str, report: Report) -> None:
         raise CheckError(f"could not write --junit {path}: {exc.strerror or exc}") from None
 
 
+def _write_report(out: IO[str], report: Report, *, as_json: bool) -> None:
+    if as_json:
+        out.write(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        out.write(report.table() + "\n")
+    out.flush()
+
+
 class ProgressBar:
     """The late move's wait as a bar on a terminal; one line per phase otherwise."""
 
@@ -662,16 +670,16 @@ def main(argv: Sequence[str], *, stdout: IO[str] | None = None, stderr: IO[str] 
         try:
             report = run_check(target, options, events=events, secrets=secrets)
         except CheckStopped as stopped:
+            # What was played until the time-out still goes out (JUnit with an <error>, the JSON with
+            # "stopped"), so CI can show where it stopped; the exit code stays 2.
             if args.junit:
                 _write_junit(args.junit, stopped.report)
+            if args.json:
+                _write_report(out, stopped.report, as_json=True)
             raise
         if args.junit:
             _write_junit(args.junit, report)
-        if args.json:
-            out.write(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n")
-        else:
-            out.write(report.table() + "\n")
-        out.flush()
+        _write_report(out, report, as_json=args.json)
         return EXIT_OK if report.ok else EXIT_FAILED
     except CheckError as exc:
         print(f"mrtr check: error: {exc}", file=err)

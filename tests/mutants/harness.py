@@ -7,14 +7,15 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from moves.check import CheckOptions, Report, run_check
 from moves.targets.http import HttpTarget
 from moves.targets.remote import Timing
 from moves.targets.stdio import StdioTarget
-from tests.mutants.server import ALL, Clock, serve_http
+from tests.mutants.server import ALL, Clock, Sound, serve_http
 
 SERVER = Path(__file__).resolve().parent / "server.py"
 TOKENS = [("bob", "bob-token"), ("alice", "alice-token")]
@@ -26,22 +27,34 @@ def timing_on(clock: Clock) -> Timing:
     return Timing(clock=lambda: time.time() + clock.offset, sleep=clock.advance)
 
 
-def check_http(name: str, options: CheckOptions = DEFAULTS, *, timeout: float = 10.0,
-               target_factory: Callable[..., HttpTarget] = HttpTarget) -> Report:
-    clock = Clock()
-    server = ALL[name](clock)
+@contextmanager
+def running(name: str) -> Iterator[tuple[str, Sound]]:
+    """Server `name` of tests/mutants/server.py over HTTP in a thread: yields its URL and the server."""
+    server = ALL[name](Clock())
     httpd = serve_http(server)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    target = target_factory(f"http://127.0.0.1:{httpd.server_address[1]}/mcp", TOKENS, timeout=timeout,
-                            timing=timing_on(clock))
     try:
-        return run_check(target, options, secrets=[token for _, token in TOKENS])
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/mcp", server
     finally:
-        target.close()
+        release = getattr(server, "release", None)
+        if release is not None:
+            release.set()
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=10)
+
+
+def check_http(name: str, options: CheckOptions = DEFAULTS, *, timeout: float = 10.0,
+               late_after: float | None = None) -> Report:
+    with running(name) as (url, server):
+        timing = timing_on(server.clock)
+        timing.late_after = late_after
+        target = HttpTarget(url, TOKENS, timeout=timeout, timing=timing)
+        try:
+            return run_check(target, options, secrets=[token for _, token in TOKENS])
+        finally:
+            target.close()
 
 
 def check_stdio(name: str, tmp_path: Path, options: CheckOptions = DEFAULTS) -> Report:

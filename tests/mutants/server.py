@@ -107,6 +107,8 @@ class Sound:
         self.redeemed: set[Any] = set()
         self.deploys = 0
         self.lock = threading.Lock()
+        #: The caller's bearer token over HTTP (only the variant that echoes it back reads it).
+        self.bearer = ""
 
     # -- the wire -------------------------------------------------------------------------------------
 
@@ -514,7 +516,59 @@ MUTANTS: dict[str, type[Sound]] = {
     "no-result-type": NoResultType,
 }
 SOUND: dict[str, type[Sound]] = {"sound": Sound, "starts-over": StartsOver}
-ALL: dict[str, type[Sound]] = {**SOUND, **MUTANTS}
+
+
+# -- servers for the checker's own verdict tests (tests/check/test_verdicts.py), not mutants ----------------
+
+
+class Opaque(Sound):
+    """Sound, with opaque tickets: a random handle to claims kept server-side, so no holder can read exp."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tickets: dict[str, dict[str, Any]] = {}
+
+    def mint(self, principal: str, arguments: dict[str, Any]) -> str:
+        ticket = "o1." + secrets.token_urlsafe(24)
+        self.tickets[ticket] = {"sub": principal, "exp": int(self.clock.now()) + self.ttl,
+                                "req": self.digest(arguments), "jti": secrets.token_hex(8),
+                                "work": {"env": arguments.get("env")}}
+        return ticket
+
+    def open(self, ticket: Any) -> dict[str, Any]:
+        claims = self.tickets.get(ticket) if isinstance(ticket, str) else None
+        if claims is None:
+            raise BadTicket("signature")
+        return claims
+
+
+class HangsOnRetry(Sound):
+    """Answers everything but a retry: a retry waits until `release` is set (the test sets it when done)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.release = threading.Event()
+
+    def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        if "requestState" in message["params"]:
+            self.release.wait(30)
+        return super().deploy(message, principal, arguments)
+
+
+class EchoesToken(Sound):
+    """Sound, but echoes the caller's bearer token in its refusals and results (a debugging leftover)."""
+
+    def refuse_ticket(self, check: str) -> dict[str, Any]:
+        raise Refused(-32602, f"{FROZEN} (caller {self.bearer})", {"reason": "invalid_request_state"})
+
+    def work(self, claims: dict[str, Any]) -> dict[str, Any]:
+        result = super().work(claims)
+        result["content"][0]["text"] += f" for {self.bearer}"
+        return result
+
+
+VARIANTS: dict[str, type[Sound]] = {"opaque": Opaque, "hangs-on-retry": HangsOnRetry, "echoes-token": EchoesToken}
+ALL: dict[str, type[Sound]] = {**SOUND, **MUTANTS, **VARIANTS}
 
 
 def serve_http(server: Sound) -> ThreadingHTTPServer:
@@ -525,7 +579,9 @@ def serve_http(server: Sound) -> ThreadingHTTPServer:
             pass
 
         def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-            principal = TOKENS.get(self.headers.get("Authorization", "").removeprefix("Bearer ").strip())
+            token = self.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+            principal = TOKENS.get(token)
+            server.bearer = token
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             if principal is None:
                 status, reply = 401, {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": "no token"}}

@@ -1,0 +1,155 @@
+"""Verdicts a server author can trust (issue 21, item 3), against small servers of tests/mutants/server.py:
+no FAIL without evidence, no PASS for a move that did not exercise its check, the wait's source in the late
+move's detail, a time-out ends the run with exit 2 (JUnit still written), tokens never in any output, and the
+JSON and JUnit contracts. No real waits: the late move moves the server's clock, a hang is cut by a 0.3 s
+time-out and released when the test ends.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from moves import check as check_module
+from moves.catalog import load_moves
+from moves.check import main
+from moves.targets.remote import Timing
+from tests.check.test_cli import PROBE_SLUGS, assert_exact_schema
+from tests.mutants.harness import check_http, running, timing_on
+from tests.mutants.server import TTL, Sound
+
+MOVES = load_moves()
+LATE = [m.slug for m in MOVES if m.timing == "past-expiry"]
+TOKENS = ["--token", "bob=bob-token", "--token", "alice=alice-token"]
+
+
+def cli(*argv: str, timeout: float = 10.0, server: Sound | None = None) -> tuple[int, str, str]:
+    """`python -m mrtr check ARGV`, in process; with `server`, its late move waits on that server's clock (the
+    CLI builds its own Timing: this is its only difference from a user's run)."""
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        if server is not None:
+            patch.setattr(check_module, "Timing", functools.partial(Timing, clock=timing_on(server.clock).clock,
+                                                                    sleep=server.clock.advance))
+        code = main(list(argv), stdout=out, stderr=err, timeout=timeout)
+    return code, out.getvalue(), err.getvalue()
+
+
+def rows(report: Any) -> dict[str, Any]:
+    return {r.move: r for r in report.moves}
+
+
+# -- the late move: not-run when it cannot know the expiry, and the wait's source --------------------
+
+
+def test_a_late_move_that_cannot_read_the_expiry_is_not_run_with_how_to_run_it_and_exits_0() -> None:
+    with running("opaque") as (url, _server):
+        code, out, err = cli(url, *TOKENS, "--json")
+    report = json.loads(out)
+    assert code == 0 and report["ok"] is True, out + err
+    assert_exact_schema(report)
+    late = [m for m in report["moves"] if m["move"] in LATE]
+    assert late and all(m["verdict"] == "not-run" and m["observed"] == "not-run" for m in late)
+    for move in late:
+        assert "its expiry is unknown" in move["detail"] and "pass --late-after SECONDS" in move["detail"]
+    assert {m["verdict"] for m in report["moves"] if m["move"] not in LATE} == {"pass"}
+
+
+def test_late_after_says_the_wait_came_from_the_flag() -> None:
+    report = check_http("opaque", late_after=TTL + 5)
+    for slug in LATE:
+        row = rows(report)[slug]
+        assert row.verdict == "pass" and f"sent {TTL + 5:g} s after minting, the wait --late-after set" in row.detail
+
+
+def test_a_late_after_shorter_than_the_tickets_life_fails_and_says_so() -> None:
+    # The server's tickets live TTL seconds; a wait of half that sends the retry while the ticket is valid. It
+    # deploys (that is evidence), and the detail says the wait came from the flag and how to fix it.
+    report = check_http("opaque", late_after=TTL / 2)
+    for slug in LATE:
+        row = rows(report)[slug]
+        assert row.verdict == "fail" and row.observed == "completed"
+        assert "the wait --late-after set" in row.detail and "raise --late-after" in row.detail
+
+
+def test_a_readable_expiry_is_waited_out_and_the_detail_says_so() -> None:
+    report = check_http("sound")
+    for slug in LATE:
+        assert "past the ticket's exp" in rows(report)[slug].detail
+
+
+# -- usage errors and time-outs: exit 2 --------------------------------------------------------------
+
+
+def test_the_same_token_for_both_principals_is_a_usage_error() -> None:
+    code, out, err = cli("http://127.0.0.1:9/mcp", "--token", "bob=same-secret", "--token", "alice=same-secret")
+    assert code == 2 and out == "" and "the two --token values are the same" in err
+    assert "same-secret" not in err and err.count("\n") == 1
+
+
+def test_a_server_that_hangs_only_on_retries_stops_the_run_at_the_first_time_out(tmp_path: Path) -> None:
+    junit = tmp_path / "hang.xml"
+    with running("hangs-on-retry") as (url, _server):
+        code, out, err = cli(url, *TOKENS, "--json", "--junit", str(junit), timeout=0.3)
+    assert code == 2 and "did not answer in time" in err and "Traceback" not in err, err
+    report = json.loads(out)  # the partial report, with why it stopped
+    assert_exact_schema(report)
+    assert report["ok"] is False and "did not answer in time" in report["stopped"]
+    assert [m["move"] for m in report["moves"]] == [MOVES[0].slug] and report["probes"] == []
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and suite.get("errors") == "1" and suite.get("failures") == "0"
+    case = suite.find("testcase")
+    assert case is not None and case.get("name") == MOVES[0].slug and case.find("error") is not None
+    assert case.find("failure") is None and case.get("time") is not None
+
+
+# -- tokens never reach any output -----------------------------------------------------------------
+
+
+def test_tokens_a_server_echoes_back_never_reach_the_table_the_json_or_the_junit(tmp_path: Path) -> None:
+    junit = tmp_path / "echo.xml"
+    with running("echoes-token") as (url, server):
+        _, table, table_err = cli(url, *TOKENS, server=server)
+        _, out, err = cli(url, *TOKENS, "--json", "--junit", str(junit), server=server)
+    everything = table + table_err + out + err + junit.read_text()
+    assert "bob-token" not in everything and "alice-token" not in everything
+    assert "[token]" in table and "[token]" in out  # the server did echo them: redaction is what kept them out
+
+
+# -- the JUnit contract ----------------------------------------------------------------------------
+
+
+def test_junit_has_a_time_on_every_case_and_no_doubled_words(tmp_path: Path) -> None:
+    junit = tmp_path / "report.xml"
+    with running("no-single-use") as (url, server):
+        code, _, _ = cli(url, *TOKENS, "--junit", str(junit), server=server)
+    assert code == 1
+    root = ET.parse(junit).getroot()
+    suite = root.find("testsuite")
+    assert suite is not None and root.get("time") is not None and suite.get("time") is not None
+    cases = list(suite.iter("testcase"))
+    assert [c.get("name") for c in cases] == [m.slug for m in MOVES] + PROBE_SLUGS
+    assert all(re.fullmatch(r"\d+\.\d{3}", c.get("time") or "") for c in cases)
+    failures = [c for c in cases if c.find("failure") is not None]
+    assert failures and suite.get("failures") == str(len(failures))
+    texts = [v for el in root.iter() for v in (el.text or "", *el.attrib.values())]
+    doubled = [t for t in texts if re.search(r"\b(\w+) \1\b", t)]
+    assert not doubled, doubled
+
+
+def test_a_not_run_move_is_skipped_in_junit_and_never_a_failure(tmp_path: Path) -> None:
+    junit = tmp_path / "opaque.xml"
+    with running("opaque") as (url, _server):
+        assert cli(url, *TOKENS, "--junit", str(junit))[0] == 0
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    for slug in LATE:
+        skipped = cases[slug].find("skipped")
+        assert skipped is not None and "--late-after" in (skipped.get("message") or "")
+        assert cases[slug].find("failure") is None
