@@ -135,6 +135,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("MRTR_MOVES_FILE", _path, "another moves.toml"),
     Setting("MRTR_PUBLIC", _flag, "a public deployment: the checker reaches no loopback target"),
     Setting("MRTR_CHECK_HOSTS", _text, "comma-separated hosts the /check page may reach"),
+    Setting("MRTR_CHECK_PORTS", _text, "comma-separated ports listed hosts may be checked on"),
     Setting("MRTR_CHECK_RUNS", _whole(1), "checker runs per visitor per window"),
     Setting("MRTR_CHECK_WINDOW", _seconds, "the checker's rate-limit window in seconds"),
     Setting("MRTR_CHECK_MAX_WAIT", _seconds, "the longest late-move wait on the /check page"),
@@ -176,6 +177,7 @@ class Settings:
     moves_file: Path | None = None
     public: bool = False
     check_hosts: str = ""
+    check_ports: str = ""
     check_runs: int = 5
     check_window: float = 600.0
     check_max_wait: float = 300.0

@@ -120,14 +120,41 @@ def is_public() -> bool:
     return not (_loopback(host) and _loopback(request.remote_addr))
 
 
+#: Cloud metadata services: never checked, whatever MRTR_CHECK_HOSTS says (AWS, GCP and Azure on 169.254.169.254,
+#: ECS task metadata, Alibaba, AWS over IPv6).
+METADATA_ADDRESSES = frozenset(ipaddress.ip_address(a) for a in (
+    "169.254.169.254", "169.254.170.2", "169.254.170.23", "100.100.100.200", "fd00:ec2::254"))
+#: Ports a listed host may be checked on unless MRTR_CHECK_PORTS lists others.
+DEFAULT_PORTS = frozenset({80, 443})
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def _internal(address: Address) -> bool:
+    """Addresses a listed *name* may not lead to unless the address itself is listed: loopback, private,
+    link-local, shared (CGNAT), multicast, reserved and unspecified ones."""
+    shared = isinstance(address, ipaddress.IPv4Address) and address in ipaddress.ip_network("100.64.0.0/10")
+    return (address.is_loopback or address.is_private or address.is_link_local or address.is_multicast
+            or address.is_reserved or address.is_unspecified or shared)
+
+
 @dataclass(frozen=True)
 class HostRules:
+    """Which servers /check may connect to (MRTR_CHECK_HOSTS, MRTR_CHECK_PORTS, MRTR_PUBLIC).
+
+    Loopback, on any port, only for a visitor on this very machine of a deployment that is not public. Else
+    a target must be listed: an address or network (CIDR) admits its addresses, a name admits what it
+    resolves to unless that is an internal address (loopback, private, link-local: DNS can point anywhere, so
+    such an address must be listed itself), and only on a listed port. Metadata addresses are never admitted.
+    """
+
     names: frozenset[str]
     networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
     loopback: bool
+    ports: frozenset[int] = DEFAULT_PORTS
 
     @classmethod
-    def from_config(cls, hosts: str, public: bool) -> HostRules:
+    def from_config(cls, hosts: str, public: bool, ports: str = "") -> HostRules:
         names: set[str] = set()
         networks = []
         for entry in (e.strip().lower() for e in str(hosts or "").split(",")):
@@ -137,23 +164,32 @@ class HostRules:
                 networks.append(ipaddress.ip_network(entry.strip("[]"), strict=False))
             except ValueError:
                 names.add(entry.rstrip("."))
-        return cls(frozenset(names), tuple(networks), loopback=not public)
+        allowed = frozenset(int(p) for p in str(ports or "").replace(" ", "").split(",") if p.isdigit()
+                            and 0 < int(p) < 65536) or DEFAULT_PORTS
+        return cls(frozenset(names), tuple(networks), loopback=not public, ports=allowed)
 
     @property
     def any_allowed(self) -> bool:
         return self.loopback or bool(self.names) or bool(self.networks)
 
-    def allows(self, host: str, address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    def listed(self, address: Address) -> bool:
+        return any(address.version == net.version and address in net for net in self.networks)
+
+    def allows(self, host: str, address: Address, port: int | None = None) -> bool:
+        if address in METADATA_ADDRESSES:
+            return False
         if address.is_loopback and self.loopback:
+            return True  # this machine's own servers, on any port, for a visitor at this machine
+        if port is not None and port not in self.ports:
+            return False
+        if self.listed(address):
             return True
-        if any(address.version == net.version and address in net for net in self.networks):
-            return True
-        risky = address.is_link_local or address.is_multicast or address.is_unspecified or address.is_reserved
-        return host in self.names and not risky
+        return host in self.names and not _internal(address)
 
 
 def rules() -> HostRules:
-    return HostRules.from_config(get_settings().check_hosts, is_public())
+    settings = get_settings()
+    return HostRules.from_config(settings.check_hosts, is_public(), settings.check_ports)
 
 
 Resolver = Callable[[str, int], list[str]]
@@ -191,10 +227,13 @@ def vet_url(url: str, host_rules: HostRules, resolve: Resolver = _resolve) -> tu
     if not addresses:
         raise CheckInputError(f"The host {host!r} could not be resolved.")
     addresses = [a.ipv4_mapped if isinstance(a, ipaddress.IPv6Address) and a.ipv4_mapped else a for a in addresses]
-    refused = [a for a in addresses if not host_rules.allows(host, a)]
+    refused = [a for a in addresses if not host_rules.allows(host, a, port)]
     if refused:
         where = ("servers on this machine (loopback addresses)" if host_rules.loopback
                  else "the hosts its operator listed")
+        if all(host_rules.allows(host, a) for a in refused):
+            ports = ", ".join(str(p) for p in sorted(host_rules.ports))
+            raise CheckInputError(f"This lab only checks {where} on port {ports}; port {port} is not allowed.")
         raise CheckInputError(f"This lab only checks {where}; {host!r} resolves to {refused[0]}, which is not allowed.")
     return parts.geturl(), str(addresses[0])
 

@@ -134,8 +134,9 @@ def test_host_names_are_resolved_and_every_address_vetted() -> None:
 
 def test_listed_hosts_widen_the_rules_but_never_to_link_local_addresses() -> None:
     rules = HostRules.from_config("mcp.internal, 192.0.2.0/24 ,metadata.test", public=False)
-    table = {"mcp.internal": ["198.51.100.4"], "metadata.test": ["169.254.169.254"], "other.test": ["192.0.2.9"]}
-    assert vet_url("https://mcp.internal/mcp", rules, resolver(table))[1] == "198.51.100.4"
+    # (a public address: documentation ranges count as private, and a listed name may not lead to those)
+    table = {"mcp.internal": ["93.184.216.34"], "metadata.test": ["169.254.169.254"], "other.test": ["192.0.2.9"]}
+    assert vet_url("https://mcp.internal/mcp", rules, resolver(table))[1] == "93.184.216.34"
     assert vet_url("http://other.test/mcp", rules, resolver(table))[1] == "192.0.2.9"
     with pytest.raises(CheckInputError, match="169.254.169.254"):
         vet_url("http://metadata.test/mcp", rules, resolver(table))
