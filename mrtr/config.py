@@ -102,6 +102,14 @@ def _path(name: str, raw: Any) -> Path:
     return Path(str(raw))
 
 
+def _ports(name: str, raw: Any) -> str:
+    """Comma-separated TCP ports, each 1 to 65535, kept as text in a canonical form."""
+    ports = [p.strip() for p in str(raw).split(",") if p.strip()]
+    if not ports or not all(p.isdigit() and 0 < int(p) < 65536 for p in ports):
+        raise ConfigError(f"{name} must be comma-separated port numbers (1 to 65535), like 443,8443; got {raw!r}")
+    return ",".join(str(int(p)) for p in ports)
+
+
 def _tokens(name: str, raw: Any) -> dict[str, str]:
     return parse_tokens(str(raw), name)
 
@@ -135,7 +143,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("MRTR_MOVES_FILE", _path, "another moves.toml"),
     Setting("MRTR_PUBLIC", _flag, "a public deployment: the checker reaches no loopback target"),
     Setting("MRTR_CHECK_HOSTS", _text, "comma-separated hosts the /check page may reach"),
-    Setting("MRTR_CHECK_PORTS", _text, "comma-separated ports listed hosts may be checked on"),
+    Setting("MRTR_CHECK_PORTS", _ports, "comma-separated ports listed hosts may be checked on"),
     Setting("MRTR_CHECK_RUNS", _whole(1), "checker runs per visitor per window"),
     Setting("MRTR_CHECK_WINDOW", _seconds, "the checker's rate-limit window in seconds"),
     Setting("MRTR_CHECK_MAX_WAIT", _seconds, "the longest late-move wait on the /check page"),

@@ -71,3 +71,12 @@ def test_loopback_on_any_port_for_a_visitor_at_this_machine() -> None:
     rules = HostRules.from_config("", public=False)
     assert vet_url("http://127.0.0.1:5000/mcp", rules, resolver({"127.0.0.1": ["127.0.0.1"]}))[1] == "127.0.0.1"
     assert rules.allows("localhost", ipaddress.ip_address("::1"), 65000)
+
+
+@pytest.mark.parametrize("value", ["http", "0", "70000", "443;80", ","])
+def test_a_bad_port_list_is_a_configuration_error_naming_the_setting(value: str) -> None:
+    from mrtr.config import ConfigError, read_settings
+
+    with pytest.raises(ConfigError, match="MRTR_CHECK_PORTS"):
+        read_settings({"MRTR_CHECK_PORTS": value})
+    assert read_settings({"MRTR_CHECK_PORTS": " 8443 , 443"}).check_ports == "8443,443"
