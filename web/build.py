@@ -3,9 +3,10 @@
 A lesson opts in with a `steps.toml` beside its meta.toml and a starter/ and solution/ server.py
 marked with "# -- step: <id> --" ... "# -- end of step --" blocks. This module reads those (once
 per directory), splices partial solutions for the tests, and grades a pasted
-`python -m mrtr check --json` report: a step is done when its move held (the answer step, which
-has no move, when no-answer held and the missing-answer probe passed). It never runs a checker,
-never stores anything, and treats the pasted report as untrusted text.
+`python -m mrtr check --json` report: a step is done when every move it names has the verdict
+pass. Which moves those are is data (steps.toml, checked against lessons/moves.toml); no move is
+named here. It never runs a checker, never stores anything, and treats the pasted report as
+untrusted text.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ from typing import Any
 
 from flask import Blueprint, Response, abort, request
 
+from moves.catalog import Move, load_moves
+from moves.check import VERDICTS, MoveRow, Report
+from moves.probes import PROBES, ProbeResult
+from moves.target import Outcome
+from mrtr.tickets import CHECKS
 from web import htmx
 from web.content import ContentError, Lesson, get_content
 
@@ -43,7 +49,7 @@ class Step:
     n: int
     title: str
     function: str
-    move: str  # the checker move this step turns green, "" when none does
+    moves: tuple[str, ...]  # the checker moves that show this step: done when every one has verdict pass
     task: str
     hints: tuple[str, ...]
     solution: str  # the step's block in solution/server.py
@@ -105,20 +111,29 @@ def load_build(directory: Path) -> Build | None:
     raw_steps = data.get("steps")
     if not isinstance(raw_steps, list) or not raw_steps:
         raise ContentError(f"{path}: no [[steps]]")
+    known = {m.slug for m in load_moves()}
     for n, raw in enumerate(raw_steps, 1):
         where = f"{path}: step #{n}"
         try:
-            sid, title, function, move, task = (raw[k] for k in ("id", "title", "function", "move", "task"))
-            hints = tuple(raw["hints"])
+            sid, title, function, task = (raw[k] for k in ("id", "title", "function", "task"))
+            moves, hints = tuple(raw["moves"]), tuple(raw["hints"])
         except (KeyError, TypeError):
-            raise ContentError(f"{where}: needs id, title, function, move, task and hints") from None
-        if not all(isinstance(v, str) for v in (sid, title, function, move, task, *hints)) or len(hints) != 3:
+            raise ContentError(f"{where}: needs id, title, function, moves, task and hints") from None
+        if not all(isinstance(v, str) for v in (sid, title, function, task, *moves, *hints)) or len(hints) != 3:
             raise ContentError(f"{where}: text fields must be strings, with exactly three hints")
+        if not moves or len(set(moves)) != len(moves):
+            raise ContentError(f"{where}: moves must name at least one move, each once")
+        unknown = [m for m in moves if m not in known]
+        if unknown:
+            raise ContentError(f"{where}: {unknown[0]!r} is not a move of lessons/moves.toml")
         if sid not in answers:
             raise ContentError(f"{where}: there is no '# -- step: {sid} --' block in the server files")
         if f"def {function}(" not in answers[sid]:
             raise ContentError(f"{where}: the {sid!r} block does not define {function}")
-        steps.append(Step(sid, n, title, function, move, task, hints, answers[sid], stubs[sid]))
+        steps.append(Step(sid, n, title, function, moves, task, hints, answers[sid], stubs[sid]))
+    claimed = [m for s in steps for m in s.moves]
+    if len(set(claimed)) != len(claimed):
+        raise ContentError(f"{path}: a move shows one step only (one is named by two steps)")
     if [s.id for s in steps] != list(answers):
         raise ContentError(f"{path}: the steps must match the server's step blocks, in order")
     return Build(tuple(steps), starter, solution)
@@ -139,10 +154,45 @@ class ReportError(ValueError):
 
 
 @dataclass(frozen=True)
+class MoveVerdict:
+    """One move as the pasted report shows it: its verdict ("" when the report lacks the move) and detail."""
+
+    slug: str
+    shows: str  # the mistake it catches, from lessons/moves.toml
+    verdict: str
+    detail: str
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+
+@dataclass(frozen=True)
 class Graded:
     step: Step
-    done: bool
-    detail: str
+    moves: tuple[MoveVerdict, ...]
+
+    @property
+    def done(self) -> bool:
+        return all(m.passed for m in self.moves)
+
+    @property
+    def detail(self) -> str:
+        """Which of the step's moves passed, in words ("tampered: pass")."""
+        return "; ".join(f"{m.slug}: {m.verdict or 'not in the report'}" for m in self.moves)
+
+
+@dataclass(frozen=True)
+class Grading:
+    steps: tuple[Graded, ...]
+    #: Moves no step names (the honest retry, junk, sequences) that did not pass: shown beside the steps, so
+    #: "6 of 6 steps done" never hides a move that still fails.
+    others: tuple[MoveVerdict, ...]
+    ok: bool  # the report's own verdict on the whole run
+
+    @property
+    def done(self) -> int:
+        return sum(g.done for g in self.steps)
 
 
 def _rows(report: dict[str, Any], key: str, name: str) -> dict[str, dict[str, Any]]:
@@ -152,8 +202,22 @@ def _rows(report: dict[str, Any], key: str, name: str) -> dict[str, dict[str, An
     return {r[name]: r for r in rows if isinstance(r, dict) and isinstance(r.get(name), str)}
 
 
-def grade(build: Build, text: str) -> list[Graded]:
-    """Which steps the pasted `python -m mrtr check --json` output shows as done."""
+def _verdict(row: dict[str, Any] | None) -> str:
+    """A row's verdict, "" when the report lacks the move."""
+    if row is None:
+        return ""
+    verdict = row.get("verdict")
+    return verdict if verdict in VERDICTS else "unknown"  # the checker's JSON contract, nothing else
+
+
+def _detail(row: dict[str, Any] | None) -> str:
+    detail = row.get("detail") if row else None
+    return detail[:300] if isinstance(detail, str) else ""
+
+
+def grade(build: Build, text: str, catalogue: tuple[Move, ...]) -> Grading:
+    """Which steps the pasted `python -m mrtr check --json` output shows as done: a step is done when every
+    move it names has the verdict pass (a move that was not run, or is missing from the report, is not)."""
     if not text.strip():
         raise ReportError("paste the output of python -m mrtr check --json first")
     if len(text) > MAX_REPORT:
@@ -164,19 +228,21 @@ def grade(build: Build, text: str) -> list[Graded]:
         raise ReportError("that is not JSON: run the checker with --json and paste everything it prints") from None
     if not isinstance(report, dict):
         raise ReportError("that is JSON but not a checker report (it should be one object)")
-    moves, probes = _rows(report, "moves", "move"), _rows(report, "probes", "probe")
-    graded = []
-    for step in build.steps:
-        if step.move:
-            row = moves.get(step.move)
-            done = bool(row and row.get("ok") is True)
-            detail = f"the {step.move} move {'held' if done else 'did not hold' if row else 'is not in the report'}"
-        else:
-            held = moves.get("no-answer", {}).get("ok") is True and probes.get("missing-answer", {}).get("ok") is True
-            done = held
-            detail = f"the no-answer move and the missing-answer probe {'held' if held else 'did not both hold'}"
-        graded.append(Graded(step, done, detail))
-    return graded
+    rows = _rows(report, "moves", "move")
+    _rows(report, "probes", "probe")
+    if rows and not any("verdict" in row for row in rows.values()):
+        raise ReportError("that report has no verdicts: it comes from an older checker, so run "
+                          "python -m mrtr check --json again from a current checkout")
+    shows = {m.slug: m.shows or m.title for m in catalogue}
+
+    def seen(slug: str) -> MoveVerdict:
+        return MoveVerdict(slug, shows.get(slug, ""), _verdict(rows.get(slug)), _detail(rows.get(slug)))
+
+    graded = tuple(Graded(step, tuple(seen(slug) for slug in step.moves)) for step in build.steps)
+    owned = {slug for step in build.steps for slug in step.moves}
+    # Only catalogue moves are shown: the report is untrusted text, and its names are just keys here.
+    others = tuple(v for v in (seen(m.slug) for m in catalogue if m.slug not in owned) if v.verdict and not v.passed)
+    return Grading(graded, others, report.get("ok") is True)
 
 
 # -- "Break it, by hand": the first lesson's experiments on this lesson's solution -------------------
@@ -186,14 +252,34 @@ BREAKIT_FILE = "break-it-by-hand.toml"
 
 @dataclass(frozen=True)
 class Experiment:
-    check: str
+    check: str  # the check whose call is removed (a `stops_at` of lessons/moves.toml)
     experiment: int  # the first lesson's Break-it experiment it matches, 0 for an extra one
     title: str
     remove: str  # lines of solution/server.py to delete
-    move: str
-    verdict: str
-    summary: str
     lesson: str
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """What the checker reports once an experiment's lines are gone, worked out from the move catalogue."""
+
+    red: tuple[Move, ...]  # the moves that fail
+    not_run: tuple[Move, ...]  # the moves that cannot be shown, because a move sent before them now fails
+    summary: str  # the checker's last line
+
+
+def outcomes(experiment: Experiment, catalogue: tuple[Move, ...]) -> Outcomes:
+    """The moves a sound server stops at the removed check fail without it, and nothing else does; a move sent
+    after one of them (`before`) is not run. Junk is left out: it is no ticket, so reading it fails whatever
+    checks remain. The summary is the checker's own (moves.check.Report), so its words never drift."""
+    red = tuple(m for m in catalogue if m.stops_at == experiment.check and m.ticket != "junk")
+    not_run = tuple(m for m in catalogue if m.before is not None and m.before in red)
+    rows = [MoveRow(m.slug, m.title, m.expect.value,
+                    Outcome.COMPLETED.value if m in red else Outcome.NOT_RUN.value if m in not_run else m.expect.value,
+                    m not in red and m not in not_run, "") for m in catalogue]
+    probes = [ProbeResult(slug, True, "") for slug in PROBES]
+    summary = Report("", "", {}, None, moves=rows, probes=probes).summary()
+    return Outcomes(red, not_run, summary)
 
 
 @cache
@@ -209,12 +295,15 @@ def load_breakit(directory: Path) -> tuple[Experiment, ...]:
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ContentError(f"{path}: cannot be read ({exc})") from None
     experiments = []
-    fields = ("check", "experiment", "title", "remove", "move", "verdict", "summary", "lesson")
+    fields = ("check", "experiment", "title", "remove", "lesson")
     for n, raw in enumerate(data.get("experiments", []), 1):
         try:
             experiment = Experiment(**{k: raw[k] for k in fields})
         except (KeyError, TypeError):
             raise ContentError(f"{path}: experiment #{n} needs {', '.join(fields)}") from None
+        if experiment.check not in CHECKS:
+            raise ContentError(f"{path}: experiment #{n}: {experiment.check!r} is not one of the checks "
+                               f"({', '.join(CHECKS)})")
         if solution.count(experiment.remove + "\n") != 1:
             raise ContentError(f"{path}: experiment #{n}: its lines are not in the solution exactly once")
         experiments.append(experiment)
@@ -223,14 +312,15 @@ def load_breakit(directory: Path) -> tuple[Experiment, ...]:
 
 def breakit_by_hand() -> dict[str, Any] | None:
     """What lessons/_breakit_by_hand.html shows: the first lesson with break-it-by-hand.toml, or None."""
+    catalogue = get_content().moves
     for lesson in get_content().lessons:
         experiments = load_breakit(lesson.directory)
         if experiments:
             where = f"lessons/{lesson.directory.name}/solution/{SERVER_FILE}"
-            return {"lesson": lesson, "experiments": experiments, "path": where,
+            return {"lesson": lesson, "experiments": [(e, outcomes(e, catalogue)) for e in experiments],
+                    "path": where,
                     "command": f'MRTR_TICKET_TTL={SUGGESTED_TTL} python -m mrtr check --stdio "python {where}"'}
     return None
-
 
 @bp.app_context_processor
 def _template_globals() -> dict[str, Any]:
@@ -238,7 +328,8 @@ def _template_globals() -> dict[str, Any]:
 
 
 def widget_context(lesson: Lesson) -> dict[str, Any]:
-    return {"build": build_for(lesson), "lesson_dir": f"lessons/{lesson.directory.name}", "ttl": SUGGESTED_TTL}
+    return {"build": build_for(lesson), "lesson_dir": f"lessons/{lesson.directory.name}", "ttl": SUGGESTED_TTL,
+            "moves": {m.slug: m for m in get_content().moves}}
 
 
 @bp.post("/lessons/<slug>/build/report")
@@ -250,11 +341,11 @@ def report(slug: str) -> Response:
     build = build_for(lesson)
     text = request.form.get("report", "")
     try:
-        graded, error = grade(build, text), None
+        grading, error = grade(build, text, get_content().moves), None
     except ReportError as exc:
-        graded, error = None, str(exc)
+        grading, error = None, str(exc)
     # A bad paste is a 400 page; under htmx the message is swapped in like any answer (htmx swaps 2xx
     # only), as the quiz does for a missing choice.
     status = 400 if error and not htmx.wants_fragment() else 200
     return htmx.render("lessons/build_report.html", "lessons/_build_report.html", status=status,
-                       lesson=lesson, course=get_content(), graded=graded, error=error)
+                       lesson=lesson, course=get_content(), grading=grading, error=error)

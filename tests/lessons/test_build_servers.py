@@ -1,8 +1,10 @@
-"""The checker grades the build lesson's servers: the starter fails exactly the five attacks, each
-step's partial solution turns exactly that step's move green, and the full solution passes all.
+"""The checker grades the build lesson's servers honestly: the untouched starter marks no step (every move a
+step names fails on it), each step written alone on the starter turns exactly its own moves green and
+marks exactly that step done, and the full solution passes everything.
 
-Partials are spliced from the one source of truth (starter/ and solution/server.py, via
-web.build). Tickets live 2 s, so the late move waits about 3 s, for real, per run.
+Partials are spliced from the one source of truth (starter/ and solution/server.py, via web.build), and
+every set of moves comes from steps.toml and lessons/moves.toml. Tickets live 2 s, so the late move
+waits about 3 s, for real, per run.
 """
 
 from __future__ import annotations
@@ -13,75 +15,51 @@ from pathlib import Path
 
 import pytest
 
-from moves.check import CheckOptions, main, run_check
-from moves.targets.stdio import StdioTarget
-from web.build import load_build
-from web.content import DEFAULT_ROOT
-
-LESSON = DEFAULT_ROOT / "build-the-checks"
-BUILD = load_build(LESSON)
-ATTACKS = {"tampered", "stolen", "late", "other-request", "twice"}
-MOVES = {"honest", "no-answer", *ATTACKS}
-PROBES = {"capability", "version", "missing-answer", "same-error", "result-type"}
-TTL = "2"
+from moves.check import Report, main
+from tests.lessons.buildkit import BUILD, CATALOGUE, LESSON, OWNED, TTL, check, passing, verdicts
+from web.build import grade
 
 
-def check(source: str, tmp_path: Path) -> tuple[set[str], set[str], bool]:
-    """Run the checker against `source`; return (moves that failed, probes that failed, ok)."""
-    server = tmp_path / "server.py"
-    server.write_text(source, encoding="utf-8")
-    env = {"PATH": "/usr/bin:/bin", "MRTR_TICKET_TTL": TTL}
-    with StdioTarget([sys.executable, str(server)], env=env, timeout=10) as target:
-        report = run_check(target, CheckOptions())
-    assert {r.move for r in report.moves} == MOVES
-    assert {p.probe for p in report.probes} == PROBES
-    return ({r.move for r in report.moves if not r.ok}, {p.probe for p in report.probes if not p.ok}, report.ok)
+@pytest.fixture(scope="module")
+def starter(tmp_path_factory: pytest.TempPathFactory) -> Report:
+    return check(BUILD.starter, tmp_path_factory.mktemp("starter"))
 
 
-def test_the_starter_fails_exactly_the_five_attacks(tmp_path: Path) -> None:
-    assert BUILD is not None
-    failed, probes, ok = check(BUILD.starter, tmp_path)
-    assert failed == ATTACKS
-    assert probes == set()
-    assert not ok
+def graded_done(report: Report) -> set[str]:
+    """The steps the lesson's page marks done for this report, as the learner would paste it."""
+    grading = grade(BUILD, json.dumps(report.to_json()), CATALOGUE)
+    return {g.step.id for g in grading.steps if g.done}
 
 
-@pytest.mark.parametrize("step", [s for s in BUILD.steps if s.move], ids=lambda s: s.id)
-def test_each_step_turns_exactly_its_move_green(step, tmp_path: Path) -> None:  # noqa: ANN001
-    failed, probes, _ok = check(BUILD.partial({step.id}), tmp_path)
-    assert failed == ATTACKS - {step.move}
-    assert probes == set()
+def test_the_untouched_starter_marks_no_step(starter: Report) -> None:
+    assert graded_done(starter) == set()
+    seen = verdicts(starter)
+    assert set(seen) == {m.slug for m in CATALOGUE}
+    for step in BUILD.steps:
+        assert all(seen[slug] != "pass" for slug in step.moves), (step.id, {s: seen[s] for s in step.moves})
+    # What the starter gets right it gets right without any check: the honest retry, and every probe of
+    # the given protocol code (the missing-answer probe waits for step 5).
+    assert seen["honest"] == "pass"
+    assert {p.probe for p in starter.probes if not p.ok} <= {"missing-answer"}
 
 
-def test_the_answer_step_changes_no_verdict_but_asks_again_for_a_malformed_answer(tmp_path: Path) -> None:
-    """The answer step has no move of its own (the starter already asks again when the answer is
-    absent): its partial keeps the starter's verdicts, and it asks again for a malformed answer."""
-    failed, probes, _ok = check(BUILD.partial({"answer"}), tmp_path)
-    assert failed == ATTACKS and probes == set()
-    assert _malformed_answer_outcome(BUILD.partial({"answer"}), tmp_path) == "input_required"
-    assert _malformed_answer_outcome(BUILD.starter, tmp_path) == "complete"
-
-
-def _malformed_answer_outcome(source: str, tmp_path: Path) -> str:
-    server = tmp_path / "malformed.py"
-    server.write_text(source, encoding="utf-8")
-    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}
-    call = {"name": "deploy", "arguments": {"env": "staging"}, "_meta": meta}
-    with StdioTarget([sys.executable, str(server)], env={"PATH": "/usr/bin:/bin"}, timeout=10) as target:
-        first = target.send("owner", {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call})
-        ticket = first.response["result"]["requestState"]
-        retry = {**call, "requestState": ticket, "inputResponses": {"confirm": {"action": "accept",
-                                                                                "content": {"confirm": "yes"}}}}
-        reply = target.send("owner", {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": retry})
-    return reply.response["result"]["resultType"]
+@pytest.mark.parametrize("step", BUILD.steps, ids=lambda s: s.id)
+def test_each_step_alone_turns_exactly_its_moves_green(step, starter: Report, tmp_path: Path) -> None:  # noqa: ANN001
+    report = check(BUILD.partial({step.id}), tmp_path)
+    green = passing(report)
+    assert green & OWNED == set(step.moves)
+    assert passing(starter) <= green  # writing a step never breaks what already held
+    assert graded_done(report) == {step.id}
 
 
 def test_the_full_solution_passes_everything_and_the_cli_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     assert BUILD.partial({s.id for s in BUILD.steps}) == BUILD.solution
-    failed, probes, ok = check(BUILD.solution, tmp_path)
-    assert (failed, probes, ok) == (set(), set(), True)
+    report = check(BUILD.solution, tmp_path)
+    assert passing(report) == {m.slug for m in CATALOGUE}
+    assert all(p.ok for p in report.probes) and report.ok
+    assert graded_done(report) == {s.id for s in BUILD.steps}
+    assert grade(BUILD, json.dumps(report.to_json()), CATALOGUE).others == ()
     monkeypatch.setenv("MRTR_TICKET_TTL", TTL)
     code = main(["--json", "--stdio", f"{sys.executable} {LESSON / 'solution' / 'server.py'}"])
     assert code == 0
@@ -89,8 +67,13 @@ def test_the_full_solution_passes_everything_and_the_cli_exits_0(tmp_path: Path,
 
 
 def test_starter_and_solution_differ_only_inside_the_step_blocks() -> None:
-    assert BUILD is not None
     assert [s.id for s in BUILD.steps] == ["signature", "principal", "expiry", "request", "answer", "single-use"]
     for step in BUILD.steps:
-        assert f"def {step.function}(" in step.stub and "TODO" in step.stub and "return True" in step.stub
-        assert "TODO" not in step.solution
+        assert f"def {step.function}(" in step.stub and "TODO" in step.stub
+        assert f"def {step.function}(" in step.solution and "TODO" not in step.solution
+
+
+def test_every_move_a_step_names_is_in_the_catalogue_and_shows_one_step_only() -> None:
+    named = [slug for step in BUILD.steps for slug in step.moves]
+    assert len(named) == len(set(named))
+    assert set(named) <= {m.slug for m in CATALOGUE}

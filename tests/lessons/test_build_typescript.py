@@ -1,6 +1,7 @@
 """The build lesson's TypeScript track, on the official TypeScript SDK: it type-checks, and the checker
-grades it as it grades the Python track (starter: exactly the five attacks fail; each step's partial:
-exactly its move turns green; solution: everything holds).
+grades it as it grades the Python track (starter: no step done, every move a step names fails; each
+step's partial: exactly its moves turn green; solution: everything holds), and it behaves as the lesson
+says (refusals and malformed answers as isError results; the SDK's discovery and caching fields).
 
 Each source is type-stripped with the TypeScript compiler pinned in tests/js (as tests/js/sdk_server.mjs
 does for the first lesson's snippet), its bare imports pointed at tests/js's packages, and run with node.
@@ -8,23 +9,22 @@ does for the first lesson's snippet), its bare imports pointed at tests/js's pac
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from moves.check import CheckOptions, run_check
+from moves.check import CheckOptions, Report, run_check
 from moves.targets.stdio import StdioTarget
+from tests.lessons.buildkit import BUILD, CATALOGUE, META, OWNED, TTL, converse, passing
 from tests.peers import launch
-from web.build import blocks, same_outside_blocks, splice
+from web.build import blocks, grade, same_outside_blocks, splice
 from web.content import DEFAULT_ROOT
 
 TRACK = DEFAULT_ROOT / "build-the-checks" / "typescript"
 STARTER = (TRACK / "starter" / "server.ts").read_text(encoding="utf-8")
 SOLUTION = (TRACK / "solution" / "server.ts").read_text(encoding="utf-8")
-MOVES = {"signature": "tampered", "principal": "stolen", "expiry": "late", "request": "other-request",
-         "single-use": "twice"}
-ATTACKS = set(MOVES.values())
 
 TRANSPILE = """
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -39,23 +39,31 @@ writeFileSync(out, js);
 """
 
 
-def run(source: str, tmp_path: Path) -> tuple[set[str], set[str], bool]:
+def compiled(source: str, tmp_path: Path) -> Path:
     ts_file, js_file = tmp_path / "server.ts", tmp_path / "server.mjs"
     ts_file.write_text(source, encoding="utf-8")
     done = subprocess.run([launch.node(), "--input-type=module", "-e", TRANSPILE, str(ts_file), str(js_file)],
                           cwd=launch.JS, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    env = {"PATH": "/usr/bin:/bin", "MRTR_TICKET_TTL": "2"}
-    with StdioTarget([launch.node(), str(js_file)], env=env, timeout=20) as target:
-        report = run_check(target, CheckOptions())
-    return ({r.move for r in report.moves if not r.ok}, {p.probe for p in report.probes if not p.ok}, report.ok)
+    return js_file
+
+
+def run(source: str, tmp_path: Path) -> Report:
+    env = {"PATH": "/usr/bin:/bin", "MRTR_TICKET_TTL": TTL}
+    with StdioTarget([launch.node(), str(compiled(source, tmp_path))], env=env, timeout=20) as target:
+        return run_check(target, CheckOptions())
+
+
+def done_steps(report: Report) -> set[str]:
+    return {g.step.id for g in grade(BUILD, json.dumps(report.to_json()), CATALOGUE).steps if g.done}
 
 
 def test_the_typescript_track_marks_the_same_steps_as_the_python_one() -> None:
     python = (DEFAULT_ROOT / "build-the-checks" / "solution" / "server.py").read_text(encoding="utf-8")
     assert list(blocks(SOLUTION)) == list(blocks(python))
     assert same_outside_blocks(STARTER, SOLUTION)
-    assert all("TODO" in code and "return true;" in code for code in blocks(STARTER).values())
+    assert all("TODO" in code for code in blocks(STARTER).values())
+    assert all("TODO" not in code for code in blocks(SOLUTION).values())
 
 
 @pytest.mark.slow
@@ -66,30 +74,62 @@ def test_starter_and_solution_type_check_against_the_sdk_types() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_the_typescript_starter_fails_exactly_the_five_attacks(tmp_path: Path) -> None:
-    assert run(STARTER, tmp_path) == (ATTACKS, set(), False)
+def test_the_typescript_starter_marks_no_step(tmp_path: Path) -> None:
+    report = run(STARTER, tmp_path)
+    assert done_steps(report) == set()
+    assert passing(report) & OWNED == set()
+    assert "honest" in passing(report)
 
 
-@pytest.mark.parametrize("step", sorted(MOVES))
-def test_each_typescript_step_turns_exactly_its_move_green(step: str, tmp_path: Path) -> None:
-    failed, probes, _ok = run(splice(STARTER, SOLUTION, {step}), tmp_path)
-    assert (failed, probes) == (ATTACKS - {MOVES[step]}, set())
-
-
-def test_the_typescript_answer_step_keeps_every_verdict(tmp_path: Path) -> None:
-    assert run(splice(STARTER, SOLUTION, {"answer"}), tmp_path)[:2] == (ATTACKS, set())
+@pytest.mark.parametrize("step", BUILD.steps, ids=lambda s: s.id)
+def test_each_typescript_step_turns_exactly_its_moves_green(step, tmp_path: Path) -> None:  # noqa: ANN001
+    report = run(splice(STARTER, SOLUTION, {step.id}), tmp_path)
+    assert passing(report) & OWNED == set(step.moves)
+    assert done_steps(report) == {step.id}
 
 
 def test_the_typescript_solution_passes_everything(tmp_path: Path) -> None:
     assert splice(STARTER, SOLUTION, set(blocks(SOLUTION))) == SOLUTION
-    assert run(SOLUTION, tmp_path) == (set(), set(), True)
+    report = run(SOLUTION, tmp_path)
+    assert passing(report) == {m.slug for m in CATALOGUE}
+    assert all(p.ok for p in report.probes) and report.ok
 
 
+def _exchange(source: str, tmp_path: Path, messages: list[dict]) -> list[dict]:
+    return converse([launch.node(), str(compiled(source, tmp_path))], messages)
+
+
+def test_the_typescript_solution_answers_a_malformed_answer_with_an_is_error_result_and_spends_nothing(
+        tmp_path: Path) -> None:
+    """As the lesson says: McpServer makes whatever a tool throws an isError result, so the malformed answer
+    gets one (not a JSON-RPC error, as in the Python track), and the ticket still works afterwards."""
+    call = {"_meta": META, "name": "deploy", "arguments": {"env": "staging"}}
+    first = _exchange(SOLUTION, tmp_path, [{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}])[0]
+    ticket = first["result"]["requestState"]  # every process signs with the same default key
+    malformed = [{"action": "accept", "content": {"confirm": "yes"}}, {"action": "accept", "content": {}}]
+    messages = [{"jsonrpc": "2.0", "id": 2 + i, "method": "tools/call",
+                 "params": {**call, "requestState": ticket, "inputResponses": {"confirm": answer}}}
+                for i, answer in enumerate([*malformed, {"action": "accept", "content": {"confirm": True}}])]
+    answers = _exchange(SOLUTION, tmp_path, messages)
+    for answer in answers[:-1]:
+        assert answer["result"]["isError"] is True
+        assert answer["result"]["content"][0]["text"].startswith("Malformed inputResponses")
+    assert answers[-1]["result"]["content"][0]["text"] == "deployed to staging"
+
+
+def test_the_sdk_gives_discovery_and_listings_their_cache_fields_and_needs_meta(tmp_path: Path) -> None:
+    messages = [{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}},
+                {"jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": {"_meta": META}},
+                {"jsonrpc": "2.0", "id": 3, "method": "server/discover"}]
+    listed, discovered, bare = _exchange(SOLUTION, tmp_path, messages)
+    for result in (listed["result"], discovered["result"]):
+        assert result["resultType"] == "complete"
+        assert isinstance(result["ttlMs"], int) and result["cacheScope"] in ("public", "private")
+        assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "build-the-checks-ts"
+    assert bare["error"]["code"] == -32602
 
 
 def test_the_learners_package_pins_the_versions_the_tests_use() -> None:
-    import json
-
     learner = json.loads((TRACK / "package.json").read_text())
     tested = json.loads((launch.JS / "package.json").read_text())["dependencies"]
     pinned = {**learner["dependencies"], **learner["devDependencies"]}

@@ -12,11 +12,12 @@ import pytest
 from flask import Flask, render_template
 from flask.testing import FlaskClient
 
-from web.build import MAX_REPORT, load_breakit, load_build
+from moves.catalog import load_moves
+from tests.lessons.buildkit import OWNED, report_json, report_with_steps_done
+from web.build import MAX_REPORT, load_breakit, load_build, outcomes
 from web.content import DEFAULT_ROOT, ContentError
 
 from .helpers import HX, assert_csp_clean, assert_unique_ids, soup
-from .helpers import checker_report as report
 
 SLUG = "build-the-checks"
 URL = f"/lessons/{SLUG}"
@@ -73,7 +74,7 @@ def test_the_solution_is_closed_until_asked_for(client: FlaskClient) -> None:
 
 
 def test_a_pasted_report_marks_the_green_steps_without_javascript(client: FlaskClient) -> None:
-    response = client.post(REPORT_URL, data={"report": report({"stolen", "late", "twice"})})
+    response = client.post(REPORT_URL, data={"report": report_with_steps_done({"signature", "request", "answer"})})
     assert response.status_code == 200
     assert_csp_clean(response.data)
     rows = {li["data-build-result"]: li["data-step-done"] for li in soup(response.data).select("[data-build-result]")}
@@ -83,16 +84,59 @@ def test_a_pasted_report_marks_the_green_steps_without_javascript(client: FlaskC
     assert soup(response.data).find("a", string=lambda s: s and "Back to the steps" in s) is not None
 
 
-def test_the_answer_step_needs_the_no_answer_move_and_the_missing_answer_probe(client: FlaskClient) -> None:
-    for failing, probes in (({"no-answer"}, set()), (set(), {"missing-answer"})):
-        html = client.post(REPORT_URL, data={"report": report(failing, probes)}, headers=HX).data
-        assert soup(html).select_one('[data-build-result="answer"]')["data-step-done"] == "false"
+@pytest.mark.parametrize("step", BUILD.steps, ids=lambda s: s.id)
+def test_a_step_is_done_only_when_every_one_of_its_moves_passes(client: FlaskClient, step) -> None:  # noqa: ANN001
+    def done(verdicts: dict[str, str]) -> str:
+        html = client.post(REPORT_URL, data={"report": report_json(verdicts)}, headers=HX).data
+        return soup(html).select_one(f'[data-build-result="{step.id}"]')["data-step-done"]
+
+    assert done({}) == "true"
+    for slug in step.moves:
+        for verdict in ("fail", "not-run", "warn"):
+            assert done({slug: verdict}) == "false", (slug, verdict)
+    missing = json.loads(report_json())
+    missing["moves"] = [row for row in missing["moves"] if row["move"] != step.moves[-1]]
+    html = client.post(REPORT_URL, data={"report": json.dumps(missing)}, headers=HX).data
+    row = soup(html).select_one(f'[data-build-result="{step.id}"]')
+    assert row["data-step-done"] == "false" and "not in the report" in row.get_text()
+
+
+def test_moves_no_step_names_are_listed_when_they_do_not_pass(client: FlaskClient) -> None:
+    others = [m for m in load_moves() if m.slug not in OWNED]
+    assert others, "the honest retry, at least, belongs to no step"
+    failing = others[-1]
+    html = client.post(REPORT_URL, data={"report": report_json({failing.slug: "not-run"})}, headers=HX).data
+    tree = soup(html)
+    assert "6 of 6 steps done" in tree.get_text()
+    listed = tree.select("[data-build-other]")
+    assert [li["data-build-other"] for li in listed] == [failing.slug]
+    assert failing.shows in listed[0].get_text() and "not-run" in listed[0].get_text()
+    everything = soup(client.post(REPORT_URL, data={"report": report_json()}, headers=HX).data)
+    assert everything.select("[data-build-other]") == [] and everything.select_one("[data-build-all]") is not None
+
+
+def test_every_step_names_its_moves_with_what_each_shows(client: FlaskClient) -> None:
+    shows = {m.slug: m.shows for m in load_moves()}
+    tree = soup(client.get(URL).data)
+    for step in BUILD.steps:
+        items = tree.select(f"#step-{step.id} [data-step-move]")
+        assert [li["data-step-move"] for li in items] == list(step.moves)
+        for li in items:
+            assert shows[li["data-step-move"]] in li.get_text()
+
+
+def test_a_report_without_verdicts_is_refused_with_a_reason(client: FlaskClient) -> None:
+    old = json.loads(report_json())
+    for row in old["moves"]:
+        del row["verdict"]
+    response = client.post(REPORT_URL, data={"report": json.dumps(old)})
+    assert response.status_code == 400 and "no verdicts" in response.text
 
 
 def test_htmx_gets_only_the_graded_fragment(client: FlaskClient) -> None:
-    response = client.post(REPORT_URL, data={"report": report()}, headers=HX)
+    response = client.post(REPORT_URL, data={"report": report_json()}, headers=HX)
     assert response.status_code == 200 and "<html" not in response.text
-    assert response.text.count('data-step-done="true"') == 6
+    assert response.text.count('data-step-done="true"') == len(BUILD.steps)
 
 
 @pytest.mark.parametrize(("text", "says"), [
@@ -112,12 +156,16 @@ def test_bad_reports_get_a_clear_400(client: FlaskClient, text: str, says: str) 
 
 
 def test_reports_are_escaped_and_unknown_lessons_404(client: FlaskClient) -> None:
-    hostile = json.dumps({"moves": [{"move": "<script>alert(1)</script>", "ok": True}], "probes": []})
-    response = client.post(REPORT_URL, data={"report": hostile})
+    hostile = json.loads(report_json({"honest": "fail"}))
+    hostile["moves"].append({"move": "<script>alert(1)</script>", "verdict": "fail", "ok": False})
+    for row in hostile["moves"]:
+        row["detail"] = "<script>alert(2)</script>"
+    response = client.post(REPORT_URL, data={"report": json.dumps(hostile)})
     assert response.status_code == 200 and "<script>alert" not in response.text
-    assert client.post("/lessons/no-such-lesson/build/report", data={"report": report()}).status_code == 404
+    assert "&lt;script&gt;alert(2)" in response.text  # the detail is shown, escaped
+    assert client.post("/lessons/no-such-lesson/build/report", data={"report": report_json()}).status_code == 404
     assert client.post("/lessons/when-the-server-needs-input/build/report",
-                       data={"report": report()}).status_code == 404
+                       data={"report": report_json()}).status_code == 404
     assert client.get(REPORT_URL).status_code == 405
 
 
@@ -137,7 +185,18 @@ def test_the_breakit_fragment_names_lines_and_verdicts(app: Flask) -> None:
     assert tree.find("a", href=URL) is not None
     for e in experiments:
         item = tree.find(id=f"breakit-by-hand-{e.check}")
-        assert e.remove in item.get_text() and e.verdict in item.get_text() and e.summary in item.get_text()
+        seen = outcomes(e, load_moves())
+        assert e.remove in item.get_text() and seen.summary in item.get_text()
+        assert [b["data-red"] for b in item.select("[data-red]")] == [m.slug for m in seen.red]
+        assert [b["data-not-run"] for b in item.select("[data-not-run]")] == [m.slug for m in seen.not_run]
+
+
+def test_the_breakit_file_holds_no_verdict_or_count() -> None:
+    """The verdicts and counts come from the move catalogue; written here, a new move would make them lies."""
+    text = (DEFAULT_ROOT / SLUG / "break-it-by-hand.toml").read_text()
+    data = tomllib.loads(text)
+    assert all(set(e) == {"check", "experiment", "title", "remove", "lesson"} for e in data["experiments"])
+    assert " of " not in " ".join(e["lesson"] for e in data["experiments"])
 
 
 def _copy(tmp_path: Path) -> Path:
@@ -168,3 +227,11 @@ def test_breakit_lines_must_be_in_the_solution(tmp_path: Path) -> None:
     breakit.write_text(breakit.read_text().replace('raise Refused("signature")', 'raise Refused("sig")'))
     with pytest.raises(ContentError, match="not in the solution exactly once"):
         load_breakit(target)
+
+
+def test_a_step_naming_a_move_the_catalogue_lacks_is_refused(tmp_path: Path) -> None:
+    target = _copy(tmp_path)
+    steps = target / "steps.toml"
+    steps.write_text(steps.read_text().replace('moves = ["tampered"]', 'moves = ["tampered", "no-such-move"]'))
+    with pytest.raises(ContentError, match="'no-such-move' is not a move"):
+        load_build(target)

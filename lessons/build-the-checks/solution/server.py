@@ -4,10 +4,11 @@ Run it with `python server.py`; it reads one JSON-RPC message a line on stdin an
 line on stdout (MCP revision 2026-07-28). It offers one tool, `deploy`, which asks the user to
 confirm before it deploys and hands the client a signed requestState ticket to bring back.
 
-Your job is the six functions between the "step" markers: each one checks the returned ticket
-in one way. Check your work with the lesson's checker:
+Your job is the six functions between the "step" markers: five check the returned ticket, one
+reads the answer that came with it. Check your work with the lesson's checker (a short ticket
+lifetime keeps its late move's wait short):
 
-    python -m mrtr check --stdio "python server.py"
+    MRTR_TICKET_TTL=3 python -m mrtr check --stdio "python server.py"
 
 Environment:
     MRTR_PRINCIPAL    who is calling (a stdio server has one user per process; default bob)
@@ -24,6 +25,7 @@ import os
 import secrets
 import sys
 import time
+import traceback
 from typing import Any
 
 from itsdangerous import BadSignature, Signer  # noqa: F401 - step 1 needs BadSignature
@@ -31,8 +33,12 @@ from itsdangerous import BadSignature, Signer  # noqa: F401 - step 1 needs BadSi
 PROTOCOL_VERSION = "2026-07-28"
 PRINCIPAL = os.environ.get("MRTR_PRINCIPAL") or "bob"
 TICKET_TTL = float(os.environ.get("MRTR_TICKET_TTL") or 120)
+#: HMAC-SHA256 over the payload (itsdangerous would use SHA-1 unless told otherwise).
 SIGNER = Signer(os.environ.get("LESSON_SIGNING_KEY", "lesson-only-key-never-use-in-production"),
-                salt="build-the-checks.requestState", sep=".")
+                salt="build-the-checks.requestState", sep=".", digest_method=hashlib.sha256)
+SERVER_INFO = {"name": "build-the-checks", "version": "1.1"}
+#: How long a client may cache server/discover and tools/list (they are the same for every caller).
+LIST_TTL_MS = 300_000
 
 #: Every refused ticket gets this very error, whatever the reason: the reason goes to stderr only.
 TICKET_REFUSED = {"code": -32602, "message": "Invalid or expired requestState"}
@@ -82,7 +88,13 @@ def read_claims(ticket: str) -> dict[str, Any] | None:
 
 
 # -- the six checks: your part ----------------------------------------------------------------------
-# Each returns True when the ticket passes. They run in this order; the first False refuses the retry.
+# They run in this order. Steps 1-4 and 6 return True when the ticket passes, and the first False
+# refuses the retry. Step 5 reads the answer instead: "yes", "no", "missing", or it raises BadAnswer.
+
+
+class BadAnswer(Exception):
+    """An answer is there but does not fit its question: the client gets a JSON-RPC error, -32602."""
+
 
 # -- step: signature --
 def check_signature(ticket: str) -> bool:
@@ -119,17 +131,24 @@ def check_same_request(claims: dict[str, Any], tool: str, arguments: dict[str, A
 
 
 # -- step: answer --
-def check_answer_included(claims: dict[str, Any], responses: dict[str, Any]) -> bool:
-    """Step 5: every question the ticket asked has a well-formed answer (else: ask again)."""
+def check_answer_included(claims: dict[str, Any], responses: dict[str, Any]) -> str:
+    """Step 5: what the user answered to every question the ticket asked: "yes", "no" or "missing"."""
+    said = "yes"
     for key in claims.get("asked", []):
-        answer = responses.get(key)
+        if key not in responses:
+            return "missing"
+        answer = responses[key]
         if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
-            return False
+            raise BadAnswer(f"the answer to {key!r} is not an elicitation result")
+        if answer["action"] != "accept":
+            said = "no"  # declined or cancelled: the call ends without the work
+            continue
         content = answer.get("content")
-        if answer["action"] == "accept" and not (isinstance(content, dict)
-                                                 and isinstance(content.get("confirm"), bool)):
-            return False
-    return True
+        if not isinstance(content, dict) or not isinstance(content.get("confirm"), bool):
+            raise BadAnswer(f"the answer to {key!r} does not fit its requestedSchema")
+        if content["confirm"] is not True:
+            said = "no"
+    return said
 # -- end of step --
 
 
@@ -168,13 +187,12 @@ def text(message: str) -> dict[str, Any]:
 def deploy(arguments: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
     env = arguments.get("env")
     if not isinstance(env, str) or not env:
-        raise ValueError("deploy needs an env, a non-empty string")
+        raise RpcError(-32602, "deploy needs an env, a non-empty string")
     ticket = params.get("requestState")
     if ticket is None:  # round one: ask, and forget everything
         return ask("deploy", arguments, env)
-    responses = params.get("inputResponses") or {}
-    if not isinstance(ticket, str) or not isinstance(responses, dict):
-        raise Refused("requestState must be a string and inputResponses an object")
+    if not isinstance(ticket, str):
+        raise Refused("requestState must be a string")
     if not check_signature(ticket):
         raise Refused("signature")
     claims = read_claims(ticket)
@@ -188,17 +206,20 @@ def deploy(arguments: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         raise Refused("request")
     work = claims.get("work") if isinstance(claims.get("work"), dict) else {}
     target = str(work.get("env", env))  # the work comes from the ticket the checks let through
-    if "confirm" not in responses or not check_answer_included(claims, responses):
-        return ask("deploy", arguments, target)  # no usable answer: ask again, with a fresh ticket
+    responses = params.get("inputResponses")
+    if responses is None:
+        responses = {}
+    if not isinstance(responses, dict):
+        raise BadAnswer("inputResponses must be an object")
+    said = check_answer_included(claims, responses)
+    if said == "missing":
+        return ask("deploy", arguments, target)  # an answer is missing: ask again, with a fresh ticket
+    # Single use last: a refused or unanswered retry must never spend the ticket.
     if not check_not_redeemed(claims):
         raise Refused("single-use")
-    answer = responses["confirm"]
-    content = answer.get("content") if isinstance(answer, dict) else None
-    if isinstance(answer, dict) and answer.get("action") == "accept" and isinstance(content, dict) \
-            and content.get("confirm") is True:
+    if said == "yes":
         return text(f"deployed to {target}")
     return text(f"nothing was deployed to {target}: the user did not confirm")
-
 
 # -- JSON-RPC over stdio (given) --------------------------------------------------------------------
 
@@ -215,30 +236,37 @@ class RpcError(Exception):
         self.error = {"code": code, "message": message, **({"data": data} if data is not None else {})}
 
 
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+
+
 def handle(method: str, params: dict[str, Any]) -> dict[str, Any]:
-    if method == "server/discover":
-        return {"resultType": "complete", "supportedVersions": [PROTOCOL_VERSION], "capabilities": {"tools": {}},
-                "serverInfo": {"name": "build-the-checks", "version": "1.0"}}
+    # Every 2026-07-28 request, server/discover included, carries these two keys in params._meta.
     meta = params.get("_meta")
-    if not isinstance(meta, dict) or "io.modelcontextprotocol/protocolVersion" not in meta:
-        raise RpcError(-32602, "Missing _meta with io.modelcontextprotocol/protocolVersion")
-    version = meta["io.modelcontextprotocol/protocolVersion"]
+    if not isinstance(meta, dict) or not isinstance(meta.get(META_VERSION), str) \
+            or not isinstance(meta.get(META_CAPABILITIES), dict):
+        raise RpcError(-32602, f"Missing params._meta with {META_VERSION} and {META_CAPABILITIES}")
+    version = meta[META_VERSION]
     if version != PROTOCOL_VERSION:
         raise RpcError(-32022, "Unsupported protocol version", {"supported": [PROTOCOL_VERSION], "requested": version})
+    if method == "server/discover":
+        return {"resultType": "complete", "supportedVersions": [PROTOCOL_VERSION], "capabilities": {"tools": {}},
+                "ttlMs": LIST_TTL_MS, "cacheScope": "public"}
     if method == "tools/list":
-        return {"resultType": "complete", "tools": [DEPLOY_TOOL]}
+        return {"resultType": "complete", "tools": [DEPLOY_TOOL], "ttlMs": LIST_TTL_MS, "cacheScope": "public"}
     if method == "tools/call":
         if params.get("name") != "deploy":
             raise RpcError(-32602, f"Unknown tool: {params.get('name')}")
-        caps = meta.get("io.modelcontextprotocol/clientCapabilities")
-        if not isinstance(caps, dict) or not isinstance(caps.get("elicitation"), dict):
+        caps = meta[META_CAPABILITIES]
+        if not isinstance(caps.get("elicitation"), dict):
             raise RpcError(-32021, "deploy asks the user to confirm: declare the elicitation capability",
                            {"requiredCapabilities": {"elicitation": {"form": {}}}})
         arguments = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
         try:
             return deploy(arguments, params)
-        except ValueError as exc:
-            raise RpcError(-32602, str(exc)) from None
+        except BadAnswer as exc:
+            raise RpcError(-32602, f"Malformed inputResponses: {exc}") from None
     raise RpcError(-32601, f"Method not found: {method}")
 
 
@@ -253,13 +281,17 @@ def respond(line: str) -> dict[str, Any] | None:
         return None  # a notification: nothing to answer
     params = message.get("params") if isinstance(message.get("params"), dict) else {}
     try:
-        return {"jsonrpc": "2.0", "id": message["id"], "result": handle(message["method"], params)}
+        result = handle(message["method"], params)
     except Refused as exc:
         print(f"[server] ticket refused at the {exc} check", file=sys.stderr, flush=True)
         return {"jsonrpc": "2.0", "id": message["id"], "error": dict(TICKET_REFUSED)}
     except RpcError as exc:
         return {"jsonrpc": "2.0", "id": message["id"], "error": exc.error}
-
+    except Exception:  # a bug in a check: show it on stderr, keep serving, and tell the client no more
+        traceback.print_exc(file=sys.stderr)
+        return {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32603, "message": "Internal error"}}
+    # Every result names the server (the spec's SHOULD for 2026-07-28 results).
+    return {"jsonrpc": "2.0", "id": message["id"], "result": {**result, "_meta": {META_SERVER_INFO: SERVER_INFO}}}
 
 def main() -> None:
     print(f"[server] ready for {PRINCIPAL}; tickets live {TICKET_TTL:g} s", file=sys.stderr, flush=True)

@@ -1,5 +1,7 @@
 // The lesson's server again, on the official TypeScript SDK (@modelcontextprotocol/server 2.4.0),
 // over stdio. Same tool, same ticket, same six checks to write between the "step" markers.
+// One difference from the Python track: McpServer turns whatever a tool throws into an isError
+// tool result, so a refused ticket or a malformed answer comes back as one, not as a JSON-RPC error.
 //
 //   MRTR_TICKET_TTL=3 python -m mrtr check --stdio "node server.js"   (after compiling with tsc)
 //
@@ -78,7 +80,13 @@ function readClaims(ticket: string): Claims | undefined {
 }
 
 // -- the six checks: your part --------------------------------------------------------------------
-// Each returns true when the ticket passes. They run in this order; the first false refuses the retry.
+// They run in this order. Steps 1-4 and 6 return true when the ticket passes, and the first false
+// refuses the retry. Step 5 reads the answer instead: 'yes', 'no', 'missing', or it throws BadAnswer.
+
+type Said = 'yes' | 'no' | 'missing';
+
+// An answer is there but does not fit its question: the client gets an isError result saying so.
+class BadAnswer extends Error {}
 
 // -- step: signature --
 function checkSignature(ticket: string): boolean {
@@ -121,13 +129,16 @@ function checkSameRequest(claims: Claims, tool: string, args: unknown): boolean 
 // -- end of step --
 
 // -- step: answer --
-function checkAnswerIncluded(claims: Claims, responses: Answers): boolean {
-  // Step 5: every question the ticket asked has a well-formed answer (else: ask again).
-  // TODO: claims.asked lists the question keys. Each needs an answer in `responses`: an object whose
-  // action is accept, decline or cancel, and, for accept, whose content.confirm is a boolean.
-  // Return false otherwise: the tool then asks again, it does not refuse.
+function checkAnswerIncluded(claims: Claims, responses: Answers): Said {
+  // Step 5: what the user answered to every question the ticket asked: 'yes', 'no' or 'missing'.
+  // TODO: claims.asked lists the question keys. For each key, look in `responses`:
+  //   - no answer at all: return 'missing' (a lost answer is no attack: the tool asks again);
+  //   - not an object whose action is accept, decline or cancel, or an accept whose content.confirm
+  //     is not a boolean: throw new BadAnswer(...) (the answer is malformed: the client is told so);
+  //   - decline, cancel, or confirm false: the answer is 'no'.
+  // Return 'yes' only when every answer is an accept with confirm true.
   void claims, responses;
-  return true; // lets every answer through
+  return 'yes'; // takes every retry for a yes
 }
 // -- end of step --
 
@@ -165,10 +176,11 @@ function deploy(args: { env: string }, ticket: string | undefined, responses: An
   if (!checkExpiry(claims)) throw new Refused('expiry');
   if (!checkSameRequest(claims, 'deploy', args)) throw new Refused('request');
   const target = String(claims.work?.env ?? args.env); // the work comes from the ticket the checks let through
-  if (!('confirm' in responses) || !checkAnswerIncluded(claims, responses)) return ask(args, target);
+  const said = checkAnswerIncluded(claims, responses);
+  if (said === 'missing') return ask(args, target); // an answer is missing: ask again, with a fresh ticket
+  // Single use last: a refused or unanswered retry must never spend the ticket.
   if (!checkNotRedeemed(claims)) throw new Refused('single-use');
-  const answer = responses.confirm as { action?: string; content?: { confirm?: unknown } };
-  if (answer?.action === 'accept' && answer.content?.confirm === true) return say(`deployed to ${target}`);
+  if (said === 'yes') return say(`deployed to ${target}`);
   return say(`nothing was deployed to ${target}: the user did not confirm`);
 }
 
@@ -189,6 +201,9 @@ function buildServer(): McpServer {
       try {
         return deploy({ env }, ctx.mcpReq.requestState<string>(), (ctx.mcpReq.inputResponses ?? {}) as Answers);
       } catch (error) {
+        // McpServer answers whatever a tool throws with an isError result, so refusals are isError results
+        // too: the same words for every refused ticket, and the reason on stderr only.
+        if (error instanceof BadAnswer) return say(`Malformed inputResponses: ${error.message}`, true);
         if (!(error instanceof Refused)) throw error;
         console.error(`[server] ticket refused at the ${error.message} check`);
         return say('Invalid or expired requestState', true); // the same words whatever the reason
