@@ -237,12 +237,16 @@
     });
   }
 
-  function scan(root) {
-    var scope = root && root.querySelectorAll ? root : document;
+  function recordSteps(scope) {
     Array.prototype.forEach.call(scope.querySelectorAll("[data-build-result][data-lesson][data-step-done='true']:not([data-progress-seen])"), function (el) {
       el.setAttribute("data-progress-seen", "true");
       recordStep(el.getAttribute("data-lesson"), el.getAttribute("data-build-result"));
     });
+  }
+
+  function scan(root) {
+    var scope = root && root.querySelectorAll ? root : document;
+    recordSteps(scope);
     showSteps();
     Array.prototype.forEach.call(scope.querySelectorAll("[data-result]:not([data-progress-seen])"), function (el) {
       el.setAttribute("data-progress-seen", "true");
@@ -411,6 +415,12 @@
     restoreQuizzes();
   }
 
+  // A graded report is recorded as soon as it is swapped in, in the same task that shows "N of M steps
+  // done", not at settle (20 ms later): a reload in between would otherwise lose the steps.
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    if (target && target.isConnected && target !== document.body) { recordSteps(target); }
+  });
   document.addEventListener("htmx:afterSettle", function (event) {
     var target = event.detail && event.detail.target;
     if (target === document.body) { init(); return; }  // a boosted page load
