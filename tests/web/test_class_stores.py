@@ -1,0 +1,159 @@
+"""The live class's two stores keep the same contract: SQLite (the embedded default) and Redis (replicas on several
+hosts). Every test runs against both; the Redis ones against a real redis-server on loopback, with the clock
+injected, so a class's end is reached without waiting."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mrtr import FakeClock
+from tests.redis_server import RedisServer
+from web.classroom_redis import RedisClassStore, RedisRateLimit
+from web.classroom_store import MAX_LEARNERS, ClassFull, ClassroomError, ClassStore
+
+TTL = 3600.0
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    with RedisServer() as server:
+        yield server.url
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(1_790_000_000.0)
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def store(request: pytest.FixtureRequest, clock: FakeClock, tmp_path: Path) -> Iterator[Any]:
+    if request.param == "sqlite":
+        yield ClassStore(tmp_path / "class.sqlite3", clock=clock, ttl_seconds=TTL)
+        return
+    import redis
+
+    url = request.getfixturevalue("redis_url")
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    yield RedisClassStore(client, clock=clock, ttl_seconds=TTL)
+    client.close()
+
+
+def test_a_class_is_found_by_its_code_and_id(store: Any) -> None:
+    row = store.create(lesson="when-the-server-needs-input", host_secret="host-secret")
+    assert store.by_code(row.code.lower()) == row == store.by_id(row.id)
+    assert store.host_ok(row, "host-secret") and not store.host_ok(row, "other") and not store.host_ok(row, None)
+    assert store.count_classes() == 1
+    assert store.by_code("ZZZZZZ") is None
+
+
+def test_presenter_changes_bump_version_and_stage(store: Any) -> None:
+    row = store.create(lesson="l", host_secret=None)
+    store.set_question(row.id, 2, "q-2")
+    store.reveal(row.id)
+    store.set_round(row.id, True)
+    store.set_single_use(row.id, False)
+    now = store.by_id(row.id)
+    assert (now.question_no, now.question_id, now.revealed, now.round_open, now.single_use) == (2, "q-2", True,
+                                                                                               True, False)
+    assert now.stage == row.stage + 4 and now.version == row.version + 4 == store.version(row.id)
+
+
+def test_learners_join_with_unique_nicknames_and_are_found_by_token(store: Any) -> None:
+    row = store.create(lesson="l", host_secret=None)
+    ana, token = store.join(row, "Ana")
+    with pytest.raises(ClassroomError, match="already uses"):
+        store.join(row, "ANA")
+    assert store.learner(row, token) == ana and store.learner(row, "wrong") is None and store.learner(row, None) is None
+    bo, _ = store.join(row, "Bo")
+    assert [learner.nickname for learner in store.learners(row.id)] == ["Ana", "Bo"]
+    assert store.count_learners(row.id) == 2 and store.version(row.id) == row.version + 2
+    store.set_ticket(bo, "t1.ticket")
+    assert store.learners(row.id)[1].ticket == "t1.ticket"
+
+
+def test_a_full_class_refuses_one_more(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import web.classroom_redis
+    import web.classroom_store
+
+    monkeypatch.setattr(web.classroom_store, "MAX_LEARNERS", 2)
+    monkeypatch.setattr(web.classroom_redis, "MAX_LEARNERS", 2)
+    row = store.create(lesson="l", host_secret=None)
+    store.join(row, "One")
+    store.join(row, "Two")
+    with pytest.raises(ClassFull):
+        store.join(row, "Three")
+    assert MAX_LEARNERS == 500  # the real cap is untouched outside this test
+
+
+def test_answers_count_once_per_learner_and_tally(store: Any) -> None:
+    row = store.create(lesson="l", host_secret=None)
+    ana, _ = store.join(row, "Ana")
+    bo, _ = store.join(row, "Bo")
+    store.answer(row, ana, "q1", "a")
+    store.answer(row, ana, "q1", "b")  # a change of mind replaces the first answer
+    store.answer(row, bo, "q1", "b")
+    assert store.tally(row.id, "q1") == {"b": 2}
+    assert store.my_answer(row, ana, "q1") == "b" and store.my_answer(row, ana, "q2") is None
+
+
+def test_attempts_heat_recent_counts_and_the_first_replay(store: Any, clock: FakeClock) -> None:
+    row = store.create(lesson="l", host_secret=None)
+    ana, _ = store.join(row, "Ana")
+    bo, _ = store.join(row, "Bo")
+    assert not store.record_attempt(row, ana, move="tampered", outcome="refused", stopped_at="signature",
+                                    single_use=True, replay_through=False)
+    clock.advance(5)
+    assert store.record_attempt(row, bo, move="twice", outcome="completed", stopped_at="", single_use=False,
+                                replay_through=True)
+    assert not store.record_attempt(row, ana, move="twice", outcome="completed", stopped_at="", single_use=False,
+                                    replay_through=True)
+    assert store.heat(row.id) == {("tampered", "signature"): 1, ("twice", ""): 2}
+    assert store.by_id(row.id).first_replay == "Bo"
+    assert store.recent_attempts(ana, clock() - 1) == 1 and store.recent_attempts(ana, clock() - 10) == 2
+    kinds = [(r[0], r[1], r[2]) for r in store.export_rows(row.id)]
+    assert kinds == [("attempt", "Ana", "tampered"), ("attempt", "Bo", "twice"), ("attempt", "Ana", "twice")]
+
+
+def test_export_lists_answers_in_time_order_then_attempts(store: Any, clock: FakeClock) -> None:
+    row = store.create(lesson="l", host_secret=None)
+    ana, _ = store.join(row, "Ana")
+    bo, _ = store.join(row, "Bo")
+    store.answer(row, bo, "q2", "c")
+    clock.advance(1)
+    store.answer(row, ana, "q1", "a")
+    store.record_attempt(row, bo, move="late", outcome="refused", stopped_at="expiry", single_use=True,
+                         replay_through=False)
+    rows = store.export_rows(row.id)
+    assert [r[:4] for r in rows] == [("answer", "Bo", "q2", "c"), ("answer", "Ana", "q1", "a"),
+                                     ("attempt", "Bo", "late", "refused")]
+
+
+def test_a_class_ends_with_its_ttl_and_delete_removes_everything(store: Any, clock: FakeClock) -> None:
+    row = store.create(lesson="l", host_secret=None)
+    ana, token = store.join(row, "Ana")
+    store.answer(row, ana, "q1", "a")
+    clock.advance(TTL + 1)
+    assert store.by_code(row.code) is None and store.count_classes() == 0
+    other = store.create(lesson="l", host_secret=None)
+    bo, token = store.join(other, "Bo")
+    store.delete(other.id)
+    assert store.by_id(other.id) is None and store.learner(other, token) is None
+    assert store.learners(other.id) == [] and store.tally(other.id, "q1") == {}
+
+
+def test_the_redis_rate_limit_is_one_window_for_every_replica(redis_url: str, clock: FakeClock) -> None:
+    import redis
+
+    first, second = redis.Redis.from_url(redis_url), redis.Redis.from_url(redis_url)
+    a, b = RedisRateLimit(first, 3, 10.0), RedisRateLimit(second, 3, 10.0)  # two replicas, one Redis
+    now = clock()
+    assert [a.allow("client-1", now), b.allow("client-1", now), a.allow("client-1", now)] == [True] * 3
+    assert not b.allow("client-1", now) and b.allow("client-2", now)
+    assert a.allow("client-1", now + 10.5)  # the window slid past the first hits
+    first.close()
+    second.close()

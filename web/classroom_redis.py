@@ -1,0 +1,358 @@
+"""A live class kept in Redis, so replicas on several hosts serve the same class: `RedisClassStore` does what
+`ClassStore` does (web/classroom_store.py, the SQLite default), method for method, and `RedisRateLimit` counts
+per-client and per-class limits for every replica at once.
+
+Keys, under one prefix: `c:<id>` (a hash: the class row), `code:<code>` (the join code's class id),
+`l:<id>` (learners by id, JSON), `nick:<id>` and `tok:<id>` (nickname and token hash to learner id),
+`a:<id>:<question>` (answers by learner), `q:<id>` (questions answered), `t:<id>` (attempts, a list),
+`heat:<id>` (attempts per move and check), `ta:<id>:<learner>` (a learner's attempt times). Every key of a
+class expires with the class, as a time to live counted on the injected clock (Redis's own clock is never
+compared with it), so Redis forgets a class without a sweep; `classes` (a sorted set by creation) counts
+the classes still open. The steps that must not interleave (a join checking the class's size and nickname,
+the first replay, a rate-limit hit) are one Lua script each. Secrets are stored as SHA-256 hashes only, as
+in SQLite. Never renders, never reads a request.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import math
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+from web.classroom_store import (
+    CODE_ALPHABET,
+    CODE_LENGTH,
+    MAX_LEARNERS,
+    ClassFull,
+    ClassroomError,
+    ClassRow,
+    Learner,
+    check_nickname,
+    digest,
+    normalize_code,
+)
+
+PREFIX = "mrtr:class:"
+
+#: KEYS: learners, nick, tok, class; ARGV: max, nick_key, token_hash, learner json, id, ms the class has left.
+#: Returns the new learner id, -1 when the class is full, -2 when the nickname is taken.
+_JOIN = """
+if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[1]) then return -1 end
+if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then return -2 end
+local id = tonumber(ARGV[5])
+redis.call('HSET', KEYS[1], id, ARGV[4])
+redis.call('HSET', KEYS[2], ARGV[2], id)
+redis.call('HSET', KEYS[3], ARGV[3], id)
+redis.call('HINCRBY', KEYS[4], 'version', 1)
+for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[6]) end
+return id
+"""
+
+#: KEYS: class; ARGV: nickname, time. Sets the first replay once; returns 1 for the learner who set it.
+_FIRST_REPLAY = """
+if redis.call('HSETNX', KEYS[1], 'first_replay', ARGV[1]) == 1 then
+  redis.call('HSET', KEYS[1], 'first_replay_at', ARGV[2])
+  return 1
+end
+return 0
+"""
+
+#: KEYS: the window's sorted set; ARGV: window start, limit, now, a unique member, window in ms. 1: allowed.
+_HIT = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1
+"""
+
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _row(raw: dict[Any, Any]) -> ClassRow | None:
+    if not raw:
+        return None
+    got = {_text(k): _text(v) for k, v in raw.items()}
+    if "id" not in got:
+        return None
+    return ClassRow(
+        id=got["id"], code=got["code"], host_hash=got.get("host_hash") or None, lesson=got["lesson"],
+        created=float(got["created"]), version=int(got.get("version", 0)), stage=int(got.get("stage", 0)),
+        question_no=int(got.get("question_no", 0)), question_id=got.get("question_id") or None,
+        revealed=got.get("revealed") == "1", round_open=got.get("round_open") == "1",
+        single_use=got.get("single_use", "1") == "1", first_replay=got.get("first_replay") or None,
+        first_replay_at=float(got["first_replay_at"]) if got.get("first_replay_at") else None,
+    )
+
+
+class RedisClassStore:
+    """All class data in Redis, shared by every replica that talks to the same server."""
+
+    def __init__(self, client: Any, *, clock: Callable[[], float], ttl_seconds: float, prefix: str = PREFIX) -> None:
+        self.client = client
+        self.clock = clock
+        self.ttl = ttl_seconds
+        self.prefix = prefix
+        self._join = client.register_script(_JOIN)
+        self._first_replay = client.register_script(_FIRST_REPLAY)
+
+    @classmethod
+    def from_url(cls, url: str, *, clock: Callable[[], float], ttl_seconds: float,
+                 timeout: float = 2.0) -> RedisClassStore:
+        import redis  # only when Redis is configured
+
+        client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+        return cls(client, clock=clock, ttl_seconds=ttl_seconds)
+
+    def _k(self, *parts: Any) -> str:
+        return self.prefix + ":".join(str(p) for p in parts)
+
+    def _left_ms(self, row: ClassRow) -> int:
+        """Milliseconds the class has left, from the injected clock: a relative time to live, so Redis's own
+        clock (which an injected clock need not agree with) is never compared with ours."""
+        return max(1, math.ceil((row.created + self.ttl - self.clock()) * 1000))
+
+    def _expire(self, row: ClassRow, *keys: str) -> None:
+        left = self._left_ms(row)
+        pipe = self.client.pipeline(transaction=False)
+        for key in keys:
+            pipe.pexpire(key, left)
+        pipe.execute()
+
+    # -- lifetime ------------------------------------------------------------------------------------
+
+    def purge(self, *, force: bool = False) -> int:
+        """Forget classes past the TTL in the count (their keys expire by themselves)."""
+        return int(self.client.zremrangebyscore(self._k("classes"), "-inf", self.clock() - self.ttl))
+
+    def delete(self, class_id: str) -> None:
+        row = self.by_id(class_id)
+        keys = [self._k("c", class_id), self._k("l", class_id), self._k("nick", class_id), self._k("tok", class_id),
+                self._k("q", class_id), self._k("t", class_id), self._k("heat", class_id)]
+        keys += [self._k("a", class_id, _text(q)) for q in self.client.smembers(self._k("q", class_id))]
+        keys += [self._k("ta", class_id, _text(i)) for i in self.client.hkeys(self._k("l", class_id))]
+        if row is not None:
+            keys.append(self._k("code", row.code))
+        pipe = self.client.pipeline()
+        pipe.delete(*keys)
+        pipe.zrem(self._k("classes"), class_id)
+        pipe.execute()
+
+    def count_classes(self) -> int:
+        self.purge()
+        return int(self.client.zcard(self._k("classes")))
+
+    # -- classes -------------------------------------------------------------------------------------
+
+    def create(self, *, lesson: str, host_secret: str | None) -> ClassRow:
+        now = self.clock()
+        for _ in range(20):
+            code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+            class_id = secrets.token_urlsafe(12)
+            expire_ms = math.ceil(self.ttl * 1000)
+            if not self.client.set(self._k("code", code), class_id, nx=True, px=expire_ms):
+                continue
+            fields = {"id": class_id, "code": code, "host_hash": digest(host_secret) if host_secret else "",
+                      "lesson": lesson, "created": repr(now), "version": 0, "stage": 0, "question_no": 0,
+                      "question_id": "", "revealed": 0, "round_open": 0, "single_use": 1}
+            pipe = self.client.pipeline()
+            pipe.hset(self._k("c", class_id), mapping=fields)
+            pipe.pexpire(self._k("c", class_id), expire_ms)
+            pipe.zadd(self._k("classes"), {class_id: now})
+            pipe.execute()
+            found = self.by_id(class_id)
+            assert found is not None
+            return found
+        raise RuntimeError("could not find a free join code")  # pragma: no cover - 31^6 codes
+
+    def by_code(self, code: str) -> ClassRow | None:
+        class_id = self.client.get(self._k("code", normalize_code(code)))
+        if class_id is None:
+            return None
+        row = self.by_id(_text(class_id))
+        if row is not None and row.created <= self.clock() - self.ttl:
+            self.delete(row.id)
+            return None
+        return row
+
+    def by_id(self, class_id: str) -> ClassRow | None:
+        return _row(self.client.hgetall(self._k("c", class_id)))
+
+    def host_ok(self, row: ClassRow, secret: str | None) -> bool:
+        return bool(secret) and row.host_hash is not None and hmac.compare_digest(row.host_hash, digest(secret or ""))
+
+    def version(self, class_id: str) -> int | None:
+        found = self.client.hget(self._k("c", class_id), "version")
+        return None if found is None else int(found)
+
+    def _bump(self, class_id: str, *, stage: bool, **sets: Any) -> None:
+        key = self._k("c", class_id)
+        if not self.client.exists(key):
+            return  # the class is gone: nothing to change, as an UPDATE of no row
+        pipe = self.client.pipeline()
+        if sets:
+            pipe.hset(key, mapping=sets)
+        pipe.hincrby(key, "version", 1)
+        if stage:
+            pipe.hincrby(key, "stage", 1)
+        pipe.execute()
+
+    def set_question(self, class_id: str, number: int, question_id: str) -> None:
+        self._bump(class_id, stage=True, question_no=number, question_id=question_id, revealed=0)
+
+    def reveal(self, class_id: str) -> None:
+        self._bump(class_id, stage=True, revealed=1)
+
+    def set_round(self, class_id: str, open_: bool) -> None:
+        self._bump(class_id, stage=True, round_open=int(open_))
+
+    def set_single_use(self, class_id: str, on: bool) -> None:
+        self._bump(class_id, stage=True, single_use=int(on))
+
+    # -- learners ------------------------------------------------------------------------------------
+
+    def join(self, row: ClassRow, nickname: str) -> tuple[Learner, str]:
+        """Add a learner; returns it and its secret token (shown to that learner, stored hashed)."""
+        name = check_nickname(nickname)
+        token = secrets.token_urlsafe(24)
+        learner_id = int(self.client.incr(self._k("learner-ids")))
+        learner = Learner(learner_id, row.id, name, self.clock(), None)
+        result = int(self._join(
+            keys=[self._k("l", row.id), self._k("nick", row.id), self._k("tok", row.id), self._k("c", row.id)],
+            args=[MAX_LEARNERS, name.casefold(), digest(token), self._learner_json(learner), learner_id,
+                  self._left_ms(row)]))
+        if result == -1:
+            raise ClassFull(f"This class is full ({MAX_LEARNERS} learners).")
+        if result == -2:
+            raise ClassroomError("Someone in this class already uses that nickname; pick another.")
+        return learner, token
+
+    @staticmethod
+    def _learner_json(learner: Learner) -> str:
+        return json.dumps({"id": learner.id, "class_id": learner.class_id, "nickname": learner.nickname,
+                           "created": learner.created, "ticket": learner.ticket})
+
+    @staticmethod
+    def _learner(raw: Any) -> Learner:
+        data = json.loads(raw)
+        return Learner(int(data["id"]), data["class_id"], data["nickname"], float(data["created"]), data["ticket"])
+
+    def learner(self, row: ClassRow, token: str | None) -> Learner | None:
+        if not token:
+            return None
+        learner_id = self.client.hget(self._k("tok", row.id), digest(token))
+        if learner_id is None:
+            return None
+        raw = self.client.hget(self._k("l", row.id), _text(learner_id))
+        return self._learner(raw) if raw is not None else None
+
+    def learners(self, class_id: str) -> list[Learner]:
+        found = [self._learner(raw) for raw in self.client.hvals(self._k("l", class_id))]
+        return sorted(found, key=lambda learner: learner.id)
+
+    def count_learners(self, class_id: str) -> int:
+        return int(self.client.hlen(self._k("l", class_id)))
+
+    def set_ticket(self, learner: Learner, ticket: str) -> None:
+        key = self._k("l", learner.class_id)
+        raw = self.client.hget(key, str(learner.id))
+        if raw is None:
+            return
+        data = json.loads(raw)
+        data["ticket"] = ticket
+        self.client.hset(key, str(learner.id), json.dumps(data))
+
+    # -- answers -------------------------------------------------------------------------------------
+
+    def answer(self, row: ClassRow, learner: Learner, question_id: str, option: str) -> None:
+        key = self._k("a", row.id, question_id)
+        pipe = self.client.pipeline()
+        pipe.hset(key, str(learner.id), json.dumps({"option": option, "at": self.clock()}))
+        pipe.sadd(self._k("q", row.id), question_id)
+        pipe.hincrby(self._k("c", row.id), "version", 1)
+        pipe.execute()
+        self._expire(row, key, self._k("q", row.id))
+
+    def my_answer(self, row: ClassRow, learner: Learner, question_id: str) -> str | None:
+        raw = self.client.hget(self._k("a", row.id, question_id), str(learner.id))
+        return str(json.loads(raw)["option"]) if raw is not None else None
+
+    def tally(self, class_id: str, question_id: str) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for raw in self.client.hvals(self._k("a", class_id, question_id)):
+            option = str(json.loads(raw)["option"])
+            counts[option] = counts.get(option, 0) + 1
+        return counts
+
+    # -- attempts ------------------------------------------------------------------------------------
+
+    def record_attempt(self, row: ClassRow, learner: Learner, *, move: str, outcome: str, stopped_at: str,
+                       single_use: bool, replay_through: bool) -> bool:
+        """Store one attempt; returns True when it made this learner the first to get a replay through."""
+        now = self.clock()
+        entry = json.dumps({"learner": learner.id, "move": move, "outcome": outcome, "stopped_at": stopped_at,
+                            "single_use": single_use, "at": now})
+        times = self._k("ta", row.id, learner.id)
+        pipe = self.client.pipeline()
+        pipe.rpush(self._k("t", row.id), entry)
+        pipe.hincrby(self._k("heat", row.id), json.dumps([move, stopped_at]), 1)
+        pipe.zadd(times, {f"{now!r}:{secrets.token_hex(4)}": now})
+        pipe.execute()
+        self._expire(row, self._k("t", row.id), self._k("heat", row.id), times)
+        first = bool(replay_through and self._first_replay(keys=[self._k("c", row.id)], args=[learner.nickname, now]))
+        self.client.hincrby(self._k("c", row.id), "version", 1)
+        return first
+
+    def recent_attempts(self, learner: Learner, since: float) -> int:
+        return int(self.client.zcount(self._k("ta", learner.class_id, learner.id), f"({since!r}", "+inf"))
+
+    def heat(self, class_id: str) -> dict[tuple[str, str], int]:
+        """Attempts per (move, check that stopped it); a move that went through counts under ''."""
+        out: dict[tuple[str, str], int] = {}
+        for key, count in self.client.hgetall(self._k("heat", class_id)).items():
+            move, stopped = json.loads(key)
+            out[(str(move), str(stopped))] = int(count)
+        return out
+
+    # -- export --------------------------------------------------------------------------------------
+
+    def export_rows(self, class_id: str) -> list[tuple[Any, ...]]:
+        """One row per answer and per attempt: kind, nickname, item, value, detail, time."""
+        names = {learner.id: learner.nickname for learner in self.learners(class_id)}
+        answers = []
+        for question in sorted(_text(q) for q in self.client.smembers(self._k("q", class_id))):
+            for learner_id, raw in self.client.hgetall(self._k("a", class_id, question)).items():
+                data = json.loads(raw)
+                learner = int(_text(learner_id))
+                answers.append(("answer", names.get(learner, ""), question, data["option"], "", data["at"], learner))
+        answers.sort(key=lambda r: (r[5], r[6]))
+        rows: list[tuple[Any, ...]] = [r[:6] for r in answers]
+        for raw in self.client.lrange(self._k("t", class_id), 0, -1):
+            data = json.loads(raw)
+            rows.append(("attempt", names.get(int(data["learner"]), ""), data["move"], data["outcome"],
+                         data["stopped_at"], data["at"]))
+        return rows
+
+
+class RedisRateLimit:
+    """A sliding window per key, counted in Redis, so the limit holds across every replica: one sorted set
+    per key, trimmed to the window on each hit; the set expires with the window."""
+
+    def __init__(self, client: Any, limit: int, window: float, *, prefix: str = PREFIX + "rate:") -> None:
+        self.client = client
+        self.limit = limit
+        self.window = window
+        self.prefix = prefix
+        self._hit = client.register_script(_HIT)
+
+    def allow(self, key: Any, now: float) -> bool:
+        name = self.prefix + json.dumps(key, default=str, separators=(",", ":"))
+        # One script, so two replicas at the limit cannot both let a hit through.
+        return bool(self._hit(keys=[name], args=[repr(now - self.window), self.limit, repr(now),
+                                                  f"{now!r}:{secrets.token_hex(4)}", math.ceil(self.window * 1000)]))
