@@ -29,7 +29,7 @@ def clock() -> FakeClock:
     return FakeClock(1_790_000_000.0)
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=["sqlite", pytest.param("redis", marks=pytest.mark.external)])
 def store(request: pytest.FixtureRequest, clock: FakeClock, tmp_path: Path) -> Iterator[Any]:
     if request.param == "sqlite":
         yield ClassStore(tmp_path / "class.sqlite3", clock=clock, ttl_seconds=TTL)
