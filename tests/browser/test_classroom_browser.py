@@ -16,8 +16,14 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, BrowserContext, Page, Route, expect
 
+from moves.catalog import load_moves
 from tests.browser.conftest import BROWSER_TEST_CONFIG
 from tests.browser.helpers import LiveServer, assert_no_axe_violations, serve
+from tests.web.helpers import stopped_move
+
+MOVES = load_moves()
+STOLEN, EDITED, LATE = (stopped_move(check, MOVES) for check in ("principal", "signature", "expiry"))
+REPLAY = stopped_move("single-use", MOVES)
 
 PHONE = {"width": 390, "height": 844}
 
@@ -128,17 +134,14 @@ def test_a_live_class_from_start_to_attack_round(browser: Browser, class_server:
     presenter.locator('[data-action="open-round"]').click()
     mark(presenter)
     for phone in phones:
-        expect(phone.locator("button[data-move]")).to_have_count(7)
-    phones[0].locator('button[data-move="stolen"]').click()
-    expect(phones[0].locator("[data-stopped-at]")).to_have_attribute("data-stopped-at", "principal")
-    phones[1].locator('button[data-move="tampered"]').click()
-    expect(phones[1].locator("[data-stopped-at]")).to_have_attribute("data-stopped-at", "signature")
-    phones[2].locator('button[data-move="twice"]').click()
-    expect(phones[2].locator("[data-stopped-at]")).to_have_attribute("data-stopped-at", "single-use")
+        expect(phone.locator("button[data-move]")).to_have_count(len(MOVES))
     heat = presenter.locator("[data-heatmap]")
-    expect(heat.locator('td[data-move="stolen"][data-check="principal"]')).to_have_attribute("data-count", "1")
-    expect(heat.locator('td[data-move="tampered"][data-check="signature"]')).to_have_attribute("data-count", "1")
-    expect(heat.locator('td[data-move="twice"][data-check="single-use"]')).to_have_attribute("data-count", "1")
+    for phone, move in zip(phones, (STOLEN, EDITED, REPLAY), strict=True):
+        phone.locator(f'button[data-move="{move.slug}"]').click()
+        expect(phone.locator("[data-stopped-at]")).to_have_attribute("data-stopped-at", move.stops_at)
+        expect(phone.locator("#attempt-title")).to_contain_text(move.title)
+        expect(heat.locator(f'td[data-move="{move.slug}"][data-check="{move.stops_at}"]')).to_have_attribute(
+            "data-count", "1")
     assert_not_reloaded(presenter)
     assert_no_axe_violations(presenter, axe)
     assert_no_axe_violations(phones[2], axe)
@@ -146,10 +149,10 @@ def test_a_live_class_from_start_to_attack_round(browser: Browser, class_server:
     presenter.locator('[data-action="single-use-off"]').click()
     mark(presenter)
     expect(phones[1].locator(".my-round")).to_contain_text("Single use is off")
-    phones[1].locator('button[data-move="twice"]').click()
+    phones[1].locator(f'button[data-move="{REPLAY.slug}"]').click()
     expect(phones[1].locator("[data-first-replay-me]")).to_be_visible()
     expect(presenter.locator("[data-first-replay]")).to_have_attribute("data-first-replay", "Grace")
-    expect(heat.locator('td[data-move="twice"][data-check="through"]')).to_have_attribute("data-count", "1")
+    expect(heat.locator(f'td[data-move="{REPLAY.slug}"][data-check="through"]')).to_have_attribute("data-count", "1")
     assert_not_reloaded(presenter)
 
 
@@ -173,7 +176,7 @@ def test_the_phone_works_without_javascript_at_390px(browser: Browser, class_ser
     expect(presenter.locator('[data-tally] [data-option="b"]')).to_have_attribute("data-count", "1")
     presenter.locator('[data-action="open-round"]').click()
     phone.reload()
-    phone.locator('button[data-move="late"]').click()
+    phone.locator(f'button[data-move="{LATE.slug}"]').click()
     expect(phone.locator("[data-stopped-at]")).to_have_attribute("data-stopped-at", "expiry")
 
     # The same pages as a no-JS browser renders them, checked by axe (scripts refused, axe injected).
@@ -184,7 +187,7 @@ def test_the_phone_works_without_javascript_at_390px(browser: Browser, class_ser
     checked.locator('input[name="nickname"]').fill("Checked")
     checked.locator('[data-action="join"]').click()
     expect(checked.locator("button[data-option]")).to_have_count(4)  # the open question
-    expect(checked.locator("button[data-move]")).to_have_count(7)  # and the open round
+    expect(checked.locator("button[data-move]")).to_have_count(len(MOVES))  # and the open round
     assert checked.evaluate("() => typeof window.htmx") == "undefined"
     assert checked.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
     assert_no_axe_violations(checked, axe)

@@ -13,12 +13,16 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, expect
 
+from moves.catalog import load_moves
 from tests.browser.helpers import assert_no_axe_violations
+from tests.web.helpers import stopped_move
+from web.demo import SWITCHES
 
 SIZES = [(1024, 768), (1280, 720), (1280, 800), (1920, 1080)]
-MOVES = ["honest", "tampered", "stolen", "late", "other-request", "no-answer", "twice"]
+MOVES = [m.slug for m in load_moves()]
+REPLAY = stopped_move("single-use")
 URLS = ([f"/demo/step/{n}" for n in range(1, 7)] + [f"/demo/move/{slug}" for slug in MOVES]
-        + ["/demo/switch/single-use-off", "/demo/switch/signature-off"])
+        + [f"/demo/switch/{key}" for key, *_ in SWITCHES])
 
 
 @pytest.mark.parametrize(("width", "height"), SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
@@ -46,7 +50,7 @@ def test_every_slide_fits_without_scrolling(browser: Browser, base_url: str, wid
 
 def test_checks_are_numbered_in_one_column(page: Page) -> None:
     page.set_viewport_size({"width": 1280, "height": 720})
-    page.goto("/demo/move/twice")
+    page.goto(f"/demo/move/{REPLAY.slug}")
     checks = page.locator("[data-slide]:not([hidden]) .big-checks li")
     expect(checks).to_have_count(6)
     expect(checks.locator(".check-n")).to_have_text([str(n) for n in range(1, 7)])  # the one check drawing (issue 15)
@@ -63,7 +67,7 @@ def test_checks_are_numbered_in_one_column(page: Page) -> None:
 def test_raw_json_fills_the_screen_and_scrolls_by_keyboard(page: Page, axe: Axe) -> None:
     page.set_viewport_size({"width": 1024, "height": 768})
     page.emulate_media(reduced_motion="reduce")
-    page.goto("/demo/move/twice")
+    page.goto(f"/demo/move/{REPLAY.slug}")
     page.keyboard.press("j")
     body = page.locator("[data-slide]:not([hidden]) [data-raw-body]")
     expect(body).to_be_focused()
@@ -73,25 +77,26 @@ def test_raw_json_fills_the_screen_and_scrolls_by_keyboard(page: Page, axe: Axe)
     assert body.evaluate("e => e.scrollHeight > e.clientHeight")
     page.keyboard.press("PageDown")
     page.keyboard.press("ArrowDown")
-    expect(page.locator("[data-slide]:not([hidden])")).to_have_attribute("id", "move-twice")  # still this slide
+    expect(page.locator("[data-slide]:not([hidden])")).to_have_attribute("id", f"move-{REPLAY.slug}")  # still here
     page.wait_for_function("() => document.querySelector('[data-slide]:not([hidden]) [data-raw-body]').scrollTop > 0")
     page.keyboard.press("End")
-    expect(page.locator("[data-slide]:not([hidden])")).to_have_attribute("id", "move-twice")
+    expect(page.locator("[data-slide]:not([hidden])")).to_have_attribute("id", f"move-{REPLAY.slug}")
     assert_no_axe_violations(page, axe)
     page.keyboard.press("Escape")
     expect(page.locator("[data-slide]:not([hidden]) details[data-raw]")).not_to_have_attribute("open", "")
     page.keyboard.press("ArrowLeft")  # outside the JSON the arrows change slides again
-    expect(page.locator("[data-slide]:not([hidden])")).to_have_attribute("id", "move-no-answer")
+    previous = MOVES[MOVES.index(REPLAY.slug) - 1]
+    expect(page.locator("[data-slide]:not([hidden])")).to_have_attribute("id", f"move-{previous}")
 
 
 def test_arrows_scroll_a_tall_notes_page_before_changing_slide(page: Page) -> None:
     page.set_viewport_size({"width": 1024, "height": 300})
     page.emulate_media(reduced_motion="reduce")
-    page.goto("/demo/notes/move/twice")
+    page.goto(f"/demo/notes/move/{REPLAY.slug}")
     assert page.evaluate("() => document.documentElement.scrollHeight > window.innerHeight")
     page.locator("[data-slide]:not([hidden]) h2").focus()
     page.keyboard.press("ArrowDown")
     page.wait_for_function("() => window.scrollY > 0")
-    expect(page.locator("[data-slide]:not([hidden])")).to_have_attribute("id", "move-twice")
+    expect(page.locator("[data-slide]:not([hidden])")).to_have_attribute("id", f"move-{REPLAY.slug}")
     page.keyboard.press("End")  # End still jumps to the last slide
     expect(page.locator("[data-slide]:not([hidden])")).to_have_attribute("id", "switch-signature-off")

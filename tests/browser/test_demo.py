@@ -11,10 +11,16 @@ from playwright.sync_api import Browser, Page, expect
 
 from moves.catalog import load_moves
 from tests.browser.helpers import assert_no_axe_violations
+from tests.web.helpers import stopped_move
+from web.demo import SWITCHES
 
-MOVE_SLUGS = [m.slug for m in load_moves()]
+MOVES = load_moves()
+MOVE_SLUGS = [m.slug for m in MOVES]
+STOLEN = stopped_move("principal", MOVES)
+LATE = stopped_move("expiry", MOVES)
+REPLAY = stopped_move("single-use", MOVES)
 
-SWITCH_SLUGS = ["single-use-off", "signature-off"]
+SWITCH_SLUGS = [key for key, *_ in SWITCHES]
 ORDER = ([f"step-{n}" for n in range(1, 7)] + [f"move-{slug}" for slug in MOVE_SLUGS]
          + [f"switch-{slug}" for slug in SWITCH_SLUGS])
 URLS = ([f"/demo/step/{n}" for n in range(1, 7)] + [f"/demo/move/{slug}" for slug in MOVE_SLUGS]
@@ -90,8 +96,9 @@ def test_j_reveals_and_hides_the_raw_json(deck: Page, axe: Axe) -> None:
 
 
 @pytest.mark.parametrize(("url", "anchor"), [
-    ("/demo/step/3", "step-3"), ("/demo/move/stolen", "move-stolen"),
-    ("/demo#step-5", "step-5"), ("/demo#move-late", "move-late"), ("/demo#move-2", "move-tampered"),
+    ("/demo/step/3", "step-3"), (f"/demo/move/{STOLEN.slug}", f"move-{STOLEN.slug}"),
+    ("/demo#step-5", "step-5"), (f"/demo#move-{LATE.slug}", f"move-{LATE.slug}"),
+    ("/demo#move-2", f"move-{MOVE_SLUGS[1]}"),
 ])
 def test_deep_links(deck: Page, base_url: str, url: str, anchor: str) -> None:
     deck.goto(url)
@@ -104,7 +111,7 @@ def _json(page: Page) -> list[str]:
     return page.locator("[data-slide]:not([hidden]) pre.json").all_text_contents()
 
 
-@pytest.mark.parametrize("url", ["/demo/step/2", "/demo/step/4", "/demo/move/twice"])
+@pytest.mark.parametrize("url", ["/demo/step/2", "/demo/step/4", f"/demo/move/{REPLAY.slug}"])
 def test_two_loads_show_byte_identical_json(deck: Page, url: str) -> None:
     deck.goto(url)
     deck.keyboard.press("j")
@@ -123,8 +130,8 @@ def test_without_javascript_the_deck_is_linked_pages(browser: Browser, base_url:
         page.goto("/demo/step/6")
         expect_slide(page, "step-6")
         visible_slide(page).get_by_role("link", name=re.compile("Next")).click()
-        expect_slide(page, "move-honest")
-        expect(page).to_have_url(f"{base_url}/demo/move/honest")
+        expect_slide(page, f"move-{MOVE_SLUGS[0]}")
+        expect(page).to_have_url(f"{base_url}/demo/move/{MOVE_SLUGS[0]}")
         visible_slide(page).get_by_role("link", name=re.compile("Previous")).click()
         expect_slide(page, "step-6")
     finally:
@@ -143,17 +150,18 @@ def two_windows(browser: Browser, base_url: str) -> Iterator[tuple[Page, Page]]:
 def test_speaker_notes_follow_the_deck_and_drive_it(two_windows: tuple[Page, Page], base_url: str,
                                                     axe: Axe) -> None:
     slides, notes = two_windows
-    slides.goto("/demo/move/honest")
+    first, third = MOVES[0], MOVES[2]
+    slides.goto(f"/demo/move/{first.slug}")
     notes.goto("/demo/notes")
-    expect_slide(notes, "move-honest")  # the notes asked the deck where it is
-    expect(notes).to_have_url(f"{base_url}/demo/notes/move/honest")
-    expect(visible_slide(notes)).to_contain_text("staging gets its deploy")
+    expect_slide(notes, f"move-{first.slug}")  # the notes asked the deck where it is
+    expect(notes).to_have_url(f"{base_url}/demo/notes/move/{first.slug}")
+    expect(visible_slide(notes)).to_contain_text(first.note_for(first.expect, first.stops_at or None).text)
     assert_no_axe_violations(notes, axe)
     slides.keyboard.press("3")
-    expect_slide(notes, "move-stolen")
-    expect(visible_slide(notes)).to_contain_text("“Principal is the caller” turns her away")
+    expect_slide(notes, f"move-{third.slug}")
+    expect(visible_slide(notes)).to_contain_text(third.summary)
     notes.keyboard.press("ArrowLeft")
-    expect_slide(slides, "move-tampered")
+    expect_slide(slides, f"move-{MOVES[1].slug}")
 
 
 def test_autoplay_advances_and_pauses(page: Page) -> None:

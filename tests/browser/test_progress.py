@@ -9,10 +9,12 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.helpers import assert_no_axe_violations
+from tests.web.helpers import stopped_move
 from web.content import load_course
 
 SLUG = "when-the-server-needs-input"
 LESSON = load_course().lesson(SLUG)
+STOLEN = stopped_move("principal")
 
 
 def stat(page: Page, name: str, lesson: bool = True):  # noqa: ANN201
@@ -46,9 +48,9 @@ def test_progress_is_recorded_shown_exported_reset_and_imported(page: Page, axe:
 
     # A playground move.
     page.goto("/playground")
-    page.locator('button[data-move="stolen"]').click()
-    expect(page.locator('[data-result="stolen"]')).to_be_visible()
-    page.wait_for_function("() => mrtrProgress.load().moves.stolen === 'refused'")
+    page.locator(f'button[data-move="{STOLEN.slug}"]').click()
+    expect(page.locator(f'[data-result="{STOLEN.slug}"]')).to_be_visible()
+    page.wait_for_function("(slug) => mrtrProgress.load().moves[slug] === 'refused'", arg=STOLEN.slug)
 
     # Two quiz answers, one right and one wrong.
     page.goto(f"/quiz/{SLUG}")
@@ -105,7 +107,7 @@ def test_import_checks_the_checksum_and_the_version(page: Page) -> None:
         .replace(/\\//g, "_").replace(/=+$/, "");
       return {
         good: mrtrProgress.importCode(good),
-        edited: mrtrProgress.importCode(forge({...body, data: {...body.data, moves: {honest: "deployed"}}})),
+        edited: mrtrProgress.importCode(forge({...body, data: {...body.data, moves: {"a-move": "completed"}}})),
         future: mrtrProgress.importCode(forge({...body, v: 2})),
         shape: mrtrProgress.importCode(forge({...body, data: {sections: 1, moves: {}, quiz: {}}})),
       };

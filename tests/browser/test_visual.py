@@ -14,6 +14,9 @@ from playwright.sync_api import Browser, Page, expect
 
 from mrtr.tickets import CHECK_TITLES
 from tests.browser.helpers import LiveServer, assert_no_axe_violations
+from tests.web.helpers import honest_move, stopped_move
+
+EDITED = stopped_move("signature")
 
 LESSON = "/lessons/when-the-server-needs-input"
 FIGURE = "figure.roundtrip"
@@ -138,8 +141,8 @@ def test_one_check_drawing_on_every_page(page: Page) -> None:
     cells = page.locator("table.matrix td.cell[data-state]")
     expect(cells.first.locator("svg.check-icon")).to_have_count(1)
     page.goto("/playground")
-    page.locator("[data-move='tampered']").click()
-    expect(page.locator("#pg-result [data-result]")).to_have_attribute("data-result", "tampered")
+    page.locator(f"[data-move='{EDITED.slug}']").click()
+    expect(page.locator("#pg-result [data-result]")).to_have_attribute("data-result", EDITED.slug)
     expect_one_check_drawing(page, "#pg-result")
     expect(page.locator("#pg-result li.check[data-check='signature']")).to_have_attribute("data-state", "fail")
     page.goto("/demo/step/6")
@@ -192,8 +195,9 @@ def test_the_home_page_shows_each_steps_progress(page: Page, live_server: LiveSe
     page.goto("/")
     expect(page.locator("[data-path-step='lesson']").first.locator("[data-path-text]")).to_have_text(
         f"0 of {len(ids)} sections read; quick check 0 correct of 0 answered")
-    page.evaluate("""([slug, ids]) => localStorage.setItem("mrtr-lab:progress", JSON.stringify({v: 1, data: {
-        sections: {[slug]: ids}, moves: {honest: "deployed"}, quiz: {}, quizTokens: {}}}))""", [first.slug, ids])
+    page.evaluate("""([slug, ids, move]) => localStorage.setItem("mrtr-lab:progress", JSON.stringify({v: 1, data: {
+        sections: {[slug]: ids}, moves: {[move]: "completed"}, quiz: {}, quizTokens: {}}}))""",
+                  [first.slug, ids, honest_move().slug])
     page.reload()
     lesson = page.locator(f"[data-path-step='lesson'][data-lesson='{first.slug}']")
     expect(lesson).to_have_attribute("data-path-state", "done")
