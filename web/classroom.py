@@ -24,6 +24,7 @@ from __future__ import annotations
 import csv
 import hmac
 import io
+import logging
 import secrets
 import tempfile
 import threading
@@ -52,9 +53,11 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from mrtr import SqliteStore
 from mrtr.keys import default_state_dir
-from web import htmx
+from mrtr.store import RedeemedStore
+from web import errors, htmx
 from web.admission import held_slots
 from web.classroom_live import LocalBus, make_bus
+from web.classroom_redis import RedisClassStore, RedisRateLimit
 from web.classroom_round import THROUGH, Attempt, ClassLab, check_order, class_ring, is_replay
 from web.classroom_store import (
     MAX_LEARNERS,
@@ -63,6 +66,7 @@ from web.classroom_store import (
     ClassroomError,
     ClassRow,
     ClassStore,
+    ClassStoreUnavailable,
     Learner,
     normalize_code,
 )
@@ -71,6 +75,16 @@ from web.moveviews import grouped
 from web.services import get_services, get_settings
 
 bp = Blueprint("classroom", __name__)
+
+
+log = logging.getLogger("mrtr.classroom")
+
+
+@bp.errorhandler(ClassStoreUnavailable)
+def _store_away(exc: ClassStoreUnavailable) -> Any:
+    log.warning("classroom: the class store is unavailable: %s", exc)
+    return errors.unavailable("The live class cannot reach its store right now; nothing was changed. "
+                              "Try again in a few seconds.")
 
 HOST_COOKIE = "mrtr_host"
 LEARNER_COOKIE = "mrtr_learner"
@@ -103,7 +117,7 @@ class RateLimit:
 
 @dataclass
 class Classroom:
-    store: ClassStore
+    store: ClassStore | RedisClassStore
     bus: LocalBus
     lab_path: Path
     clock: Callable[[], float]
@@ -111,9 +125,11 @@ class Classroom:
     poll_seconds: float
     stream_seconds: float
     max_classes: int
-    answers: RateLimit = field(default_factory=lambda: RateLimit(ANSWER_LIMIT, ANSWER_WINDOW))
+    answers: RateLimit | RedisRateLimit = field(default_factory=lambda: RateLimit(ANSWER_LIMIT, ANSWER_WINDOW))
     labs: dict[str, ClassLab] = field(default_factory=dict)
-    _spent: SqliteStore | None = None
+    #: The attack round's redeemed store, opened on first use: SQLite beside the class file, or Redis.
+    spent_store: Callable[[], RedeemedStore] | None = None
+    _spent: RedeemedStore | None = None
 
     def lab(self, row: ClassRow) -> ClassLab:
         lab = self.labs.get(row.id)
@@ -121,13 +137,21 @@ class Classroom:
             if len(self.labs) > 1000:
                 self.labs.clear()
             if self._spent is None:
-                self._spent = SqliteStore(self.lab_path)
+                self._spent = self.spent_store() if self.spent_store is not None else SqliteStore(self.lab_path)
             ring = class_ring(get_services().lab_ring, row.id)
             lab = self.labs[row.id] = ClassLab(ring, self._spent, clock=self.clock)
         return lab
 
 
 _build_lock = threading.Lock()
+#: The attack round's spent lab tickets in Redis: apart from /mcp's redeemed tickets.
+CLASS_LAB_PREFIX = "mrtr:class-lab:redeemed:"
+
+
+def _redis_spent(url: str) -> RedeemedStore:
+    from mrtr.redis_store import RedisStore  # only when Redis is configured
+
+    return RedisStore.from_url(url, prefix=CLASS_LAB_PREFIX)
 
 
 def classroom() -> Classroom:
@@ -146,8 +170,10 @@ def classroom() -> Classroom:
                 path = Path(tempfile.mkdtemp(prefix="mrtr-class-")) / "classroom.sqlite3"
             else:
                 path = default_state_dir() / "classroom.sqlite3"
+            ttl = settings.class_ttl_hours * 3600
             found = Classroom(
-                store=ClassStore(path, clock=clock, ttl_seconds=settings.class_ttl_hours * 3600),
+                store=ClassStore(path, clock=clock, ttl_seconds=ttl) if not settings.redis_url else
+                RedisClassStore.from_url(settings.redis_url, clock=clock, ttl_seconds=ttl),
                 bus=make_bus(settings.redis_url),
                 lab_path=path.with_name(path.stem + "-redeemed.sqlite3"),
                 clock=clock,
@@ -156,6 +182,10 @@ def classroom() -> Classroom:
                 stream_seconds=settings.class_stream_seconds,
                 max_classes=settings.max_classes,
             )
+            if isinstance(found.store, RedisClassStore):  # replicas on several hosts: all a replica needs is in Redis
+                url = settings.redis_url or ""
+                found.answers = RedisRateLimit(found.store.client, ANSWER_LIMIT, ANSWER_WINDOW)
+                found.spent_store = lambda: _redis_spent(url)
             current_app.extensions["classroom"] = found
     return found
 

@@ -15,12 +15,13 @@ in SQLite. Never renders, never reads a request.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import json
 import math
 import secrets
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from web.classroom_store import (
     CODE_ALPHABET,
@@ -29,6 +30,7 @@ from web.classroom_store import (
     ClassFull,
     ClassroomError,
     ClassRow,
+    ClassStoreUnavailable,
     Learner,
     check_nickname,
     digest,
@@ -36,6 +38,7 @@ from web.classroom_store import (
 )
 
 PREFIX = "mrtr:class:"
+T = TypeVar("T")
 
 #: KEYS: learners, nick, tok, class; ARGV: max, nick_key, token_hash, learner json, id, ms the class has left.
 #: Returns the new learner id, -1 when the class is full, -2 when the nickname is taken.
@@ -91,6 +94,30 @@ def _row(raw: dict[Any, Any]) -> ClassRow | None:
     )
 
 
+def _redis_errors(cls: type[T]) -> type[T]:
+    """Every public method of `cls` raises ClassStoreUnavailable, never a driver exception, when Redis fails."""
+
+    def guard(method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(*args, **kwargs)
+            except Exception as exc:
+                import redis  # loaded by then: only a Redis store gets here
+
+                if isinstance(exc, redis.exceptions.RedisError):
+                    raise ClassStoreUnavailable(f"Redis: {type(exc).__name__}: {str(exc)[:120]}") from exc
+                raise
+
+        return guarded
+
+    for name, value in list(vars(cls).items()):
+        if callable(value) and not name.startswith("_") and not isinstance(value, classmethod | staticmethod):
+            setattr(cls, name, guard(value))
+    return cls
+
+
+@_redis_errors
 class RedisClassStore:
     """All class data in Redis, shared by every replica that talks to the same server."""
 
@@ -340,6 +367,7 @@ class RedisClassStore:
         return rows
 
 
+@_redis_errors
 class RedisRateLimit:
     """A sliding window per key, counted in Redis, so the limit holds across every replica: one sorted set
     per key, trimmed to the window on each hit; the set expires with the window."""

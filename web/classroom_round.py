@@ -26,7 +26,8 @@ from moves.engine import MINT_ID, Call, modern_request, play
 from moves.labcodec import LabRing
 from moves.target import Outcome
 from moves.targets.lab import LabTarget, lab_server
-from mrtr import FakeClock, Server, SqliteStore
+from mrtr import FakeClock, Server
+from mrtr.store import RedeemedStore
 from mrtr.tickets import CHECK_TITLES, CHECKS
 
 #: The principal a stolen ticket is replayed under.
@@ -77,7 +78,7 @@ def class_ring(lab: LabRing, class_id: str) -> LabRing:
 class ClassLab:
     """One class's lab server: its keys, the shared spent-ticket store and the class's switches."""
 
-    def __init__(self, ring: LabRing, store: SqliteStore, *, clock: Callable[[], float]) -> None:
+    def __init__(self, ring: LabRing, store: RedeemedStore, *, clock: Callable[[], float]) -> None:
         self.ring = ring
         self.store = store
         self.clock = clock

@@ -58,6 +58,10 @@ class ClassFull(ClassroomError):
     pass
 
 
+class ClassStoreUnavailable(Exception):
+    """The shared class store (Redis) cannot be reached: nothing was changed, and the request may be retried."""
+
+
 def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 

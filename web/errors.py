@@ -33,11 +33,20 @@ def _limit() -> str:
     return f"at most {int(limit):,} bytes" if limit else "a size limit"
 
 
+def unavailable(message: str) -> Response:
+    """503: a shared store is away for a moment; nothing was done, and a retry may work."""
+    response = _page(503, "Unavailable for a moment", message)
+    response.headers["Retry-After"] = "5"
+    return response
+
+
 def init_app(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response | HTTPException:
         if _is_protocol_endpoint() or exc.code is None or exc.code < 400:
             return exc
+        if exc.code == 503:
+            return unavailable(exc.description or "Try again in a few seconds.")
         if exc.code >= 500:
             return server_error(exc)
         if exc.code == 404:

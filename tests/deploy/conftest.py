@@ -58,7 +58,7 @@ def _start(tmp: Path) -> Cluster:
     log = tmp / f"cluster-{port}.log"
     env = {**os.environ, "PORT": str(port), "REPLICA_PORT": str(first), "REDIS_PORT": str(redis_port),
            "REPLICAS": "2", "WORKERS": "2", "THREADS": "2", "MRTR_TOKENS": TOKENS, "MRTR_SECRET_KEYS": KEYS,
-           "MRTR_STATE_DIR": str(tmp / "state"), "MRTR_CLASS_DB": str(tmp / "class.sqlite3"), "TMPDIR": str(tmp)}
+           "MRTR_STATE_DIR": str(tmp / "state"), "TMPDIR": str(tmp)}
     with open(log, "wb") as out:
         process = subprocess.Popen(["bash", str(ROOT / "scripts" / "cluster.sh")], cwd=ROOT, env=env, stdout=out,
                                    stderr=subprocess.STDOUT, start_new_session=True)

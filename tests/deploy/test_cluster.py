@@ -11,8 +11,11 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+import redis
 
 from bench.loadgen import deploy_request, flow_headers
 from web.deployment import REPLICA_HEADER
@@ -166,3 +169,52 @@ def test_an_official_sdk_client_in_the_2025_era_completes_calls_through_nginx(cl
     for _ in range(LEGACY_CALLS):
         out = sdk_legacy_call(f"{cluster.url}/mcp", BOB)
         assert out["ok"] and out["text"] == "deployed to staging" and out["protocolVersion"] == "2025-11-25", out
+
+
+def _form(port: int, path: str, fields: dict[str, str], cookie: str = "",
+          accept: str = "text/html") -> http.client.HTTPResponse:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+    headers = {"Content-Type": "application/x-www-form-urlencoded", "Accept": accept}
+    if cookie:
+        headers["Cookie"] = cookie
+    conn.request("POST", path, body=urllib.parse.urlencode(fields), headers=headers)
+    response = conn.getresponse()
+    response.body = response.read()  # type: ignore[attr-defined]
+    conn.close()
+    return response
+
+
+def _cookie_of(response: http.client.HTTPResponse, name: str) -> str:
+    for header in response.headers.get_all("Set-Cookie") or []:
+        if header.startswith(name + "="):
+            return header.split(";", 1)[0]
+    raise AssertionError(f"no {name} cookie")
+
+
+def test_a_class_started_on_one_replica_is_joined_and_tallied_live_on_the_other(cluster: Cluster) -> None:
+    """Everything a second replica needs is in Redis: the class, its roster, the answers, the live push."""
+    one, two = cluster.replica_ports
+    started = _form(one, "/class/start", {})
+    assert started.status == 201
+    code = re.search(rb'data-join-code="(\w+)"', started.body).group(1).decode()  # type: ignore[attr-defined,union-attr]
+    host = _cookie_of(started, "mrtr_host")
+    shared = redis.Redis(port=cluster.redis_port)
+    assert shared.exists(f"mrtr:class:code:{code}")  # the class lives in Redis, not in a replica's file
+    shared.close()
+    assert _form(one, f"/class/{code}/host/question", {}, host).status == 303
+    stream = http.client.HTTPConnection("127.0.0.1", one, timeout=20)
+    stream.request("GET", f"/class/{code}/host/events", headers={"Cookie": host})
+    events = stream.getresponse()
+    assert events.status == 200
+    joined = _form(two, "/join", {"code": code, "nickname": "Ana"})
+    assert joined.status == 303
+    learner = _cookie_of(joined, "mrtr_learner")
+    answered = _form(two, f"/class/{code}/answer", {"option": "a"}, learner, accept="application/json")
+    assert answered.status == 200, answered.body  # type: ignore[attr-defined]
+    # The presenter's stream on replica one shows the answer given on replica two: pushed through Redis.
+    seen = b""
+    while b'data-count="1"' not in seen:
+        line = events.readline()
+        assert line, "the stream ended before the tally arrived"
+        seen += line
+    stream.close()

@@ -1,5 +1,6 @@
-"""The live class with a real Redis that is away, then back: no request waits for it, the log says so once,
-and pushes resume by themselves once redis-server answers again on the same port."""
+"""The live class with a real Redis that is away, then back: no request waits for it (a class request gets a
+clear, retryable 503; the other pages are served), the log says so once, and pushes and classes resume by
+themselves once redis-server answers again on the same port."""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ def test_a_class_is_served_while_redis_is_away_and_pushes_again_when_it_is_back(
                       "MRTR_CLASS_DB": str(tmp_path / "class.sqlite3"), "MRTR_CLASS_CLOCK": FakeClock(1.79e9)})
     client = app.test_client()
     started = time.monotonic()
-    assert client.post("/class/start").status_code == 201  # the first classroom request of this process
+    away_page = client.post("/class/start")  # the first classroom request of this process
+    assert away_page.status_code == 503 and away_page.headers["Retry-After"]
+    assert "nothing was changed" in away_page.get_data(as_text=True)
     assert client.get("/demo").status_code == 200
     assert time.monotonic() - started < NO_LONGER_THAN_S
     with app.app_context():
@@ -54,6 +57,7 @@ def test_a_class_is_served_while_redis_is_away_and_pushes_again_when_it_is_back(
             time.sleep(0.1)
         assert [r.getMessage() for r in caplog.records if r.getMessage().startswith("classroom: Redis is back")] \
             == ["classroom: Redis is back; live views are pushed again"]
+        assert client.post("/class/start").status_code == 201  # and the class works again, by itself
     finally:
         server.kill()
         server.wait(timeout=10)
