@@ -11,8 +11,8 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from moves.catalog import Move, load_moves
-from moves.check import CheckOptions, Report, run_check
+from moves.catalog import Move
+from moves.check import CheckOptions, Report, moves_from_env, run_check
 from moves.probes import PROBES
 from moves.targets.remote import Timing
 from moves.targets.stdio import StdioTarget
@@ -21,7 +21,8 @@ from web.content import DEFAULT_ROOT
 
 LESSON = DEFAULT_ROOT / "build-the-checks"
 BUILD: Build = load_build(LESSON)  # type: ignore[assignment]  # the lesson has a steps.toml
-CATALOGUE: tuple[Move, ...] = load_moves()
+#: The moves the checker plays (MRTR_MOVES_FILE when set, as the checker reads it, else lessons/moves.toml).
+CATALOGUE: tuple[Move, ...] = moves_from_env()
 #: Moves some step names; the others (the honest retry, junk, sequences) belong to no one step.
 OWNED: frozenset[str] = frozenset(slug for step in BUILD.steps for slug in step.moves)
 #: Tickets live this long in checker runs, so the late move waits about a second longer, for real.

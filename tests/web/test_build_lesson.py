@@ -12,8 +12,7 @@ import pytest
 from flask import Flask, render_template
 from flask.testing import FlaskClient
 
-from moves.catalog import load_moves
-from tests.lessons.buildkit import OWNED, report_json, report_with_steps_done
+from tests.lessons.buildkit import CATALOGUE, OWNED, report_json, report_with_steps_done
 from web.build import MAX_REPORT, load_breakit, load_build, outcomes
 from web.content import DEFAULT_ROOT, ContentError
 
@@ -102,7 +101,7 @@ def test_a_step_is_done_only_when_every_one_of_its_moves_passes(client: FlaskCli
 
 
 def test_moves_no_step_names_are_listed_when_they_do_not_pass(client: FlaskClient) -> None:
-    others = [m for m in load_moves() if m.slug not in OWNED]
+    others = [m for m in CATALOGUE if m.slug not in OWNED]
     assert others, "the honest retry, at least, belongs to no step"
     failing = others[-1]
     html = client.post(REPORT_URL, data={"report": report_json({failing.slug: "not-run"})}, headers=HX).data
@@ -116,7 +115,7 @@ def test_moves_no_step_names_are_listed_when_they_do_not_pass(client: FlaskClien
 
 
 def test_every_step_names_its_moves_with_what_each_shows(client: FlaskClient) -> None:
-    shows = {m.slug: m.shows for m in load_moves()}
+    shows = {m.slug: m.shows for m in CATALOGUE}
     tree = soup(client.get(URL).data)
     for step in BUILD.steps:
         items = tree.select(f"#step-{step.id} [data-step-move]")
@@ -185,7 +184,7 @@ def test_the_breakit_fragment_names_lines_and_verdicts(app: Flask) -> None:
     assert tree.find("a", href=URL) is not None
     for e in experiments:
         item = tree.find(id=f"breakit-by-hand-{e.check}")
-        seen = outcomes(e, load_moves())
+        seen = outcomes(e, CATALOGUE)
         assert e.remove in item.get_text() and seen.summary in item.get_text()
         assert [b["data-red"] for b in item.select("[data-red]")] == [m.slug for m in seen.red]
         assert [b["data-not-run"] for b in item.select("[data-not-run]")] == [m.slug for m in seen.not_run]
