@@ -48,12 +48,14 @@ from mcp.server.mcpserver import (
     Resolve,
 )
 from mcp.server.request_state import RequestStateSecurity
+from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel, Field
 
 STATE_KEY_ENV = "MRTR_SDK_STATE_KEY"
 TOKEN_ENV = "MRTR_SDK_REQUIRE_TOKEN"
 JSON_ENV = "MRTR_SDK_JSON_RESPONSE"
 STATELESS_ENV = "MRTR_SDK_STATELESS"
+ALLOWED_HOSTS_ENV = "MRTR_SDK_ALLOWED_HOSTS"
 
 
 class Confirm(BaseModel):
@@ -121,7 +123,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="HTTP only: json_response=True, one JSON body per request (the SDK docs' production advice)")
     p.add_argument("--stateless", action="store_true",
                    help="HTTP only: stateless_http=True (legacy clients get no session; for load-balanced replicas)")
+    p.add_argument("--allowed-hosts", default="",
+                   help="HTTP only: comma-separated Host values to accept besides the SDK's loopback defaults, "
+                   "as behind a proxy that forwards its own Host (nginx's `Host $host` has no port)")
     args = p.parse_args(argv)
+    if args.allowed_hosts:
+        os.environ[ALLOWED_HOSTS_ENV] = args.allowed_hosts
     if args.json_response:
         os.environ[JSON_ENV] = "1"
     if args.stateless:
@@ -157,10 +164,25 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _transport_security() -> TransportSecuritySettings | None:
+    """None (the SDK's own loopback DNS-rebinding rules, which want a port in Host) unless extra hosts
+    were given: then the same rules with those hosts added, protection still on, so the SDK does the
+    same checks per request behind a proxy as in front of one."""
+    extra = [h.strip() for h in os.environ.get(ALLOWED_HOSTS_ENV, "").split(",") if h.strip()]
+    if not extra:
+        return None
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", *extra],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    )
+
+
 def _http_app(mcp: MCPServer, token: str | None):
     app = mcp.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1",
                                   json_response=os.environ.get(JSON_ENV) == "1",
-                                  stateless_http=os.environ.get(STATELESS_ENV) == "1")
+                                  stateless_http=os.environ.get(STATELESS_ENV) == "1",
+                                  transport_security=_transport_security())
     return _BearerGate(app, token) if token else app
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -171,6 +172,9 @@ def _spawn(name: str, argv: list[str], env: Mapping[str, str], port: int,
         text = log_path.read_text(errors="replace")[-2000:]
         served.stop()
         raise RuntimeError(f"{name}: {exc}\n{text}") from None
+    except BaseException:  # Ctrl-C or SIGTERM while it starts: the caller never gets it to stop, so stop it here
+        served.stop()
+        raise
     return served
 
 
@@ -249,12 +253,13 @@ def flask_view_granian_app(*, workers: int = 2, threads: int = 8, env: Mapping[s
 
 
 def sdk_app(*, workers: int = 1, json_response: bool = False, stateless: bool = False,
-            port: int | None = None, name: str = "sdk") -> Served:
+            port: int | None = None, name: str = "sdk", allowed_hosts: str = "") -> Served:
     """The official SDK's server (bench/sdk_server.py) under uvicorn, `workers` processes sharing a key.
 
     The defaults are `MCPServer.run("streamable-http")`'s: one uvicorn process, SSE responses
     allowed, sessions for legacy clients. `json_response` and `stateless` are the settings the
-    SDK's docs advise for load-balanced deployments.
+    SDK's docs advise for load-balanced deployments. `allowed_hosts` (comma-separated) adds Host
+    values its DNS-rebinding check accepts, for a proxy in front that forwards a Host without a port.
     """
     tmp = tempfile.TemporaryDirectory(prefix="mrtr-bench-sdk-")
     port = port or free_port()
@@ -262,5 +267,39 @@ def sdk_app(*, workers: int = 1, json_response: bool = False, stateless: bool = 
             "--workers", str(workers)]
     argv += ["--json-response"] if json_response else []
     argv += ["--stateless"] if stateless else []
+    argv += ["--allowed-hosts", allowed_hosts] if allowed_hosts else []
     # One uvicorn process serves in-process; with more, its workers are children of the supervisor.
     return _spawn(name, argv, {"MRTR_SDK_STATE_KEY": BENCH_KEY}, port, tmp, children=workers if workers > 1 else 0)
+
+
+def production_granian_argv(*, port: int, workers: int, threads: int, target: str) -> list[str]:
+    """granian's command line exactly as scripts/production.sh's `exec` line gives it, serving `target`.
+
+    Read from the script, not copied, so a server measured beside ours (the floor) runs under the
+    same settings as long as the script keeps them; anything in that line this cannot fill in is an
+    error rather than a silent difference.
+    """
+    joined = PRODUCTION_SH.read_text().replace("\\\n", " ")  # continuation lines into one
+    match = re.search(r'^exec "\$GRANIAN" (.*)$', joined, re.MULTILINE)
+    if match is None:
+        raise RuntimeError(f"no `exec \"$GRANIAN\" ...` line found in {PRODUCTION_SH}")
+    *options, _app = shlex.split(match.group(1))
+    values = {"$PORT": str(port), "$WORKERS": str(workers), "$THREADS": str(threads)}
+    argv = [str(VENV_BIN / "granian")]
+    for option in options:
+        if option == "$@":  # the script passes its own extra arguments here; the bench passes none
+            continue
+        if option.startswith("$") and option not in values:
+            raise RuntimeError(f"{PRODUCTION_SH.name}'s granian line has {option}, which the bench cannot fill in")
+        argv.append(values.get(option, option))
+    return [*argv, target]
+
+
+def floor_app(*, workers: int = 2, threads: int | None = None, port: int | None = None,
+              name: str = "floor") -> Served:
+    """bench/floor.py (canned answers, no checks) under granian with scripts/production.sh's settings."""
+    tmp = tempfile.TemporaryDirectory(prefix="mrtr-bench-floor-")
+    port = port or free_port()
+    argv = production_granian_argv(port=port, workers=workers, threads=threads or production_threads(),
+                                   target="bench.floor:create_app")
+    return _spawn(name, argv, {}, port, tmp, children=workers)
