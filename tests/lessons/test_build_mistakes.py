@@ -30,72 +30,77 @@ class Mistake:
     lesson_says: str = ""
 
 
+def learner(step: str, body: str) -> str:
+    """A step's function as a learner wrote it: the solution's own `def` line, then `body`."""
+    return BUILD.step(step).solution.splitlines()[0] + body
+
+
 MISTAKES = (
     # -- signature --
-    Mistake("signature", "checks only the prefix", '''def check_signature(ticket: str) -> bool:
+    Mistake("signature", "checks only the prefix", learner("signature", '''
     return ticket.startswith("t1.")
-''', frozenset({"tampered"})),
-    Mistake("signature", "checks only that it splits in three", '''def check_signature(ticket: str) -> bool:
+'''), frozenset({"tampered"})),
+    Mistake("signature", "checks only that it splits in three", learner("signature", '''
     return len(ticket.split(".")) == 3
-''', frozenset({"tampered"})),
-    Mistake("signature", "forgets to return False", '''def check_signature(ticket: str) -> bool:
+'''), frozenset({"tampered"})),
+    Mistake("signature", "forgets to return False", learner("signature", '''
     try:
         _prefix, rest = ticket.split(".", 1)
         SIGNER.unsign(rest)
     except (ValueError, BadSignature):
         print("[server] bad signature", file=sys.stderr)
     return True
-''', frozenset({"tampered"})),
-    Mistake("signature", "compares with == instead of in constant time", '''def check_signature(ticket: str) -> bool:
+'''), frozenset({"tampered"})),
+    Mistake("signature", "compares with == instead of in constant time", learner("signature", '''
     parts = ticket.split(".")
     if len(parts) != 3:
         return False
     return parts[2] == SIGNER.get_signature(parts[1]).decode()
-''', lesson_says="a black-box test that sends a handful of requests cannot measure that"),
+'''), lesson_says="a black-box test that sends a handful of requests cannot measure that"),
     # -- principal --
-    Mistake("principal", "compares with a constant", '''def check_principal(claims: dict[str, Any]) -> bool:
+    Mistake("principal", "compares with a constant", learner("principal", '''
     return claims.get("sub") == "bob"
-''', frozenset({"stolen"})),
-    Mistake("principal", "checks only that a sub is there", '''def check_principal(claims: dict[str, Any]) -> bool:
+'''), frozenset({"stolen"})),
+    Mistake("principal", "checks only that a sub is there", learner("principal", '''
     return bool(claims.get("sub"))
-''', frozenset({"stolen"})),
-    Mistake("principal", "accepts a ticket with no sub", '''def check_principal(claims: dict[str, Any]) -> bool:
+'''), frozenset({"stolen"})),
+    Mistake("principal", "accepts a ticket with no sub", learner("principal", '''
     return claims.get("sub", PRINCIPAL) == PRINCIPAL
-''', lesson_says="answers every move the same as a strict one"),
+'''), lesson_says="answers every move the same as a strict one"),
     # -- expiry --
-    Mistake("expiry", "compares the time left with the lifetime (<=)", '''def check_expiry(claims: dict[str, Any]) -> bool:
+    Mistake("expiry", "compares the time left with the lifetime (<=)", learner("expiry", '''
     return claims["exp"] - time.time() <= TICKET_TTL
-''', frozenset({"late"})),
-    Mistake("expiry", "turns the comparison round", '''def check_expiry(claims: dict[str, Any]) -> bool:
+'''), frozenset({"late"})),
+    Mistake("expiry", "turns the comparison round", learner("expiry", '''
     return claims["exp"] <= time.time()
-''', frozenset({"honest"})),
-    Mistake("expiry", "reads exp as milliseconds", '''def check_expiry(claims: dict[str, Any]) -> bool:
+'''), frozenset({"honest"})),
+    Mistake("expiry", "reads exp as milliseconds", learner("expiry", '''
     return time.time() < claims["exp"] / 1000
-''', frozenset({"honest"})),
-    Mistake("expiry", "uses the monotonic clock", '''def check_expiry(claims: dict[str, Any]) -> bool:
+'''), frozenset({"honest"})),
+    Mistake("expiry", "uses the monotonic clock", learner("expiry", '''
     return time.monotonic() < claims["exp"]
-''', frozenset({"late"})),
-    Mistake("expiry", "lets an exp that is not a number through", '''def check_expiry(claims: dict[str, Any]) -> bool:
+'''), frozenset({"late"})),
+    Mistake("expiry", "lets an exp that is not a number through", learner("expiry", '''
     try:
         return time.time() < float(claims["exp"])
     except (KeyError, TypeError, ValueError):
         return True
-''', lesson_says="answers every move the same as a strict one"),
+'''), lesson_says="answers every move the same as a strict one"),
     # -- request --
-    Mistake("request", "checks only that a digest is there", '''def check_same_request(claims: dict[str, Any], tool: str, arguments: dict[str, Any]) -> bool:
+    Mistake("request", "checks only that a digest is there", learner("request", '''
     return bool(claims.get("req"))
-''', frozenset({"other-request"})),
-    Mistake("request", "ignores the retry's arguments", '''def check_same_request(claims: dict[str, Any], tool: str, arguments: dict[str, Any]) -> bool:
+'''), frozenset({"other-request"})),
+    Mistake("request", "ignores the retry's arguments", learner("request", '''
     return claims.get("req") == request_digest(tool, claims.get("work", {}))
-''', frozenset({"other-request"})),
+'''), frozenset({"other-request"})),
     # -- answer --
-    Mistake("answer", "checks only that an answer is there", '''def check_answer_included(claims: dict[str, Any], responses: dict[str, Any]) -> str:
+    Mistake("answer", "checks only that an answer is there", learner("answer", '''
     for key in claims.get("asked", []):
         if key not in responses:
             return "missing"
     return "yes"
-''', frozenset({"declined", "cancelled", "wrong-type", "missing-key"})),
-    Mistake("answer", "accepts any action", '''def check_answer_included(claims: dict[str, Any], responses: dict[str, Any]) -> str:
+'''), frozenset({"declined", "cancelled", "wrong-type", "missing-key"})),
+    Mistake("answer", "accepts any action", learner("answer", '''
     for key in claims.get("asked", []):
         if key not in responses:
             return "missing"
@@ -105,8 +110,8 @@ MISTAKES = (
         if content.get("confirm") is False:
             return "no"
     return "yes"
-''', frozenset({"declined", "cancelled", "missing-key"})),
-    Mistake("answer", "takes any truthy confirm for a yes", '''def check_answer_included(claims: dict[str, Any], responses: dict[str, Any]) -> str:
+'''), frozenset({"declined", "cancelled", "missing-key"})),
+    Mistake("answer", "takes any truthy confirm for a yes", learner("answer", '''
     for key in claims.get("asked", []):
         answer = responses.get(key)
         if answer is None:
@@ -114,8 +119,8 @@ MISTAKES = (
         if answer.get("action") != "accept" or not (answer.get("content") or {}).get("confirm"):
             return "no"
     return "yes"
-''', frozenset({"wrong-type"})),
-    Mistake("answer", "takes a missing confirm for a yes", '''def check_answer_included(claims: dict[str, Any], responses: dict[str, Any]) -> str:
+'''), frozenset({"wrong-type"})),
+    Mistake("answer", "takes a missing confirm for a yes", learner("answer", '''
     for key in claims.get("asked", []):
         answer = responses.get(key)
         if answer is None:
@@ -128,8 +133,8 @@ MISTAKES = (
         if not confirm:
             return "no"
     return "yes"
-''', frozenset({"missing-key"})),
-    Mistake("answer", "asks again on decline and cancel", '''def check_answer_included(claims: dict[str, Any], responses: dict[str, Any]) -> str:
+'''), frozenset({"missing-key"})),
+    Mistake("answer", "asks again on decline and cancel", learner("answer", '''
     for key in claims.get("asked", []):
         answer = responses.get(key)
         if not isinstance(answer, dict) or answer.get("action") != "accept":
@@ -139,8 +144,8 @@ MISTAKES = (
         if not answer["content"]["confirm"]:
             return "no"
     return "yes"
-''', frozenset({"declined", "cancelled"})),
-    Mistake("answer", "refuses a missing answer", '''def check_answer_included(claims: dict[str, Any], responses: dict[str, Any]) -> str:
+'''), frozenset({"declined", "cancelled"})),
+    Mistake("answer", "refuses a missing answer", learner("answer", '''
     for key in claims.get("asked", []):
         answer = responses.get(key)
         if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
@@ -152,19 +157,19 @@ MISTAKES = (
         if not answer["content"]["confirm"]:
             return "no"
     return "yes"
-''', frozenset({"no-answer"})),
+'''), frozenset({"no-answer"})),
     # -- single-use --
-    Mistake("single-use", "never records the ticket", '''def check_not_redeemed(claims: dict[str, Any]) -> bool:
+    Mistake("single-use", "never records the ticket", learner("single-use", '''
     return claims.get("jti") not in REDEEMED
-''', frozenset({"twice", "replay-new-id"})),
-    Mistake("single-use", "keys the store on the request", '''def check_not_redeemed(claims: dict[str, Any]) -> bool:
+'''), frozenset({"twice", "replay-new-id"})),
+    Mistake("single-use", "keys the store on the request", learner("single-use", '''
     key = claims.get("req")
     if not isinstance(key, str) or key in REDEEMED:
         return False
     REDEEMED[key] = float(claims["exp"])
     return True
-''', frozenset({"second-call"})),
-    Mistake("single-use", "remembers the ticket only until now", '''def check_not_redeemed(claims: dict[str, Any]) -> bool:
+'''), frozenset({"second-call"})),
+    Mistake("single-use", "remembers the ticket only until now", learner("single-use", '''
     now = time.time()
     for jti in [j for j, exp in REDEEMED.items() if exp <= now]:
         del REDEEMED[jti]
@@ -173,7 +178,7 @@ MISTAKES = (
         return False
     REDEEMED[jti] = now
     return True
-''', frozenset({"twice", "replay-new-id"})),
+'''), frozenset({"twice", "replay-new-id"})),
     Mistake("single-use", "spends the ticket before the other checks", BUILD.step("single-use").solution,
             frozenset({"after-refusal", "answer-later"}), given=(
                 ('''    # Single use last: a refused or unanswered retry must never spend the ticket.
