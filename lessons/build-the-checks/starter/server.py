@@ -101,7 +101,8 @@ def check_signature(ticket: str) -> bool:
     """Step 1: the signature must still belong to the payload the server wrote."""
     # TODO: a ticket is "t1.<payload>.<signature>". Anyone can edit the payload and keep the old
     # signature. Split off the "t1." prefix and let SIGNER verify the rest (SIGNER.unsign raises
-    # BadSignature when the signature does not fit). Return False when it does not.
+    # BadSignature when the signature does not fit, and compares in constant time: no == of your own).
+    # Return False when it does not fit.
     return True  # lets every ticket through
 # -- end of step --
 
@@ -151,7 +152,8 @@ def check_not_redeemed(claims: dict[str, Any]) -> bool:
     """Step 6: a ticket is spent once; remember it until it expires."""
     # TODO: signing cannot stop a replay: the second copy of a ticket is as genuine as the first.
     # Keep the ids (claims["jti"]) of spent tickets in REDEEMED, with their expiry, and refuse an
-    # id already there. Record the id when it passes.
+    # id already there. Record the id when it passes. Key on the ticket, not the request: two honest
+    # deploys of staging carry two tickets, and both must go through.
     return True  # lets every ticket through
 # -- end of step --
 
