@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench            # or: bash bench/run.sh
     .venv/bin/python -m bench --quick    # shorter runs, for a smoke check
+    .venv/bin/python -m bench --cluster  # only the deployment comparison below; writes its own section
 
 Sections: ticket micro-benchmarks; the deploy flow over HTTP on our app (under granian, the
 production server, and under gunicorn) and on the official SDK's server in the configurations its
@@ -9,6 +10,12 @@ docs give (one uvicorn process as `MCPServer.run("streamable-http")` starts it; 
 JSON responses and stateless mode the docs advise for scale; and that with several uvicorn
 workers), all driven by the same load generator, interleaved level by level and round by round,
 at 1, 8 and 32 clients; the weight of every page. Each target is checked and reported.
+
+`--cluster` runs instead the comparison of deployments (bench/cluster.py): our app as
+scripts/cluster.sh runs it (nginx, two replicas, Redis), one replica direct, the official SDK's
+best configuration behind the same nginx, and the floor (bench/floor.py, two canned answers) alone
+and behind the same nginx, with the same load generator. It writes its own section of RESULTS.md,
+which a full run carries over.
 """
 
 from __future__ import annotations
@@ -17,14 +24,16 @@ import argparse
 import os
 import platform
 import shlex
+import signal
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-from bench import loadgen, micro, pages, servers
+from bench import cluster, loadgen, micro, pages, servers
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 #: Hand-written findings (why the old SDK figure was low, the profile, the lean /mcp design),
@@ -128,7 +137,18 @@ def steal_between(before: tuple[int, int] | None, after: tuple[int, int] | None)
     return 100.0 * (after[0] - before[0]) / (after[1] - before[1])
 
 
-def run_http(targets: list[servers.Served], levels: list[int], rounds: int, seconds: float, warmup: float
+class Target(Protocol):
+    """What the load generator is pointed at: a `servers.Served`, or a `cluster.Stack` of several."""
+
+    name: str
+
+    @property
+    def port(self) -> int: ...
+
+    def cpu_seconds(self) -> float: ...
+
+
+def run_http(targets: Sequence[Target], levels: list[int], rounds: int, seconds: float, warmup: float
              ) -> dict[str, dict[int, list[loadgen.RunResult]]]:
     """Round by round, level by level, each server in turn, so background load hits all alike."""
     out: dict[str, dict[int, list[loadgen.RunResult]]] = {t.name: {c: [] for c in levels} for t in targets}
@@ -148,6 +168,14 @@ def run_http(targets: list[servers.Served], levels: list[int], rounds: int, seco
                     print("       first errors:", result.first_errors[:2], flush=True)
                 out[served.name][clients].append(result)
     return out
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def cell(x: float | None, digits: int = 2) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
 
 
 def loadavg() -> str:
@@ -175,12 +203,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--note", default="", help="what else was running on the machine, for the report")
     p.add_argument("--quick", action="store_true", help="1 s per level and one round: a smoke run, not the record")
     p.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
+    p.add_argument("--cluster", action="store_true",
+                   help="run only the deployment comparison (nginx + replicas, one replica direct, the SDK behind "
+                   "nginx, the floor) and write its section of RESULTS.md, leaving the rest as it is; --store, "
+                   "--lean and --gunicorn-threads do not apply (the replicas share Redis, as scripts/cluster.sh's do)")
+    p.add_argument("--replicas", type=int, default=cluster.cluster_replicas(),
+                   help="replicas behind nginx with --cluster (default: scripts/cluster.sh's REPLICAS)")
     args = p.parse_args(argv)
+    # SIGTERM ends a run the way Ctrl-C does, so the `finally` blocks stop every server it started (they
+    # run in process groups of their own, and no signal sent to this process reaches them).
+    signal.signal(signal.SIGTERM, _raise_interrupt)
     if args.quick:
         args.seconds, args.warmup, args.rounds = 1.0, 0.3, 1
     levels = [int(x) for x in args.clients.split(",") if x.strip()]
     command = "python -m bench " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    if args.cluster:
+        return run_cluster(args, levels, command.strip(), started)
 
     print("== ticket micro-benchmarks ==", flush=True)
     timings = micro.ticket_timings(number=300 if args.quick else 1000)
@@ -224,9 +263,6 @@ def main(argv: list[str] | None = None) -> int:
     load_after = loadavg()
     summary = {c.name: {lvl: summarize(results[c.name][lvl]) for lvl in levels} for c in chosen}
     sdk_names = [c.name for c in chosen if c.sdk]
-
-    def cell(x: float | None, digits: int = 2) -> str:
-        return "n/a" if x is None else f"{x:.{digits}f}"
 
     all_steals = [r.steal_pct for by_level in results.values() for rs in by_level.values() for r in rs
                   if r.steal_pct is not None]
@@ -349,9 +385,182 @@ responses.
     print()
     print(table(["target", "met", "measured"], [[n, "yes" if ok else "MISSED", g] for n, ok, g in checks]))
     if not args.no_write:
+        # The --cluster section is recorded by its own run; this one rewrites the rest around it.
+        kept = cluster.section_of(RESULTS.read_text()) if RESULTS.exists() else None
+        if kept is not None:
+            report = cluster.with_section(report, kept, before=analysis_heading())
         RESULTS.write_text(report)
         print(f"\nwrote {RESULTS}")
     return 0
+
+
+def analysis_heading() -> str:
+    """The first line of the hand-written appendix: sections recorded on their own go just before it."""
+    text = ANALYSIS.read_text().strip() if ANALYSIS.exists() else ""
+    return text.splitlines()[0] if text else ""
+
+
+# -- --cluster: deployments side by side -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    name: str
+    describe: str
+    start: Callable[[], cluster.Stack]
+    floor: str  # the floor measured behind the same front, for the "x of floor" ratio
+
+
+def stack_configs(args: argparse.Namespace) -> list[StackConfig]:
+    w, t, n = args.workers, args.threads, args.replicas
+    ours, sdk = f"ours-nginx-{n}", f"sdk-nginx-{n}"
+    floor_nginx, floor_direct = f"floor-nginx-{n}", "floor-direct"
+    return [
+        StackConfig(ours, f"our app as `scripts/cluster.sh` runs it: nginx with `deploy/nginx.conf` in front of {n} "
+                    f"replicas (`scripts/production.sh`, WORKERS={w} THREADS={t} each) on one Redis",
+                    lambda: cluster.ours_nginx(ours, replicas=n, workers=w, threads=t), floor_nginx),
+        StackConfig("ours-direct", f"one of those replicas alone, no nginx: WORKERS={w} THREADS={t}, the same "
+                    "environment, a Redis of its own",
+                    lambda: cluster.ours_direct("ours-direct", workers=w, threads=t), floor_direct),
+        StackConfig(sdk, f"the official SDK in the best configuration the bench runs it in (`uvicorn --workers {w}`, "
+                    f"JSON responses, stateless, one shared `requestState` key) as {n} replicas behind the same nginx",
+                    lambda: cluster.sdk_nginx(sdk, replicas=n, workers=w), floor_nginx),
+        StackConfig(floor_nginx, f"the floor (`bench/floor.py`: two canned answers, no checks) under granian with "
+                    f"`scripts/production.sh`'s settings, {n} replicas of WORKERS={w} THREADS={t} behind the same "
+                    "nginx", lambda: cluster.floor_nginx(floor_nginx, replicas=n, workers=w, threads=t), floor_nginx),
+        StackConfig(floor_direct, f"the floor alone, one granian of WORKERS={w} THREADS={t}, no nginx",
+                    lambda: cluster.floor_direct(floor_direct, workers=w, threads=t), floor_direct),
+    ]
+
+
+def run_cluster(args: argparse.Namespace, levels: list[int], command: str, started: str) -> int:
+    """Start every stack, drive them all with the same load generator, interleaved; print and record."""
+    limit = cluster.per_client_connections()
+    if max(levels) > limit:
+        print(f"deploy/nginx.conf allows {limit} connections per client and every bench client comes from "
+              f"127.0.0.1: at most {limit} clients with --cluster", file=sys.stderr)
+        return 2
+    if args.replicas < 1:
+        print("--replicas must be at least 1", file=sys.stderr)
+        return 2
+    chosen = stack_configs(args)
+    if args.only:  # the named stacks, and the floors their ratios need
+        wanted = {n.strip() for n in args.only.split(",") if n.strip()}
+        unknown = wanted - {c.name for c in chosen}
+        if unknown:
+            print(f"--only: no stack named {', '.join(sorted(unknown))}; the stacks are "
+                  f"{', '.join(c.name for c in chosen)}", file=sys.stderr)
+            return 2
+        wanted |= {c.floor for c in chosen if c.name in wanted}
+        chosen = [c for c in chosen if c.name in wanted]
+    print(f"== the deploy flow through nginx, direct and at the floor ({args.rounds} rounds of {args.seconds:g} s "
+          f"per level, {args.warmup:g} s warm-up) ==", flush=True)
+    load_before = loadavg()
+    stacks: list[cluster.Stack] = []
+    try:
+        for config in chosen:
+            stacks.append(config.start())
+        results = run_http(stacks, levels, args.rounds, args.seconds, args.warmup)
+    finally:
+        for stack in stacks:
+            stack.stop()
+    load_after = loadavg()
+    summary = {c.name: {lvl: summarize(results[c.name][lvl]) for lvl in levels} for c in chosen}
+    section = cluster_section(args, chosen, levels, results, summary, command, started, load_before, load_after)
+    print()
+    print(section)
+    if not args.no_write:
+        text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
+        RESULTS.write_text(cluster.with_section(text, section, before=analysis_heading()))
+        print(f"\nwrote the --cluster section of {RESULTS}")
+    return 0
+
+
+def cluster_section(args: argparse.Namespace, chosen: list[StackConfig], levels: list[int],
+                    results: dict[str, dict[int, list[loadgen.RunResult]]], summary: dict[str, dict[int, Summary]],
+                    command: str, started: str, load_before: str, load_after: str) -> str:
+    def ratio(name: str, other: str, lvl: int) -> str:
+        if name not in summary or other not in summary or not summary[other][lvl].rate:
+            return "n/a"
+        return f"{summary[name][lvl].rate / summary[other][lvl].rate:.2f}x"
+
+    rows = []
+    for lvl in levels:
+        for c in chosen:
+            m = summary[c.name][lvl]
+            rows.append([str(lvl), f"`{c.name}`", f"{m.rate:.0f}", " / ".join(f"{r:.0f}" for r in m.rates),
+                         ratio(c.name, c.floor, lvl), f"{m.p50:.2f}", f"{m.p99:.2f}",
+                         cell(m.cpu_ms), cell(m.steal, 1), str(m.errors)])
+    n = args.replicas
+    ours, sdk, floor_nginx = f"ours-nginx-{n}", f"sdk-nginx-{n}", f"floor-nginx-{n}"
+    pairs = [(ours, "ours-direct"), (ours, sdk), (ours, floor_nginx), ("ours-direct", "floor-direct"),
+             (sdk, floor_nginx), (floor_nginx, "floor-direct")]
+    ratio_rows = [[f"`{a}` / `{b}`", *(ratio(a, b, lvl) for lvl in levels)] for a, b in pairs
+                  if a in summary and b in summary]
+
+    steals = [r.steal_pct for by_level in results.values() for rs in by_level.values() for r in rs
+              if r.steal_pct is not None]
+    steal_median = statistics.median(steals) if steals else None
+    steal_text = ("not readable here" if steal_median is None else
+                  f"median {steal_median:.1f}% of the CPU time per run, highest {max(steals):.1f}%")
+    floor_client = {lvl: statistics.median(r.client_cpu_s for r in results["floor-direct"][lvl])
+                    / (args.seconds + args.warmup) for lvl in levels} if "floor-direct" in results else {}
+    errors = sum(summary[c.name][lvl].errors for c in chosen for lvl in levels)
+    conditions = "\n".join(machine_notes(load_before, steal_median))
+    config_lines = "\n".join(f"* `{c.name}`: {c.describe}." for c in chosen)
+    rounds_text = "1 round" if args.rounds == 1 else f"{args.rounds} rounds"
+    client_line = ("" if not floor_client else
+                   "\n\nThe load generator shares the cores with every stack; against `floor-direct` it used\nabout "
+                   + ", ".join(f"{floor_client[lvl] * 100:.0f}% of one core at {lvl}" for lvl in levels)
+                   + " clients: the floor is the ceiling of this\nstack and this client together on this machine.")
+    return f"""{cluster.BEGIN}
+## The deploy flow through nginx: two replicas, one direct, the SDK, and the floor
+
+A section of its own, recorded at another time than the rest: `python -m bench --cluster` rewrites it,
+a full `python -m bench` keeps it as it is. The machine is the one above.
+
+| This run | |
+| --- | --- |
+| Generated by | `{command}` on {started} |
+| Load average (1/5/15 min) before / after | {load_before} / {load_after} |
+| CPU taken by the hypervisor (steal) | {steal_text} |
+| What else was running | {args.note or "not recorded (pass --note)"} |
+
+{config_lines}
+
+The same load generator as above (`bench/loadgen.py`, the same flow and client code, {args.seconds:g} s
+measured after {args.warmup:g} s of warm-up) drives every stack at the same levels, interleaved level by
+level and stack by stack, {rounds_text}, the order reversed every other round; medians of the
+rounds, each round's flows/s beside them. "CPU ms/flow" is the whole stack's CPU time per flow: nginx,
+every replica's processes and Redis. Through nginx a flow's two requests are spread round-robin, so
+its round one and its retry usually reach different replicas, and the retry is checked against the
+ticket store they share.
+
+**The floor is a ceiling, not a competitor.** It answers every request with one of two canned byte
+strings (round one: a fixed `input_required` with a fixed fake `requestState`; the retry: a fixed
+complete result), chosen by one byte search for `"requestState"` in the body. It authenticates
+nobody, parses nothing, mints and checks no ticket, stores nothing. "x of floor" is a stack's flows/s
+over the floor's behind the same front (nginx with {n} replicas, or nothing): the share of what
+this server, proxy and machine can carry at all that the application leaves.
+
+The bench's one change to `deploy/nginx.conf`: the per-client request rate of the `pages` zone,
+which `/mcp` uses, is raised to {cluster.BENCH_RATE}, because every bench client comes from
+127.0.0.1 and the deployed 20 requests a second per client would refuse them within a second. The
+zone is still there and counts every request; everything else is the file as deployed.
+
+{table(["clients", "stack", "flows/s (median)", "each round", "x of floor", "p50 ms", "p99 ms", "CPU ms/flow",
+        "steal %", "errors"], rows)}
+
+Ratios of flows/s (medians) at each level:
+
+{table(["ratio", *(f"{lvl} clients" for lvl in levels)], ratio_rows)}
+
+"steal %" is the median share of the machine's CPU time the hypervisor gave to other guests during
+that stack's runs; while it is high every figure is slower and its tail longer for reasons outside
+the code.{client_line}
+
+{"No failed flow on any stack." if not errors else f"**{errors} flows failed**; see the printed first errors."}
+{chr(10) + conditions + chr(10) if conditions else ""}{cluster.END}"""
 
 
 NOTE_VERIFY = """\
@@ -412,6 +621,13 @@ def notes(checks: list[tuple[str, bool, str]], load_before: str, steal: float | 
         out.append(NOTE_P99)
     if any("page" in name for name in missed):
         out.append(NOTE_PAGES)
+    out += machine_notes(load_before, steal)
+    return "\n".join(out) or "Every target was met in this run."
+
+
+def machine_notes(load_before: str, steal: float | None) -> list[str]:
+    """What the report must say about the machine rather than the code: busy before the runs, or a busy host."""
+    out = []
     try:  # the load after the runs is mostly the benchmark's own; the load before is everyone else's
         busy = float(load_before.split()[0]) > (os.cpu_count() or 1) / 2
     except (ValueError, IndexError):
@@ -420,7 +636,7 @@ def notes(checks: list[tuple[str, bool, str]], load_before: str, steal: float | 
         out.append(NOTE_LOAD)
     if steal is not None and steal > STEAL_NOTE_PCT:
         out.append(NOTE_STEAL.format(steal=steal))
-    return "\n".join(out) or "Every target was met in this run."
+    return out
 
 
 if __name__ == "__main__":
