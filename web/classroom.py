@@ -68,6 +68,7 @@ from web.classroom_store import (
     ClassStore,
     ClassStoreUnavailable,
     Learner,
+    check_nickname,
     normalize_code,
 )
 from web.content import Lesson, Question, get_content
@@ -91,6 +92,23 @@ LEARNER_COOKIE = "mrtr_learner"
 #: Per learner: at most this many answers in ANSWER_WINDOW seconds, and plays in PLAY_WINDOW seconds.
 ANSWER_LIMIT, ANSWER_WINDOW = 10, 10.0
 PLAY_LIMIT, PLAY_WINDOW = 30, 60.0
+#: Without an instructor token, one client address opens at most this many classes an hour.
+START_LIMIT, START_WINDOW = 3, 3600.0
+#: Joins per client address a minute (a classroom behind one school router still fits), and per class.
+JOIN_CLIENT_LIMIT, JOIN_CLIENT_WINDOW = 30, 60.0
+JOIN_CLASS_LIMIT, JOIN_CLASS_WINDOW = 60, 60.0
+#: Codes that open no class (wrong, ended or locked), per client address, before it must wait. With 31^6
+#: possible codes and at most MRTR_MAX_CLASSES (200) open, one guess finds a class with odds 200 in 887.5
+#: million; at 10 guesses per 10 minutes a client needs about 8 years on average, and has 1 chance in about
+#: 6,000 within a class's 12 hours.
+GUESS_LIMIT, GUESS_WINDOW = 10, 600.0
+#: Every limit of the class, by the Classroom field that holds it.
+LIMITS: dict[str, tuple[int, float]] = {
+    "answers": (ANSWER_LIMIT, ANSWER_WINDOW), "starts": (START_LIMIT, START_WINDOW),
+    "joins": (JOIN_CLIENT_LIMIT, JOIN_CLIENT_WINDOW), "class_joins": (JOIN_CLASS_LIMIT, JOIN_CLASS_WINDOW),
+    "guesses": (GUESS_LIMIT, GUESS_WINDOW),
+}
+NO_CLASS = "No open class has that code. Check the code on the screen."
 
 
 @dataclass
@@ -101,6 +119,12 @@ class RateLimit:
     window: float
     hits: dict[Any, deque[float]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def exhausted(self, key: Any, now: float) -> bool:
+        """Whether `key` has no hit left in the window now (nothing is recorded)."""
+        with self.lock:
+            seen = self.hits.get(key)
+            return seen is not None and sum(1 for t in seen if t > now - self.window) >= self.limit
 
     def allow(self, key: Any, now: float) -> bool:
         with self.lock:
@@ -125,7 +149,11 @@ class Classroom:
     poll_seconds: float
     stream_seconds: float
     max_classes: int
-    answers: RateLimit | RedisRateLimit = field(default_factory=lambda: RateLimit(ANSWER_LIMIT, ANSWER_WINDOW))
+    answers: RateLimit | RedisRateLimit = field(default_factory=lambda: RateLimit(*LIMITS["answers"]))
+    starts: RateLimit | RedisRateLimit = field(default_factory=lambda: RateLimit(*LIMITS["starts"]))
+    joins: RateLimit | RedisRateLimit = field(default_factory=lambda: RateLimit(*LIMITS["joins"]))
+    class_joins: RateLimit | RedisRateLimit = field(default_factory=lambda: RateLimit(*LIMITS["class_joins"]))
+    guesses: RateLimit | RedisRateLimit = field(default_factory=lambda: RateLimit(*LIMITS["guesses"]))
     labs: dict[str, ClassLab] = field(default_factory=dict)
     #: The attack round's redeemed store, opened on first use: SQLite beside the class file, or Redis.
     spent_store: Callable[[], RedeemedStore] | None = None
@@ -146,6 +174,8 @@ class Classroom:
 _build_lock = threading.Lock()
 #: The attack round's spent lab tickets in Redis: apart from /mcp's redeemed tickets.
 CLASS_LAB_PREFIX = "mrtr:class-lab:redeemed:"
+#: Every limit's windows in Redis, one prefix per limit.
+RATE_PREFIX = "mrtr:class:rate:"
 
 
 def _redis_spent(url: str) -> RedeemedStore:
@@ -184,7 +214,9 @@ def classroom() -> Classroom:
             )
             if isinstance(found.store, RedisClassStore):  # replicas on several hosts: all a replica needs is in Redis
                 url = settings.redis_url or ""
-                found.answers = RedisRateLimit(found.store.client, ANSWER_LIMIT, ANSWER_WINDOW)
+                for name, (limit, window) in LIMITS.items():  # one window per limit for every replica
+                    setattr(found, name, RedisRateLimit(found.store.client, limit, window,
+                                                        prefix=f"{RATE_PREFIX}{name}:"))
                 found.spent_store = lambda: _redis_spent(url)
             current_app.extensions["classroom"] = found
     return found
@@ -316,6 +348,10 @@ def start() -> Response | str:
         given = request.form.get("token", "")
         if not hmac.compare_digest(given.encode(), cr.instructor_token.encode()):
             return Response(render_template("classroom/denied.html"), 403)
+    elif not cr.starts.allow(_client(), cr.clock()):
+        return _slow_down(f"This address has opened {START_LIMIT} classes in the last hour, the most it may "
+                          "without an instructor token. Use a class you opened, or try again later.",
+                          int(START_WINDOW))
     cr.store.purge()
     if cr.store.count_classes() >= cr.max_classes:
         abort(429)
@@ -395,6 +431,17 @@ def host_events(code: str) -> Response:
     return response
 
 
+def _client() -> str:
+    """Whom per-client limits count: the visitor's address (behind MRTR_TRUSTED_PROXIES, the real one)."""
+    return request.remote_addr or "unknown"
+
+
+def _slow_down(message: str, retry_after: int) -> Response:
+    response = Response(render_template("errors/error.html", code=429, title="Slow down", message=message), 429)
+    response.headers["Retry-After"] = str(retry_after)
+    return response
+
+
 def _back_to_host(row: ClassRow) -> BaseResponse:
     return redirect(url_for("classroom.host", code=row.code), 303)
 
@@ -432,6 +479,28 @@ def round_switch(code: str) -> BaseResponse:
 def single_use(code: str) -> BaseResponse:
     row = _host(code)
     classroom().store.set_single_use(row.id, request.form.get("on") == "1")
+    _changed(row)
+    return _back_to_host(row)
+
+
+@bp.post("/class/<code>/host/lock")
+def lock(code: str) -> BaseResponse:
+    """Close the class to new learners, or open it again; those already in stay."""
+    row = _host(code)
+    classroom().store.set_locked(row.id, request.form.get("locked") == "1")
+    _changed(row)
+    return _back_to_host(row)
+
+
+@bp.post("/class/<code>/host/remove")
+def remove(code: str) -> BaseResponse:
+    """Take one learner out, with their answers and attempts; their page then asks them to join again."""
+    row = _host(code)
+    raw = (request.form.get("learner") or "").strip()
+    if not raw.isdigit() or len(raw) > 12:
+        abort(400)
+    if not classroom().store.remove_learner(row.id, int(raw)):
+        abort(404)
     _changed(row)
     return _back_to_host(row)
 
@@ -488,13 +557,30 @@ def join() -> Response:
 
 @bp.post("/join")
 def join_post() -> BaseResponse:
+    """Join a class. Until a join succeeds, a code that opens no class (wrong, ended or locked) answers exactly
+    alike, and such codes are limited per client (GUESS_LIMIT), so codes cannot be found by guessing."""
+    cr = classroom()
+    now = cr.clock()
     code = normalize_code(request.form.get("code"))
     nickname = (request.form.get("nickname") or "")[:200]
-    row = classroom().store.by_code(code) if code else None
-    if row is None:
-        return _join_form(code, nickname, "There is no class with that code. Check the code on the screen.", 404)
     try:
-        learner, token = classroom().store.join(row, nickname)
+        check_nickname(nickname)  # before the code is looked up: the answer is the same for every code
+    except ClassroomError as exc:
+        return _join_form(code, nickname, str(exc), 400)
+    if cr.guesses.exhausted(_client(), now):
+        return _slow_down("Too many codes that open no class from this address. Wait ten minutes, then check "
+                          "the code on the screen.", int(GUESS_WINDOW))
+    if not cr.joins.allow(_client(), now):
+        return _slow_down("Too many joins from this address in a minute; try again shortly.",
+                          int(JOIN_CLIENT_WINDOW))
+    row = cr.store.by_code(code) if code else None
+    if row is None or row.locked:
+        cr.guesses.allow(_client(), now)
+        return _join_form(code, nickname, NO_CLASS, 404)
+    if not cr.class_joins.allow(row.id, now):
+        return _slow_down("This class is taking many joins at once; try again in a minute.", int(JOIN_CLASS_WINDOW))
+    try:
+        learner, token = cr.store.join(row, nickname)
     except ClassFull as exc:
         return _join_form(code, nickname, str(exc), 409)
     except ClassroomError as exc:

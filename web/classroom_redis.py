@@ -54,6 +54,32 @@ for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[6]) end
 return id
 """
 
+#: KEYS: learners, nick, tok, attempts, heat, the learner's attempt times, class, then every answer hash;
+#: ARGV: learner id, ms the class has left. Rebuilds the attempts and the heat without the learner.
+_REMOVE = """
+local id = ARGV[1]
+local raw = redis.call('HGET', KEYS[1], id)
+if not raw then return 0 end
+local rec = cjson.decode(raw)
+redis.call('HDEL', KEYS[1], id)
+redis.call('HDEL', KEYS[2], rec['nick_key'])
+redis.call('HDEL', KEYS[3], rec['token_hash'])
+local entries = redis.call('LRANGE', KEYS[4], 0, -1)
+redis.call('DEL', KEYS[4], KEYS[5], KEYS[6])
+for _, e in ipairs(entries) do
+  local d = cjson.decode(e)
+  if tostring(d['learner']) ~= id then
+    redis.call('RPUSH', KEYS[4], e)
+    redis.call('HINCRBY', KEYS[5], d['move'] .. '|' .. d['stopped_at'], 1)
+  end
+end
+for i = 8, #KEYS do redis.call('HDEL', KEYS[i], id) end
+redis.call('HINCRBY', KEYS[7], 'version', 1)
+redis.call('PEXPIRE', KEYS[4], ARGV[2])
+redis.call('PEXPIRE', KEYS[5], ARGV[2])
+return 1
+"""
+
 #: KEYS: class; ARGV: nickname, time. Sets the first replay once; returns 1 for the learner who set it.
 _FIRST_REPLAY = """
 if redis.call('HSETNX', KEYS[1], 'first_replay', ARGV[1]) == 1 then
@@ -91,6 +117,7 @@ def _row(raw: dict[Any, Any]) -> ClassRow | None:
         revealed=got.get("revealed") == "1", round_open=got.get("round_open") == "1",
         single_use=got.get("single_use", "1") == "1", first_replay=got.get("first_replay") or None,
         first_replay_at=float(got["first_replay_at"]) if got.get("first_replay_at") else None,
+        locked=got.get("locked") == "1",
     )
 
 
@@ -127,6 +154,7 @@ class RedisClassStore:
         self.ttl = ttl_seconds
         self.prefix = prefix
         self._join = client.register_script(_JOIN)
+        self._remove = client.register_script(_REMOVE)
         self._first_replay = client.register_script(_FIRST_REPLAY)
 
     @classmethod
@@ -187,7 +215,7 @@ class RedisClassStore:
                 continue
             fields = {"id": class_id, "code": code, "host_hash": digest(host_secret) if host_secret else "",
                       "lesson": lesson, "created": repr(now), "version": 0, "stage": 0, "question_no": 0,
-                      "question_id": "", "revealed": 0, "round_open": 0, "single_use": 1}
+                      "question_id": "", "revealed": 0, "round_open": 0, "single_use": 1, "locked": 0}
             pipe = self.client.pipeline()
             pipe.hset(self._k("c", class_id), mapping=fields)
             pipe.pexpire(self._k("c", class_id), expire_ms)
@@ -242,6 +270,9 @@ class RedisClassStore:
     def set_single_use(self, class_id: str, on: bool) -> None:
         self._bump(class_id, stage=True, single_use=int(on))
 
+    def set_locked(self, class_id: str, locked: bool) -> None:
+        self._bump(class_id, stage=False, locked=int(locked))
+
     # -- learners ------------------------------------------------------------------------------------
 
     def join(self, row: ClassRow, nickname: str) -> tuple[Learner, str]:
@@ -250,9 +281,11 @@ class RedisClassStore:
         token = secrets.token_urlsafe(24)
         learner_id = int(self.client.incr(self._k("learner-ids")))
         learner = Learner(learner_id, row.id, name, self.clock(), None)
+        record = json.loads(self._learner_json(learner))
+        record.update(nick_key=name.casefold(), token_hash=digest(token))  # what removing the learner undoes
         result = int(self._join(
             keys=[self._k("l", row.id), self._k("nick", row.id), self._k("tok", row.id), self._k("c", row.id)],
-            args=[MAX_LEARNERS, name.casefold(), digest(token), self._learner_json(learner), learner_id,
+            args=[MAX_LEARNERS, name.casefold(), digest(token), json.dumps(record), learner_id,
                   self._left_ms(row)]))
         if result == -1:
             raise ClassFull(f"This class is full ({MAX_LEARNERS} learners).")
@@ -295,6 +328,17 @@ class RedisClassStore:
         data["ticket"] = ticket
         self.client.hset(key, str(learner.id), json.dumps(data))
 
+    def remove_learner(self, class_id: str, learner_id: int) -> bool:
+        """Take a learner out of the class with everything they sent; their token stops working. False when
+        the class has no such learner. One script: attempts recorded meanwhile are neither lost nor kept twice."""
+        row = self.by_id(class_id)
+        if row is None:
+            return False
+        answers = [self._k("a", class_id, _text(q)) for q in self.client.smembers(self._k("q", class_id))]
+        keys = [self._k("l", class_id), self._k("nick", class_id), self._k("tok", class_id), self._k("t", class_id),
+                self._k("heat", class_id), self._k("ta", class_id, learner_id), self._k("c", class_id), *answers]
+        return bool(self._remove(keys=keys, args=[learner_id, self._left_ms(row)]))
+
     # -- answers -------------------------------------------------------------------------------------
 
     def answer(self, row: ClassRow, learner: Learner, question_id: str, option: str) -> None:
@@ -328,7 +372,8 @@ class RedisClassStore:
         times = self._k("ta", row.id, learner.id)
         pipe = self.client.pipeline()
         pipe.rpush(self._k("t", row.id), entry)
-        pipe.hincrby(self._k("heat", row.id), json.dumps([move, stopped_at]), 1)
+        pipe.hincrby(self._k("heat", row.id), f"{move}|{stopped_at}", 1)  # slugs and check names hold no '|'
+
         pipe.zadd(times, {f"{now!r}:{secrets.token_hex(4)}": now})
         pipe.execute()
         self._expire(row, self._k("t", row.id), self._k("heat", row.id), times)
@@ -343,8 +388,8 @@ class RedisClassStore:
         """Attempts per (move, check that stopped it); a move that went through counts under ''."""
         out: dict[tuple[str, str], int] = {}
         for key, count in self.client.hgetall(self._k("heat", class_id)).items():
-            move, stopped = json.loads(key)
-            out[(str(move), str(stopped))] = int(count)
+            move, _, stopped = _text(key).partition("|")
+            out[(move, stopped)] = int(count)
         return out
 
     # -- export --------------------------------------------------------------------------------------
@@ -378,6 +423,11 @@ class RedisRateLimit:
         self.window = window
         self.prefix = prefix
         self._hit = client.register_script(_HIT)
+
+    def exhausted(self, key: Any, now: float) -> bool:
+        """Whether `key` has no hit left in the window now (nothing is recorded)."""
+        name = self.prefix + json.dumps(key, default=str, separators=(",", ":"))
+        return int(self.client.zcount(name, f"({now - self.window!r}", "+inf")) >= self.limit
 
     def allow(self, key: Any, now: float) -> bool:
         name = self.prefix + json.dumps(key, default=str, separators=(",", ":"))

@@ -35,7 +35,7 @@ CREATE TABLE IF NOT EXISTS classes (
   created REAL NOT NULL, version INTEGER NOT NULL DEFAULT 0, stage INTEGER NOT NULL DEFAULT 0,
   question_no INTEGER NOT NULL DEFAULT 0, question_id TEXT, revealed INTEGER NOT NULL DEFAULT 0,
   round_open INTEGER NOT NULL DEFAULT 0, single_use INTEGER NOT NULL DEFAULT 1,
-  first_replay TEXT, first_replay_at REAL);
+  first_replay TEXT, first_replay_at REAL, locked INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS learners (
   id INTEGER PRIMARY KEY AUTOINCREMENT, class_id TEXT NOT NULL, nickname TEXT NOT NULL, nick_key TEXT NOT NULL,
   token_hash TEXT NOT NULL UNIQUE, created REAL NOT NULL, ticket TEXT, UNIQUE (class_id, nick_key));
@@ -74,7 +74,7 @@ def check_nickname(raw: str | None) -> str:
     """The nickname as it will be shown, or ClassroomError saying which rule it breaks."""
     name = unicodedata.normalize("NFC", " ".join((raw or "").split()))
     if not name:
-        raise ClassroomError("Choose a nickname.")
+        raise ClassroomError("Choose a nickname: it is how the class will see you.")
     if len(name) > NICKNAME_MAX:
         raise ClassroomError(f"A nickname is at most {NICKNAME_MAX} characters.")
     if not _NICKNAME.match(name):
@@ -98,6 +98,8 @@ class ClassRow:
     single_use: bool
     first_replay: str | None
     first_replay_at: float | None
+    #: The presenter closed the class to new learners (those already in stay).
+    locked: bool = False
 
 
 @dataclass(frozen=True)
@@ -114,14 +116,14 @@ class Learner:
 
 
 _CLASS_COLS = ("id, code, host_hash, lesson, created, version, stage, question_no, question_id, revealed,"
-               " round_open, single_use, first_replay, first_replay_at")
+               " round_open, single_use, first_replay, first_replay_at, locked")
 
 
 def _class(row: tuple[Any, ...] | None) -> ClassRow | None:
     if row is None:
         return None
     values = list(row)
-    for i in (9, 10, 11):
+    for i in (9, 10, 11, 14):
         values[i] = bool(values[i])
     return ClassRow(*values)
 
@@ -137,7 +139,11 @@ class ClassStore:
         self.ttl = ttl_seconds
         self._local = threading.local()
         self._purged_at = float("-inf")
-        self._db().executescript(SCHEMA)
+        db = self._db()
+        db.executescript(SCHEMA)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(classes)")}
+        if "locked" not in columns:  # a class file from before the presenter could lock a class
+            db.execute("ALTER TABLE classes ADD COLUMN locked INTEGER NOT NULL DEFAULT 0")
 
     def _db(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
@@ -236,6 +242,9 @@ class ClassStore:
     def set_single_use(self, class_id: str, on: bool) -> None:
         self._bump(class_id, stage=True, sets=", single_use = ?", args=(int(on),))
 
+    def set_locked(self, class_id: str, locked: bool) -> None:
+        self._bump(class_id, stage=False, sets=", locked = ?", args=(int(locked),))
+
     # -- learners ------------------------------------------------------------------------------------
 
     def join(self, row: ClassRow, nickname: str) -> tuple[Learner, str]:
@@ -277,6 +286,25 @@ class ClassStore:
 
     def set_ticket(self, learner: Learner, ticket: str) -> None:
         self._write("UPDATE learners SET ticket = ? WHERE id = ?", (ticket, learner.id))
+
+    def remove_learner(self, class_id: str, learner_id: int) -> bool:
+        """Take a learner out of the class with everything they sent; their token stops working. False when
+        the class has no such learner."""
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            cur = db.execute("DELETE FROM learners WHERE class_id = ? AND id = ?", (class_id, learner_id))
+            removed = cur.rowcount == 1
+            if removed:
+                for table in ("answers", "attempts"):
+                    db.execute(f"DELETE FROM {table} WHERE class_id = ? AND learner_id = ?",  # noqa: S608
+                               (class_id, learner_id))
+                db.execute("UPDATE classes SET version = version + 1 WHERE id = ?", (class_id,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return removed
 
     # -- answers -------------------------------------------------------------------------------------
 

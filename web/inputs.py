@@ -137,6 +137,8 @@ FIELDS: dict[str, dict[str, Field]] = {
     "classroom.reveal": {},
     "classroom.round_switch": {"open": Field(max_chars=8)},
     "classroom.single_use": {"on": Field(max_chars=8)},
+    "classroom.lock": {"locked": Field(max_chars=8)},
+    "classroom.remove": {"learner": Field("count", 12)},
     "classroom.end": {},
     "classroom.results": {},
     "classroom.short": {},

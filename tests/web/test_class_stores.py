@@ -157,3 +157,24 @@ def test_the_redis_rate_limit_is_one_window_for_every_replica(redis_url: str, cl
     assert a.allow("client-1", now + 10.5)  # the window slid past the first hits
     first.close()
     second.close()
+
+
+def test_the_presenter_locks_the_class_and_removes_a_learner_with_all_they_sent(store: Any, clock: FakeClock) -> None:
+    row = store.create(lesson="l", host_secret=None)
+    ana, _ = store.join(row, "Ana")
+    bot, bot_token = store.join(row, "Bot")
+    store.answer(row, ana, "q1", "a")
+    store.answer(row, bot, "q1", "b")
+    store.record_attempt(row, bot, move="twice", outcome="completed", stopped_at="", single_use=False,
+                         replay_through=False)
+    store.record_attempt(row, ana, move="tampered", outcome="refused", stopped_at="signature", single_use=True,
+                         replay_through=False)
+    store.set_locked(row.id, True)
+    assert store.by_id(row.id).locked and not row.locked
+    assert store.remove_learner(row.id, bot.id)
+    assert not store.remove_learner(row.id, bot.id)  # already gone
+    assert store.learner(row, bot_token) is None and [x.nickname for x in store.learners(row.id)] == ["Ana"]
+    assert store.tally(row.id, "q1") == {"a": 1}
+    assert store.heat(row.id) == {("tampered", "signature"): 1}
+    assert [r[1] for r in store.export_rows(row.id)] == ["Ana", "Ana"]
+    store.join(row, "Bot")  # the nickname is free again (the lock is the route's business, not the store's)

@@ -1,0 +1,145 @@
+"""A live class on the open internet: nobody fills the class list, floods a class with bots, or finds codes by
+guessing; the presenter can lock the class and take a learner out. The class clock is injected, so windows
+pass without waiting."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from app import create_app
+from mrtr import FakeClock
+from web.classroom import (
+    GUESS_LIMIT,
+    GUESS_WINDOW,
+    JOIN_CLASS_LIMIT,
+    JOIN_CLIENT_LIMIT,
+    START_LIMIT,
+    START_WINDOW,
+)
+
+KEY = "class-abuse-key-0123456789abcdefghijklmnopq"
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(1_790_000_000.0)
+
+
+def make_app(tmp_path: Path, clock: FakeClock, **extra: object) -> Flask:
+    return create_app({"TESTING": True, "MRTR_SECRET_KEYS": KEY, "MRTR_STORE": "memory",
+                       "MRTR_CLASS_DB": str(tmp_path / "class.sqlite3"), "MRTR_CLASS_CLOCK": clock,
+                       "MRTR_CLASS_STREAM_SECONDS": 0, **extra})
+
+
+@pytest.fixture
+def app(tmp_path: Path, clock: FakeClock) -> Flask:
+    return make_app(tmp_path, clock)
+
+
+def client_at(app: Flask, address: str) -> FlaskClient:
+    client = app.test_client()
+    client.environ_base["REMOTE_ADDR"] = address
+    return client
+
+
+def start(host: FlaskClient) -> str:
+    response = host.post("/class/start")
+    assert response.status_code == 201, response.status_code
+    return re.search(r'data-join-code="(\w+)"', response.get_data(as_text=True)).group(1)  # type: ignore[union-attr]
+
+
+def join(client: FlaskClient, code: str, nickname: str) -> int:
+    return client.post("/join", data={"code": code, "nickname": nickname}).status_code
+
+
+def test_one_address_opens_a_few_classes_an_hour(app: Flask, clock: FakeClock) -> None:
+    host = client_at(app, "198.51.100.1")
+    for _ in range(START_LIMIT):
+        start(host)
+    refused = host.post("/class/start")
+    assert refused.status_code == 429 and refused.headers["Retry-After"]
+    assert f"{START_LIMIT} classes in the last hour" in refused.get_data(as_text=True)
+    start(client_at(app, "198.51.100.2"))  # another address is not affected
+    clock.advance(START_WINDOW + 1)
+    start(host)
+
+
+def test_an_instructor_token_lifts_the_per_address_limit(tmp_path: Path, clock: FakeClock) -> None:
+    app = make_app(tmp_path, clock, MRTR_INSTRUCTOR_TOKEN="instructor-secret")
+    host = client_at(app, "198.51.100.1")
+    for _ in range(START_LIMIT + 2):
+        assert host.post("/class/start", data={"token": "instructor-secret"}).status_code == 201
+
+
+def test_a_code_that_opens_no_class_answers_alike_whether_or_not_it_exists(app: Flask) -> None:
+    host = client_at(app, "198.51.100.1")
+    locked_code = start(host)
+    assert host.post(f"/class/{locked_code}/host/lock", data={"locked": "1"}).status_code == 303
+    missing = "ZZZZZZ" if locked_code != "ZZZZZZ" else "YYYYYY"
+    a = client_at(app, "203.0.113.5").post("/join", data={"code": locked_code, "nickname": "Ana"})
+    b = client_at(app, "203.0.113.6").post("/join", data={"code": missing, "nickname": "Ana"})
+    assert a.status_code == b.status_code == 404
+    assert a.get_data(as_text=True).replace(locked_code, "CODE") == b.get_data(as_text=True).replace(missing, "CODE")
+
+
+def test_a_bad_nickname_gets_the_same_answer_for_any_code(app: Flask) -> None:
+    code = start(client_at(app, "198.51.100.1"))
+    real = client_at(app, "203.0.113.7").post("/join", data={"code": code, "nickname": "<b>"})
+    fake = client_at(app, "203.0.113.8").post("/join", data={"code": "ZZZZZZ", "nickname": "<b>"})
+    assert real.status_code == fake.status_code == 400
+    assert real.get_data(as_text=True).replace(code, "CODE") == fake.get_data(as_text=True).replace("ZZZZZZ", "CODE")
+
+
+def test_guessing_codes_runs_out_before_a_real_code_is_found(app: Flask, clock: FakeClock) -> None:
+    code = start(client_at(app, "198.51.100.1"))
+    guesser = client_at(app, "203.0.113.9")
+    for n in range(GUESS_LIMIT):
+        assert join(guesser, f"ZZZZZ{'23456789'[n % 8]}", f"Bot{n}") == 404
+    # Out of guesses: even the real code now says only "slow down", so a hit cannot be told from a miss.
+    assert join(guesser, code, "Bot") == 429
+    assert join(client_at(app, "203.0.113.10"), code, "Ana") == 303  # others join as usual
+    clock.advance(GUESS_WINDOW + 1)
+    assert join(guesser, code, "Bot") == 303
+
+
+def test_one_address_joins_at_most_so_many_a_minute(app: Flask) -> None:
+    code = start(client_at(app, "198.51.100.1"))
+    router = client_at(app, "203.0.113.20")  # one school router: a whole class behind it still fits
+    statuses = [join(router, code, f"Learner {n}") for n in range(JOIN_CLIENT_LIMIT + 1)]
+    assert statuses[:JOIN_CLIENT_LIMIT] == [303] * JOIN_CLIENT_LIMIT and statuses[-1] == 429
+
+
+def test_a_class_takes_at_most_so_many_joins_a_minute(app: Flask, clock: FakeClock) -> None:
+    code = start(client_at(app, "198.51.100.1"))
+    statuses = [join(client_at(app, f"203.0.{n // 200}.{n % 200 + 1}"), code, f"Bot {n}")
+                for n in range(JOIN_CLASS_LIMIT + 1)]
+    assert statuses[:JOIN_CLASS_LIMIT] == [303] * JOIN_CLASS_LIMIT and statuses[-1] == 429
+    clock.advance(61)
+    assert join(client_at(app, "192.0.2.77"), code, "Late") == 303
+
+
+def test_the_presenter_locks_the_class_and_removes_a_learner(app: Flask) -> None:
+    host = client_at(app, "198.51.100.1")
+    code = start(host)
+    ana = client_at(app, "203.0.113.30")
+    bot = client_at(app, "203.0.113.31")
+    assert join(ana, code, "Ana") == 303 and join(bot, code, "Bot") == 303
+    assert host.post(f"/class/{code}/host/lock", data={"locked": "1"}).status_code == 303
+    page = host.get(f"/class/{code}/host").get_data(as_text=True)
+    assert "Joining is <strong>locked</strong>" in page
+    assert join(client_at(app, "203.0.113.32"), code, "Late") == 404
+    assert ana.get(f"/class/{code}/me").status_code == 200  # those already in stay
+    bot_id = re.search(r'name="learner" value="(\d+)">\s*<button[^>]*aria-label="Remove Bot', page)
+    assert bot_id is not None
+    assert bot.post(f"/class/{code}/host/remove", data={"learner": bot_id.group(1)}).status_code == 403
+    assert host.post(f"/class/{code}/host/remove", data={"learner": bot_id.group(1)}).status_code == 303
+    assert bot.get(f"/class/{code}/me").status_code == 303  # back to the join page
+    assert host.post(f"/class/{code}/host/remove", data={"learner": bot_id.group(1)}).status_code == 404
+    assert host.post(f"/class/{code}/host/remove", data={"learner": "x"}).status_code == 400
+    assert host.post(f"/class/{code}/host/lock", data={"locked": "0"}).status_code == 303
+    assert join(client_at(app, "203.0.113.33"), code, "Late") == 303
