@@ -210,9 +210,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--replicas", type=int, default=cluster.cluster_replicas(),
                    help="replicas behind nginx with --cluster (default: scripts/cluster.sh's REPLICAS)")
     args = p.parse_args(argv)
-    # SIGTERM ends a run the way Ctrl-C does, so the `finally` blocks stop every server it started (they
-    # run in process groups of their own, and no signal sent to this process reaches them).
-    signal.signal(signal.SIGTERM, _raise_interrupt)
     if args.quick:
         args.seconds, args.warmup, args.rounds = 1.0, 0.3, 1
     levels = [int(x) for x in args.clients.split(",") if x.strip()]
@@ -640,4 +637,8 @@ def machine_notes(load_before: str, steal: float | None) -> list[str]:
 
 
 if __name__ == "__main__":
+    # SIGTERM ends a run the way Ctrl-C does, so the `finally` blocks stop every server it started (they
+    # run in process groups of their own, and no signal sent to this process reaches them). Only here, so
+    # a caller of main() (a test) keeps its own handler.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
     sys.exit(main())
