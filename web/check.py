@@ -24,6 +24,7 @@ Safety, owned here:
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import ipaddress
@@ -36,7 +37,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -271,7 +272,7 @@ class RunStore:
     """The runs, one JSON file each in `directory`, so every worker process of the app sees every run
     (the run itself goes on in the process that started it). The per-visitor limit is kept there too,
     under a file lock. A run whose process went away stops being updated and reads as failed after
-    `STALE` seconds. Several hosts need a shared directory or sticky routing for /check/runs/*.
+    `STALE` seconds. Replicas on several hosts use `RedisRunStore`, which keeps the same in Redis.
     """
 
     def __init__(self, directory: Path, clock: Callable[[], float] = time.time) -> None:
@@ -279,37 +280,60 @@ class RunStore:
         self.clock = clock
         self.threads: dict[str, threading.Thread] = {}  # this process's runs, for tests and shutdown
 
+    # -- where runs are kept: the four primitives a store provides, and its lock ------------------------
+
     def _path(self, run_id: str) -> Path:
         return self.directory / f"{run_id}.json"
 
+    def _write(self, run_id: str, text: str) -> None:
+        tmp = self.directory / f".{run_id}.{os.getpid()}.{threading.get_ident()}.tmp"
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, self._path(run_id))
+
+    def _read(self, run_id: str) -> str | None:
+        try:
+            return self._path(run_id).read_text(encoding="utf-8")
+        except OSError:
+            return None
+
+    def _ids(self) -> list[str]:
+        return [p.stem for p in self.directory.glob("*.json")]
+
+    def _forget(self, run_id: str) -> None:
+        self._path(run_id).unlink(missing_ok=True)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with open(self.directory / ".lock", "a+b") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
+    # -- runs ----------------------------------------------------------------------------------------
+
     def save(self, run: Run) -> None:
         run.updated = self.clock()
-        data = {k: v for k, v in run.__dict__.items()}
-        tmp = self.directory / f".{run.id}.{os.getpid()}.{threading.get_ident()}.tmp"
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(tmp, self._path(run.id))
+        self._write(run.id, json.dumps(dict(run.__dict__)))
 
     def get(self, run_id: str) -> Run | None:
         if not _RUN_ID.fullmatch(run_id):
             return None
+        text = self._read(run_id)
         try:
-            data = json.loads(self._path(run_id).read_text(encoding="utf-8"))
-            run = Run(**data)
-        except (OSError, ValueError, TypeError):
+            run = Run(**json.loads(text)) if text is not None else None
+        except (ValueError, TypeError):
             return None
-        if run.running and self.clock() - run.updated > STALE:
+        if run is not None and run.running and self.clock() - run.updated > STALE:
             run.state, run.error = "error", "The run stopped: the process running it went away."
         return run
 
     def _all(self) -> list[Run]:
-        found = [self.get(p.stem) for p in self.directory.glob("*.json")]
+        found = [self.get(run_id) for run_id in self._ids()]
         return [r for r in found if r is not None]
 
     def start(self, visitor: str, url: str, limit: int, window: float) -> Run:
-        self.directory.mkdir(parents=True, exist_ok=True)
         now = self.clock()
-        with open(self.directory / ".lock", "a+b") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with self._locked():
             runs = self._evict(self._all(), now, max(RUN_TTL, window))
             if any(r.running and r.visitor == visitor for r in runs):
                 raise CheckInputError("A check you started is still running: wait for it to finish first.")
@@ -332,10 +356,84 @@ class RunStore:
         for run in finished:
             if now - max(run.finished, run.started) > ttl or excess > 0:
                 excess -= 1
-                self._path(run.id).unlink(missing_ok=True)
+                self._forget(run.id)
             else:
                 keep.append(run)
         return keep + [r for r in runs if r.running]
+
+
+class RedisRunStore(RunStore):
+    """The same runs and limits in Redis, for replicas on several hosts: a key per run (kept a day at most) and
+    a set of run ids; `start` holds a short Redis lock so two replicas never both admit one visitor's run."""
+
+    LOCK_MS = 5000
+    KEEP_S = 24 * 3600
+
+    def __init__(self, client: Any, clock: Callable[[], float] = time.time, prefix: str = "mrtr:check:") -> None:
+        super().__init__(Path("."), clock)
+        self.client = client
+        self.prefix = prefix
+
+    @classmethod
+    def from_url(cls, url: str) -> RedisRunStore:
+        import redis  # only when Redis is configured
+
+        return cls(redis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0))
+
+    def _write(self, run_id: str, text: str) -> None:
+        pipe = self.client.pipeline()
+        pipe.set(f"{self.prefix}run:{run_id}", text, ex=self.KEEP_S)
+        pipe.sadd(f"{self.prefix}runs", run_id)
+        pipe.execute()
+
+    def _read(self, run_id: str) -> str | None:
+        raw = self.client.get(f"{self.prefix}run:{run_id}")
+        return raw.decode() if isinstance(raw, bytes) else raw
+
+    def _ids(self) -> list[str]:
+        ids = [i.decode() if isinstance(i, bytes) else str(i) for i in self.client.smembers(f"{self.prefix}runs")]
+        gone = [i for i in ids if not self.client.exists(f"{self.prefix}run:{i}")]
+        if gone:
+            self.client.srem(f"{self.prefix}runs", *gone)
+        return [i for i in ids if i not in gone]
+
+    def _forget(self, run_id: str) -> None:
+        pipe = self.client.pipeline()
+        pipe.delete(f"{self.prefix}run:{run_id}")
+        pipe.srem(f"{self.prefix}runs", run_id)
+        pipe.execute()
+
+    def start(self, visitor: str, url: str, limit: int, window: float) -> Run:
+        import redis
+
+        try:
+            return super().start(visitor, url, limit, window)
+        except redis.exceptions.RedisError as exc:
+            log.warning("check: the run store in Redis is unavailable: %s", exc)
+            raise CheckInputError("The checker cannot reach its store right now; try again shortly.") from None
+
+    def get(self, run_id: str) -> Run | None:
+        import redis
+
+        try:
+            return super().get(run_id)
+        except redis.exceptions.RedisError as exc:
+            log.warning("check: the run store in Redis is unavailable: %s", exc)
+            return None
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        name, token = f"{self.prefix}lock", secrets.token_hex(8)
+        deadline = time.monotonic() + self.LOCK_MS / 1000
+        while not self.client.set(name, token, nx=True, px=self.LOCK_MS):
+            if time.monotonic() > deadline:
+                raise CheckInputError("The checker is busy; try again in a moment.")
+            time.sleep(0.01)  # another replica is admitting a run: a few milliseconds
+        try:
+            yield
+        finally:
+            if self.client.get(name) in (token, token.encode()):
+                self.client.delete(name)
 
 
 def runs() -> RunStore:
@@ -347,6 +445,9 @@ def runs() -> RunStore:
 def _setup(state: Any) -> None:
     app: Flask = state.app
     settings: Settings = app.extensions[SETTINGS_KEY]
+    if settings.redis_url and not settings.check_state_dir:  # replicas on several hosts see every run
+        app.extensions[RUNS_KEY] = RedisRunStore.from_url(settings.redis_url)
+        return
     directory = settings.check_state_dir or default_state_dir() / "check-runs"
     app.extensions[RUNS_KEY] = RunStore(Path(directory))
 
