@@ -440,6 +440,11 @@ def run_cluster(args: argparse.Namespace, levels: list[int], command: str, start
     if args.replicas < 1:
         print("--replicas must be at least 1", file=sys.stderr)
         return 2
+    missing = [p for p in (cluster.NGINX, cluster.REDIS_SERVER) if not Path(p).exists()]
+    if missing:
+        print(f"--cluster needs {' and '.join(missing)}: bash scripts/test.sh installs Debian's nginx and "
+              "redis-server", file=sys.stderr)
+        return 2
     chosen = stack_configs(args)
     if args.only:  # the named stacks, and the floors their ratios need
         wanted = {n.strip() for n in args.only.split(",") if n.strip()}
