@@ -35,13 +35,16 @@ from moves.targets.remote import Timing
 from moves.targets.stdio import StdioTarget
 from mrtr.clock import FakeClock
 from tests.browser.helpers import serve
+from tests.check.catalogue import caught_by, gated_by
 from tests.check.conftest import APP_CONFIG
 from tests.peers import launch, wire
 from tests.peers.fixtures import *  # noqa: F403  (the peers' fixtures: sdk_py_http, weak_http_with, ...)
+from tests.peers.truth import failing_moves
 
 EXPECTED: dict[str, dict[str, Any]] = tomllib.loads((launch.PEERS / "expectations.toml").read_text())
 MOVES = load_moves()
-SOUND = {move.slug: str(move.expect) for move in MOVES}
+SLUGS = [move.slug for move in MOVES]
+LATE = {move.slug for move in MOVES if move.timing == "past-expiry"}
 PROBE_SLUGS = ["capability", "version", "missing-answer", "same-error", "result-type"]
 
 
@@ -65,23 +68,28 @@ def probe_findings(report: Report) -> dict[str, Any]:
 
 
 def findings(report: Report) -> dict[str, dict[str, Any]]:
-    return {"moves": {row.move: row.observed for row in report.moves}, "probes": probe_findings(report)}
+    """The moves that did not hold with what the server did (the table's vocabulary), and the probes."""
+    return {"moves": {row.move: row.observed for row in report.moves if row.verdict != "pass"},
+            "probes": probe_findings(report)}
 
 
 def expected(name: str) -> dict[str, dict[str, Any]]:
-    return {"moves": EXPECTED[name]["moves"], "probes": EXPECTED[name]["probes"]}
+    return {"moves": failing_moves(EXPECTED[name]), "probes": EXPECTED[name]["probes"]}
 
 
 def assert_report_matches_ground_truth(report: Report, name: str) -> None:
     truth = expected(name)
     assert findings(report) == truth, report.table()
-    # Verdicts follow: a move holds exactly when the peer did what a sound server does.
-    assert {r.move: r.ok for r in report.moves} == {slug: truth["moves"][slug] == SOUND[slug] for slug in SOUND}
-    # The checker's own probe (a retry missing its answer) agrees with the hand-sent no-answer move.
+    # Verdicts follow: a move passes exactly when the table does not list it; a listed one fails, unless the
+    # checker could not show it (not-run, never a failure).
+    assert {r.move: r.verdict for r in report.moves} == {
+        slug: "pass" if slug not in truth["moves"] else "not-run" if truth["moves"][slug] == "not-run" else "fail"
+        for slug in SLUGS}
+    # The checker's own probe (a retry missing its answer) agrees with the hand-sent moves that leave it out.
     missing = next(p for p in report.probes if p.probe == "missing-answer")
-    assert missing.ok == (truth["moves"]["no-answer"] == "asked-again"), missing.detail
-    sound = all(truth["moves"][s] == SOUND[s] for s in SOUND) and truth["probes"] == EXPECTED["weak-none"]["probes"]
-    assert report.ok == sound
+    assert missing.ok == (not caught_by("answer") & set(truth["moves"])), missing.detail
+    fails = {slug for slug, seen in truth["moves"].items() if seen != "not-run"}
+    assert report.ok == (not fails and truth["probes"] == EXPECTED["weak-none"]["probes"])
 
 
 # -- targets on the peers' clocks ------------------------------------------------------------------
@@ -117,9 +125,18 @@ def test_the_python_sdk_over_http_is_reported_as_it_really_behaves(sdk_py_http: 
     # Its tickets are sealed (AES-GCM): no readable exp, so the late move needs --late-after.
     report = check_http(sdk_py_http, late_after=sdk_py_http.ttl + 5)
     assert_report_matches_ground_truth(report, "sdk-python-http")
-    assert [r.move for r in report.moves if r.verdict == "fail"] == ["twice"]
+    assert {r.move for r in report.moves if r.verdict == "fail"} == caught_by("single-use")
     capability = next(p for p in report.probes if p.probe == "capability")
     assert not capability.ok and "asked for input anyway" in capability.detail
+
+
+def test_the_python_sdks_resolve_form_is_reported_as_it_really_behaves(sdk_py_resolve_http) -> None:
+    report = check_http(sdk_py_resolve_http, late_after=sdk_py_resolve_http.ttl + 5)
+    assert_report_matches_ground_truth(report, "sdk-python-resolve-http")
+    wrong = next(m for m in MOVES if m.answer == "wrong-type")
+    row = next(r for r in report.moves if r.move == wrong.slug)
+    # pydantic's lax mode reads confirm "yes" as True: the same deploy as an accepted call's.
+    assert row.verdict == "fail" and row.detail.startswith("did the work: result: deployed to staging")
 
 
 def test_the_python_sdk_over_stdio_is_reported_as_it_really_behaves(sdk_py_stdio: launch.StdioPeer) -> None:
@@ -131,7 +148,9 @@ def test_the_typescript_sdk_docs_example_is_reported_as_it_really_behaves(sdk_ts
     # Its codec's tickets are JWT-like (v1.payload.mac): the late move waits for the exp it can read.
     report = check_http(sdk_ts_http)
     assert_report_matches_ground_truth(report, "sdk-typescript-docs")
-    assert [r.move for r in report.moves if r.verdict == "fail"] == ["stolen", "other-request", "twice"]
+    truth = failing_moves(EXPECTED["sdk-typescript-docs"])
+    assert [r.move for r in report.moves if r.verdict == "fail"] == [s for s in SLUGS if truth.get(s, "not-run")
+                                                                      != "not-run"]
 
 
 def test_the_typescript_sdk_ticket_is_edited_in_its_payload_not_flipped(sdk_ts_http: launch.HttpPeer) -> None:
@@ -153,7 +172,8 @@ def test_the_typescript_lesson_snippet_is_reported_as_it_really_behaves(sdk_ts_l
     assert all(r.ok for r in report.moves)
     same = next(p for p in report.probes if p.probe == "same-error")
     # The snippet's own refusals are isError results, the codec's are errors: a client can tell them apart.
-    assert not same.ok and "other-request, twice" in same.detail
+    for slug in caught_by("request") | caught_by("single-use"):
+        assert not same.ok and slug in same.detail.split(";")[0]
 
 
 def test_the_cli_json_report_of_the_python_sdk_matches_the_ground_truth(sdk_py_http, tmp_path: Path,
@@ -167,11 +187,12 @@ def test_the_cli_json_report_of_the_python_sdk_matches_the_ground_truth(sdk_py_h
     assert main(argv, stdout=out, stderr=err, timeout=30) == 1, err.getvalue()
     report = json.loads(out.getvalue())
     assert report["target"] == sdk_py_http.url and report["ok"] is False
-    assert {m["move"]: m["observed"] for m in report["moves"]} == EXPECTED["sdk-python-http"]["moves"]
+    truth = failing_moves(EXPECTED["sdk-python-http"])
+    assert {m["move"]: m["observed"] for m in report["moves"] if m["verdict"] != "pass"} == truth
     assert {p["probe"]: p["ok"] for p in report["probes"]} == {
         "capability": False, "version": True, "missing-answer": True, "same-error": True, "result-type": True}
     junit = (tmp_path / "junit.xml").read_text()
-    assert junit.count("<failure") == 2 and 'name="twice"' in junit
+    assert junit.count("<failure") == len(truth) + 1 and all(f'name="{slug}"' in junit for slug in truth)
     assert "bob-token" not in out.getvalue() + err.getvalue() + junit
 
 
@@ -182,7 +203,8 @@ def test_allow_replay_turns_the_python_sdks_missing_redeemed_store_into_a_warnin
     finally:
         target.close()
     verdicts = {r.move: r.verdict for r in report.moves}
-    assert verdicts == {**{slug: "pass" for slug in SOUND}, "twice": "warn", "late": "skip"}
+    assert verdicts == {**{slug: "pass" for slug in SLUGS}, **{slug: "warn" for slug in caught_by("single-use")},
+                        **{slug: "not-run" for slug in LATE}}
     # Every move now holds or is excused; only the capability probe still fails.
     assert [p.probe for p in report.probes if not p.ok] == ["capability"] and not report.ok
 
@@ -193,8 +215,7 @@ def test_allow_replay_turns_the_python_sdks_missing_redeemed_store_into_a_warnin
 def test_the_weak_server_over_http_is_reported_as_it_really_behaves(weak_http: launch.HttpPeer) -> None:
     report = check_http(weak_http)
     assert_report_matches_ground_truth(report, "weak-http")
-    assert {r.move for r in report.moves if not r.ok} == {m.slug for m in MOVES if m.stops_at in
-                                                          ("principal", "single-use")}
+    assert {r.move for r in report.moves if not r.ok} == caught_by("principal") | caught_by("single-use")
 
 
 def test_the_weak_server_over_stdio_is_reported_as_it_really_behaves(weak_stdio: launch.StdioPeer) -> None:
@@ -213,7 +234,9 @@ def test_each_weakness_is_caught_exactly_where_it_is(weak_http_with, name: str) 
         report = check_http(peer)
     assert_report_matches_ground_truth(report, name)
     # The failing moves are those whose defence the server skips; the failing probes, its protocol flaw.
-    assert {r.move for r in report.moves if not r.ok} == {m.slug for m in MOVES if m.stops_at in skip}
+    caught = set().union(*(caught_by(check) for check in skip)) if skip else set()
+    assert {r.move for r in report.moves if r.verdict == "fail"} == caught
+    assert {r.move for r in report.moves if r.verdict == "not-run"} == gated_by(caught)
     failing_probes = {p.probe for p in report.probes if not p.ok}
     by_flag = {"ask-without-capability": "capability", "any-version": "version", "reveal-reasons": "same-error",
                "omit-result-type": "result-type"}
@@ -264,8 +287,9 @@ def test_the_apps_own_mcp_passes_every_move_and_probe_as_the_same_moves_sent_by_
     assert report.ok, report.table()
     assert [r.verdict for r in report.moves] == ["pass"] * len(MOVES)
     assert all(p.ok for p in report.probes)
-    by_hand = {slug: wire.play(app_peer, slug).outcome for slug in SOUND}
-    assert findings(report)["moves"] == by_hand == SOUND
+    # Move by move, the checker saw what the same move sent by hand gets.
+    by_hand = {move.slug: wire.play(app_peer, move).outcome for move in MOVES}
+    assert {r.move: r.observed for r in report.moves} == by_hand
 
 
 def test_mrtr_serve_over_stdio_passes_every_move_and_probe(tmp_path: Path) -> None:
@@ -278,7 +302,7 @@ def test_mrtr_serve_over_stdio_passes_every_move_and_probe(tmp_path: Path) -> No
     finally:
         target.close()
     assert report.ok, report.table()
-    assert findings(report)["moves"] == SOUND
+    assert findings(report)["moves"] == {}
     assert all(p.ok for p in report.probes)
 
 

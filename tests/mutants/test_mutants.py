@@ -18,6 +18,8 @@ from moves.catalog import load_moves
 from moves.check import Report
 from moves.probes import PROBES
 from moves.target import Outcome
+from mrtr.tickets import CHECKS
+from tests.check.catalogue import caught_by, gated_by
 from tests.mutants.harness import check_http, check_stdio
 from tests.mutants.server import MUTANTS, SOUND
 
@@ -29,9 +31,15 @@ TRANSPORTS = ("http", "stdio")
 
 
 def expected(name: str, transport: str) -> dict[str, set[str]]:
+    """The table's sets for one mutant over one transport: `fail`, `probes`, `not_run`, with `lacks` expanded
+    from the catalogue (the moves a server without that defence fails, and those they gate)."""
     entry = TABLE["mutants"].get(name, {})
     over = {**entry, **entry.get(transport, {})} if isinstance(entry.get(transport), dict) else entry
-    return {key: set(over.get(key, [])) for key in ("fail", "probes", "not_run")}
+    sets = {key: set(over.get(key, [])) for key in ("fail", "probes", "not_run")}
+    caught = set().union(*(caught_by(check) for check in over.get("lacks", [])))
+    sets["fail"] |= caught
+    sets["not_run"] |= gated_by(caught) - caught
+    return sets
 
 
 def flagged(report: Report) -> dict[str, set[str]]:
@@ -74,6 +82,7 @@ def test_the_table_names_every_server_and_only_catalogue_moves_and_known_probes(
     assert len(MUTANTS) >= 12
     for name in MUTANTS:
         assert TABLE["mutants"][name]["mistake"], name
+        assert set(TABLE["mutants"][name].get("lacks", [])) <= set(CHECKS), name
         for transport in TRANSPORTS:
             sets = expected(name, transport)
             assert sets["fail"] | sets["not_run"] <= set(MOVES), (name, transport)

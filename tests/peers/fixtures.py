@@ -5,6 +5,7 @@ Use them from any test folder with, in that folder's conftest.py:
 
 HTTP peers (`HttpPeer`: `.url`, `.tokens` {"bob": "bob-token", "alice": "alice-token"}, `.clock`, `.ttl`):
     sdk_py_http          official Python SDK, Streamable HTTP (stateless)        session-scoped
+    sdk_py_resolve_http  the same SDK, its Resolve dependency form               session-scoped
     sdk_ts_http          official TypeScript SDK, the SDK example's shape         session-scoped
     sdk_ts_lesson_http   official TypeScript SDK serving the lesson's snippet    session-scoped
     weak_http            weak server skipping the principal and single-use checks session-scoped
@@ -24,8 +25,8 @@ import pytest
 
 from tests.peers import launch
 
-__all__ = ["peers_dir", "sdk_py_http", "sdk_py_stdio", "sdk_ts_http", "sdk_ts_lesson_http", "weak_http",
-           "weak_stdio", "weak_http_with"]
+__all__ = ["peers_dir", "sdk_py_http", "sdk_py_resolve_http", "sdk_py_stdio", "sdk_ts_http", "sdk_ts_lesson_http",
+           "weak_http", "weak_stdio", "weak_http_with"]
 
 
 @pytest.fixture(scope="session")
@@ -36,6 +37,12 @@ def peers_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def sdk_py_http(peers_dir: Path) -> Iterator[launch.HttpPeer]:
     with launch.sdk_python_http(peers_dir) as peer:
+        yield peer
+
+
+@pytest.fixture(scope="session")
+def sdk_py_resolve_http(peers_dir: Path) -> Iterator[launch.HttpPeer]:
+    with launch.sdk_python_http(peers_dir, form="resolve") as peer:
         yield peer
 
 

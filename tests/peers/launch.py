@@ -154,10 +154,13 @@ def run_http(name: str, argv: list[str], workdir: Path, *, ttl: float, port: int
 
 
 @contextmanager
-def sdk_python_http(workdir: Path, ttl: float = 120.0) -> Iterator[HttpPeer]:
+def sdk_python_http(workdir: Path, ttl: float = 120.0, form: str = "result") -> Iterator[HttpPeer]:
+    """form "result": the tool returns InputRequiredResult itself; "resolve": the SDK's Resolve dependency."""
     port = free_port()
-    argv = [sys.executable, str(PEERS / "sdk_py_server.py"), "http", "--port", str(port), "--ttl", str(ttl)]
-    with run_http("sdk-python-http", argv, workdir, ttl=ttl, port=port) as peer:
+    argv = [sys.executable, str(PEERS / "sdk_py_server.py"), "http", "--port", str(port), "--ttl", str(ttl),
+            "--form", form]
+    name = "sdk-python-http" if form == "result" else f"sdk-python-{form}-http"
+    with run_http(name, argv, workdir, ttl=ttl, port=port) as peer:
         yield peer
 
 

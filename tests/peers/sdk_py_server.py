@@ -23,6 +23,12 @@ the number of seconds written in that file, so a test can move past a ticket's e
 waiting. This replaces the module attribute the SDK's request_state module reads (`time`); it is a
 test seam of this peer, not something the SDK offers.
 
+Two forms of the same tool (`--form`):
+  * "result" (default): the tool returns the `InputRequiredResult` itself, as described above;
+  * "resolve": the SDK's dependency form, `Annotated[ElicitationResult[Confirm], Resolve(ask_confirm)]`, where
+    `ask_confirm` returns `Elicit(...)` and the SDK builds the `InputRequiredResult`, validates the answer
+    against the `Confirm` model and hands the tool accept, decline or cancel. Nothing of ours is in its state.
+
 Run:  python tests/peers/sdk_py_server.py http --port 8123      (URL http://127.0.0.1:8123/mcp)
       MRTR_PRINCIPAL=bob python tests/peers/sdk_py_server.py stdio
 """
@@ -35,12 +41,14 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server import request_state as sdk_request_state
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
+from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer, RequestStateSecurity
+from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp_types import (
     CallToolResult,
     ElicitRequest,
@@ -48,6 +56,7 @@ from mcp_types import (
     InputRequiredResult,
     TextContent,
 )
+from pydantic import BaseModel, Field
 
 SERVER_NAME = "mrtr-peer-sdk-python"
 DEFAULT_KEY = "mrtr-lab-test-peer-key-0123456789abcdef"  # test-only, >= 32 bytes
@@ -98,6 +107,16 @@ def ask(env: str) -> InputRequiredResult:
                                request_state=json.dumps({"step": "confirm", "env": env}))
 
 
+class Confirm(BaseModel):
+    """The "resolve" form's question: one boolean, as the hand-built form's schema has."""
+
+    confirm: bool = Field(title="Yes, deploy")
+
+
+async def ask_confirm(env: str) -> Elicit[Confirm]:
+    return Elicit(f"Deploy to {env}?", Confirm)
+
+
 def text(message: str, *, is_error: bool = False) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=message)], is_error=is_error)
 
@@ -116,6 +135,17 @@ def build(args: argparse.Namespace) -> MCPServer:
         auth = AuthSettings(issuer_url="http://127.0.0.1/", resource_server_url=None)
         mcp = MCPServer(SERVER_NAME, token_verifier=TokenTable(args.token or list(DEFAULT_TOKENS)), auth=auth,
                         request_state_security=security)
+
+    if args.form == "resolve":
+        @mcp.tool(name="deploy", description="Deploy the current build to an environment. Asks the user to confirm "
+                                             "first.")
+        async def deploy_resolved(env: str, answer: Annotated[ElicitationResult[Confirm], Resolve(ask_confirm)]
+                                  ) -> CallToolResult:
+            if isinstance(answer, AcceptedElicitation) and answer.data.confirm:
+                return text(f"deployed to {env}")
+            return text(f"nothing was deployed to {env}: the user chose {answer.action}")
+
+        return mcp
 
     @mcp.tool(description="Deploy the current build to an environment. Asks the user to confirm first.")
     async def deploy(env: str, ctx: Context) -> CallToolResult | InputRequiredResult:
@@ -142,6 +172,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--key", default=os.environ.get("MRTR_PEER_KEY", DEFAULT_KEY))
     parser.add_argument("--token", action="append", help="NAME=TOKEN (HTTP; repeat; default bob and alice)")
     parser.add_argument("--principal-env", default="MRTR_PRINCIPAL", help="stdio: variable naming the principal")
+    parser.add_argument("--form", choices=["result", "resolve"], default="result",
+                        help="the tool returns InputRequiredResult itself, or uses the SDK's Resolve dependency")
     args = parser.parse_args(argv)
     clock_file = os.environ.get("MRTR_PEER_CLOCK_FILE")
     if clock_file:

@@ -12,59 +12,70 @@ from typing import Any
 
 import pytest
 
+from moves.catalog import holds, load_moves
+from moves.target import Outcome
+from tests.check.catalogue import caught_by, gated_by
 from tests.peers import launch
+from tests.peers.truth import failing_moves, lacks
 from tests.peers.wire import play, probes
 
 HERE = Path(__file__).resolve().parent
 EXPECTED: dict[str, dict[str, Any]] = tomllib.loads((HERE / "expectations.toml").read_text())
-SLUGS = ("honest", "tampered", "stolen", "late", "other-request", "no-answer", "twice")
-OUTCOMES = {"completed", "refused", "asked-again"}
+MOVES = load_moves()
+SLUGS = [m.slug for m in MOVES]
+OUTCOMES = {"completed", "ended", "refused", "asked-again", "not-run"}
 CHECKS = ("signature", "principal", "expiry", "request", "answer", "single-use")
 
 
 PROBES = ("capability", "version", "uniform-refusals", "result-type")
 
 
+def deviations(outcomes: dict[str, str]) -> dict[str, str]:
+    """The moves that did not hold, with what the peer did: the table's vocabulary."""
+    expect = {m.slug: m.expect for m in MOVES}
+    return {slug: seen for slug, seen in outcomes.items()
+            if seen == "not-run" or not holds(expect[slug], Outcome(seen))[0]}
+
+
 def observe(peer: launch.HttpPeer | launch.StdioPeer) -> dict[str, dict[str, Any]]:
     """What the peer does with every move and every probe, all sent by hand."""
-    played = {slug: play(peer, slug) for slug in SLUGS}
-    return {"moves": {slug: move.outcome for slug, move in played.items()}, "probes": probes(peer, played)}
+    played = {move.slug: play(peer, move) for move in MOVES}
+    return {"moves": deviations({slug: move.outcome for slug, move in played.items()}),
+            "probes": probes(peer, played)}
 
 
 def expected(name: str) -> dict[str, dict[str, Any]]:
-    return {"moves": EXPECTED[name]["moves"], "probes": EXPECTED[name]["probes"]}
+    return {"moves": failing_moves(EXPECTED[name]), "probes": EXPECTED[name]["probes"]}
 
 
-def test_the_table_covers_every_move_with_known_outcomes() -> None:
+def test_the_table_lists_only_catalogue_moves_that_do_not_hold() -> None:
     assert EXPECTED
+    expect = {m.slug: m.expect for m in MOVES}
     for name, entry in EXPECTED.items():
-        assert tuple(entry["moves"]) == SLUGS, name
-        assert set(entry["moves"].values()) <= OUTCOMES, name
+        assert set(entry["moves"]) <= set(SLUGS), name
+        assert set(lacks(entry)) <= set(CHECKS), name
+        assert set(failing_moves(entry).values()) <= OUTCOMES, name
+        for slug, seen in failing_moves(entry).items():
+            assert seen == "not-run" or not holds(expect[slug], Outcome(seen))[0], (name, slug)
         assert tuple(entry["probes"]) == PROBES, name
 
 
-def test_the_slugs_are_the_lessons_moves() -> None:
-    lesson = tomllib.loads((launch.ROOT / "lessons" / "moves.toml").read_text())["moves"]
-    assert {move["slug"] for move in lesson} == set(SLUGS)
-
-
-def test_each_weakness_lets_exactly_the_move_its_check_stops_through() -> None:
-    """weak-<check> differs from the all-checks control in one move: the one whose stops_at is that check."""
-    stops_at = {move["slug"]: move["stops_at"] for move in
-                tomllib.loads((launch.ROOT / "lessons" / "moves.toml").read_text())["moves"]}
-    control = EXPECTED["weak-none"]["moves"]
+def test_a_weak_peer_fails_only_what_its_missing_checks_stop() -> None:
+    """A weak peer's failures are derived from the checks it was started without, never listed by hand: the
+    by-hand runs below then prove the catalogue's `stops_at` and `requires` right."""
+    assert failing_moves(EXPECTED["weak-none"]) == {}
+    for name, entry in EXPECTED.items():
+        if name.startswith("weak-"):
+            assert entry["moves"] == {} and "lacks" not in entry, name
     for check in CHECKS:
-        weak = EXPECTED[f"weak-{check}"]["moves"]
-        changed = {slug for slug in SLUGS if weak[slug] != control[slug]}
-        assert changed == {slug for slug, stop in stops_at.items() if stop == check}, check
-        assert EXPECTED[f"weak-{check}"]["probes"] == EXPECTED["weak-none"]["probes"], check
+        assert set(failing_moves(EXPECTED[f"weak-{check}"])) == caught_by(check) | gated_by(caught_by(check))
 
 
 def test_each_protocol_weakness_fails_exactly_one_probe() -> None:
     control = EXPECTED["weak-none"]["probes"]
     for flag in launch.WEAK_FLAGS:
         entry = EXPECTED[f"weak-{flag}"]
-        assert entry["moves"] == EXPECTED["weak-none"]["moves"], flag
+        assert failing_moves(entry) == {}, flag
         assert sum(entry["probes"][probe] != control[probe] for probe in PROBES) == 1, flag
 
 
@@ -91,8 +102,9 @@ def test_the_python_sdk_refuses_every_bad_ticket_with_one_frozen_error(sdk_py_ht
 
 
 def test_the_python_sdk_deploys_a_replayed_retry_twice(sdk_py_http) -> None:
-    replies = play(sdk_py_http, "twice").replies
-    assert [r["result"]["content"][0]["text"] for r in replies] == ["deployed to staging"] * 2
+    for slug in caught_by("single-use"):
+        replies = play(sdk_py_http, slug).replies
+        assert [r["result"]["content"][0]["text"] for r in replies] == ["deployed to staging"] * 2
 
 
 def test_the_typescript_example_spends_a_ticket_on_another_request_for_the_ticket_env(sdk_ts_http) -> None:
@@ -104,7 +116,7 @@ def test_the_typescript_example_spends_a_ticket_on_another_request_for_the_ticke
 def test_the_lesson_snippet_refuses_in_its_handler_with_a_tool_error(sdk_ts_lesson_http) -> None:
     # The codec's refusals are -32602 errors; the snippet's own checks (request, single use) are isError results.
     assert "error" in play(sdk_ts_lesson_http, "stolen").replies[-1]
-    for slug in ("other-request", "twice"):
+    for slug in caught_by("request") | caught_by("single-use"):
         result = play(sdk_ts_lesson_http, slug).replies[-1]["result"]
         assert result["isError"] is True
         assert result["content"][0]["text"] == "Invalid or expired requestState"

@@ -1,8 +1,10 @@
 """Plain JSON-RPC by hand, for the ground-truth tests: no checker, no SDK client, nothing of ours in between.
 
-`play(peer, slug)` sends one move the long way (mint as bob, then the move's retry) and returns the
-outcome read off the wire: "completed", "refused" (a JSON-RPC error or an isError result) or
-"asked-again" (input_required once more). Owns the wire only; expectations live in expectations.toml.
+`play(peer, move)` sends one move of lessons/moves.toml the long way (mint as bob, its `before` move's retry,
+then its own: every answer kind, ticket edit and junk shape written out here by hand) and returns the outcome
+read off the wire: "completed", "ended" (a complete result without the work, for an answer that is no yes),
+"refused" (a JSON-RPC error or an isError result), "asked-again" (input_required once more), or "not-run" where
+the checker could not show the move either. Owns the wire only; expectations live in expectations.toml.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
+from moves.catalog import JUNK_SHAPES, Move, holds, load_moves
+from moves.target import Outcome
 from tests.peers.launch import HttpPeer, StdioPeer, stop
 
 VERSION = "2026-07-28"
@@ -153,36 +157,114 @@ class Played:
     replies: list[dict[str, Any]]
 
 
-def play(peer: HttpPeer | StdioPeer, slug: str) -> Played:
-    """Mint as bob with deploy {env: staging}, then send the move `slug` by hand."""
+#: The `answer` kinds of lessons/moves.toml, written out by hand for deploy's one question (confirm: boolean),
+#: sent under the key the peer chose for it ("confirm", or the Python SDK's resolver name).
+ANSWERS: dict[str, dict[str, Any] | None] = {
+    "accept": ACCEPT["confirm"],
+    "none": None,
+    "decline": {"action": "decline"},
+    "cancel": {"action": "cancel"},
+    "wrong-type": {"action": "accept", "content": {"confirm": "yes"}},
+    "missing-key": {"action": "accept", "content": {}},
+}
+
+
+def answers(kind: str, keys: list[str]) -> dict[str, Any] | None:
+    answer = ANSWERS[kind]
+    return None if answer is None else {key: answer for key in keys}
+NOT_A_YES = ("decline", "cancel", "wrong-type", "missing-key")
+#: What every peer here answers when it does the work (the by-hand stand-in for comparing with an accepted call).
+WORK = "deployed to staging"
+
+
+def read(reply: dict[str, Any], answer: str) -> str:
+    """The outcome of one reply, by hand; for an answer that is no yes, a complete result is "completed" only
+    when it is the work itself, else "ended"."""
+    seen = outcome(reply)
+    if seen == "completed" and answer in NOT_A_YES:
+        texts = [c.get("text") for c in reply["result"].get("content", []) if isinstance(c, dict)]
+        return "completed" if texts == [WORK] else "ended"
+    return seen
+
+
+def _mint(hand: Hand, peer: HttpPeer | StdioPeer) -> tuple[dict[str, Any], str]:
+    minted = hand.send(peer.owner, call(1, ARGS))
+    assert minted.get("result", {}).get("resultType") == "input_required", minted
+    return minted, minted["result"]["requestState"]
+
+
+def _keys(minted: dict[str, Any]) -> list[str]:
+    return list(minted["result"].get("inputRequests") or {"confirm": None})
+
+
+def _retries(move: Move, ticket: str, keys: list[str]) -> list[dict[str, Any]]:
+    """The move's retries as plain JSON-RPC: one, or one per junk shape."""
+    arguments = OTHER_ARGS if move.request == "other" else ARGS
+    rid = move.request_id if move.request_id is not None else 3
+    if move.ticket == "junk":
+        tickets = [shape.replace("{prefix}", ticket.partition(".")[0][:16]) for _, shape in JUNK_SHAPES]
+    else:
+        tickets = [edited(ticket) if move.ticket == "edit-work" else ticket]
+    return [call(rid, arguments, state=sent, answers=answers(move.answer, keys)) for sent in tickets]
+
+
+def _send(hand: Hand, peer: HttpPeer | StdioPeer, move: Move, ticket: str, keys: list[str]
+          ) -> tuple[str, list[dict[str, Any]]]:
+    """Send the move's own retries; the outcome is the first that does not hold, else the last."""
+    sender = peer.owner if move.sender == "owner" else peer.other
+    replies = [hand.send(sender, message) for message in _retries(move, ticket, keys)]
+    seen = [read(reply, move.answer) for reply in replies]
+    return next((o for o in seen if not holds(move.expect, Outcome(o))[0]), seen[-1]), replies
+
+
+def play(peer: HttpPeer | StdioPeer, move: Move | str) -> Played:
+    """Mint as bob with deploy {env: staging}, then send the move (a catalogue Move, or a slug) by hand, its
+    `before` move first. Returns "not-run" where the checker cannot show the move either: the before move did
+    not get its expectation, or (for the other principal's move) the owner's own honest retry from a second
+    process or connection is refused too."""
+    if isinstance(move, str):
+        found = next((m for m in load_moves() if m.slug == move), None)
+        if found is None:
+            raise ValueError(f"unknown move {move!r}")
+        move = found
     hand = Hand(peer)
     try:
-        minted = hand.send(peer.owner, call(1, ARGS))
-        assert minted.get("result", {}).get("resultType") == "input_required", minted
-        ticket = minted["result"]["requestState"]
-        honest = call(2, ARGS, state=ticket, answers=ACCEPT)
-        sends: list[tuple[str, dict[str, Any]]]
-        if slug == "honest":
-            sends = [(peer.owner, honest)]
-        elif slug == "tampered":
-            sends = [(peer.owner, call(2, ARGS, state=edited(ticket), answers=ACCEPT))]
-        elif slug == "stolen":
-            sends = [(peer.other, honest)]
-        elif slug == "late":
+        minted, ticket = _mint(hand, peer)
+        keys = _keys(minted)
+        replies: list[dict[str, Any]] = []
+        first = move.before
+        if first is not None:
+            on = _mint(hand, peer)[1] if move.before_ticket == "new" else ticket
+            seen, earlier = _send(hand, peer, first, on, keys)
+            replies += earlier
+            if not holds(first.expect, Outcome(seen))[0]:
+                if move.before_ticket == "new" and not holds(move.expect, Outcome(seen))[0]:
+                    return Played(seen, minted, replies)
+                return Played("not-run", minted, replies)
+        if move.timing == "past-expiry":
             peer.clock.advance(peer.ttl + 5)
-            sends = [(peer.owner, honest)]
-        elif slug == "other-request":
-            sends = [(peer.owner, call(2, OTHER_ARGS, state=ticket, answers=ACCEPT))]
-        elif slug == "no-answer":
-            sends = [(peer.owner, call(2, ARGS, state=ticket))]
-        elif slug == "twice":
-            sends = [(peer.owner, honest), (peer.owner, {**honest, "id": 3})]
-        else:
-            raise ValueError(f"unknown move {slug!r}")
-        replies = [hand.send(principal, message) for principal, message in sends]
-        return Played(outcome(replies[-1]), minted, replies)
+        seen, mine = _send(hand, peer, move, ticket, keys)
+        replies += mine
+        if move.sender == "other" and holds(move.expect, Outcome(seen))[0] and not _owner_again(peer):
+            return Played("not-run", minted, replies)
+        return Played(seen, minted, replies)
     finally:
         hand.close()
+
+
+def _owner_again(peer: HttpPeer | StdioPeer) -> bool:
+    """Whether the owner's honest retry of a fresh call works from a second process (stdio) or connection."""
+    again = Hand(peer)
+    try:
+        minted, ticket = _mint(again, peer)
+        second = Hand(peer)
+        try:
+            retry = call(3, ARGS, state=ticket, answers=answers("accept", _keys(minted)))
+            return outcome(second.send(peer.owner, retry)) == "completed"
+        finally:
+            second.close()
+    finally:
+        again.close()
 
 
 def probes(peer: HttpPeer | StdioPeer, played: dict[str, Played]) -> dict[str, Any]:
@@ -216,12 +298,17 @@ def probes(peer: HttpPeer | StdioPeer, played: dict[str, Played]) -> dict[str, A
     finally:
         hand.close()
     shapes = set()
+    expects = {m.slug: m for m in load_moves()}
     for slug, move in played.items():
-        if slug in ("honest", "no-answer") or move.outcome != "refused":
+        if expects[slug].expect != Outcome.REFUSED or move.outcome in ("not-run", "completed"):
             continue
-        last = move.replies[-1]
-        shape = {"error": last["error"]} if "error" in last else {"isError": last["result"].get("content")}
-        shapes.add(json.dumps(shape, sort_keys=True))
+        before = expects[slug].before
+        own = move.replies[len(_retries(before, "x.y", ["confirm"])) if before else 0:]
+        for last in own:
+            if "error" in last or last.get("result", {}).get("isError"):
+                shape = {"error": {k: v for k, v in last["error"].items()}} if "error" in last \
+                    else {"isError": last["result"].get("content")}
+                shapes.add(json.dumps(shape, sort_keys=True))
     results = [r["result"] for m in played.values() for r in (m.minted, *m.replies) if "result" in r]
     return {"capability": capability, "version": version, "uniform-refusals": len(shapes) <= 1,
             "result-type": all("resultType" in result for result in results)}
