@@ -516,7 +516,7 @@ def cluster_section(args: argparse.Namespace, chosen: list[StackConfig], levels:
                    + ", ".join(f"{floor_client[lvl] * 100:.0f}% of one core at {lvl}" for lvl in levels)
                    + " clients: the floor is the ceiling of this\nstack and this client together on this machine.")
     return f"""{cluster.BEGIN}
-## The deploy flow through nginx: two replicas, one direct, the SDK, and the floor
+## The deploy flow through nginx: {n} replicas, one direct, the SDK, and the floor
 
 A section of its own, recorded at another time than the rest: `python -m bench --cluster` rewrites it,
 a full `python -m bench` keeps it as it is. The machine is the one above.
@@ -555,7 +555,7 @@ zone is still there and counts every request; everything else is the file as dep
 
 Ratios of flows/s (medians) at each level:
 
-{table(["ratio", *(f"{lvl} clients" for lvl in levels)], ratio_rows)}
+{table(["ratio", *(f"{lvl} client{'' if lvl == 1 else 's'}" for lvl in levels)], ratio_rows)}
 
 "steal %" is the median share of the machine's CPU time the hypervisor gave to other guests during
 that stack's runs; while it is high every figure is slower and its tail longer for reasons outside
