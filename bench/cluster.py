@@ -149,16 +149,19 @@ def nginx(name: str, upstream_ports: Sequence[int]) -> Served:
     tmp = tempfile.TemporaryDirectory(prefix="mrtr-bench-nginx-")
     prefix = Path(tmp.name)
     port = servers.free_port()
-    text = render_nginx_conf(prefix, port, upstream_ports)
-    conf = prefix / "nginx.conf"
-    conf.write_text(text)
-    base = [NGINX, "-p", str(prefix), "-e", str(prefix / "error.log"), "-c", str(conf)]
-    checked = subprocess.run([*base, "-t", "-q"], capture_output=True, text=True, timeout=30)
-    if checked.returncode != 0:
+    try:  # until _spawn owns the directory (its Served removes it on stop), remove it here on any failure
+        text = render_nginx_conf(prefix, port, upstream_ports)
+        conf = prefix / "nginx.conf"
+        conf.write_text(text)
+        base = [NGINX, "-p", str(prefix), "-e", str(prefix / "error.log"), "-c", str(conf)]
+        checked = subprocess.run([*base, "-t", "-q"], capture_output=True, text=True, timeout=30)
+        if checked.returncode != 0:
+            raise RuntimeError(f"{name}: nginx -t refused the configuration:\n{checked.stderr[-2000:]}")
+        workers = nginx_setting(text, "worker_processes")
+        children = (os.cpu_count() or 1) if workers == "auto" else int(workers)
+    except BaseException:
         tmp.cleanup()
-        raise RuntimeError(f"{name}: nginx -t refused the configuration:\n{checked.stderr[-2000:]}")
-    workers = nginx_setting(text, "worker_processes")
-    children = (os.cpu_count() or 1) if workers == "auto" else int(workers)
+        raise
     return servers._spawn(name, base, {}, port, tmp, children=children)
 
 
