@@ -48,7 +48,7 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from moves.check import CheckError, CheckOptions, Events, run_check
 from moves.targets.http import HttpTarget
-from moves.targets.remote import Timing
+from moves.targets.remote import DEFAULT_TIMEOUT, Timing
 from mrtr.config import Settings
 from mrtr.keys import default_state_dir
 from web import htmx
@@ -596,9 +596,11 @@ def _execute(app: Flask, store: RunStore, run: Run, url: str, address: str, toke
                 save()
 
     max_wait = app.extensions[SETTINGS_KEY].check_max_wait
+    # MRTR_CHECK_TIMEOUT bounds each request here as it does for the CLI; a time-out stops the run (CheckStopped).
+    timeout = app.extensions[SETTINGS_KEY].check_timeout or DEFAULT_TIMEOUT
     target = None
     try:
-        target = HttpTarget(url, [("owner", tokens[0]), ("other", tokens[1])], connect_to=address,
+        target = HttpTarget(url, [("owner", tokens[0]), ("other", tokens[1])], connect_to=address, timeout=timeout,
                             timing=Timing(skip_late=options.skip_late, max_wait=max_wait))
         tokens = ("", "")
         report = run_check(target, options, moves=moves, events=Events(phase=phase, move_done=move_done,
@@ -717,7 +719,8 @@ def _view(run: Run) -> dict[str, Any]:
         if run.waiting:
             status = "Waiting for the ticket to expire before the late move…"
     elif run.state == "error":
-        status = "The check could not run."
+        # A run that played moves and then met a time-out stopped; one that played none could not run at all.
+        status = "The check stopped: the server did not answer in time." if run.rows else "The check could not run."
     else:
         status = run.summary or "Done."
     return {"moves": move_views, "probes": probe_views, "status": status, "state": run.state, "error": run.error,

@@ -22,6 +22,7 @@ from moves.probes import ProbeResult
 from tests.browser.helpers import LiveServer, serve
 from tests.check.catalogue import MOVES, caught_by
 from tests.check.conftest import APP_CONFIG
+from tests.mutants.harness import running
 from web.check import RUN_TTL, SECTIONS, STALE, CheckInputError, HostRules, Run, RunStore, vet_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -348,3 +349,15 @@ def test_an_unreachable_server_gets_an_error_panel() -> None:
         html = finish(app, client, client.post("/check", data=form(f"http://127.0.0.1:{s.getsockname()[1]}/mcp")))
     assert "connection refused" in html.select_one(".check-error[role=alert]").get_text()
     assert html.select_one("#check-status").get_text() == "The check could not run."
+
+
+def test_a_server_that_stops_answering_mid_run_shows_what_was_played_and_where_it_stopped() -> None:
+    app = make_app(MRTR_CHECK_TIMEOUT=0.3)
+    client = app.test_client()
+    with running("hangs-on-retry") as (url, _server):
+        html = finish(app, client, client.post("/check", data=form(url, skip_late="1"), headers={}))
+    assert html.select_one("#check-status").get_text() == "The check stopped: the server did not answer in time."
+    alert = html.select_one(".check-error[role=alert]").get_text(" ", strip=True)
+    assert alert.startswith("The check stopped:") and "did not answer in time" in alert
+    rows = html.select("tr[data-move]")
+    assert len(rows) == 1 and rows[0]["data-verdict"] == "fail"
