@@ -7,6 +7,7 @@ import inspect
 import json
 import re
 import shutil
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -20,11 +21,11 @@ from mrtr import CHECKS, tools
 from mrtr.tickets import CHECK_TITLES
 from mrtr.tickets import DEFAULT_TTL as EXPIRY
 from web.content import DEFAULT_ROOT, ContentError, load_course
-from web.moveviews import OUTCOME_TEXT
+from web.moveviews import OUTCOME_TEXT, stopped_first_by
 from web.templating import count_word
 
 from .conftest import TEST_KEY
-from .helpers import HX, assert_csp_clean, assert_unique_ids, move_where, play_under, rendered, soup
+from .helpers import HX, assert_csp_clean, assert_unique_ids, honest_move, move_where, play_under, rendered, soup
 
 LESSON = "when-the-server-needs-input"
 ASKS_AGAIN = move_where(lambda m: m.expect == Outcome.ASKED_AGAIN and m.before is None)
@@ -186,16 +187,24 @@ def test_sdk_figure_shows_our_snippet_beside_the_real_deploy_source(page) -> Non
 
 def test_breakit_links_preset_the_playground_and_say_what_each_switch_does(page) -> None:
     links = page.select("#break-it ul.breakit li")
-    hrefs = [li.a["href"] for li in links]
-    assert hrefs == [
-        "/playground?single_use=1&sealed=0&no_signature=1&offset=0&move=tampered#move-tampered",
-        "/playground?single_use=0&sealed=0&no_signature=0&offset=0&move=twice#move-twice",
-        "/playground?single_use=1&sealed=1&no_signature=0&offset=0&move=tampered#move-tampered",
-        "/playground?single_use=1&sealed=0&no_signature=0&offset=150&move=honest#move-honest",
-    ]
+    queries = [urllib.parse.urlsplit(li.a["href"]) for li in links]
+    switches = [dict(urllib.parse.parse_qsl(q.query)) for q in queries]
+    assert all(q.path == "/playground" and q.fragment == f"move-{s['move']}" for q, s in zip(queries, switches,
+                                                                                          strict=True))
+    moves = load_course().moves
+    # the two links that remove a defence each play the first move a sound server stops at that defence
+    assert switches[0] == {"single_use": "1", "sealed": "0", "no_signature": "1", "offset": "0",
+                           "move": stopped_first_by(moves, "signature").slug}
+    assert switches[1] == {"single_use": "0", "sealed": "0", "no_signature": "0", "offset": "0",
+                           "move": stopped_first_by(moves, "single-use").slug}
+    # the other two play a move the switch changes: sealing (an edited ticket), the clock (the honest retry)
+    assert switches[2] == {**switches[0], "sealed": "1", "no_signature": "0"}
+    assert switches[3] == {"single_use": "1", "sealed": "0", "no_signature": "0", "offset": "150",
+                           "move": honest_move(moves).slug}
     texts = [li.get_text(" ", strip=True) for li in links]
     assert "removes Signature matches" in texts[0] and "removes Not already redeemed" in texts[1]
     assert "removes no check" in texts[2] and "removes no check" in texts[3]
+    assert f"t = {honest_move(moves).at + 150:g} s" in texts[3]
     assert "defence you remove" not in page.select_one("#break-it").get_text()
 
 

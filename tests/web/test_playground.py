@@ -144,6 +144,22 @@ def test_every_move_under_every_switch(client: FlaskClient, slug: str, switch: s
         assert "asked again" in text
 
 
+@pytest.mark.parametrize("slug", list(MOVES))
+def test_every_move_plays_without_javascript(app: Flask, client: FlaskClient, slug: str) -> None:
+    """The form posts, the whole page comes back with the result, its card marked, every step listed."""
+    with rendered(app) as names:
+        response = play(client, slug, htmx=False)
+    assert response.status_code == 200 and names == ["playground/show.html"]
+    page = soup(response)
+    result = page.select_one("#pg-result [data-result]")
+    assert result["data-result"] == slug and holds(MOVES[slug].expect, Outcome(result["data-verdict"]))[0]
+    assert "pg-move--current" in page.select_one(f"#move-{slug}")["class"]
+    assert page.select_one("#pg-status").get_text(strip=True).startswith("Verdict:")
+    messages = [line for line in page.select_one("#pg-sent-curl").get_text().splitlines()
+                if re.match(r"# (Retry|Message) \d+ of \d+", line)]
+    assert len(messages) == len(page.select(".pg-earlier")) + 1  # the script replays every step shown
+
+
 def test_only_the_moves_expected_to_deploy_do_with_default_switches(client: FlaskClient) -> None:
     deployed = [slug for slug in MOVES if soup(play(client, slug)).select_one("[data-verdict]")["data-verdict"]
                 == "completed"]
