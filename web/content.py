@@ -213,7 +213,7 @@ def _load_questions(path: Path, section_ids: set[str]) -> tuple[Question, ...]:
     return tuple(questions)
 
 
-def _load_lesson(root: Path, entry: Mapping[str, Any], moves: tuple[Move, ...]) -> Lesson:
+def _load_lesson(root: Path, entry: Mapping[str, Any]) -> Lesson:
     where = f"{root / 'course.toml'}: lesson"
     slug = _field(entry, "slug", str, where)
     if not _SLUG.match(slug):
@@ -278,7 +278,7 @@ def load_course(root: Path = DEFAULT_ROOT, moves_file: Path | None = None) -> Co
     course = _read_toml(root / "course.toml")
     where = str(root / "course.toml")
     moves = _load_moves(moves_file or root / "moves.toml")
-    lessons = tuple(_load_lesson(root, entry, moves) for entry in _tables(course, "lessons", where))
+    lessons = tuple(_load_lesson(root, entry) for entry in _tables(course, "lessons", where))
     if not lessons:
         raise ContentError(f"{where}: the course has no lessons")
     _unique([lesson.slug for lesson in lessons], "lesson slug", where)
