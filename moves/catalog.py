@@ -138,6 +138,34 @@ class Move:
         return holds(self.expect, outcome)
 
     @property
+    def group(self) -> str:
+        """What the move varies, one of GROUPS: a retry sent before it, the answer, or else the ticket."""
+        if self.before is not None:
+            return "sequence"
+        if self.answer != "accept":
+            return "answer"
+        return "ticket"
+
+    @property
+    def is_replay(self) -> bool:
+        """Whether only a redeemed store stops the move (a spent ticket sent again)."""
+        return self.requires == "single-use"
+
+    @property
+    def refused_by(self) -> frozenset[str]:
+        """Every check a sound server's ticket checks fail for this move's own retry, not only the first
+        (`stops_at`): with one check removed, the move is still refused while another remains. "unreadable" is
+        the failure before any check can read a junk ticket."""
+        refused = {"signature"} if self.ticket in ("edit-work", "junk") else set()
+        refused |= {"unreadable"} if self.ticket == "junk" else set()
+        refused |= {"principal"} if self.sender == "other" else set()
+        refused |= {"expiry"} if self.timing == "past-expiry" else set()
+        refused |= {"request"} if self.request == "other" else set()
+        # A retry on a ticket its `before` move already spent (a completed retry on the same ticket).
+        spent = self.before is not None and self.before_ticket == "same" and self.before.expect == Outcome.COMPLETED
+        return frozenset(refused | ({"single-use"} if spent else set()))
+
+    @property
     def chain(self) -> tuple[Move, ...]:
         """The moves whose retries this move sends, first to last (its `before`s, then itself)."""
         return (*(self.before.chain if self.before else ()), self)
@@ -281,6 +309,16 @@ def stopped_by(moves: tuple[Move, ...], check: str) -> Move | None:
     """The first move a sound server stops at `check` alone (what a page shows when that check is switched
     off), or None."""
     return next((m for m in moves if m.stops_at == check and m.before is None and m.ticket != "junk"), None)
+
+
+def first_stopped_by(moves: tuple[Move, ...], check: str) -> Move | None:
+    """`stopped_by`'s plain move, else the first one sent after another (a replay is sent after the retry it
+    repeats); never a junk one."""
+    return stopped_by(moves, check) or next((m for m in moves if m.stops_at == check and m.ticket != "junk"), None)
+
+
+#: The groups moves are listed in, by what they vary (`Move.group`), in this order.
+GROUPS: tuple[str, ...] = ("ticket", "answer", "sequence")
 
 
 #: How each part of a move reads on a page ("Ticket: payload edited (work.env = prod)").

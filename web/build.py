@@ -268,25 +268,11 @@ class Outcomes:
     summary: str  # the checker's last line
 
 
-def _refused_by(move: Move) -> set[str]:
-    """Every check a sound server's ticket checks fail for this move's own retry, not just the first (`stops_at`):
-    with one removed, the move is still refused if another remains. Read off the move's vocabulary (the
-    lessons/moves.toml header says what each word sends). Junk also fails before any check can read it."""
-    refused = {"signature"} if move.ticket in ("edit-work", "junk") else set()
-    refused |= {"unreadable"} if move.ticket == "junk" else set()
-    refused |= {"principal"} if move.sender == "other" else set()
-    refused |= {"expiry"} if move.timing == "past-expiry" else set()
-    refused |= {"request"} if move.request == "other" else set()
-    # A retry on a ticket its `before` move already spent (a completed retry on the same ticket).
-    spent = move.before is not None and move.before_ticket == "same" and move.before.expect == Outcome.COMPLETED
-    return refused | ({"single-use"} if spent else set())
-
-
 def outcomes(experiment: Experiment, catalogue: tuple[Move, ...]) -> Outcomes:
     """Without the removed check, the moves refused by it alone fail, and nothing else does; a move sent after
     one of them (`before`) is not run. The summary is the checker's own (moves.check.Report), so its words
     never drift."""
-    red = tuple(m for m in catalogue if m.expect == Outcome.REFUSED and _refused_by(m) == {experiment.check})
+    red = tuple(m for m in catalogue if m.expect == Outcome.REFUSED and m.refused_by == {experiment.check})
     not_run = tuple(m for m in catalogue if m.before is not None and m.before in red)
     rows = [MoveRow(m.slug, m.title, m.expect.value,
                     Outcome.COMPLETED.value if m in red else Outcome.NOT_RUN.value if m in not_run else m.expect.value,

@@ -60,7 +60,7 @@ class Attempt:
 
 def is_replay(move: Move) -> bool:
     """The move only single use stops (a replay of a spent ticket), read from moves.toml's `requires`."""
-    return move.requires == "single-use"
+    return move.is_replay
 
 
 def check_order() -> tuple[str, ...]:

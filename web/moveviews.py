@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from moves.catalog import Move, find, stopped_by
+from moves.catalog import GROUPS as GROUP_KEYS
+from moves.catalog import Move, find, first_stopped_by
 from moves.engine import Step
 from moves.target import Outcome
 
-#: The groups a list of moves is shown in, in this order: (key, heading, what the group's moves vary).
+#: The groups a list of moves is shown in, in the engine's order: (key, heading, what the group's moves vary).
 GROUPS: tuple[tuple[str, str, str], ...] = (
     ("ticket", "The ticket: who sends it, when, and what it holds",
      "One retry each, with the ticket untouched, edited, replaced, late or in the wrong hands."),
@@ -27,12 +28,8 @@ GROUPS: tuple[tuple[str, str, str], ...] = (
 
 
 def group_of(move: Move) -> str:
-    """The group a move is listed under, read off what it varies: a retry sent first, the answer, or the ticket."""
-    if move.before is not None:
-        return "sequence"
-    if move.answer != "accept":
-        return "answer"
-    return "ticket"
+    """The group a move is listed under (the engine's `Move.group`)."""
+    return move.group
 
 
 @dataclass(frozen=True)
@@ -41,6 +38,9 @@ class MoveGroup:
     title: str
     hint: str
     moves: tuple[Move, ...]
+
+
+assert tuple(key for key, _, _ in GROUPS) == GROUP_KEYS, "a group of moves without its words"
 
 
 def grouped(moves: Iterable[Move]) -> list[MoveGroup]:
@@ -54,8 +54,7 @@ def grouped(moves: Iterable[Move]) -> list[MoveGroup]:
 def stopped_first_by(moves: Iterable[Move], check: str) -> Move | None:
     """The first move a sound server stops at `check`: `moves.catalog.stopped_by`'s plain move, else the first
     one played after another (a replay is sent after the retry it repeats), never a junk one."""
-    listed = tuple(moves)
-    return stopped_by(listed, check) or next((m for m in listed if m.stops_at == check and m.ticket != "junk"), None)
+    return first_stopped_by(tuple(moves), check)
 
 
 #: What each outcome is called on a page, in the story's words (a deploy): the verdict of a move, or an
