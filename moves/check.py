@@ -158,6 +158,9 @@ class Report:
 
     def summary(self) -> str:
         c = self.counts()
+        if self.stopped:  # counts of a partial run would read like a verdict on the whole catalogue
+            return (f"STOPPED at a time-out: {c['held']} of the {c['moves']} moves played before it held; "
+                    "the rest were not played")
         extra = [f"{c['warned']} warning{'s' * (c['warned'] != 1)}"] if c["warned"] else []
         extra += [f"{c['not_run']} not run"] if c["not_run"] else []
         tail = f" ({', '.join(extra)})" if extra else ""
@@ -671,11 +674,10 @@ def main(argv: Sequence[str], *, stdout: IO[str] | None = None, stderr: IO[str] 
             report = run_check(target, options, events=events, secrets=secrets)
         except CheckStopped as stopped:
             # What was played until the time-out still goes out (JUnit with an <error>, the JSON with
-            # "stopped"), so CI can show where it stopped; the exit code stays 2.
+            # "stopped", or the table), so CI and people see where it stopped; the exit code stays 2.
             if args.junit:
                 _write_junit(args.junit, stopped.report)
-            if args.json:
-                _write_report(out, stopped.report, as_json=True)
+            _write_report(out, stopped.report, as_json=args.json)
             raise
         if args.junit:
             _write_junit(args.junit, report)

@@ -108,6 +108,12 @@ def test_a_server_that_hangs_only_on_retries_stops_the_run_at_the_first_time_out
     case = suite.find("testcase")
     assert case is not None and case.get("name") == MOVES[0].slug and case.find("error") is not None
     assert case.find("failure") is None and case.get("time") is not None
+    # Without --json, the table of what was played goes out too, ending in the summary.
+    with running("hangs-on-retry") as (url, _server):
+        code, table, err = cli(url, *TOKENS, timeout=0.3)
+    assert code == 2 and table.startswith(f"Target: {url}")
+    assert table.rstrip().splitlines()[-1].startswith("STOPPED at a time-out: 0 of the 1 moves played")
+    assert err.startswith("mrtr check: error: ") and err.count("\n") == 1
 
 
 # -- tokens never reach any output -----------------------------------------------------------------
