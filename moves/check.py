@@ -234,6 +234,7 @@ def _example(name: str, schema: Any) -> Any:
     kind = next((k for k in kind if k != "null"), "string") if isinstance(kind, list) else kind
     if kind in ("integer", "number"):
         value = schema.get("minimum", 1)
+        value = value if isinstance(value, int | float) and not isinstance(value, bool) else 1  # a peer's "5"
         return int(value) if kind == "integer" else value
     if kind == "boolean":
         return False
@@ -246,7 +247,8 @@ def _example(name: str, schema: Any) -> Any:
     formats = {"email": "check@example.com", "uri": "https://example.com/", "date": "2026-07-28",
                "date-time": "2026-07-28T00:00:00Z"}
     text = formats.get(schema.get("format"), "mrtr-check")
-    return text.ljust(int(schema.get("minLength", 0) or 0), "x")
+    length = schema.get("minLength")
+    return text.ljust(min(length, 10_000) if isinstance(length, int) and not isinstance(length, bool) else 0, "x")
 
 
 def arguments_for(input_schema: Any) -> dict[str, Any]:

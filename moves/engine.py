@@ -106,6 +106,11 @@ def outcome_of(reply: Reply) -> Outcome:
     return Outcome.COMPLETED
 
 
+def _number(value: Any, default: float = 0) -> float:
+    """A schema's numeric keyword as a number; anything else (a peer's "5", null, true) is the default."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else default
+
+
 def _value_for(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return True
@@ -119,13 +124,15 @@ def _value_for(schema: Any) -> Any:
     if kind == "boolean":
         return True
     if kind in ("number", "integer"):
-        low: Any = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+        low = _number(schema.get("minimum", schema.get("exclusiveMinimum", 0)))
         value = low + 1 if "exclusiveMinimum" in schema else max(low, 1 if "maximum" not in schema else low)
         return int(value) if kind == "integer" else value
     if kind == "array":
         items = as_object(schema.get("items"))
-        options = items.get("enum") or [o.get("const") for o in items.get("anyOf", []) if isinstance(o, dict)]
-        return options[: max(1, int(schema.get("minItems", 1)))] if options else []
+        any_of = items.get("anyOf") if isinstance(items.get("anyOf"), list) else []
+        enum = items.get("enum") if isinstance(items.get("enum"), list) else []
+        options = enum or [o.get("const") for o in any_of if isinstance(o, dict)]
+        return options[: max(1, int(_number(schema.get("minItems"), 1)))] if options else []
     text = "yes"
     if schema.get("format") == "email":
         text = "lab@example.com"
@@ -135,8 +142,8 @@ def _value_for(schema: Any) -> Any:
         text = "2026-01-01"
     elif schema.get("format") == "date-time":
         text = "2026-01-01T00:00:00Z"
-    minimum = int(schema.get("minLength", 0) or 0)
-    return text + "y" * max(0, minimum - len(text))
+    minimum = int(_number(schema.get("minLength")))
+    return text + "y" * max(0, min(minimum, 10_000) - len(text))
 
 
 def answers_for(input_requests: dict[str, Any]) -> dict[str, Any]:

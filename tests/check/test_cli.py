@@ -291,6 +291,10 @@ def test_arguments_are_built_from_the_schema_and_one_string_changed() -> None:
     args = arguments_for(schema)
     assert args == {"env": "staging", "count": 2, "region": "eu"}
     assert other_arguments_for(args, schema) == {"env": "prod", "count": 2, "region": "eu"}
+    odd = {"properties": {"n": {"type": "integer", "minimum": "3"}, "s": {"type": "string", "minLength": "4"},
+                          "h": {"type": ["string", "null"], "formats": 1}, "e": {"enum": "xyz"}},
+           "required": ["n", "s", "h", "e", 7]}
+    assert arguments_for(odd) == {"n": 1, "s": "mrtr-check", "h": "mrtr-check", "e": "mrtr-check"}
     assert other_arguments_for({"region": "eu"}, schema) == {"region": "us"}
     assert other_arguments_for({"name": "svc"}) == {"name": "svc-other"}
     assert other_arguments_for({"n": 1}) == {"n": 2} and other_arguments_for({}) is None

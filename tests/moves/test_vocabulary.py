@@ -320,3 +320,18 @@ def test_a_valid_before_chain_resolves_to_moves() -> None:
         if move.before is not None:
             assert move.chain == (move.before, move) and move.before.before is None
             assert move.before.at < move.at
+
+
+@pytest.mark.parametrize("prop", [
+    {"type": "string", "minLength": "5"}, {"type": "integer", "minimum": "x"}, {"type": "number", "minimum": None},
+    {"type": "array", "minItems": "2", "items": {"enum": "abc"}}, {"type": "array", "items": {"anyOf": 3}},
+    {"type": "string", "minLength": 10**9}, "not a schema", {"type": ["string", "null"]},
+])
+def test_a_peers_odd_schema_still_gets_answers_and_never_a_traceback(prop: Any) -> None:
+    questions = {"q": {"method": "elicitation/create", "params": {"requestedSchema": {
+        "type": "object", "properties": {"field": prop}, "required": ["field"]}}}}
+    for kind in ("accept", "decline", "cancel", "wrong-type", "missing-key"):
+        sent = answers_of(kind, questions)
+        assert sent is not None and set(sent) == {"q"}
+        json.dumps(sent)
+    assert len(json.dumps(answers_of("accept", questions))) < 20_000
