@@ -22,13 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moves.catalog import Move
-from moves.engine import MINT_ID, Call, modern_request, play
+from moves.engine import MINT_ID, Call, modern_request, outcome_of, play
 from moves.labcodec import LabRing
 from moves.target import Outcome
 from moves.targets.lab import LabTarget, lab_server
 from mrtr import FakeClock, Server
 from mrtr.store import RedeemedStore
 from mrtr.tickets import CHECK_TITLES, CHECKS
+from web.moveviews import OUTCOME_TEXT, step_words
 
 #: The principal a stolen ticket is replayed under.
 THIEF = "someone-else"
@@ -48,6 +49,8 @@ class Attempt:
     single_use: bool
     log: tuple[str, ...] = field(default_factory=tuple)
     title: str = ""  # the move's title, for the learner's screen
+    #: What the move sent before its last message, and what each got ("the retry of “Honest retry”: Deployed").
+    earlier: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def went_through(self) -> bool:
@@ -98,11 +101,14 @@ class ClassLab:
                                                     {"name": call.tool, "arguments": call.arguments}, call))
         return str((reply.response or {}).get("result", {}).get("requestState", ""))
 
-    def play(self, move: Move, principal: str, *, single_use: bool) -> Attempt:
+    def play(self, move: Move, principal: str, *, single_use: bool, moves: tuple[Move, ...] = ()) -> Attempt:
+        """Play `move` for `principal`; `moves` (the catalogue) names the moves a step was sent for."""
         result = play(move, self._target(principal, single_use))
         last = result.last
         checks = tuple(last.reply.trace or ()) if last else ()
+        earlier = tuple(f"{step_words(step, moves or (move,))}: {OUTCOME_TEXT[outcome_of(step.reply)]}"
+                        for step in result.steps[:-1])
         return Attempt(move=move.slug, verdict=str(result.outcome), stopped_at=result.stopped_at or THROUGH,
                        checks=checks, ticket=result.ticket or "", sent=last.sent if last else {},
                        response=last.reply.response if last else None, single_use=single_use,
-                       log=tuple(last.reply.log) if last else (), title=move.title)
+                       log=tuple(last.reply.log) if last else (), title=move.title, earlier=earlier)

@@ -312,6 +312,18 @@ def test_round_moves_stop_where_the_lesson_says(app: Flask, host: FlaskClient, c
     assert csv.mimetype == "text/csv" and csv.get_data(as_text=True).count("attempt,Ann,") == len(COURSE.moves)
 
 
+@pytest.mark.parametrize("slug", [m.slug for m in COURSE.moves if m.before is not None])
+def test_a_move_sent_after_another_says_so_on_the_phone(app: Flask, host: FlaskClient, code: str, slug: str) -> None:
+    ann = join(app, code, "Ann")
+    host.post(f"/class/{code}/host/round", data={"open": "1"})
+    page = ann.post(f"/class/{code}/play", data={"move": slug}, headers={"HX-Request": "true"})
+    assert page.status_code == 200
+    html = page.get_data(as_text=True)
+    first = COURSE.move(slug).before
+    assert f"First, the retry of “{first.title}”: " in html
+    assert COURSE.move(slug).title in html
+
+
 def test_class_tickets_are_worthless_against_mcp(app: Flask, host: FlaskClient, code: str) -> None:
     ann = join(app, code, "Ann")
     host.post(f"/class/{code}/host/round", data={"open": "1"})
