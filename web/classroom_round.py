@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moves.catalog import Move
-from moves.engine import MINT_ID, Call, modern_request, outcome_of, play
+from moves.engine import MINT_ID, Call, modern_request, play
 from moves.labcodec import LabRing
 from moves.target import Outcome
 from moves.targets.lab import LabTarget, lab_server
 from mrtr import FakeClock, Server
 from mrtr.store import RedeemedStore
 from mrtr.tickets import CHECK_TITLES, CHECKS
-from web.moveviews import OUTCOME_TEXT, step_words
+from web.moveviews import step_outcome_words, step_words
 
 #: The principal a stolen ticket is replayed under.
 THIEF = "someone-else"
@@ -106,7 +106,7 @@ class ClassLab:
         result = play(move, self._target(principal, single_use))
         last = result.last
         checks = tuple(last.reply.trace or ()) if last else ()
-        earlier = tuple(f"{step_words(step, moves or (move,))}: {OUTCOME_TEXT[outcome_of(step.reply)]}"
+        earlier = tuple(f"{step_words(step, moves or (move,))}: {step_outcome_words(step)}"
                         for step in result.steps[:-1])
         return Attempt(move=move.slug, verdict=str(result.outcome), stopped_at=result.stopped_at or THROUGH,
                        checks=checks, ticket=result.ticket or "", sent=last.sent if last else {},

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from moves.catalog import GROUPS as GROUP_KEYS
 from moves.catalog import Move, find, first_stopped_by
-from moves.engine import Step
+from moves.engine import Step, outcome_of
 from moves.target import Outcome
 
 #: The groups a list of moves is shown in, in the engine's order: (key, heading, what the group's moves vary).
@@ -97,3 +97,10 @@ def step_words(step: Step, moves: Iterable[Move]) -> str:
     if earlier is None:
         return words
     return f"{words}, for “{earlier.title}”" if what == "round one" else f"{words} of “{earlier.title}”"
+
+
+def step_outcome_words(step: Step) -> str:
+    """What one step got, in the story's words: a round one gets its ticket; a retry gets its outcome."""
+    if step.label.endswith("round one"):
+        return "input_required, with a ticket of its own"
+    return OUTCOME_TEXT[outcome_of(step.reply)]
