@@ -129,8 +129,9 @@ def _value_for(schema: Any) -> Any:
         return int(value) if kind == "integer" else value
     if kind == "array":
         items = as_object(schema.get("items"))
-        any_of = items.get("anyOf") if isinstance(items.get("anyOf"), list) else []
-        enum = items.get("enum") if isinstance(items.get("enum"), list) else []
+        raw_any_of, raw_enum = items.get("anyOf"), items.get("enum")
+        any_of: list[Any] = raw_any_of if isinstance(raw_any_of, list) else []
+        enum: list[Any] = raw_enum if isinstance(raw_enum, list) else []
         options = enum or [o.get("const") for o in any_of if isinstance(o, dict)]
         return options[: max(1, int(_number(schema.get("minItems"), 1)))] if options else []
     text = "yes"
