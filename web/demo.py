@@ -5,7 +5,7 @@ FIXED demo key, a fixed clock and a seeded ticket-id sequence, so the same slide
 byte on every load, in every rehearsal and on every machine. The demo key is public on purpose:
 it is not the app's secret, and a ticket shown on the projector is worthless against `/mcp`.
 
-Each slide has its own URL (`/demo/step/3`, `/demo/move/stolen`) and the deck works as linked
+Each slide has its own URL (`/demo/step/3`, `/demo/move/<slug>`) and the deck works as linked
 pages without JavaScript; `static/js/demo.js` adds the keyboard, the raw-JSON toggle, the speaker
 notes sync and the kiosk auto-play. URLs name slides, never tickets.
 """

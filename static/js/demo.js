@@ -6,7 +6,7 @@
  *   1–9: jump to one of the first nine moves       R, Home: back to the start; End: the last slide
  *   J: show or hide the raw JSON     P: pause or resume auto-play (?autoplay=N seconds)
  *   F: full screen                   S: open the speaker notes in another window
- * The address bar always names the slide (never a ticket), and #step-3 / #move-stolen work too.
+ * The address bar always names the slide (never a ticket), and #step-3 / #move-<slug> work too.
  * The deck and its notes window follow each other through a BroadcastChannel (same browser). */
 (function () {
   "use strict";
