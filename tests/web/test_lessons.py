@@ -472,8 +472,8 @@ def test_break_it_says_what_each_switch_really_does() -> None:
         return {slug for slug in base if now[slug] != base[slug]}
 
     moves = load_course().moves
-    edits = {m.slug for m in moves if m.ticket == "edit-work"}
-    replays = {m.slug for m in moves if m.requires == "single-use"}
+    edits = {m.slug for m in moves if m.refused_by == {"signature"}}  # only the signature refuses them
+    replays = {m.slug for m in moves if m.is_replay}
     assert edits and replays
     unsigned, reusable = _outcomes(no_signature=True), _outcomes(single_use=False)
     assert changed(no_signature=True) == edits and all(unsigned[slug][0] == "deployed" for slug in edits)

@@ -35,14 +35,14 @@ SWITCHES = {
     "sealed": {"sealed": "1"},
 }
 #: (what a sound server does, the check that fails first or None) for every move under every switch, from
-#: moves.toml: single use off lets the moves that need a redeemed store through, no signature lets the edits
-#: through; everything else ends as it does with the defaults.
+#: moves.toml: single use off lets the replays through, no signature lets through what only the signature
+#: refuses (an edited ticket; junk is refused before any check can read it); the rest end as by default.
 EXPECTED: dict[str, dict[str, tuple[str, str | None]]] = {
     "default": {m.slug: (str(m.expect), m.stops_at or None) for m in MOVES.values()}}
 EXPECTED["single-use-off"] = {**EXPECTED["default"], **{m.slug: ("completed", None) for m in MOVES.values()
-                                                         if m.requires == "single-use"}}
+                                                         if m.is_replay}}
 EXPECTED["no-signature"] = {**EXPECTED["default"], **{m.slug: ("completed", None) for m in MOVES.values()
-                                                       if m.ticket == "edit-work"}}
+                                                       if m.refused_by == {"signature"}}}
 EXPECTED["sealed"] = dict(EXPECTED["default"])
 
 HONEST = honest_move()
@@ -203,7 +203,7 @@ def test_a_move_played_after_another_reports_the_earlier_retry_too(client: Flask
         assert log.count("requestState accepted") >= 1
 
 
-@pytest.mark.parametrize("slug", [m.slug for m in MOVES.values() if m.ticket == "junk"])
+@pytest.mark.parametrize("slug", [m.slug for m in MOVES.values() if "unreadable" in m.refused_by])
 def test_a_junk_move_shows_every_shape_it_sent(client: FlaskClient, slug: str) -> None:
     from moves.catalog import JUNK_SHAPES
 
