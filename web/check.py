@@ -462,6 +462,7 @@ class Form:
     args: str = ""
     skip_late: bool = False
     allow_replay: bool = False
+    late_after: str = ""
     error: str = ""
 
 
@@ -481,6 +482,23 @@ def _json_object(text: str, label: str) -> dict[str, Any] | None:
         raise CheckInputError(f"{label} must be JSON, for example {{\"env\": \"staging\"}}.") from None
     if not isinstance(value, dict):
         raise CheckInputError(f"{label} must be a JSON object, for example {{\"env\": \"staging\"}}.")
+    return value
+
+
+#: What the late move's wait for unreadable expiries is called on this page (the CLI's --late-after).
+LATE_AFTER_FIELD = "“Late move after”"
+
+
+def _late_after(text: str, max_wait: float) -> float | None:
+    """The form's late-move wait in seconds (None when empty), within what the page will wait."""
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= max_wait:
+        raise CheckInputError(f"Late move after must be a number of seconds between 0 and {max_wait:g}.")
     return value
 
 
@@ -524,13 +542,14 @@ def start_check() -> BaseResponse | Response:
         _same_site()
         form = Form(url=_field("url")[:2048], tool=_field("tool").strip(), args=_field("args"),
                     skip_late=request.form.get("skip_late") == "1",
-                    allow_replay=request.form.get("allow_replay") == "1")
+                    allow_replay=request.form.get("allow_replay") == "1", late_after=_field("late_after").strip())
         owner, other = _field("owner_token").strip(), _field("other_token").strip()
         if not owner or not other:
             raise CheckInputError("Give both tokens: the ticket's owner and a second user (for the stolen move).")
         if owner == other:
             raise CheckInputError("The two tokens must belong to two different users.")
         arguments = _json_object(form.args, "Arguments")
+        late_after = _late_after(form.late_after, get_settings().check_max_wait)
         url, address = vet_url(form.url, rules(), current_app.config.get("MRTR_CHECK_RESOLVER") or _resolve)
         limit, window = get_settings().check_runs, get_settings().check_window
         run = runs().start(_visitor(), url, limit, window)
@@ -542,7 +561,8 @@ def start_check() -> BaseResponse | Response:
     moves = get_content().moves  # the moves this app teaches (MRTR_MOVES_FILE included)
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     store = runs()
-    thread = threading.Thread(target=_execute, args=(app, store, run, url, address, (owner, other), options, moves),
+    thread = threading.Thread(target=_execute, args=(app, store, run, url, address, (owner, other), options, moves,
+                                                     late_after),
                               name=f"check-{run.id[:6]}", daemon=True)
     store.threads[run.id] = thread
     thread.start()
@@ -554,7 +574,7 @@ def start_check() -> BaseResponse | Response:
 
 
 def _execute(app: Flask, store: RunStore, run: Run, url: str, address: str, tokens: tuple[str, str],
-             options: Any, moves: Any) -> None:
+             options: Any, moves: Any, late_after: float | None = None) -> None:
     """The background run. Tokens live in the target only, and go with it when this returns (the redaction
     of the kept messages holds them as long as the target does)."""
     lock = threading.Lock()
@@ -601,7 +621,9 @@ def _execute(app: Flask, store: RunStore, run: Run, url: str, address: str, toke
     target = None
     try:
         target = HttpTarget(url, [("owner", tokens[0]), ("other", tokens[1])], connect_to=address, timeout=timeout,
-                            timing=Timing(skip_late=options.skip_late, max_wait=max_wait))
+                            timing=Timing(late_after=late_after, skip_late=options.skip_late, max_wait=max_wait,
+                                          late_after_name=LATE_AFTER_FIELD,
+                                          late_after_hint=f"fill in {LATE_AFTER_FIELD} with seconds"))
         tokens = ("", "")
         report = run_check(target, options, moves=moves, events=Events(phase=phase, move_done=move_done,
                                                            probe_done=probe_done, wait=wait),

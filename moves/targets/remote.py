@@ -50,6 +50,10 @@ class Timing:
     skip_reason: str | None = None
     #: Where the last real wait came from, in words (shown beside the late move's verdict), or None.
     waited: str | None = None
+    #: What the wait for unreadable expiries is called where the user sets it, and how to set it (the CLI's
+    #: flag; the /check page names its form field instead).
+    late_after_name: str = "--late-after"
+    late_after_hint: str = "pass --late-after SECONDS"
 
     def begin(self) -> None:
         self.started = self.clock()
@@ -72,11 +76,12 @@ class Timing:
             source = f"sent {until - self.started:.1f} s after minting, {EXPIRY_MARGIN:g} s past the ticket's exp"
         elif self.late_after is not None:
             until = self.started + self.late_after
-            source = (f"sent {self.late_after:g} s after minting, the wait --late-after set (the ticket's expiry "
-                      "is unreadable); if the server's tickets live longer than that, raise --late-after")
+            source = (f"sent {self.late_after:g} s after minting, the wait {self.late_after_name} set (the ticket's "
+                      f"expiry is unreadable); if the server's tickets live longer than that, raise "
+                      f"{self.late_after_name}")
         else:
             self.skip_reason = ("not run: the ticket's payload is unreadable, so its expiry is unknown; "
-                                "pass --late-after SECONDS (a little more than the server's ticket lifetime)")
+                                f"{self.late_after_hint} (a little more than the server's ticket lifetime)")
             return False
         total = until - self.clock()
         if total > self.max_wait:

@@ -84,7 +84,7 @@ def finish(app: Flask, client: FlaskClient, response: Any) -> BeautifulSoup:
 
 def test_the_form_has_labelled_fields_and_never_fills_in_a_token() -> None:
     page = soup(make_app().test_client().get("/check"))
-    for name in ("url", "owner_token", "other_token", "tool", "args", "skip_late", "allow_replay"):
+    for name in ("url", "owner_token", "other_token", "tool", "args", "skip_late", "late_after", "allow_replay"):
         field = page.find(attrs={"name": name})
         assert field is not None and page.find("label", attrs={"for": field["id"]}) is not None
     assert all(not f.get("value") for f in page.select("input[type=password]"))
@@ -104,6 +104,9 @@ def test_the_form_has_labelled_fields_and_never_fills_in_a_token() -> None:
     (form("http://203.0.113.7/mcp"), "only checks servers on this machine"),
     (form("http://nowhere.invalid/mcp"), "could not be resolved"),
     (form("http://127.0.0.1:9/mcp", tool="x" * 5000), "too long"),
+    (form("http://127.0.0.1:9/mcp", late_after="soon"), "Late move after must be a number of seconds"),
+    (form("http://127.0.0.1:9/mcp", late_after="0"), "between 0 and 300"),
+    (form("http://127.0.0.1:9/mcp", late_after="301"), "between 0 and 300"),
 ])
 def test_bad_forms_get_a_400_panel_that_never_echoes_a_token(data: dict[str, str], words: str) -> None:
     app = make_app(MRTR_CHECK_RESOLVER=resolver({"nowhere.invalid": []}))
@@ -351,8 +354,9 @@ def test_an_unreachable_server_gets_an_error_panel() -> None:
     assert html.select_one("#check-status").get_text() == "The check could not run."
 
 
-def test_a_server_that_stops_answering_mid_run_shows_what_was_played_and_where_it_stopped() -> None:
-    app = make_app(MRTR_CHECK_TIMEOUT=0.3)
+def test_a_server_that_stops_answering_mid_run_shows_what_was_played_and_where_it_stopped(tmp_path: Path) -> None:
+    # A run directory of its own: the per-visitor limit is counted there.
+    app = make_app(MRTR_CHECK_TIMEOUT=0.3, MRTR_CHECK_STATE_DIR=str(tmp_path))
     client = app.test_client()
     with running("hangs-on-retry") as (url, _server):
         html = finish(app, client, client.post("/check", data=form(url, skip_late="1"), headers={}))
@@ -361,3 +365,18 @@ def test_a_server_that_stops_answering_mid_run_shows_what_was_played_and_where_i
     assert alert.startswith("The check stopped:") and "did not answer in time" in alert
     rows = html.select("tr[data-move]")
     assert len(rows) == 1 and rows[0]["data-verdict"] == "fail"
+
+
+def test_a_late_move_whose_expiry_cannot_be_read_is_not_shown_and_says_which_field_runs_it(tmp_path: Path) -> None:
+    app = make_app(MRTR_CHECK_STATE_DIR=str(tmp_path))
+    client = app.test_client()
+    with running("opaque") as (url, _server):
+        html = finish(app, client, client.post("/check", data=form(url), headers={}))
+    late = {m.slug for m in MOVES if m.timing == "past-expiry"}
+    for slug in late:
+        row = html.select_one(f'tr[data-move="{slug}"]')
+        assert row["data-verdict"] == "not-run"
+        detail = row.select_one(".check-detail").get_text(" ", strip=True)
+        assert "its expiry is unknown" in detail and "fill in “Late move after” with seconds" in detail
+        assert "--late-after" not in detail
+    assert html.select_one("#check-status").get_text().startswith("PASS")
