@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .keys import default_state_dir
+from .lti_platforms import LtiPlatform, PlatformsError, parse_platforms
 from .store import MemoryStore, RedeemedStore, SqliteStore
 from .tickets import DEFAULT_TTL
 
@@ -114,6 +115,13 @@ def _tokens(name: str, raw: Any) -> dict[str, str]:
     return parse_tokens(str(raw), name)
 
 
+def _lti_platforms(name: str, raw: Any) -> tuple[LtiPlatform, ...]:
+    try:
+        return parse_platforms(name, raw)
+    except PlatformsError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 @dataclass(frozen=True)
 class Setting:
     name: str
@@ -157,6 +165,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("MRTR_MAX_CLASSES", _whole(1), "classes open at once"),
     Setting("MRTR_REPLICA_NAME", _text, "the name every response carries in its MRTR-Replica header"),
     Setting("MRTR_TRUSTED_PROXIES", _whole(0), "proxies in front whose X-Forwarded-* headers are believed"),
+    Setting("MRTR_LTI_PLATFORMS", _lti_platforms, "LTI 1.3 platforms (JSON, or a JSON file's path); unset: no LTI"),
 )
 #: Settings whose values are secrets: never shown in a repr, a page or a log line.
 SECRET_SETTINGS = frozenset({"MRTR_SECRET_KEYS", "MRTR_TOKENS", "MRTR_INSTRUCTOR_TOKEN", "MRTR_REDIS_URL"})
@@ -199,6 +208,7 @@ class Settings:
     max_classes: int = 200
     replica_name: str | None = None
     trusted_proxies: int = 0
+    lti_platforms: tuple[LtiPlatform, ...] = ()
 
     @property
     def store_kind(self) -> str:
