@@ -32,14 +32,24 @@ def allow_framing_by(origins: list[str]) -> None:
     g.frame_ancestors = [o.strip().rstrip("/") for o in origins if _ORIGIN.match(o.strip().rstrip("/"))]
 
 
-def security_headers(frame_ancestors: list[str] | None = None) -> list[tuple[str, str]]:
+def allow_form_posts_to(origins: list[str]) -> None:
+    """Let the current page's forms post to the listed origins as well as to this site (the LTI deep-linking
+    return page posts its signed answer to the course platform). Malformed origins are dropped."""
+    g.form_action = [o.strip().rstrip("/") for o in origins if _ORIGIN.match(o.strip().rstrip("/"))]
+
+
+def security_headers(frame_ancestors: list[str] | None = None,
+                     form_action: list[str] | None = None) -> list[tuple[str, str]]:
     """Every security header, in order, for a response framed by `frame_ancestors` (None: by nobody).
 
     A pure function: the app's after_request hook and the /mcp WSGI entry (web/mcp.py) both send
-    exactly these. Cache-Control is a default: a response that sets its own keeps it.
+    exactly these. Cache-Control is a default: a response that sets its own keeps it. `form_action`
+    adds origins forms may post to (None: this site only).
     """
     ancestors = " ".join(["'self'", *frame_ancestors]) if frame_ancestors is not None else "'none'"
-    headers = [("Content-Security-Policy", f"{BASE_CSP}; frame-ancestors {ancestors}")]
+    csp = BASE_CSP if not form_action else BASE_CSP.replace("form-action 'self'",
+                                                            " ".join(["form-action 'self'", *form_action]))
+    headers = [("Content-Security-Policy", f"{csp}; frame-ancestors {ancestors}")]
     if frame_ancestors is None:
         headers.append(("X-Frame-Options", "DENY"))
     headers += [("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"),
@@ -67,7 +77,7 @@ def init_app(app: Flask) -> None:
 
     @app.after_request
     def add_security_headers(response: Response) -> Response:
-        for name, value in security_headers(g.get("frame_ancestors")):
+        for name, value in security_headers(g.get("frame_ancestors"), g.get("form_action")):
             if name == "Cache-Control":
                 response.headers.setdefault(name, value)
             else:
