@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Flask
 
-from web import build, check, classroom, content, demo, embed, errors, lessons, mcp, playground, quiz, templating
+from web import build, check, classroom, content, demo, embed, errors, lessons, lti, mcp, playground, quiz, templating
 
 
 def register(app: Flask) -> None:
@@ -20,3 +20,4 @@ def register(app: Flask) -> None:
     app.register_blueprint(check.bp)  # /check: the server checker in the browser
     app.register_blueprint(classroom.bp)  # the live class: /class/..., /join, /j/<code>
     app.register_blueprint(build.bp)  # the build loop's pasted checker report
+    app.register_blueprint(lti.bp)  # LTI 1.3 tool at /lti/...: a 404 page unless MRTR_LTI_PLATFORMS is set

@@ -1,0 +1,233 @@
+"""What the LTI tool keeps on disk, in the state directory (never in git): its RSA key and one SQLite file.
+
+* `lti-tool-key.pem`: the tool's private key, generated on first use (mode 0600, written atomically as
+  mrtr/keys.py writes the signing key), shared by every process on the machine. Only its public half
+  ever leaves this module's callers (the JWKS); the private PEM is handed to pylti1p3 and nothing else.
+* `lti.sqlite3`:
+  - `kv`: pylti1p3's launch data storage (OIDC nonces, state, launch bodies), with expiry. A nonce is
+    *consumed* when checked, so an id_token can be launched once only.
+  - `launches`: what a verified launch leaves for the pages that follow it (who, which activity, the
+    AGS endpoint claim, the deep-linking settings), under a random reference.
+  - `scores`: scores waiting for the platform. A score is written here before it is posted and marked
+    sent only when the platform accepted it, so a failed post is retried later and never lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from pylti1p3.launch_data_storage.base import LaunchDataStorage
+
+KEY_FILE = "lti-tool-key.pem"
+DB_FILE = "lti.sqlite3"
+#: Retries back off from this many seconds, doubling, up to an hour.
+FIRST_RETRY = 30.0
+MAX_RETRY = 3600.0
+#: A launch's pages keep working this long after the launch (a long lab session).
+LAUNCH_LIFETIME = 12 * 3600
+
+Clock = Callable[[], float]
+
+
+def load_or_create_private_key(state_dir: Path) -> str:
+    """The tool's private key as PEM text, generated on first use (mode 0600, atomically)."""
+    path = state_dir / KEY_FILE
+    state_dir.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+        # A private temp file hard-linked into place: another process racing us either loses the link
+        # (and both use the winner's key) or never sees a half-written file.
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(pem)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+    return path.read_text(encoding="ascii")
+
+
+def public_pem(private_pem: str) -> str:
+    key = serialization.load_pem_private_key(private_pem.encode("ascii"), password=None)
+    return key.public_key().public_bytes(serialization.Encoding.PEM,
+                                         serialization.PublicFormat.SubjectPublicKeyInfo).decode("ascii")
+
+
+@dataclass(frozen=True)
+class PendingScore:
+    key: str
+    issuer: str
+    client_id: str
+    endpoint: dict[str, Any]
+    user_id: str
+    given: float
+    maximum: float
+    activity: str
+    grading: str
+    timestamp: str
+    attempts: int
+
+
+class LtiDb:
+    """The SQLite file; every method opens its own connection, so any thread or process may use it."""
+
+    def __init__(self, path: Path, clock: Clock = time.time) -> None:
+        self.path = path
+        self.clock = clock
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(path, timeout=10)
+        try:
+            db.executescript("""
+                CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL, expires REAL);
+                CREATE TABLE IF NOT EXISTS launches (ref TEXT PRIMARY KEY, data TEXT NOT NULL, expires REAL NOT NULL);
+                CREATE TABLE IF NOT EXISTS scores (
+                    key TEXT PRIMARY KEY, issuer TEXT NOT NULL, client_id TEXT NOT NULL, endpoint TEXT NOT NULL,
+                    user_id TEXT NOT NULL, given REAL NOT NULL, maximum REAL NOT NULL, activity TEXT NOT NULL,
+                    grading TEXT NOT NULL, timestamp TEXT NOT NULL, sent INTEGER NOT NULL DEFAULT 0,
+                    attempts INTEGER NOT NULL DEFAULT 0, next_try REAL NOT NULL DEFAULT 0, last_error TEXT);
+            """)
+        finally:
+            db.close()
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        db = sqlite3.connect(self.path, timeout=10, isolation_level=None)
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            yield db
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        finally:
+            db.close()
+
+    # -- pylti1p3's key-value storage -----------------------------------------------------------------
+
+    def kv_get(self, key: str) -> Any:
+        with self._db() as db:
+            row = db.execute("SELECT value, expires FROM kv WHERE key = ?", (key,)).fetchone()
+        if row is None or (row[1] is not None and row[1] <= self.clock()):
+            return None
+        return json.loads(row[0])
+
+    def kv_set(self, key: str, value: Any, exp: int | None) -> None:
+        expires = self.clock() + exp if exp else None
+        with self._db() as db:
+            db.execute("DELETE FROM kv WHERE expires IS NOT NULL AND expires <= ?", (self.clock(),))
+            db.execute("INSERT OR REPLACE INTO kv (key, value, expires) VALUES (?, ?, ?)",
+                       (key, json.dumps(value), expires))
+
+    def kv_take(self, key: str) -> bool:
+        """True once for a live key, which is deleted in the same transaction: a nonce is spent here."""
+        with self._db() as db:
+            row = db.execute("SELECT expires FROM kv WHERE key = ?", (key,)).fetchone()
+            db.execute("DELETE FROM kv WHERE key = ?", (key,))
+        return row is not None and (row[0] is None or row[0] > self.clock())
+
+    # -- launches -------------------------------------------------------------------------------------
+
+    def save_launch(self, data: dict[str, Any]) -> str:
+        ref = secrets.token_urlsafe(24)
+        with self._db() as db:
+            db.execute("DELETE FROM launches WHERE expires <= ?", (self.clock(),))
+            db.execute("INSERT INTO launches (ref, data, expires) VALUES (?, ?, ?)",
+                       (ref, json.dumps(data), self.clock() + LAUNCH_LIFETIME))
+        return ref
+
+    def launch(self, ref: str) -> dict[str, Any] | None:
+        with self._db() as db:
+            row = db.execute("SELECT data, expires FROM launches WHERE ref = ?", (ref,)).fetchone()
+        if row is None or row[1] <= self.clock():
+            return None
+        data: dict[str, Any] = json.loads(row[0])
+        return data
+
+    # -- scores ---------------------------------------------------------------------------------------
+
+    def record_score(self, score: PendingScore, *, keep_best: bool) -> bool:
+        """Keep `score` until the platform accepts it; False when it changes nothing already sent or queued.
+
+        `keep_best`: a lower score never replaces a higher one (the build lesson: a later, worse report
+        does not take a verified step away).
+        """
+        with self._db() as db:
+            row = db.execute("SELECT given, activity, grading FROM scores WHERE key = ?", (score.key,)).fetchone()
+            if row is not None:
+                if keep_best and row[0] > score.given:
+                    return False
+                if (row[0], row[1], row[2]) == (score.given, score.activity, score.grading):
+                    return False
+            db.execute("""INSERT OR REPLACE INTO scores (key, issuer, client_id, endpoint, user_id, given, maximum,
+                          activity, grading, timestamp, sent, attempts, next_try, last_error)
+                          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, NULL)""",
+                       (score.key, score.issuer, score.client_id, json.dumps(score.endpoint), score.user_id,
+                        score.given, score.maximum, score.activity, score.grading, score.timestamp))
+        return True
+
+    def due_scores(self, limit: int, key: str | None = None) -> list[PendingScore]:
+        with self._db() as db:
+            rows = db.execute("""SELECT key, issuer, client_id, endpoint, user_id, given, maximum, activity, grading,
+                                 timestamp, attempts FROM scores WHERE sent = 0 AND next_try <= ?
+                                 AND (? IS NULL OR key = ?) ORDER BY next_try LIMIT ?""",
+                              (self.clock(), key, key, limit)).fetchall()
+        return [PendingScore(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5], r[6], r[7], r[8], r[9], r[10])
+                for r in rows]
+
+    def mark_sent(self, score: PendingScore) -> None:
+        # Only the version that was posted is marked: a newer score recorded meanwhile stays queued.
+        with self._db() as db:
+            db.execute("UPDATE scores SET sent = 1, last_error = NULL WHERE key = ? AND given = ? AND timestamp = ?",
+                       (score.key, score.given, score.timestamp))
+
+    def mark_failed(self, score: PendingScore, error: str) -> None:
+        wait = min(FIRST_RETRY * 2 ** score.attempts, MAX_RETRY)
+        with self._db() as db:
+            db.execute("UPDATE scores SET attempts = attempts + 1, next_try = ?, last_error = ? "
+                       "WHERE key = ? AND timestamp = ?", (self.clock() + wait, error[:200], score.key,
+                                                          score.timestamp))
+
+    def score_state(self, key: str) -> tuple[float, bool, int] | None:
+        """(score given, accepted by the platform, failed attempts) for a score key, or None."""
+        with self._db() as db:
+            row = db.execute("SELECT given, sent, attempts FROM scores WHERE key = ?", (key,)).fetchone()
+        return (row[0], bool(row[1]), row[2]) if row else None
+
+
+class SqliteLaunchStorage(LaunchDataStorage[Any]):
+    """pylti1p3's launch data storage on `LtiDb`: keys are prefixed with the browser's LTI session id
+    (the `lti1p3-session-id` cookie pylti1p3 sets at login), so one browser cannot read another's state."""
+
+    def __init__(self, db: LtiDb) -> None:
+        super().__init__()
+        self._lti_db = db
+
+    def can_set_keys_expiration(self) -> bool:
+        return True
+
+    def get_value(self, key: str) -> Any:
+        return self._lti_db.kv_get(self._prepare_key(key))
+
+    def set_value(self, key: str, value: Any, exp: int | None = None) -> None:
+        self._lti_db.kv_set(self._prepare_key(key), value, exp)
+
+    def check_value(self, key: str) -> bool:
+        # pylti1p3 calls this for the nonce only: spending it here is what makes a replayed id_token fail.
+        return self._lti_db.kv_take(self._prepare_key(key))
