@@ -71,16 +71,18 @@ RETRIES_PER_REQUEST = 2
 #: Pages a platform shows inside its iframe: framed by the registered platforms only.
 FRAMED = frozenset({"lti.launch", "lti.activity", "lti.answer", "lti.build_report", "lti.pick", "lti.pick_post"})
 
+#: `?launch=`: the reference a verified launch is kept under (web/lti_store.py), carried by the pages after it.
+_LAUNCH = inputs.Field(max_chars=64)
 # The inputs guard (web/inputs.py) declares per endpoint what a view reads; an id_token is longer than
 # an undeclared field may be, and the quiz and build fields are exactly those of their own pages.
 inputs.FIELDS.update({
     "lti.login": {name: inputs.Field(max_chars=4096) for name in (
         "iss", "login_hint", "target_link_uri", "lti_message_hint", "lti_deployment_id", "client_id")},
     "lti.launch": {"id_token": inputs.Field(max_chars=65_536), "state": inputs.Field(max_chars=512)},
-    "lti.jwks": {}, "lti.config": {}, "lti.activity": {}, "lti.pick": {},
-    "lti.pick_post": {"item": inputs.Field(max_chars=200)},
-    "lti.answer": dict(inputs.FIELDS["quiz.answer"]),
-    "lti.build_report": dict(inputs.FIELDS["build.report"]),
+    "lti.jwks": {}, "lti.config": {}, "lti.activity": {"launch": _LAUNCH}, "lti.pick": {"launch": _LAUNCH},
+    "lti.pick_post": {"launch": _LAUNCH, "item": inputs.Field(max_chars=200)},
+    "lti.answer": {"launch": _LAUNCH, **inputs.FIELDS["quiz.answer"]},
+    "lti.build_report": {"launch": _LAUNCH, **inputs.FIELDS["build.report"]},
 })
 
 
@@ -324,7 +326,7 @@ def launch() -> Response | BaseResponse:
         if not isinstance(settings, dict) or not isinstance(settings.get("deep_link_return_url"), str):
             return _page(400, "This deep link could not start", "The course site sent no deep-linking return URL.")
         ref = tool.db.save_launch({**base, "kind": "deep_link", "settings": settings})
-        return redirect(url_for("lti.pick", ref=ref), 303)
+        return redirect(url_for("lti.pick", launch=ref), 303)
     custom = body.get(CLAIM + "custom")
     chosen = activity(custom.get(ITEM_PARAM) if isinstance(custom, dict) else None)
     if chosen is None:
@@ -333,7 +335,7 @@ def launch() -> Response | BaseResponse:
     if not isinstance(base["user"], str) or not base["user"]:
         base["user"] = None  # an anonymous launch: the activity works, no score can name a learner
     ref = tool.db.save_launch({**base, "kind": "resource", "item": chosen.item, "ags": body.get(AGS_CLAIM)})
-    return redirect(url_for("lti.activity", ref=ref), 303)
+    return redirect(url_for("lti.activity", launch=ref), 303)
 
 
 @bp.get("/jwks")
@@ -364,24 +366,30 @@ def config() -> Response:
 # -- deep linking -----------------------------------------------------------------------------------
 
 
+def _ref() -> str:
+    return request.args.get("launch") or ""
+
+
 def _launch(ref: str, kind: str) -> dict[str, Any] | Response:
-    data = _tool().db.launch(ref)
+    data = _tool().db.launch(ref) if ref else None
     if data is None or data.get("kind") != kind:
         return _page(404, "This launch has ended", "Open the activity again from your course.")
     return data
 
 
-@bp.get("/pick/<ref>")
-def pick(ref: str) -> Response | BaseResponse | str:
+@bp.get("/pick")
+def pick() -> Response | BaseResponse | str:
+    ref = _ref()
     data = _launch(ref, "deep_link")
     if isinstance(data, Response):
         return data
     return render_template("lti/pick.html", ref=ref, activities=activities())
 
 
-@bp.post("/pick/<ref>")
-def pick_post(ref: str) -> Response | str:
+@bp.post("/pick")
+def pick_post() -> Response | str:
     """Sign the chosen activity as a content item (with its line item) and post it back to the platform."""
+    ref = _ref()
     data = _launch(ref, "deep_link")
     if isinstance(data, Response):
         return data
@@ -419,7 +427,7 @@ def _resource(ref: str) -> tuple[dict[str, Any], Activity] | Response:
 def _quiz_context(ref: str, chosen: Activity, token: str | None, feedback: quiz.Feedback | None = None
                   ) -> dict[str, Any]:
     context = embed.embed_context(chosen.lesson, token, only=chosen.question, origin=None, feedback=feedback)
-    context.update(answer_endpoint="lti.answer", answer_args={"ref": ref})
+    context.update(answer_endpoint="lti.answer", answer_args={"launch": ref})
     return context
 
 
@@ -431,8 +439,9 @@ def _score_status(data: dict[str, Any], chosen: Activity) -> dict[str, Any]:
             "accepted": state[1] if state else False, "maximum": chosen.maximum}
 
 
-@bp.get("/activity/<ref>", endpoint="activity")
-def activity_page(ref: str) -> Response | str:
+@bp.get("/activity", endpoint="activity")
+def activity_page() -> Response | str:
+    ref = _ref()
     found = _resource(ref)
     if isinstance(found, Response):
         return found
@@ -445,10 +454,11 @@ def activity_page(ref: str) -> Response | str:
                            quiz=_quiz_context(ref, chosen, None), lti_score=status)
 
 
-@bp.post("/activity/<ref>/answer/<slug>/<qid>")
-def answer(ref: str, slug: str, qid: str) -> Response:
+@bp.post("/answer/<slug>/<qid>")
+def answer(slug: str, qid: str) -> Response:
     """The quiz's own check (web.quiz.check); once every question of the link has a first answer, that
     first-try score is the one kept and sent."""
+    ref = _ref()
     found = _resource(ref)
     if isinstance(found, Response):
         return found
@@ -468,10 +478,11 @@ def answer(ref: str, slug: str, qid: str) -> Response:
                        question=question, feedback=feedback, oob=True, lti_score=status)
 
 
-@bp.post("/activity/<ref>/build-report")
-def build_report(ref: str) -> Response:
+@bp.post("/build-report")
+def build_report() -> Response:
     """Grade a pasted checker report as the lesson does (web.build.grade); the steps it shows done are the score,
     and a later, worse report never lowers it."""
+    ref = _ref()
     found = _resource(ref)
     if isinstance(found, Response):
         return found
