@@ -219,6 +219,13 @@ class Sessions:
                 self._live[session.sid] = session
                 self._by_principal.setdefault(principal, OrderedDict())[session.sid] = session
         _close_all(ended)
+        replaced = [old.sid for old, why in ended if why.startswith("replaced")]
+        if replaced and self.directory.shared:
+            try:  # a replaced session ends everywhere, or another process would adopt it again
+                for sid in replaced:
+                    self.directory.delete(sid)
+            except DirectoryDown as exc:
+                log.warning("replaced legacy sessions could not be ended everywhere: %s", exc)
         if full:
             raise SessionsFull
         return session
@@ -821,7 +828,13 @@ def _in_session(services: Services, sessions: Sessions, sid: str, principal: str
     elsewhere = sessions.owner_elsewhere(message)
     local = sessions.get(sid, principal)
     # One read of the directory per request: it says whether the session still exists anywhere, and keeps it alive.
-    known = sessions.directory.shared and sessions.known(sid, principal)
+    try:
+        known = sessions.directory.shared and sessions.known(sid, principal)
+    except DirectoryDown:
+        if local is None:
+            raise
+        known = True  # the directory is away: this process still serves the session it holds
+        log.warning("legacy session %s… served from this process alone: its directory is unavailable", sid[:8])
     if local is not None and sessions.directory.shared and not known:
         sessions.end(sid, principal)  # ended elsewhere (DELETE reached another process): gone here too
         local = None

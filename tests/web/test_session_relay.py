@@ -108,18 +108,31 @@ def test_a_session_ended_on_one_worker_is_gone_on_every_worker(pair: tuple[Flask
     assert post(b, sid, LIST).status_code == 404
 
 
-def test_a_directory_that_is_down_gives_a_retryable_503(pair: tuple[FlaskClient, FlaskClient]) -> None:
-    a, _ = pair
+def test_a_directory_that_is_down_leaves_held_sessions_working_and_gives_others_a_retryable_503(
+        pair: tuple[FlaskClient, FlaskClient]) -> None:
+    a, b = pair
     sid = open_session(a)
-    sessions = a.application.extensions[SESSIONS_KEY]
 
     def down(*args: Any, **kwargs: Any) -> Any:
         raise DirectoryDown("disk gone")
 
-    sessions.directory.get = down  # type: ignore[method-assign]
-    response = post(a, sid, LIST)
+    for client in (a, b):
+        client.application.extensions[SESSIONS_KEY].directory.get = down  # type: ignore[method-assign]
+    assert post(a, sid, LIST).status_code == 200  # a holds the session: it goes on serving it
+    response = post(b, sid, LIST)  # b would have to read the directory to adopt it
     assert response.status_code == 503 and response.headers["Retry-After"]
     assert "disk gone" not in response.get_data(as_text=True)
+
+
+def test_a_session_replaced_by_a_newer_one_is_gone_on_every_worker(pair: tuple[FlaskClient, FlaskClient]) -> None:
+    from web.mcp import MAX_SESSIONS_PER_PRINCIPAL
+
+    a, b = pair
+    oldest = open_session(a)
+    for _ in range(MAX_SESSIONS_PER_PRINCIPAL):
+        open_session(a)
+    assert post(a, oldest, LIST).status_code == 404
+    assert post(b, oldest, LIST).status_code == 404  # not adopted back from the directory
 
 
 def test_with_the_memory_store_sessions_stay_in_their_process(tmp_path: Path) -> None:
