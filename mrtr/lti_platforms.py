@@ -2,7 +2,9 @@
 
 The setting is either inline JSON or the path of a JSON file; either way it is a list of objects, one per
 registration, each with `issuer`, `client_id`, `deployment_ids`, `key_set_url`, `auth_login_url` and
-`auth_token_url` (optionally `auth_audience`). Every URL must be https, except on loopback hosts (a
+`auth_token_url`; optionally `auth_audience`, and `frame_origins`: the origins the platform shows its
+courses on, when they differ from its issuer's (Canvas's issuer is canvas.instructure.com, its courses are on
+each school's own host). Every URL must be https, except on loopback hosts (a
 platform running beside the tool, as the tests run one), so a platform's keys are never fetched in the
 clear over a network. Nothing here is secret: these are the platform's public addresses and identifiers.
 """
@@ -33,11 +35,12 @@ class LtiPlatform:
     auth_login_url: str
     auth_token_url: str
     auth_audience: str | None = None
+    frame_origins: tuple[str, ...] = ()
 
     def origins(self) -> tuple[str, ...]:
-        """The web origins this platform shows the tool from: its issuer's and its login page's."""
+        """The web origins this platform shows the tool from: its issuer's, its login page's and `frame_origins`."""
         found: list[str] = []
-        for url in (self.issuer, self.auth_login_url):
+        for url in (self.issuer, self.auth_login_url, *self.frame_origins):
             parts = urlsplit(url)
             if parts.scheme in ("http", "https") and parts.netloc:
                 origin = f"{parts.scheme}://{parts.netloc}".lower()
@@ -77,8 +80,21 @@ def _platform(raw: Any, where: str) -> LtiPlatform:
     if audience is not None and not isinstance(audience, str):
         raise PlatformsError(f"{where}: auth_audience must be a string when given")
     urls = {name: _url(name, where, raw[name]) for name in URL_FIELDS}
+    frames = raw.get("frame_origins", [])
+    if not isinstance(frames, list):
+        raise PlatformsError(f"{where}: frame_origins must be a list of origins")
+    origins = tuple(_origin(where, value) for value in frames)
     return LtiPlatform(issuer.strip(), client_id.strip(), tuple(d.strip() for d in deployments),
-                       urls["key_set_url"], urls["auth_login_url"], urls["auth_token_url"], audience or None)
+                       urls["key_set_url"], urls["auth_login_url"], urls["auth_token_url"], audience or None, origins)
+
+
+def _origin(where: str, value: Any) -> str:
+    """`scheme://host[:port]` and nothing else: it goes into a CSP frame-ancestors list."""
+    url = _url("frame_origins", where, value)
+    parts = urlsplit(url)
+    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username or parts.password:
+        raise PlatformsError(f"{where}: frame_origins entries are origins like https://school.example; got {value!r}")
+    return f"{parts.scheme}://{parts.netloc}".lower()
 
 
 def parse_platforms(name: str, raw: Any) -> tuple[LtiPlatform, ...]:

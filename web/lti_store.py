@@ -91,6 +91,8 @@ class LtiDb:
         self.path = path
         self.clock = clock
         path.parent.mkdir(parents=True, exist_ok=True)
+        # Learners' ids and pending scores live here: readable by the app's user only, like the key.
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
         db = sqlite3.connect(path, timeout=10)
         try:
             db.executescript("""

@@ -134,13 +134,15 @@ def test_a_launched_quiz_posts_its_first_try_score_to_the_line_item(app: Flask, 
 
 
 def test_a_failed_score_post_is_kept_and_retried_until_the_platform_accepts_it(
-        app: Flask, client: FlaskClient, platform: Platform, clock: FakeClock) -> None:
+        app: Flask, client: FlaskClient, platform: Platform, clock: FakeClock, tmp_path: Any) -> None:
     platform.down = True
     activity = follow(client, launch(client, platform, item=f"quiz/{QUIZ_LESSON}"))
     last = answer_all(client, app, activity, wrong=0)
     assert platform.scores == []
     assert "is kept and sent to your course" in last.get_data(as_text=True)
     platform.down = False
+    # The app restarts in between: the score waits on disk, not in memory.
+    client = make_app(tmp_path, clock, [platform.tool_entry()]).test_client()
     client.get(activity.request.full_path, base_url=TOOL)  # not due yet: the retry backs off
     assert platform.scores == []
     clock.advance(31)
@@ -330,10 +332,21 @@ def test_lti_pages_may_be_framed_by_the_registered_platforms_only(client: FlaskC
     assert "X-Frame-Options" not in page.headers and "unsafe-inline" not in csp
 
 
+def test_a_platform_may_name_the_origins_its_courses_are_on(tmp_path: Any, clock: FakeClock,
+                                                            platform: Platform) -> None:
+    entry = platform.tool_entry(frame_origins=["https://school.example", "https://Other.example:8443/"])
+    client = make_app(tmp_path, clock, [entry]).test_client()
+    platform.registration.set_tool_key_set(client.get("/lti/jwks", base_url=TOOL).get_json())
+    page = follow(client, launch(client, platform, item=f"quiz/{QUIZ_LESSON}"))
+    ancestors = page.headers["Content-Security-Policy"].split("frame-ancestors ")[1].split()
+    assert sorted(ancestors) == sorted(["'self'", platform.base, "https://school.example", "https://other.example:8443"])
+
+
 def test_the_private_key_stays_in_the_state_dir_and_only_the_public_key_is_published(
         tmp_path: Any, client: FlaskClient) -> None:
     key_file = tmp_path / "lti-tool-key.pem"
     assert stat.S_IMODE(os.stat(key_file).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(tmp_path / "lti.sqlite3").st_mode) == 0o600
     private = key_file.read_text()
     jwks = client.get("/lti/jwks", base_url=TOOL).get_json()
     [key] = jwks["keys"]
@@ -368,6 +381,9 @@ def test_without_platforms_every_lti_route_is_a_clear_404_and_no_key_is_made(tmp
      '"auth_login_url": "https://p.example/a", "auth_token_url": "https://p.example/t"}]', "must be an https URL"),
     ("/nonexistent/platforms.json", "neither JSON nor a readable file"),
     ("{not json", "not valid JSON"),
+    ('[{"issuer": "i", "client_id": "c", "deployment_ids": ["d"], "key_set_url": "https://p.example/jwks", '
+     '"auth_login_url": "https://p.example/a", "auth_token_url": "https://p.example/t", '
+     '"frame_origins": ["https://school.example/x; script-src *"]}]', "frame_origins entries are origins"),
 ])
 def test_a_bad_platform_list_stops_start_up_with_its_name(value: str, words: str) -> None:
     with pytest.raises(ConfigError, match="MRTR_LTI_PLATFORMS") as caught:
