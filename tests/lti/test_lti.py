@@ -396,3 +396,17 @@ def test_the_platform_list_may_be_a_file(tmp_path: Any, platform: Platform) -> N
     path.write_text(json.dumps([platform.tool_entry()]))
     [entry] = read_settings({"MRTR_LTI_PLATFORMS": str(path)}).lti_platforms
     assert entry.issuer == platform.base and entry.deployment_ids == ("deployment-1",)
+
+
+def test_an_htmx_answer_swaps_the_feedback_and_the_score_line(app: Flask, client: FlaskClient,
+                                                              platform: Platform) -> None:
+    with app.app_context():
+        q = get_content().lesson(QUIZ_LESSON).questions[0]
+    page = follow(client, launch(client, platform, item=f"question/{QUIZ_LESSON}/{q.id}"))
+    form = soup(page).select_one("form[hx-post]")
+    response = client.post(form["hx-post"], headers={"HX-Request": "true"}, base_url=TOOL,
+                           data={"choice": q.answer, "progress": form.select_one("input[name=progress]")["value"]})
+    fragment = soup(response)
+    assert response.status_code == 200 and fragment.select_one("html") is None
+    assert fragment.select_one("#lti-score[hx-swap-oob=true]")["data-lti-accepted"] == "true"
+    assert fragment.select_one(".verdict-ok") is not None
