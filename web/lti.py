@@ -22,6 +22,7 @@ registered platforms' origins only; the deep-linking return page may post to the
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -250,6 +251,8 @@ def login() -> Any:
         return _page(400, "This login could not start", "The course site's login request is incomplete or comes "
                      "from a platform this tool does not know. Ask your course administrator to check the "
                      "registration.")
+    except sqlite3.Error:
+        raise  # the tool's own storage failed: a server error (logged), not the platform's fault
     except Exception as exc:  # pylti1p3 raises bare Exception for an unknown issuer or client id
         log.info("LTI login refused: %s", type(exc).__name__)
         return _page(400, "This course site is not registered", "The login came from a platform (issuer and client "
@@ -315,6 +318,8 @@ def launch() -> Response | BaseResponse:
         message.set_jwt_verify_options({"verify_aud": False, "require": ["exp", "iat"]})  # type: ignore[dict-item]
         body = dict(message.validate().get_launch_data())
         issuer, client_id = message.get_iss(), message.get_client_id()
+    except sqlite3.Error:
+        raise  # the tool's own storage failed: a server error (logged), not a refused launch
     except Exception as exc:  # pylti1p3 raises LtiException, and bare errors for odd claims: all a client's doing
         return _refused(exc)
     if not _audience_ok(body, client_id):
