@@ -17,6 +17,7 @@ from app import create_app
 from moves.catalog import load_moves
 from tests.browser.conftest import BROWSER_TEST_CONFIG
 from tests.browser.helpers import LiveServer, assert_no_axe_violations, serve
+from tests.check.catalogue import STOLEN
 
 REPORT_TIMEOUT_MS = 90_000  # a whole run on a loaded 2-core machine; expect returns as soon as it is there
 
@@ -53,7 +54,7 @@ def test_the_app_checks_its_own_mcp_with_live_progress(page: Page, checker: Live
     status = page.locator("#check-status")
     expect(status).to_contain_text("PASS", timeout=REPORT_TIMEOUT_MS)
     expect(page.locator("#check-progress")).to_have_attribute("data-state", "done")
-    expect(page.locator('tr[data-move="stolen"] td.cell')).to_have_attribute("data-outcome", "pass")
+    expect(page.locator(f'tr[data-move="{STOLEN.slug}"] td.cell')).to_have_attribute("data-outcome", "pass")
     late = next(m.slug for m in load_moves() if m.timing == "past-expiry")
     expect(page.locator(f'tr[data-move="{late}"]')).to_have_attribute("data-verdict", "not-run")
     expect(page.locator(f'tr[data-move="{late}"] td.cell')).to_have_text("not shown")
@@ -80,7 +81,7 @@ def test_the_reports_diagrams_open_by_keyboard_and_are_axe_clean_in_both_themes(
     expect(page.locator("#check-status")).to_contain_text("PASS", timeout=REPORT_TIMEOUT_MS)
     exchanges = page.locator("details.check-exchange")
     expect(exchanges).to_have_count(len(load_moves()))
-    stolen = page.locator('details[data-exchange="stolen"]')
+    stolen = page.locator(f'details[data-exchange="{STOLEN.slug}"]')
     diagram = stolen.locator("svg.seq-wide")
     expect(diagram).to_be_hidden()
     stolen.locator(":scope > summary").focus()
@@ -88,7 +89,7 @@ def test_the_reports_diagrams_open_by_keyboard_and_are_axe_clean_in_both_themes(
     expect(stolen).to_have_attribute("open", "")
     expect(diagram).to_be_visible()
     expect(diagram.locator("text.seq-label").first).to_have_text("tools/call deploy · id 2")
-    expect(diagram.locator("text.seq-label").last).to_contain_text("· id 9")
+    expect(diagram.locator("text.seq-label").last).to_contain_text(f"· id {STOLEN.request_id}")
     words = stolen.locator("details.seq-words")
     words.locator(":scope > summary").click()
     expect(words.locator("li").first).to_contain_text("Client (bob) to Replica A via the load balancer")

@@ -8,7 +8,7 @@ they need to go first did not get its expectation.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from moves.catalog import Move, load_moves
 
@@ -27,3 +27,21 @@ def gated_by(failed: Iterable[str]) -> set[str]:
     """Moves whose `before` move is in `failed`: the checker reports them as not shown (not-run)."""
     failed = set(failed)
     return {m.slug for m in MOVES if m.before is not None and m.before.slug in failed}
+
+
+def one(description: str, predicate: Callable[[Move], bool]) -> Move:
+    """The first catalogue move that fits `predicate`, so tests pick moves by what they do, not by name."""
+    found = next((m for m in MOVES if predicate(m)), None)
+    assert found is not None, f"the catalogue has no move that {description}"
+    return found
+
+
+HONEST = one("is a plain honest retry", lambda m: m.expect == "completed" and m.before is None
+             and m.sender == "owner" and m.ticket == "as-issued" and m.answer == "accept" and m.request == "same"
+             and m.timing == "in-time")
+EDITED = one("edits the ticket", lambda m: m.ticket == "edit-work" and m.before is None)
+STOLEN = one("is sent by the other principal", lambda m: m.sender == "other" and m.before is None)
+REPLAY = one("replays a spent ticket", lambda m: m.before is not None and m.before_ticket == "same"
+             and m.requires == "single-use")
+#: The moves a sound server refuses at one ticket check of their own (no sequence, no junk): one error each.
+PLAIN_REFUSALS = [m for m in MOVES if m.expect == "refused" and m.before is None and m.ticket != "junk"]

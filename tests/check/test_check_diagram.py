@@ -20,6 +20,7 @@ from moves.engine import play
 from moves.labcodec import LabRing
 from moves.targets.lab import lab_target
 from tests.browser.helpers import LiveServer, serve
+from tests.check.catalogue import EDITED, REPLAY, STOLEN
 from tests.check.test_check_page import finish, form, make_app
 from tests.check.test_cli import assert_exact_schema
 from tests.moves.test_engine import messages_sent
@@ -55,9 +56,9 @@ def without_traces(exchange: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_a_kept_exchange_holds_only_what_the_arrows_need() -> None:
-    exchange = kept("twice")
+    exchange = kept(REPLAY.slug)
     assert [s["role"] for s in exchange] == ["owner", "owner", "owner"]
-    assert [s["at"] for s in exchange] == [0.0, 8.0, MOVES["twice"].at]
+    assert [s["at"] for s in exchange] == [0.0, REPLAY.before.at, REPLAY.at]
     sent = exchange[1]["sent"]
     assert set(sent) == {"jsonrpc", "id", "method", "params"} and set(sent["params"]) == {"name", "requestState"}
     issued = exchange[0]["response"]["result"]["requestState"]
@@ -75,14 +76,14 @@ def test_report_rows_keep_their_exchange_but_the_json_schema_stays_exact() -> No
 
 
 def test_steps_become_arrows_labelled_by_method_and_id_at_replica_a() -> None:
-    exchange = without_traces(kept("twice"))  # a remote server exposes no trace
+    exchange = without_traces(kept(REPLAY.slug))  # a remote server exposes no trace
     steps = diagram_steps(exchange)
     assert [(s.n, s.replica, s.role) for s in steps] == [(n, SERVER_LANE, "owner") for n in (1, 2, 3)]
     assert SERVER_LANE == "A"
     drawn = arrows(exchange)
     assert drawn[:2] == [(1, "client", "A", "tools/call deploy · id 2", ""),
                          (1, "A", "client", "result: input_required · id 2", "issued")]
-    first, again = MOVES["twice"].before.request_id, MOVES["twice"].request_id
+    first, again = REPLAY.before.request_id, REPLAY.request_id
     assert drawn[2] == (2, "client", "A", f"tools/call deploy · id {first}", "carried")
     code = exchange[2]["response"]["error"]["code"]
     assert drawn[-1] == (3, "A", "client", f"error {code} · id {again}", "")
@@ -90,17 +91,17 @@ def test_steps_become_arrows_labelled_by_method_and_id_at_replica_a() -> None:
 
 
 def test_the_store_look_up_is_drawn_only_when_a_trace_exists() -> None:
-    with_trace = arrows(kept("twice"))
+    with_trace = arrows(kept(REPLAY.slug))
     assert [(a[0], a[1], a[2]) for a in with_trace if "store" in (a[1], a[2])] == [
         (2, "A", "store"), (2, "store", "A"), (3, "A", "store"), (3, "store", "A")]
 
 
 def test_an_edited_ticket_is_drawn_as_edited_and_a_stolen_one_as_sent_by_the_second_user() -> None:
-    tampered = arrows(without_traces(kept("tampered")))
+    tampered = arrows(without_traces(kept(EDITED.slug)))
     assert [a[4] for a in tampered if a[0] == 2 and a[1] == "client"] == ["edited"]
-    stolen = diagram_steps(kept("stolen"))
+    stolen = diagram_steps(kept(STOLEN.slug))
     assert stolen[-1].role == "other" and stolen[-1].lines[0].note == "sent as the second user"
-    assert [a[4] for a in arrows(kept("stolen")) if a[0] == 2 and a[1] == "client"] == ["carried"]
+    assert [a[4] for a in arrows(kept(STOLEN.slug)) if a[0] == 2 and a[1] == "client"] == ["carried"]
 
 
 def test_short_tickets_never_make_an_edited_ticket_look_issued() -> None:
@@ -155,9 +156,9 @@ def test_a_finished_report_draws_each_move_from_its_real_exchange(live: LiveServ
         badge = details.select_one("summary .check-badge")
         verdict = html.select_one(f'tr[data-move="{row["move"]}"]')["data-verdict"]
         assert badge["data-state"] == {"pass": "pass", "not-run": "skipped"}[verdict]
-    stolen = html.select_one('details[data-exchange="stolen"]')
+    stolen = html.select_one(f'details[data-exchange="{STOLEN.slug}"]')
     assert "sent as the second user" in stolen.select_one(".check-exchange-steps").get_text(" ")
-    assert re.search(r"Replica A to Client \(bob\) via the load balancer: error -?\d+ · id 9",
+    assert re.search(rf"Replica A to Client \(bob\) via the load balancer: error -?\d+ · id {STOLEN.request_id}",
                      stolen.select_one("ol.seq-text").get_text(" "))
     assert not html.select('details.check-exchange [data-from="store"]')  # a remote server shows no store
     assert "bob-token" not in str(html) and "alice-token" not in str(html)
@@ -213,15 +214,15 @@ def test_diagrams_appear_once_the_run_is_over_so_a_poll_never_closes_an_open_one
     app = make_app(MRTR_CHECK_STATE_DIR=str(tmp_path))
     store = app.extensions["mrtr.check_runs"]
     run = store.start("203.0.113.60", "http://127.0.0.1:9/mcp", 5, 600)
-    run.rows = [{"move": "stolen", "title": "Stolen ticket", "expected": "refused", "observed": "refused",
-                 "verdict": "pass", "detail": "error -32602", "stops_at": "principal", "exchange": kept("stolen")}]
+    run.rows = [{"move": STOLEN.slug, "title": STOLEN.title, "expected": "refused", "observed": "refused",
+                 "verdict": "pass", "detail": "error -32602", "stops_at": "principal", "exchange": kept(STOLEN.slug)}]
     store.save(run)
     running = BeautifulSoup(app.test_client().get(f"/check/runs/{run.id}").get_data(as_text=True), "html.parser")
     assert running.select("tr[data-move=stolen]") and not running.select("details.check-exchange")
     run.state = "done"
     store.save(run)
     done = BeautifulSoup(app.test_client().get(f"/check/runs/{run.id}").get_data(as_text=True), "html.parser")
-    details = done.select_one('details.check-exchange[data-exchange="stolen"]')
+    details = done.select_one(f'details.check-exchange[data-exchange="{STOLEN.slug}"]')
     assert details is not None and not details.has_attr("open")
     checks = details.select("ol.check-exchange-checks li.check")  # the lab's trace, with the one check component
     assert [c["data-check"] for c in checks][:2] == ["signature", "principal"]

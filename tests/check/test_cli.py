@@ -23,7 +23,7 @@ import pytest
 from moves.catalog import EXPECTS, load_moves
 from moves.check import VERDICTS, ProgressBar, arguments_for, main, other_arguments_for
 from moves.target import Outcome
-from tests.check.catalogue import caught_by, gated_by
+from tests.check.catalogue import HONEST, caught_by, gated_by
 from tests.check.conftest import TOKENS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -203,7 +203,7 @@ def test_junit_marks_failures_and_skips(weak: Callable[..., Any], tmp_path: Path
     cases = {c.get("name"): c for c in suite.iter("testcase")}
     assert all(cases[slug].find("failure") is not None for slug in caught_by("principal"))
     assert all(cases[slug].find("skipped") is not None for slug in LATE)
-    assert cases["honest"].find("failure") is None and suite.get("failures") == str(len(caught_by("principal")))
+    assert cases[HONEST.slug].find("failure") is None and suite.get("failures") == str(len(caught_by("principal")))
     assert suite.get("skipped") == str(len(LATE)) and suite.get("errors") == "0"
     assert all(c.get("time") is not None for c in cases.values())
 

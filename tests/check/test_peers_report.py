@@ -35,7 +35,7 @@ from moves.targets.remote import Timing
 from moves.targets.stdio import StdioTarget
 from mrtr.clock import FakeClock
 from tests.browser.helpers import serve
-from tests.check.catalogue import caught_by, gated_by
+from tests.check.catalogue import EDITED, caught_by, gated_by
 from tests.check.conftest import APP_CONFIG
 from tests.peers import launch, wire
 from tests.peers.fixtures import *  # noqa: F403  (the peers' fixtures: sdk_py_http, weak_http_with, ...)
@@ -156,7 +156,7 @@ def test_the_typescript_sdk_docs_example_is_reported_as_it_really_behaves(sdk_ts
 def test_the_typescript_sdk_ticket_is_edited_in_its_payload_not_flipped(sdk_ts_http: launch.HttpPeer) -> None:
     # The tampered move edits p.env in the codec's readable v1.payload.mac (as the hand-sent move does)
     # and keeps the MAC; the codec still refuses it with its one frozen error.
-    tampered = next(move for move in MOVES if move.slug == "tampered")
+    tampered = EDITED
     target = HttpTarget(sdk_ts_http.url, sdk_ts_http.tokens, timeout=30)
     result = play(tampered, target, Call())
     sent = result.steps[-1].sent["params"]["requestState"]
@@ -246,7 +246,7 @@ def test_each_weakness_is_caught_exactly_where_it_is(weak_http_with, name: str) 
 def test_a_skipped_signature_check_lets_the_edited_payload_through(weak_http_with) -> None:
     # The engine edits work.env in the weak server's readable w1 payload: unchecked, the edit is believed.
     with weak_http_with(skip=("signature",)) as peer:
-        row = next(r for r in check_http(peer).moves if r.move == "tampered")
+        row = next(r for r in check_http(peer).moves if r.move == EDITED.slug)
     assert (row.observed, row.verdict) == ("completed", "fail")
     assert row.detail.startswith("result: deployed to prod")
 

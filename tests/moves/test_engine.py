@@ -16,6 +16,7 @@ from moves.labcodec import LabRing
 from moves.target import Outcome, Reply
 from moves.targets.lab import LabTarget, lab_target
 from mrtr.tickets import CHECKS
+from tests.check.catalogue import EDITED, HONEST, REPLAY
 
 RING = LabRing.public("engine-test-key-0123456789abcdefghijklmn")
 NOW = 1_790_000_000.0
@@ -48,12 +49,12 @@ def test_every_move_gets_its_expected_outcome_and_stops_where_it_says(move) -> N
 
 
 def test_switches_change_exactly_what_they_remove() -> None:
-    by_slug = {m.slug: m for m in MOVES}
-    assert play(by_slug["tampered"], target(verify_signature=False)).outcome == Outcome.COMPLETED
-    assert play(by_slug["twice"], target(single_use=False)).outcome == Outcome.COMPLETED
-    sealed = play(by_slug["tampered"], target(sealed=True))
+    edited, replay, honest = EDITED, REPLAY, HONEST
+    assert play(edited, target(verify_signature=False)).outcome == Outcome.COMPLETED
+    assert play(replay, target(single_use=False)).outcome == Outcome.COMPLETED
+    sealed = play(edited, target(sealed=True))
     assert sealed.ticket.startswith("s1.") and sealed.outcome == Outcome.REFUSED and sealed.stopped_at == "signature"
-    late = dataclasses.replace(by_slug["honest"], at=8 + 150)
+    late = dataclasses.replace(honest, at=honest.at + 150)
     assert play(late, target()).stopped_at == "expiry"
 
 

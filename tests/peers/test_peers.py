@@ -14,7 +14,7 @@ import pytest
 
 from moves.catalog import holds, load_moves
 from moves.target import Outcome
-from tests.check.catalogue import caught_by, gated_by
+from tests.check.catalogue import HONEST, PLAIN_REFUSALS, STOLEN, caught_by, gated_by, one
 from tests.peers import launch
 from tests.peers.truth import failing_moves, lacks
 from tests.peers.wire import play, probes
@@ -94,8 +94,8 @@ def test_a_weak_peer_does_what_the_table_says(weak_http_with, name: str) -> None
 
 def test_the_python_sdk_refuses_every_bad_ticket_with_one_frozen_error(sdk_py_http) -> None:
     errors = []
-    for slug in ("tampered", "stolen", "late", "other-request"):
-        reply = play(sdk_py_http, slug).replies[-1]
+    for move in PLAIN_REFUSALS:
+        reply = play(sdk_py_http, move).replies[-1]
         errors.append({k: v for k, v in reply["error"].items()})
     assert all(error == errors[0] for error in errors)
     assert errors[0]["code"] == -32602 and errors[0]["message"] == "Invalid or expired requestState"
@@ -109,13 +109,14 @@ def test_the_python_sdk_deploys_a_replayed_retry_twice(sdk_py_http) -> None:
 
 def test_the_typescript_example_spends_a_ticket_on_another_request_for_the_ticket_env(sdk_ts_http) -> None:
     # Asked to deploy prod with a staging ticket, it deploys staging: the codec binds no arguments.
-    reply = play(sdk_ts_http, "other-request").replies[-1]
+    other = one("asks for another request", lambda m: m.request == "other" and m.before is None)
+    reply = play(sdk_ts_http, other).replies[-1]
     assert reply["result"]["content"][0]["text"] == "deployed to staging"
 
 
 def test_the_lesson_snippet_refuses_in_its_handler_with_a_tool_error(sdk_ts_lesson_http) -> None:
     # The codec's refusals are -32602 errors; the snippet's own checks (request, single use) are isError results.
-    assert "error" in play(sdk_ts_lesson_http, "stolen").replies[-1]
+    assert "error" in play(sdk_ts_lesson_http, STOLEN).replies[-1]
     for slug in caught_by("request") | caught_by("single-use"):
         result = play(sdk_ts_lesson_http, slug).replies[-1]["result"]
         assert result["isError"] is True
@@ -123,5 +124,5 @@ def test_the_lesson_snippet_refuses_in_its_handler_with_a_tool_error(sdk_ts_less
 
 
 def test_a_weak_ticket_is_readable_and_signed(weak_http) -> None:
-    ticket = play(weak_http, "honest").minted["result"]["requestState"]
+    ticket = play(weak_http, HONEST).minted["result"]["requestState"]
     assert ticket.startswith("w1.") and ticket.count(".") == 2
