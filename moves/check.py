@@ -132,10 +132,7 @@ class Report:
         return not self.stopped and all(r.verdict != "fail" for r in self.moves) and all(p.ok for p in self.probes)
 
     def redact(self, text: str) -> str:
-        for secret in self.secrets:
-            if secret:
-                text = text.replace(secret, "[token]")
-        return text
+        return _redacted(text, [secret for secret in self.secrets if secret])
 
     def to_json(self) -> dict[str, Any]:
         """The report for CI (the README's "The JSON report"); never the exchanges."""
@@ -614,6 +611,12 @@ def _write_junit(path: str, report: Report) -> None:
         raise CheckError(f"could not write --junit {path}: {exc.strerror or exc}") from None
 
 
+def _redacted(text: str, secrets: Sequence[str]) -> str:
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "[token]")
+    return text
+
+
 def _write_report(out: IO[str], report: Report, *, as_json: bool) -> None:
     if as_json:
         out.write(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n")
@@ -660,8 +663,12 @@ def main(argv: Sequence[str], *, stdout: IO[str] | None = None, stderr: IO[str] 
             print(f"mrtr check: error: {exc}", file=err)
             return EXIT_USAGE
     target: Target | None = None
+    # Every token given, known as soon as the arguments are read: a peer may echo one back in an error that ends
+    # the run, and that message must not carry it either.
+    secrets: list[str] = []
     try:
         args = _parser(out).parse_args(list(argv))
+        secrets = [value.partition("=")[2] for value in args.token if value.partition("=")[2]]
         options = CheckOptions(tool=args.tool, arguments=_json_object(args.args, "--args"),
                                other_arguments=_json_object(args.other_args, "--other-args"),
                                allow_replay=args.allow_replay, skip_late=args.skip_late)
@@ -671,7 +678,6 @@ def main(argv: Sequence[str], *, stdout: IO[str] | None = None, stderr: IO[str] 
             phase=(lambda text: print(f"… {text}", file=err, flush=True)) if tty else (lambda text: None),
             wait=ProgressBar(err),
         )
-        secrets = [token for _name, token in _tokens(args.token)]
         try:
             report = run_check(target, options, events=events, secrets=secrets)
         except CheckStopped as stopped:
@@ -686,7 +692,7 @@ def main(argv: Sequence[str], *, stdout: IO[str] | None = None, stderr: IO[str] 
         _write_report(out, report, as_json=args.json)
         return EXIT_OK if report.ok else EXIT_FAILED
     except CheckError as exc:
-        print(f"mrtr check: error: {exc}", file=err)
+        print(f"mrtr check: error: {_redacted(str(exc), secrets)}", file=err)
         return EXIT_USAGE
     except SystemExit as exc:  # --help
         return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
@@ -694,7 +700,8 @@ def main(argv: Sequence[str], *, stdout: IO[str] | None = None, stderr: IO[str] 
         print("mrtr check: interrupted", file=err)
         return 130
     except Exception as exc:  # a bug of ours: still one line, never a traceback
-        print(f"mrtr check: internal error: {type(exc).__name__}: {clip(str(exc), 200)}", file=err)
+        print(f"mrtr check: internal error: {type(exc).__name__}: {clip(_redacted(str(exc), secrets), 200)}",
+              file=err)
         return EXIT_USAGE
     finally:
         if target is not None:

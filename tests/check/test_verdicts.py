@@ -129,6 +129,13 @@ def test_tokens_a_server_echoes_back_never_reach_the_table_the_json_or_the_junit
     assert "[token]" in table and "[token]" in out  # the server did echo them: redaction is what kept them out
 
 
+def test_a_token_echoed_in_an_error_that_stops_the_check_is_redacted_too() -> None:
+    with running("lists-for-nobody") as (url, _server):
+        code, out, err = cli(url, *TOKENS)
+    assert code == 2 and out == "" and "refused tools/list" in err and "[token]" in err
+    assert "bob-token" not in err and "alice-token" not in err
+
+
 # -- the JUnit contract ----------------------------------------------------------------------------
 
 

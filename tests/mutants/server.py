@@ -567,7 +567,17 @@ class EchoesToken(Sound):
         return result
 
 
-VARIANTS: dict[str, type[Sound]] = {"opaque": Opaque, "hangs-on-retry": HangsOnRetry, "echoes-token": EchoesToken}
+class ListsForNobody(Sound):
+    """Refuses tools/list with an error that names the caller's bearer token: the check cannot even start."""
+
+    def dispatch(self, message: Any, principal: str) -> dict[str, Any]:
+        if isinstance(message, dict) and message.get("method") == "tools/list":
+            raise Refused(-32001, f"no tools for the token {self.bearer}")
+        return super().dispatch(message, principal)
+
+
+VARIANTS: dict[str, type[Sound]] = {"opaque": Opaque, "hangs-on-retry": HangsOnRetry, "echoes-token": EchoesToken,
+                                    "lists-for-nobody": ListsForNobody}
 ALL: dict[str, type[Sound]] = {**SOUND, **MUTANTS, **VARIANTS}
 
 
