@@ -11,6 +11,7 @@ import functools
 import io
 import json
 import re
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from moves.catalog import load_moves
 from moves.check import main
 from moves.targets.remote import Timing
 from tests.check.test_cli import PROBE_SLUGS, assert_exact_schema
-from tests.mutants.harness import check_http, running, timing_on
+from tests.mutants.harness import SERVER, check_http, running, timing_on
 from tests.mutants.server import TTL, Sound
 
 MOVES = load_moves()
@@ -114,6 +115,14 @@ def test_a_server_that_hangs_only_on_retries_stops_the_run_at_the_first_time_out
     assert code == 2 and table.startswith(f"Target: {url}")
     assert table.rstrip().splitlines()[-1].startswith("STOPPED at a time-out: 0 of the 1 moves played")
     assert err.startswith("mrtr check: error: ") and err.count("\n") == 1
+
+
+def test_over_stdio_too_a_hang_on_retries_stops_the_run_with_exit_2() -> None:
+    command = f"{sys.executable} {SERVER} hangs-on-retry"
+    code, out, err = cli("--stdio", command, "--json", timeout=0.3)
+    assert code == 2 and "did not answer in time during move" in err and "Traceback" not in err, err
+    report = json.loads(out)
+    assert "stopped" in report and [m["observed"] for m in report["moves"]] == ["error"]
 
 
 # -- tokens never reach any output -----------------------------------------------------------------
