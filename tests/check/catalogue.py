@@ -17,10 +17,11 @@ SLUGS: list[str] = [m.slug for m in MOVES]
 
 
 def caught_by(feature: str) -> set[str]:
-    """Moves a server without `feature` fails: those a sound server stops at that check first, and those whose
-    expectation requires it. Moves that go first for another (`before`) count only for themselves."""
-    return {m.slug for m in MOVES if (m.stops_at == feature and m.before is None and m.ticket != "junk"
-                                       and m.answer in ("accept", "none")) or m.requires == feature}
+    """Moves a server without `feature` fails: those only that check refuses (`Move.refused_by`: a move another
+    check refuses too, such as a stolen ticket sent late, is still refused), and those whose expectation
+    requires it. Moves that go first for another (`before`) count only for themselves."""
+    return {m.slug for m in MOVES if (m.before is None and m.expect == "refused" and m.refused_by == {feature})
+            or m.requires == feature}
 
 
 def gated_by(failed: Iterable[str]) -> set[str]:
