@@ -7,8 +7,10 @@ tickets live 2 s (`MRTR_TICKET_TTL=2`), so the late move's real wait stays short
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,6 +19,8 @@ from typing import Any
 import pytest
 
 from app import create_app
+from moves import check as check_module
+from moves.targets.remote import Timing
 from tests.browser.helpers import LiveServer, serve
 from tests.check.weak_server import WeakServer, serve_http
 
@@ -49,10 +53,37 @@ def mcp_url(app_server: LiveServer) -> str:
     return app_server.url + "/mcp"
 
 
+class MovingClock:
+    """The system time plus an offset: the weak server's ticket clock and the checker's late-move wait share one,
+    so "waiting" past a ticket's exp moves the offset instead of the test's time."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.offset
+
+    def advance(self, seconds: float) -> None:
+        self.offset += seconds
+
+
+#: The clock of the weak servers these tests start; `python -m mrtr check` (main) waits on it (see `on_clock`).
+WEAK_CLOCK = MovingClock()
+
+
+@contextmanager
+def on_clock(clock: Any) -> Iterator[None]:
+    """Within: the CLI's late move waits on `clock` (a MovingClock, or the app's FakeClock: called for the time,
+    `advance`d to wait), the only difference from a user's run."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(check_module, "Timing", functools.partial(Timing, clock=clock, sleep=clock.advance))
+        yield
+
+
 @contextmanager
 def weak_http(*weak: str, ttl: int = 2) -> Iterator[str]:
-    """The weak server over HTTP, weak in the named ways; yields its URL."""
-    httpd = serve_http(WeakServer(set(weak), ttl=ttl), 0)
+    """The weak server over HTTP, weak in the named ways, on WEAK_CLOCK; yields its URL."""
+    httpd = serve_http(WeakServer(set(weak), ttl=ttl, clock=WEAK_CLOCK), 0)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:

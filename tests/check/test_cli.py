@@ -2,7 +2,8 @@
 pass every move and probe (exit 0, the JSON exactly as issue 10 specifies); the weak server is caught
 exactly where it is weak; bad input always ends in one clear line and exit 2, never a traceback.
 
-The only real waiting is the late move's, kept to a couple of seconds by 2-second tickets.
+The late move waits on a clock the test moves (the app's MRTR_CLOCK, the weak server's clock); only
+`python -m mrtr serve` over stdio, which reads the system clock, really waits out its 2-second tickets.
 """
 
 from __future__ import annotations
@@ -13,18 +14,22 @@ import os
 import socket
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from app import create_app
 from moves.catalog import EXPECTS, load_moves
 from moves.check import VERDICTS, ProgressBar, arguments_for, main, other_arguments_for
 from moves.target import Outcome
+from mrtr.clock import FakeClock
+from tests.browser.helpers import serve
 from tests.check.catalogue import HONEST, caught_by, gated_by
-from tests.check.conftest import TOKENS
+from tests.check.conftest import APP_CONFIG, TOKENS, WEAK_CLOCK, on_clock
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -88,9 +93,19 @@ def verdicts(report: dict[str, Any], verdict: str) -> set[str]:
 # -- sound servers -------------------------------------------------------------------------------------
 
 
-def test_the_apps_own_mcp_passes_every_move_and_probe(mcp_url: str, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def clocked_mcp() -> Iterator[tuple[str, FakeClock]]:
+    """The real app's /mcp on a clock the test moves: the late move waits on it, not for real."""
+    fake = FakeClock(time.time())
+    with serve(create_app({**APP_CONFIG, "MRTR_TICKET_TTL": 120, "MRTR_CLOCK": fake})) as live:
+        yield live.url + "/mcp", fake
+
+
+def test_the_apps_own_mcp_passes_every_move_and_probe(clocked_mcp: tuple[str, FakeClock], tmp_path: Path) -> None:
+    mcp_url, fake = clocked_mcp
     junit = tmp_path / "report.xml"
-    code, report = check_json(mcp_url, *TOKENS, "--junit", str(junit))
+    with on_clock(fake):
+        code, report = check_json(mcp_url, *TOKENS, "--junit", str(junit))
     assert code == 0, report
     assert_exact_schema(report)
     assert report["target"] == mcp_url and report["ok"] is True
@@ -165,16 +180,18 @@ def test_a_revealing_server_is_told_which_failures_its_error_gives_away(weak: Ca
 
 
 def test_the_late_move_waits_past_the_weak_servers_readable_expiry(weak: Callable[..., Any]) -> None:
-    with weak() as url:
+    with weak() as url, on_clock(WEAK_CLOCK):
         code, report = check_json(url, *TOKENS)
     assert code == 0 and failing(report) == (set(), set())
+    assert all("past the ticket's exp" in m["detail"] for m in report["moves"] if m["move"] in LATE)
 
 
 def test_the_late_move_reads_exp_from_a_ticket_shape_the_engine_does_not(weak: Callable[..., Any]) -> None:
-    with weak("x9-prefix") as url:
+    with weak("x9-prefix") as url, on_clock(WEAK_CLOCK):
         code, out, err = check(url, *TOKENS)
     assert code == 0, out + err
-    assert "late move: waiting" in err and "late           refused      refused      PASS" in out
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[4:4 + len(SLUGS)]}
+    assert "late move: waiting" in err and all(rows[slug] == ["refused", "refused", "PASS"] for slug in LATE)
 
 
 def test_allow_replay_turns_a_missing_redeemed_store_into_a_warning(weak: Callable[..., Any]) -> None:
