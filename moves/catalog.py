@@ -35,7 +35,9 @@ ANSWERS: tuple[str, ...] = ("accept", "none", "decline", "cancel", "wrong-type",
 #: Answers whose result the engine compares with an accepted call's to tell "did the work" from "ended".
 NOT_A_YES: frozenset[str] = frozenset({"decline", "cancel", "wrong-type", "missing-key"})
 REQUESTS: tuple[str, ...] = ("same", "other")
-#: Where a `before` move's retry goes: on this move's ticket, or on a ticket minted for it alone.
+#: Where a `before` move's retry goes: on this move's ticket (it must get its expectation, or this move is not
+#: run), or on a ticket minted for it alone (then it is one of the two calls this move is about, and a retry that
+#: does not hold fails this move: moves.engine `play`).
 BEFORE_TICKETS: tuple[str, ...] = ("same", "new")
 EXPECTS: tuple[Outcome, ...] = (Outcome.COMPLETED, Outcome.REFUSED, Outcome.ASKED_AGAIN, Outcome.ENDED,
                                 Outcome.NOT_DONE)
