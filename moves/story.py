@@ -64,7 +64,8 @@ def cluster(n: int, *, ring: KeyRing, store: RedeemedStore, clock: Clock, policy
     """`n` independent replicas named A, B, C… sharing only `ring`, `store` and `clock`."""
     names = string.ascii_uppercase[:n]
     return Balancer({name: Server(ring=ring, store=store, clock=clock, policy=policy or Policy(), ttl=ttl,
-                                  catalog=lesson_catalog(), name=f"mrtr-lab-{name}", jti=jti) for name in names})
+                                  catalog=lesson_catalog(), name=f"mrtr-lab-{name}", jti=jti, operator_log=False)
+                     for name in names})
 
 
 @dataclass

@@ -105,5 +105,6 @@ def run_lab(transport_for: Callable[[str], Transport], *, close: Callable[[Trans
 def lab_scenes(ring: KeyRing | None = None) -> list[Scene]:
     """The lab played in process against a real server (fixed demo key unless a ring is given)."""
     ring = ring or KeyRing(["mrtr-lab-demo-key-not-a-secret-0000000000"])
-    server = Server(ring=ring, store=MemoryStore(), clock=FakeClock(FIGURE_EPOCH), catalog=lesson_catalog())
+    server = Server(ring=ring, store=MemoryStore(), clock=FakeClock(FIGURE_EPOCH), catalog=lesson_catalog(),
+                    operator_log=False)
     return run_lab(lambda key: InMemoryTransport(server.connect("bob")))

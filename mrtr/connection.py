@@ -96,7 +96,8 @@ class Connection(LegacyEra):
                             trace=trace, log=self._log, origin=request_id)
         except TicketRejected as exc:
             self._note(f"requestState rejected at “{CHECK_TITLES[exc.check]}”: {exc.reason}")
-            log.info("requestState rejected at “%s”: %s", CHECK_TITLES[exc.check], exc.reason)
+            if self.server.operator_log:
+                log.info("requestState rejected at “%s”: %s", CHECK_TITLES[exc.check], exc.reason)
             return self._error_exchange(None if is_notification else request_id, exc, trace)
         except ProtocolError as exc:
             return self._error_exchange(None if is_notification else request_id, exc, trace)

@@ -49,6 +49,7 @@ class Server:
         shim_round_timeout: float = 300.0,
         on_log: Callable[[str], None] | None = None,
         jti: Callable[[], str] | None = None,
+        operator_log: bool = True,
     ) -> None:
         self.ring = ring
         self.store = store
@@ -63,6 +64,9 @@ class Server:
         self.shim_max_rounds = shim_max_rounds
         self.shim_round_timeout = shim_round_timeout
         self.on_log = on_log
+        #: Whether refused tickets go to the operator's log ("mrtr"); the pages' lab servers say no, since
+        #: their refusals are the lesson, shown on the page, and would drown the real ones.
+        self.operator_log = operator_log
 
     def with_policy(self, policy: Policy) -> Server:
         """The same server (keys, store, clock, catalog) under other switches."""

@@ -258,7 +258,8 @@ def replay_data(mode: str) -> dict[str, Any]:
         clock = FakeClock(story.FIGURE_EPOCH)
         shared = MemoryStore()
         lb = story.Balancer({name: Server(ring=ring, store=shared if mode == "shared" else MemoryStore(),
-                                          clock=clock, catalog=mrtr_tools.lesson_catalog(), name=f"mrtr-lab-{name}")
+                                          clock=clock, catalog=mrtr_tools.lesson_catalog(), name=f"mrtr-lab-{name}",
+                                          operator_log=False)
                                     for name in ("A", "B")})
         call = Call(client_name="mrtr-lab-playground")
         first = lb.handle(modern_request(2, "tools/call", {"name": call.tool, "arguments": dict(call.arguments)},
@@ -424,6 +425,10 @@ SEQ_LAYOUTS: dict[str, dict[str, float]] = {
     "wide": {"left": 84, "gap": 140, "row": 66, "head": 60, "label": 17, "sub": 14.5},
     "narrow": {"left": 50, "gap": 67, "row": 66, "head": 46, "label": 12, "sub": 11},
 }
+#: Larger text for a room (the deck): wider lanes and taller rows to hold it; sequence.css has the same sizes.
+SEQ_SIZES: dict[str, dict[str, dict[str, float]]] = {
+    "deck": {"wide": {"left": 84, "gap": 165, "row": 84, "head": 66, "label": 22, "sub": 19}},
+}
 
 
 def _label_x(centre: float, text: str, size: float, width: float, per_char: float) -> float:
@@ -477,13 +482,16 @@ def _message_label(message: Any) -> tuple[str, str]:
     return (f"the user: {action}" if action else "the user answers"), "the answer goes into the retry"
 
 
-def sequence_model(steps: Any, *, current: int | None = None) -> dict[str, Any]:
+def sequence_model(steps: Any, *, current: int | None = None, focus: bool = False,
+                   size: str = "page") -> dict[str, Any]:
     """The arrows of the real round trip (`story.roundtrip` steps or the lesson's `FigureStep`s), laid out twice.
 
     Each JSON-RPC message becomes one arrow between the client and the replica that handled it (through the
     load balancer); the host's question and answer stay on the client; the replica's look-up in the redeemed
     store is drawn when its "Not already redeemed" check ran. Nothing here is drawn by hand: labels, ids,
-    tickets and the answering replica come from the messages and the check trace.
+    tickets and the answering replica come from the messages and the check trace. With `focus`, only the
+    current step's arrows are drawn (a short diagram that fits one screen beside the step it shows); `size`
+    "deck" draws the text large enough to read on a projector (sequence.css, `.seq-size-deck`).
     """
     arrows: list[SeqArrow] = []
     issued = ""
@@ -517,9 +525,19 @@ def sequence_model(steps: Any, *, current: int | None = None) -> dict[str, Any]:
             if store:
                 at = next(i for i, a in enumerate(arrows) if a.step == step.n)
                 arrows[at:at] = store
+    answered = {step.n: step.replica for step in steps}
+    return _model(arrows, current=current, answered=answered, size=size, focus=focus)
+
+
+def _model(arrows: list[SeqArrow], *, current: int | None, answered: dict[int, str], size: str,
+           focus: bool) -> dict[str, Any]:
+    """Lay the arrows out (only the current step's when `focus`), at the text sizes `size` names."""
+    if focus and current is not None:
+        arrows = [a for a in arrows if a.step == current]
     index = {key: i for i, (key, _, _) in enumerate(SEQ_PARTIES)}
     layouts = {}
-    for name, lay in SEQ_LAYOUTS.items():
+    for name, base in SEQ_LAYOUTS.items():
+        lay = {**base, **SEQ_SIZES.get(size, {}).get(name, {})}
         xs = {key: lay["left"] + i * lay["gap"] for key, i in index.items()}
         width = lay["left"] * 2 + lay["gap"] * (len(SEQ_PARTIES) - 1)
         rows = []
@@ -542,9 +560,8 @@ def sequence_model(steps: Any, *, current: int | None = None) -> dict[str, Any]:
             last_step = arrow.step
             y += lay["row"]
         layouts[name] = {"width": width, "height": round(y), "rows": rows, "xs": xs, "head": lay["head"], **lay}
-    answered = {step.n: step.replica for step in steps}
     return {"parties": SEQ_PARTIES, "arrows": arrows, "layouts": layouts, "current": current, "answered": answered,
-            "steps": sorted({a.step for a in arrows})}
+            "steps": sorted({a.step for a in arrows}), "size": size, "focus": focus}
 
 
 def _store_arrows(step: Any, replica: str) -> list[SeqArrow]:
@@ -558,7 +575,7 @@ def _store_arrows(step: Any, replica: str) -> list[SeqArrow]:
                      "refused" if spent else "single use holds across replicas", "", "store", False)]
 
 
-def roundtrip_sequence(current: int | None = None) -> dict[str, Any]:
-    """The diagram model of the lab's own round trip (the deck draws it beside each step)."""
+def roundtrip_sequence(current: int | None = None, *, focus: bool = False, size: str = "page") -> dict[str, Any]:
+    """The diagram model of the lab's own round trip (the deck draws its current step beside each step slide)."""
     steps = _cached("roundtrip", lambda: story.roundtrip(get_services().lab_ring))
-    return sequence_model(steps, current=current)
+    return sequence_model(steps, current=current, focus=focus, size=size)

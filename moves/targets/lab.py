@@ -31,7 +31,8 @@ def lab_server(ring: LabRing, *, clock: Callable[[], float], single_use: bool = 
         raise TypeError("lab servers run on lab keys only (a LabRing), never on the app's key ring")
     server = Server(ring=ring, store=store if store is not None else MemoryStore(), clock=clock,
                     catalog=catalog if catalog is not None else lesson_catalog(),
-                    policy=Policy(single_use=single_use, sealed=sealed), ttl=ttl, name=name, jti=jti)
+                    policy=Policy(single_use=single_use, sealed=sealed), ttl=ttl, name=name, jti=jti,
+                    operator_log=False)
     server.codec = LabCodec(ring, sealed=sealed, ttl=ttl, jti=jti, verify_signature=verify_signature)
     return server
 
