@@ -26,8 +26,10 @@ DEFAULT_PATH = Path(__file__).resolve().parent.parent / "lessons" / "moves.toml"
 SENDERS: tuple[str, ...] = ("owner", "other")
 TIMINGS: tuple[str, ...] = ("in-time", "past-expiry")
 #: as-issued: the minted ticket untouched; edit-work: the readable payload edited, old signature kept;
-#: junk: not a ticket at all, sent in every shape of `JUNK_SHAPES` in turn.
-TICKETS: tuple[str, ...] = ("as-issued", "edit-work", "junk")
+#: junk: not a ticket at all, sent in every shape of `JUNK_SHAPES` in turn; absent: no requestState at all, the
+#: answers attached anyway (a handler that reads inputResponses before it asks for the ticket can be
+#: "pre-answered" on round one).
+TICKETS: tuple[str, ...] = ("as-issued", "edit-work", "junk", "absent")
 #: accept: every question answered from its schema; none: no inputResponses; decline / cancel: the user
 #: said no / dismissed the question; wrong-type: accepted, each field of the wrong JSON type;
 #: missing-key: accepted with the required fields left out.
@@ -114,7 +116,7 @@ class Move:
     sender: Role
     at: float
     timing: Literal["in-time", "past-expiry"]
-    ticket: Literal["as-issued", "edit-work", "junk"]
+    ticket: Literal["as-issued", "edit-work", "junk", "absent"]
     answer: str
     request: Literal["same", "other"]
     expect: Outcome
@@ -239,6 +241,8 @@ def _move(raw: dict[str, Any], where: str, general: tuple[MoveNote, ...]) -> dic
         raise ValueError(f"{where}: field 'at' must be between 0 and 86400 seconds")
     if raw["ticket"] == "junk" and raw["answer"] not in ("accept", "none"):
         raise ValueError(f"{where}: a junk ticket goes with answer 'accept' or 'none'")
+    if raw["ticket"] == "absent" and raw["answer"] == "none":
+        raise ValueError(f"{where}: an absent ticket goes with an answer (without one the retry is round one again)")
     own = tuple(_note(n, raw["slug"], f"{where}: note {i}") for i, n in enumerate(raw.get("notes", []), 1))
     return {**raw, "at": float(raw["at"]), "expect": Outcome(raw["expect"]), "stops_at": raw.get("stops_at", ""),
             "notes": own + general}
@@ -255,9 +259,10 @@ def _resolve(values: dict[str, dict[str, Any]], slug: str, where: str, seen: tup
             loop = " -> ".join((*seen, slug, before))
             raise ValueError(f"{where}: move {slug!r}: field 'before' makes a loop ({loop})")
         resolved = _resolve(values, before, where, (*seen, slug))
-        if resolved.before is not None or resolved.ticket == "junk" or resolved.answer in NOT_A_YES:
+        if resolved.before is not None or resolved.ticket in ("junk", "absent") or resolved.answer in NOT_A_YES:
             raise ValueError(f"{where}: move {slug!r}: field 'before' must name a move of one plain retry "
-                             f"({before!r} has its own 'before', a junk ticket or an answer that is not a yes)")
+                             f"({before!r} has its own 'before', a junk or absent ticket or an answer that is "
+                             "not a yes)")
         if resolved.timing == "past-expiry":
             raise ValueError(f"{where}: move {slug!r}: field 'before' names a past-expiry move, which cannot go first")
         if resolved.at >= raw["at"]:
@@ -310,7 +315,8 @@ def find(moves: tuple[Move, ...], slug: str) -> Move | None:
 def stopped_by(moves: tuple[Move, ...], check: str) -> Move | None:
     """The first move a sound server stops at `check` alone (what a page shows when that check is switched
     off), or None."""
-    return next((m for m in moves if m.stops_at == check and m.before is None and m.ticket != "junk"), None)
+    return next((m for m in moves if m.stops_at == check and m.before is None
+                 and m.ticket in ("as-issued", "edit-work")), None)
 
 
 def first_stopped_by(moves: tuple[Move, ...], check: str) -> Move | None:
@@ -325,7 +331,7 @@ GROUPS: tuple[str, ...] = ("ticket", "answer", "sequence")
 
 #: How each part of a move reads on a page ("Ticket: payload edited (work.env = prod)").
 TICKET_WORDS = {"as-issued": "as issued", "edit-work": "payload edited ({path} = {value})",
-                "junk": "not a ticket: junk in several shapes"}
+                "junk": "not a ticket: junk in several shapes", "absent": "none at all (no requestState)"}
 ANSWER_WORDS = {"accept": "yes (accepted)", "none": "none", "decline": "no (declined)",
                 "cancel": "dismissed (cancelled)", "wrong-type": "accepted, confirm as the text \"yes\"",
                 "missing-key": "accepted, with the required field left out"}

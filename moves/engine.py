@@ -378,8 +378,10 @@ def _mint(target: Target, call: Call, at: float, label: str) -> tuple[Step, str 
     return step, ticket, as_object(result.get("inputRequests")), ""
 
 
-def _tickets_of(move: Move, ticket: str) -> list[tuple[str, str]]:
-    """(label, ticket) for each retry the move sends."""
+def _tickets_of(move: Move, ticket: str) -> list[tuple[str, str | None]]:
+    """(label, ticket) for each retry the move sends; None: no requestState at all."""
+    if move.ticket == "absent":
+        return [("retry without a ticket", None)]
     if move.ticket == "edit-work":
         return [("retry", edit_ticket(ticket, move))]
     if move.ticket == "junk":
@@ -400,7 +402,9 @@ def _retries(move: Move, target: Target, call: Call, ticket: str, requests: dict
     request_id = move.request_id if move.request_id is not None else RETRY_ID
     steps = []
     for label, sent_ticket in _tickets_of(move, ticket):
-        params: dict[str, Any] = {"name": call.tool, "arguments": arguments, "requestState": sent_ticket}
+        params: dict[str, Any] = {"name": call.tool, "arguments": arguments}
+        if sent_ticket is not None:
+            params["requestState"] = sent_ticket
         if answers is not None:
             params["inputResponses"] = copy.deepcopy(answers)
         message = modern_request(request_id, "tools/call", params, call)

@@ -8,6 +8,7 @@ says exactly what the server answers.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -152,6 +153,32 @@ def test_every_junk_shape_is_sent_and_each_one_judged() -> None:
     failed = play(move, Scripted(lets_one_through))
     assert not failed.ok and failed.outcome == Outcome.COMPLETED
     assert failed.detail.startswith(f"junk ticket ({name}): result: deployed to staging")
+
+
+# -- no ticket at all -------------------------------------------------------------------------------------
+
+
+def test_an_absent_ticket_sends_the_answers_without_any_request_state() -> None:
+    honest = first(lambda m: m.expect == Outcome.COMPLETED and m.before is None and m.ticket == "as-issued")
+    move = dataclasses.replace(honest, slug="no-ticket", ticket="absent", expect=Outcome.NOT_DONE, stops_at="")
+    target = Scripted(sound)
+    held = play(move, target)
+    retry = held.steps[-1].sent["params"]
+    assert "requestState" not in retry and retry["inputResponses"] == answers_of("accept", QUESTIONS)
+    assert held.ok and held.outcome == Outcome.ASKED_AGAIN  # the scripted round one asks again
+
+    def pre_answered(role: Role, message: dict[str, Any]) -> dict[str, Any]:
+        return done(message["id"], "deployed to staging")
+
+    class PreAnswered(Scripted):
+        def send(self, role: Role, message: dict[str, Any]) -> Reply:
+            if "inputResponses" in message["params"] and "requestState" not in message["params"]:
+                self.sent.append((role, message))
+                return Reply(pre_answered(role, message))
+            return super().send(role, message)
+
+    fooled = play(move, PreAnswered(sound))
+    assert not fooled.ok and fooled.outcome == Outcome.COMPLETED
 
 
 # -- before ----------------------------------------------------------------------------------------------
@@ -302,6 +329,8 @@ def toml_of(moves: list[dict[str, Any]]) -> str:
     ([move_entry("a", 1, answer="decline"), move_entry("b", 2, before="a")], "must name a move of one plain retry"),
     ([move_entry("a", 1, ticket="junk"), move_entry("b", 2, before="a")], "must name a move of one plain retry"),
     ([move_entry("a", 1, ticket="junk", answer="decline")], "a junk ticket goes with answer 'accept' or 'none'"),
+    ([move_entry("a", 1, ticket="absent", answer="none")], "an absent ticket goes with an answer"),
+    ([move_entry("a", 1, ticket="absent"), move_entry("b", 2, before="a")], "a junk or absent ticket"),
     ([move_entry("a", 1, answer="maybe")], "field 'answer' must be one of"),
     ([move_entry("a", 1, expect="done")], "field 'expect' must be one of"),
     ([move_entry("a", 1, before=3)], "field 'before' has the wrong type"),

@@ -7,10 +7,11 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from moves.catalog import Move
 from moves.check import CheckOptions, Report, run_check
 from moves.targets.http import HttpTarget
 from moves.targets.remote import Timing
@@ -46,13 +47,13 @@ def running(name: str) -> Iterator[tuple[str, Sound]]:
 
 
 def check_http(name: str, options: CheckOptions = DEFAULTS, *, timeout: float = 10.0,
-               late_after: float | None = None) -> Report:
+               late_after: float | None = None, moves: Sequence[Move] | None = None) -> Report:
     with running(name) as (url, server):
         timing = timing_on(server.clock)
         timing.late_after = late_after
         target = HttpTarget(url, TOKENS, timeout=timeout, timing=timing)
         try:
-            return run_check(target, options, secrets=[token for _, token in TOKENS])
+            return run_check(target, options, moves=moves, secrets=[token for _, token in TOKENS])
         finally:
             target.close()
 

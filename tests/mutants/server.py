@@ -438,6 +438,17 @@ class ProcessKey(Sound):
         pass
 
 
+class PreAnswered(Sound):
+    """Reads the answer before it asks whether a ticket came: answers sent with no requestState at all are taken
+    for the user's yes (a handler that only checks its inputResponses can be pre-answered on round one)."""
+
+    def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        params = message["params"]
+        if "requestState" not in params and self.decide(self.answer_of(params.get("inputResponses"))) == "yes":
+            return self.work({"work": {"env": arguments.get("env")}})
+        return super().deploy(message, principal, arguments)
+
+
 class MissingAnswerIsAnError(Sound):
     """Answers a retry without the answer with an error instead of asking again."""
 
@@ -511,6 +522,7 @@ MUTANTS: dict[str, type[Sound]] = {
     "reveals-check": RevealsCheck,
     "process-key": ProcessKey,
     "missing-answer-is-an-error": MissingAnswerIsAnError,
+    "pre-answered": PreAnswered,
     "asks-without-capability": AsksWithoutCapability,
     "any-version": AnyVersion,
     "no-result-type": NoResultType,

@@ -201,8 +201,11 @@ def _retries(move: Move, ticket: str, keys: list[str]) -> list[dict[str, Any]]:
     """The move's retries as plain JSON-RPC: one, or one per junk shape."""
     arguments = OTHER_ARGS if move.request == "other" else ARGS
     rid = move.request_id if move.request_id is not None else 3
+    tickets: list[str | None]
     if move.ticket == "junk":
         tickets = [shape.replace("{prefix}", ticket.partition(".")[0][:16]) for _, shape in JUNK_SHAPES]
+    elif move.ticket == "absent":
+        tickets = [None]  # answers, and no requestState at all
     else:
         tickets = [edited(ticket) if move.ticket == "edit-work" else ticket]
     return [call(rid, arguments, state=sent, answers=answers(move.answer, keys)) for sent in tickets]
