@@ -93,6 +93,7 @@ def embed_context(lesson: Lesson, token: str | None, *, only: Question | None, o
 
 def _page(lesson: Lesson, only: Question | None, context: dict[str, Any], origin: str | None) -> str:
     return render_template("embed/quiz.html", lesson=lesson, only=only, quiz=context, parent_origin=origin,
+                           exact_origins=[o for o in embed_origins() if _EXACT_ORIGIN.match(o)],
                            share=share(lesson))
 
 
@@ -202,6 +203,9 @@ def oembed() -> Response:
     else:
         src = url_for("embed.question", slug=lesson.slug, qid=question.id, _external=True)
     origin = parent_origin(next(iter(parse_qs(parts.query).get("origin", [])), None))
+    exact = [o for o in embed_origins() if _EXACT_ORIGIN.match(o)]
+    if origin is None and len(exact) == 1:
+        origin = exact[0]  # one site may frame it: name it, so the frame grows to its content there
     title = f"Quick check: {lesson.title}" + (f" ({question.prompt})" if question else "")
     return jsonify({
         "version": "1.0",

@@ -117,7 +117,13 @@
       // The live region is visually hidden: the step's own heading and caption are what sighted readers see.
       status.textContent = speak && caption ? text + ". " + caption.textContent : text;
       if (count) { count.textContent = "Step " + (current + 1) + " of " + steps.length; }
-      if (speak) { each(step, "ol.checks", animateChecks); }
+      if (speak) {
+        each(step, "ol.checks", animateChecks);
+        // bring the step's title, caption and its own arrows under the sticky controls (instant: no motion)
+        var top = step.getBoundingClientRect().top;
+        var below = controls.getBoundingClientRect().bottom;
+        if (top < below || top > window.innerHeight * 0.4) { step.scrollIntoView({ block: "start" }); }
+      }
     }
 
     prev.addEventListener("click", function () { if (current > 0) { show(current - 1, true); } });

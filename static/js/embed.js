@@ -1,7 +1,8 @@
 /* The embeddable quiz's side of the postMessage protocol (version 1; README: "Embedding the quiz").
  *
  * Messages go to window.parent, and ONLY to the origin the server validated against
- * MRTR_EMBED_ORIGINS (data-parent-origin); without one, nothing is sent. Never to "*".
+ * MRTR_EMBED_ORIGINS (data-parent-origin), or, without ?origin=, to the framing page's own origin when the
+ * allow-list names it exactly (data-allowed-origins); without either, nothing is sent. Never to "*".
  *   {type: "mrtr-quiz:ready",     v: 1, lesson, question, questions, height}   once, on load
  *   {type: "mrtr-quiz:resize",    v: 1, lesson, height}                        whenever the height changes
  *   {type: "mrtr-quiz:answered",  v: 1, lesson, question, correct}             after each checked answer
@@ -16,6 +17,14 @@
   var root = document.querySelector("[data-embed]");
   if (!root) { return; }
   var origin = root.getAttribute("data-parent-origin");
+  if (!origin) {
+    // Framed without ?origin= (the whole-quiz URL pasted alone, an oEmbed consumer): the browser names the
+    // framing page's origin, and it counts only when the server's allow-list names it exactly.
+    var allowed = (root.getAttribute("data-allowed-origins") || "").split(" ").filter(Boolean);
+    var ancestors = window.location.ancestorOrigins;
+    var parent = ancestors && ancestors.length ? ancestors[0] : "";
+    origin = allowed.indexOf(parent) >= 0 ? parent : null;
+  }
   var lesson = root.getAttribute("data-lesson");
   var framed = window.parent && window.parent !== window;
   var completed = false;

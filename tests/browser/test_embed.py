@@ -56,11 +56,14 @@ def host_app(where: dict[str, str]) -> Flask:
         quiz = where["quiz"]
         src = quiz + request.args.get("path", f"/embed/quiz/{SLUG}")
         origin = request.host_url.rstrip("/")
+        query = "" if request.args.get("bare") else f"?origin={origin}"
+        embed = where.get("pasted") or f"""<iframe src="{src}{query}" title="Quick check" width="640" height="150"
+data-mrtr-quiz></iframe>
+<script src="{quiz}/static/js/embed-parent.js" async></script>"""
         return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Host</title>
 <script src="/listener.js" data-quiz-origin="{quiz}"></script></head>
 <body><main><h1>A host page</h1>
-<iframe src="{src}?origin={origin}" title="Quick check" width="640" height="150" data-mrtr-quiz></iframe>
-<script src="{quiz}/static/js/embed-parent.js" async></script></main></body></html>"""
+{embed}</main></body></html>"""
 
     return app
 
@@ -70,6 +73,7 @@ class Origins:
     quiz: LiveServer
     host: LiveServer
     foreign: LiveServer
+    where: dict[str, str]  # what the host pages read: the quiz's URL, and a pasted snippet when a test sets one
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +85,7 @@ def origins() -> Iterator[Origins]:
         config = {**BROWSER_TEST_CONFIG, "MRTR_EMBED_ORIGINS": host.url}  # the host only, not the foreign page
         with serve(create_app(config)) as quiz:
             where["quiz"] = quiz.url
-            yield Origins(quiz, host, foreign)
+            yield Origins(quiz, host, foreign, where)
 
 
 def messages(page: Page, kind: str | None = None) -> list[dict[str, Any]]:
@@ -211,3 +215,37 @@ def test_an_error_inside_the_iframe_has_no_site_menu(page: Page, origins: Origin
     expect(frame.locator("nav")).to_have_count(0)
     page.goto(f"{origins.quiz.url}/embed/quiz/{SLUG}/no-such-question")
     assert_no_axe_violations(page, axe)
+
+
+def expect_the_frame_holds_the_whole_quiz(page: Page) -> None:
+    """The iframe is as tall as the quiz inside it: the last "Check answer" is inside the frame's box."""
+    frame_height_matches_last_resize(page)
+    frame = page.frame_locator("iframe[data-mrtr-quiz]")
+    height = page.evaluate("document.querySelector('iframe[data-mrtr-quiz]').clientHeight")
+    inner = frame.locator("main").evaluate("m => Math.ceil(m.getBoundingClientRect().bottom)")
+    assert height > 2000 and abs(height - inner) <= 2, (height, inner)
+    last = frame.get_by_role("button", name=re.compile("Check answer")).last
+    assert last.evaluate("b => b.getBoundingClientRect().bottom") <= height
+
+
+def test_the_whole_quiz_embedded_as_the_quiz_page_says_grows_to_its_content(page: Page, origins: Origins) -> None:
+    """The course author copies the whole-quiz snippet from the quiz page, as it is, into their page."""
+    page.goto(f"{origins.quiz.url}/quiz/{SLUG}")
+    pasted = page.locator("#embed-whole-snippet").inner_text()
+    assert f"/embed/quiz/{SLUG}?origin=" in pasted
+    origins.where["pasted"] = pasted
+    try:
+        page.goto(origins.host.url + "/")
+        wait_for_message(page, "ready")
+        expect_the_frame_holds_the_whole_quiz(page)
+    finally:
+        origins.where.pop("pasted", None)
+
+
+def test_the_whole_quiz_framed_without_origin_still_grows(page: Page, origins: Origins) -> None:
+    """An oEmbed consumer or a hand-written iframe without ?origin=: the browser names the framing page."""
+    page.goto(origins.host.url + "/?bare=1")
+    wait_for_message(page, "ready")
+    expect_the_frame_holds_the_whole_quiz(page)
+    oembed = page.request.get(f"{origins.quiz.url}/oembed", params={"url": f"{origins.quiz.url}/quiz/{SLUG}"}).json()
+    assert f"?origin={origins.host.url.replace(':', '%3A').replace('/', '%2F')}" in oembed["html"]

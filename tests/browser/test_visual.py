@@ -27,16 +27,15 @@ def stroke_width(page: Page, selector: str) -> str:
 
 
 def expect_current(page: Page, layout: str, step: int, answered: str) -> None:
-    """Step `step` is announced, its arrows are drawn strong, the others stay visible, `answered` is marked."""
+    """Step `step` is announced and shown with its own arrows drawn strong (no other step's), `answered` marked."""
     figure = page.locator(FIGURE)
     expect(figure.locator("[data-step-status]")).to_contain_text(f"Step {step} of 6")
     expect(figure.locator(f".rt-step[data-step='{step}']")).to_be_visible()
-    svg = f"{FIGURE} .seq-{layout}"
+    svg = f"{FIGURE} .rt-step[data-step='{step}'] .seq-{layout}"
     expect(page.locator(f"{svg} .seq-msg[data-seq-step='{step}']").first).to_be_visible()
     assert stroke_width(page, f"{svg} .seq-msg[data-seq-step='{step}'] .seq-line") == "3.5px"
-    other = 1 if step != 1 else 2
-    expect(page.locator(f"{svg} .seq-msg[data-seq-step='{other}']").first).to_be_visible()
-    assert stroke_width(page, f"{svg} .seq-msg[data-seq-step='{other}'] .seq-line") == "1.5px"
+    expect(page.locator(f"{svg} .seq-msg:not([data-seq-step='{step}'])")).to_have_count(0)
+    expect(page.locator(f"{FIGURE} > .seq")).to_be_hidden()  # the whole tall diagram is for reading without JS
     assert stroke_width(page, f"{svg} [data-party='{answered}'] .seq-box") == "4px"
 
 
@@ -45,8 +44,8 @@ def sized(request: pytest.FixtureRequest, page: Page) -> Iterator[tuple[Page, st
     width, shown, hidden = request.param
     page.set_viewport_size({"width": width, "height": 900})
     page.goto(LESSON)
-    expect(page.locator(f"{FIGURE} .seq-{shown}")).to_be_visible()
-    expect(page.locator(f"{FIGURE} .seq-{hidden}")).to_be_hidden()
+    expect(page.locator(f"{FIGURE} .rt-step[data-step='1'] .seq-{shown}")).to_be_visible()
+    expect(page.locator(f"{FIGURE} .rt-step[data-step='1'] .seq-{hidden}")).to_be_hidden()
     yield page, shown
 
 
@@ -82,8 +81,8 @@ def test_the_diagram_walks_by_keyboard(sized: tuple[Page, str]) -> None:
 def test_the_diagram_in_words_without_javascript(no_js_page: Page) -> None:
     page = no_js_page
     page.goto(LESSON)
-    arrows = page.locator(f"{FIGURE} ol.seq-text > li")
-    drawn = page.locator(f"{FIGURE} .seq-wide .seq-msg")
+    arrows = page.locator(f"{FIGURE} > .seq ol.seq-text > li")
+    drawn = page.locator(f"{FIGURE} > .seq .seq-wide .seq-msg")
     expect(arrows).to_have_count(drawn.count())
     expect(arrows).to_have_count(10)
     expect(arrows.nth(0)).to_have_text(
@@ -95,7 +94,8 @@ def test_the_diagram_in_words_without_javascript(no_js_page: Page) -> None:
     expect(arrows.nth(9)).to_contain_text("error -32602 · id 4")
     # every step of the figure is shown at once, and the svg is decoration for the list
     expect(page.locator(f"{FIGURE} .rt-step")).to_have_count(6)
-    expect(page.locator(f"{FIGURE} .seq-wide")).to_have_attribute("aria-hidden", "true")
+    expect(page.locator(f"{FIGURE} > .seq .seq-wide")).to_have_attribute("aria-hidden", "true")
+    expect(page.locator(f"{FIGURE} .rt-step-seq").first).to_be_hidden()  # the per-step drawings are for stepping
 
 
 @pytest.mark.parametrize("motion", ["reduce", "no-preference"])
@@ -105,7 +105,7 @@ def test_the_ticket_travels_only_without_reduced_motion(browser: Browser, base_u
         page = context.new_page()
         page.goto(LESSON)
         page.locator(FIGURE).get_by_role("button", name="Next step").click()
-        travel = page.locator(f"{FIGURE} .seq-wide .seq-msg[data-seq-step='2'] .seq-travel")
+        travel = page.locator(f"{FIGURE} .rt-step[data-step='2'] .seq-wide .seq-msg[data-seq-step='2'] .seq-travel")
         expect(travel).to_have_count(1)
         name = travel.evaluate("e => getComputedStyle(e).animationName")
         assert name == ("none" if motion == "reduce" else "seq-travel")

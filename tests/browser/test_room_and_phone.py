@@ -1,0 +1,106 @@
+"""Issue 24 in a real browser: what a room, a phone and a course author see.
+
+Measured, not guessed: the computed size of every piece of text in the deck's diagram at projector sizes,
+where the step-through's changed arrow and caption land after "Next step", and that no page scrolls sideways
+on a 390 px phone.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Locator, Page, expect
+
+LESSON = "/lessons/when-the-server-needs-input"
+FIGURE = "figure.roundtrip"
+
+#: The smallest text a room can read on a projector (CSS px at the deck's size).
+ROOM_MIN_PX = 16
+
+
+def diagram_text_sizes(page: Page) -> list[tuple[str, float]]:
+    """Every text of the shown slide's diagram with its rendered size: font size times the SVG's scale."""
+    return page.evaluate("""() => {
+      const svg = document.querySelector('[data-slide]:not([hidden]) .seq svg.seq-wide');
+      const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+      const texts = [...svg.querySelectorAll('text')].map(
+        t => [t.textContent.trim(), parseFloat(getComputedStyle(t).fontSize) * scale]);
+      const html = [...document.querySelectorAll('[data-slide]:not([hidden]) .seq :is(li, summary)')]
+        .filter(e => e.getClientRects().length).map(e => [e.textContent.trim(), parseFloat(getComputedStyle(e).fontSize)]);
+      return texts.concat(html);
+    }""")
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)], ids=["1280x720", "1920x1080"])
+@pytest.mark.parametrize("step", range(1, 7))
+def test_the_decks_diagram_reads_from_the_back_of_a_room(page: Page, size: tuple[int, int], step: int) -> None:
+    page.emulate_media(reduced_motion="reduce")
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    page.goto(f"/demo/step/{step}")
+    slide = page.locator("[data-slide]:not([hidden])")
+    expect(slide.locator(".seq-wide")).to_be_visible()
+    expect(page.locator("#deck")).to_have_attribute("data-fit", re.compile(r"^\d"))  # demo.js has fitted the slide
+    sizes = diagram_text_sizes(page)
+    assert len(sizes) > 5
+    small = [(text, round(px, 1)) for text, px in sizes if px < ROOM_MIN_PX]
+    assert not small, f"diagram text under {ROOM_MIN_PX} px at {size}: {small}"
+    # the step's arrows are all drawn, and the slide still fits the screen
+    assert slide.locator(".seq-wide .seq-msg").count() == slide.locator("ol.seq-text > li").count()
+    assert page.evaluate("document.scrollingElement.scrollHeight") <= size[1]
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= size[0]
+
+
+def in_viewport(locator: Locator) -> bool:
+    return locator.evaluate("""e => {
+      const r = e.getBoundingClientRect();
+      return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight && r.left >= 0 && r.right <= window.innerWidth;
+    }""")
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (390, 844)], ids=["1280x720", "390x844"])
+def test_after_next_step_the_changed_arrow_and_its_caption_are_on_screen(page: Page, size: tuple[int, int]) -> None:
+    page.emulate_media(reduced_motion="reduce")
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    page.goto(LESSON)
+    figure = page.locator(FIGURE)
+    layout = "wide" if size[0] > 640 else "narrow"
+    controls = figure.locator("[data-stepper-controls]")
+    expect(controls).to_be_visible()
+    # the sticky controls stay one row: a small part of a phone's screen
+    assert controls.bounding_box()["height"] <= 90
+    for step in range(2, 7):
+        figure.get_by_role("button", name="Next step").click()
+        expect(figure.locator("[data-step-status]")).to_contain_text(f"Step {step} of 6")
+        shown = f"{FIGURE} .rt-step[data-step='{step}']"
+        for part in (f"{shown} .rt-step-title", f"{shown} .rt-caption"):
+            assert in_viewport(page.locator(part)), f"{part} is off screen at {size}"
+        arrows = page.locator(f"{shown} .seq-{layout} .seq-msg")
+        assert arrows.count() >= 1
+        for i in range(arrows.count()):
+            assert in_viewport(arrows.nth(i)), f"arrow {i + 1} of step {step} is off screen at {size}"
+            assert arrows.nth(i).get_attribute("data-seq-step") == str(step)
+        # nothing hides under the sticky controls
+        assert page.locator(f"{shown} .rt-step-title").bounding_box()["y"] >= controls.bounding_box()["y"] + \
+            controls.bounding_box()["height"] - 1
+        expect(page.locator(f"{shown} .seq-{layout} .seq-msg .seq-line").first).to_have_css("stroke-width", "3.5px")
+
+
+PAGES = [
+    "/", LESSON, "/lessons/build-the-checks", "/playground", "/quiz/when-the-server-needs-input",
+    "/check", "/demo", "/demo/step/4", "/embed/quiz/when-the-server-needs-input",
+]
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_no_page_scrolls_sideways_on_a_phone(page: Page, path: str) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(path)
+    expect(page.locator("body")).to_be_visible()
+    page.wait_for_load_state("networkidle")
+    wide = page.evaluate("document.scrollingElement.scrollWidth")
+    culprits = page.evaluate("""() => [...document.querySelectorAll('body *')].filter(e => {
+        const r = e.getBoundingClientRect(); return r.width && r.right > innerWidth + 1
+          && getComputedStyle(e).position !== 'fixed' && !e.closest('pre, .table-scroll, [data-scroll-x]');
+      }).slice(0, 5).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))""")
+    assert wide <= 390, f"{path} is {wide} px wide at 390 px: {culprits}"
