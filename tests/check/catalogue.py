@@ -18,9 +18,13 @@ SLUGS: list[str] = [m.slug for m in MOVES]
 
 def caught_by(feature: str) -> set[str]:
     """Moves a server without `feature` fails: those only that check refuses (`Move.refused_by`: a move another
-    check refuses too, such as a stolen ticket sent late, is still refused), and those whose expectation
-    requires it. Moves that go first for another (`before`) count only for themselves."""
+    check refuses too, such as a stolen ticket sent late, is still refused), a plain retry a sound server stops
+    there without refusing it (a retry without the answer, asked again: a server with no answer check does the
+    work), and those whose expectation requires it. Moves that go first for another (`before`) count only for
+    themselves."""
     return {m.slug for m in MOVES if (m.before is None and m.expect == "refused" and m.refused_by == {feature})
+            or (m.before is None and m.expect != "refused" and m.stops_at == feature
+                and m.answer in ("accept", "none") and m.ticket == "as-issued")
             or m.requires == feature}
 
 
