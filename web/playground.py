@@ -629,12 +629,31 @@ def run_custom(call: dict[str, Any], toggles: Toggles) -> tuple[Result, str]:
         params["requestState"] = call["request_state"]
     message = modern_request(CUSTOM_REQUEST_ID, "tools/call", params, CALL)
     role: Role = "owner" if call["principal"] == target.owner else "other"
-    target.advance(call["at"], past_expiry=False, expires_at=None)
-    step = Step(role, call["at"], message, target.send(role, message))
+    at = call["at"] + toggles.offset  # the clock offset moves this retry too, like every move's own retry
+    target.advance(at, past_expiry=False, expires_at=None)
+    step = Step(role, at, message, target.send(role, message))
     ticket = ((minted.reply.response or {}).get("result") or {}).get("requestState")
     script = script_for(minted, [step], target.principal, title="Your retry", ticket=ticket)
-    result = _result(target, minted, [step], lambda s: call["principal"], "custom", script=script)
+    note = custom_note(step, check_views(step), outcome_of(step.reply), toggles.offset)
+    result = _result(target, minted, [step], lambda s: call["principal"], "custom", script=script, note=note)
     return result, ",".join(store.spent[-MAX_REDEEMED:])
+
+
+def custom_note(step: Step, checks: list[CheckView], outcome: Outcome, offset: int) -> NoteView:
+    """What the learner's own retry got, in words: the check that stopped it and why, or that all six passed."""
+    when = f"at t = {step.at:g} s" + (f" (your time plus the {offset} s clock offset)" if offset else "")
+    failed = next((c for c in checks if c.outcome == "fail"), None)
+    if failed is not None:
+        text = (f"Your retry, sent {when}, stopped at “{failed.title}”: {failed.detail}. The checks run in order, "
+                "so none after it looked at this retry, and the client saw only the frozen -32602.")
+        return NoteView(text, str(outcome), failed.name)
+    if all(c.outcome == "skipped" for c in checks):
+        text = (f"Your retry, sent {when}, never reached the ticket checks: {checks[0].detail}. "
+                "The reply above says what the server did instead.")
+        return NoteView(text, str(outcome), "")
+    text = (f"Your retry, sent {when}, passed every check that ran: to the server it is an honest retry, "
+            "and the reply above is what it did with it.")
+    return NoteView(text, str(outcome), "")
 
 
 # -- views -----------------------------------------------------------------------------------------

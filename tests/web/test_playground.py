@@ -565,3 +565,16 @@ def test_a_missing_answer_reads_as_asked_again_not_failed(client: FlaskClient) -
     page = soup(play(client, ASKS_AGAIN.slug))
     item = page.select_one(".pg-outcome li[data-check=answer]")
     assert item["data-outcome"] == "fail" and item.select_one(".check-outcome").get_text() == "asked again"
+
+
+def test_custom_retry_moves_with_the_clock_offset_and_says_what_stopped_it(client: FlaskClient) -> None:
+    on_time = soup(client.post("/playground/custom", data={**custom_form(client), "at": "8"}, headers=HX))
+    assert on_time.select_one("[data-verdict]")["data-verdict"] == "completed"
+    assert "sent at t = 8 s, passed every check" in on_time.select_one("[data-note='custom']").get_text()
+    late = soup(client.post("/playground/custom", data={**custom_form(client), "at": "8", "offset": "150"},
+                            headers=HX))
+    assert late.select_one("[data-verdict]")["data-verdict"] == "refused"
+    assert outcomes(late)["expiry"] == "fail"
+    note = late.select_one("[data-note='custom']")
+    assert note["data-note-stopped"] == "expiry"
+    assert "at t = 158 s (your time plus the 150 s clock offset), stopped at “Not expired”" in note.get_text()
