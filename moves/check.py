@@ -2,17 +2,20 @@
 server (an HTTP URL with two bearer tokens, or a stdio command), and report what held.
 
 Python API (the CLI, the /check page and the tests use it):
-    run_check(target, CheckOptions(...), events=Events(...)) -> Report   # raises CheckError
+    run_check(target, CheckOptions(...), events=Events(...), secrets=[...]) -> Report
+        # raises CheckError when it cannot start, CheckStopped (with the report so far) at a time-out
     Report.ok, .to_json(), .table(), .summary(), .junit()
     main(argv, *, stdout=..., stderr=..., timeout=...) -> exit code 0 / 1 / 2
 
 Each report row also keeps its move's messages (`exchange_of`: compact, JSON-safe, tickets shortened) for the
 /check page's sequence diagrams; `to_json` never includes them.
 
-Exit codes: 0 every required move and probe held; 1 one did not; 2 a usage error, or a target the
-checker cannot use (unreachable, not MCP, no tool that asks for input). A move is required unless
-`--skip-late` skipped it or `--allow-replay` turned its single-use failure into a warning.
-Nothing here prints a traceback for a peer's fault, and tokens never reach the output.
+Each move row has a verdict (`MoveRow.verdict`): pass, fail, warn (a failure an option excused: --allow-replay)
+or not-run (the move could not show its check: skipped, or its `before` move / owner-again control did not
+hold; never a failure). Exit codes: 0 no move failed and every probe held; 1 one did not; 2 a usage error
+(identical tokens included), a target the checker cannot use (unreachable, not MCP, no tool that asks for
+input), or a request not answered in time (the run stops at the first). Nothing here prints a traceback for
+a peer's fault, and tokens never reach the output, even when a peer echoes them back.
 """
 
 from __future__ import annotations
