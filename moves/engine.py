@@ -1,10 +1,12 @@
 """The move engine: play one `Move` against any `Target` and return a typed `MoveResult`.
 
 Round one: the owner calls the tool and must get `input_required` with a `requestState`. Then the
-engine builds the retry the move describes (ticket edit, arguments, answers built from each input
-request's schema), lets the target's time pass, sends it as the move's sender (the honest retry
-first, for a repeat move) and classifies what came back from the wire alone (`outcome_of`).
-Nothing here parses result text, knows a target's internals, or imports Flask.
+engine builds the retry the move describes (ticket edit, junk or none, arguments, answers built from each
+input request's schema), lets the target's time pass, sends it as the move's sender (its `before` move's
+retry first) and classifies what came back from the wire alone (`outcome_of`). Verdicts need evidence
+(`play`): controls tell "ended" from "did the work" (a complete result compared with an accepted call's,
+ids and numbers masked) and "bound to its principal" from "bound to its process" (the owner from a second
+process or connection). Nothing here knows a target's internals or imports Flask.
 """
 
 from __future__ import annotations
