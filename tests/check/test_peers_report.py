@@ -144,6 +144,15 @@ def test_the_python_sdk_over_stdio_is_reported_as_it_really_behaves(sdk_py_stdio
     assert_report_matches_ground_truth(report, "sdk-python-stdio")
 
 
+def test_the_python_sdks_default_key_per_process_over_stdio_is_not_shown_never_passed(sdk_py_stdio_defaults) -> None:
+    report = check_stdio(sdk_py_stdio_defaults, late_after=sdk_py_stdio_defaults.ttl + 5)
+    assert_report_matches_ground_truth(report, "sdk-python-stdio-defaults")
+    stolen = {m.slug for m in MOVES if m.sender == "other"}
+    for row in report.moves:
+        if row.move in stolen:
+            assert row.verdict == "not-run" and "only work where they were minted" in row.detail
+
+
 def test_the_typescript_sdk_docs_example_is_reported_as_it_really_behaves(sdk_ts_http: launch.HttpPeer) -> None:
     # Its codec's tickets are JWT-like (v1.payload.mac): the late move waits for the exp it can read.
     report = check_http(sdk_ts_http)

@@ -11,7 +11,7 @@ HTTP peers (`HttpPeer`: `.url`, `.tokens` {"bob": "bob-token", "alice": "alice-t
     weak_http            weak server skipping the principal and single-use checks session-scoped
     weak_http_with       factory: `with weak_http_with(skip=(...,), flags=(...,)) as peer:` any weakness
 stdio peers (`StdioPeer`: `.command`, `.env(principal)` sets MRTR_PRINCIPAL, `.clock`, `.ttl`):
-    sdk_py_stdio, weak_stdio
+    sdk_py_stdio, sdk_py_stdio_defaults (the SDK's default sealing: a key per process), weak_stdio
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import pytest
 
 from tests.peers import launch
 
-__all__ = ["peers_dir", "sdk_py_http", "sdk_py_resolve_http", "sdk_py_stdio", "sdk_ts_http", "sdk_ts_lesson_http",
-           "weak_http", "weak_stdio", "weak_http_with"]
+__all__ = ["peers_dir", "sdk_py_http", "sdk_py_resolve_http", "sdk_py_stdio", "sdk_py_stdio_defaults",
+           "sdk_ts_http", "sdk_ts_lesson_http", "weak_http", "weak_stdio", "weak_http_with"]
 
 
 @pytest.fixture(scope="session")
@@ -49,6 +49,11 @@ def sdk_py_resolve_http(peers_dir: Path) -> Iterator[launch.HttpPeer]:
 @pytest.fixture(scope="session")
 def sdk_py_stdio(peers_dir: Path) -> launch.StdioPeer:
     return launch.sdk_python_stdio(peers_dir)
+
+
+@pytest.fixture(scope="session")
+def sdk_py_stdio_defaults(peers_dir: Path) -> launch.StdioPeer:
+    return launch.sdk_python_stdio(peers_dir, sdk_defaults=True)
 
 
 @pytest.fixture(scope="session")

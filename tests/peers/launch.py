@@ -164,9 +164,12 @@ def sdk_python_http(workdir: Path, ttl: float = 120.0, form: str = "result") -> 
         yield peer
 
 
-def sdk_python_stdio(workdir: Path, ttl: float = 120.0) -> StdioPeer:
+def sdk_python_stdio(workdir: Path, ttl: float = 120.0, sdk_defaults: bool = False) -> StdioPeer:
+    """sdk_defaults: the SDK's own default sealing (a key per process, no principal over stdio) instead of one
+    key shared by every process and the principal from MRTR_PRINCIPAL."""
     argv = [sys.executable, str(PEERS / "sdk_py_server.py"), "stdio", "--ttl", str(ttl)]
-    return StdioPeer("sdk-python-stdio", argv, Clock(workdir / "sdk-python-stdio.clock"), ttl)
+    name = "sdk-python-stdio-defaults" if sdk_defaults else "sdk-python-stdio"
+    return StdioPeer(name, [*argv, "--sdk-defaults"] if sdk_defaults else argv, Clock(workdir / f"{name}.clock"), ttl)
 
 
 @contextmanager

@@ -122,7 +122,11 @@ def text(message: str, *, is_error: bool = False) -> CallToolResult:
 
 
 def build(args: argparse.Namespace) -> MCPServer:
-    if args.transport == "stdio":
+    if args.transport == "stdio" and args.sdk_defaults:
+        # What MCPServer does when request_state_security is omitted: a key made by this process alone, and the
+        # default principal binding (the access token), which stdio has none of.
+        mcp = MCPServer(SERVER_NAME, request_state_security=RequestStateSecurity.ephemeral(ttl=args.ttl))
+    elif args.transport == "stdio":
         variable = args.principal_env
 
         def principal_from_env(_ctx: Any) -> str | None:
@@ -172,6 +176,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--key", default=os.environ.get("MRTR_PEER_KEY", DEFAULT_KEY))
     parser.add_argument("--token", action="append", help="NAME=TOKEN (HTTP; repeat; default bob and alice)")
     parser.add_argument("--principal-env", default="MRTR_PRINCIPAL", help="stdio: variable naming the principal")
+    parser.add_argument("--sdk-defaults", action="store_true",
+                        help="stdio: the SDK's default sealing (a key per process, no principal) instead of --key")
     parser.add_argument("--form", choices=["result", "resolve"], default="result",
                         help="the tool returns InputRequiredResult itself, or uses the SDK's Resolve dependency")
     args = parser.parse_args(argv)
