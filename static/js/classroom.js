@@ -12,6 +12,14 @@
     if (region) { region.textContent = text; }
   }
 
+  // A move's result lands in #attempt-result, under the list of moves: bring it on screen (instantly; the
+  // status region announces it, and focus stays on the button that was pressed).
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    if (!target || target.id !== "attempt-result" || !target.firstElementChild) { return; }
+    target.scrollIntoView({ block: "start" });
+  });
+
   document.addEventListener("htmx:afterSwap", function (event) {
     var live = event.target && event.target.id === "live" ? event.target : document.getElementById("live");
     if (!live || !event.detail || !event.detail.elt || event.detail.elt.id !== "live") { return; }

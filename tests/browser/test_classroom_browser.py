@@ -56,7 +56,7 @@ def open_context(browser: Browser, server: LiveServer, made: list[BrowserContext
 
 def start_class(presenter: Page) -> str:
     presenter.goto("/demo")
-    presenter.get_by_text("All slides and keys").click()
+    expect(presenter.locator('[data-action="start-class"]')).to_be_in_viewport()  # not inside a closed panel
     presenter.locator('[data-action="start-class"]').click()
     code = presenter.locator("[data-join-code]").first.get_attribute("data-join-code") or ""
     assert len(code) == 6
@@ -106,7 +106,9 @@ def test_a_live_class_from_start_to_attack_round(browser: Browser, class_server:
     # The quiz: the question reaches every phone without a reload.
     presenter.locator('[data-action="push-question"]').click()
     expect(presenter.locator("[data-tally] > li")).to_have_count(4)
-    mark(presenter)
+    expect(presenter.locator('[data-action="push-question"]')).to_contain_text("Next question (2 of")
+    expect(presenter.locator('[data-action="push-question"]')).to_be_focused()  # htmx kept the focus
+    assert_not_reloaded(presenter)
     for phone in phones:
         expect(phone.locator("button[data-option]")).to_have_count(4)
         assert_not_reloaded(phone)
@@ -114,9 +116,10 @@ def test_a_live_class_from_start_to_attack_round(browser: Browser, class_server:
         phone.locator(f'button[data-option="{option}"]').click()
         expect(phone.locator("[data-my-answer]")).to_have_attribute("data-my-answer", option)
     tally = presenter.locator("[data-tally]")
-    expect(tally.locator('[data-option="c"]')).to_have_attribute("data-count", "2")
-    expect(tally.locator('[data-option="a"]')).to_have_attribute("data-count", "1")
-    expect(tally.locator('[data-option="b"]')).to_have_attribute("data-count", "0")
+    expect(presenter.locator("[data-answered]")).to_have_attribute("data-answered", "3")
+    # the room sees how many answered, not the split: nobody follows the crowd before the reveal
+    expect(tally.locator("[data-count]")).to_have_count(0)
+    expect(tally.locator("progress")).to_have_count(0)
     assert_not_reloaded(presenter)
     assert phones[2].locator("[data-count]").count() == 0  # no one's tally on a phone before the reveal
     assert phones[2].evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
@@ -125,10 +128,21 @@ def test_a_live_class_from_start_to_attack_round(browser: Browser, class_server:
 
     presenter.locator('[data-action="reveal"]').click()
     expect(presenter.locator('[data-tally] [data-correct="true"]')).to_have_attribute("data-option", "c")
+    expect(tally.locator('[data-option="c"]')).to_have_attribute("data-count", "2")
+    expect(tally.locator('[data-option="a"]')).to_have_attribute("data-count", "1")
+    expect(tally.locator('[data-option="b"]')).to_have_attribute("data-count", "0")
+    assert_not_reloaded(presenter)  # the controls post with htmx: the live stream stays up
     for phone in phones:
         expect(phone.locator("[data-revealed]")).to_contain_text("The answer: C.")
     expect(phones[0].locator("[data-revealed]")).to_contain_text("right")
     expect(phones[2].locator("[data-revealed]")).to_contain_text("not this time")
+    # a wrong answer is not drawn in the success colour
+    ok = phones[0].locator(".mine-right").evaluate("e => getComputedStyle(e).color")
+    wrong = phones[2].locator(".mine-wrong").evaluate("e => getComputedStyle(e).color")
+    assert ok != wrong
+    assert wrong == phones[2].locator(".mine-wrong").evaluate(
+        "e => { const p = document.createElement('b'); p.style.color = 'var(--bad)'; document.body.append(p);"
+        " const c = getComputedStyle(p).color; p.remove(); return c; }")
 
     # The attack round: moves from the phones, the heatmap live on the screen.
     presenter.locator('[data-action="open-round"]').click()
@@ -140,6 +154,7 @@ def test_a_live_class_from_start_to_attack_round(browser: Browser, class_server:
         phone.locator(f'button[data-move="{move.slug}"]').click()
         expect(phone.locator("[data-stopped-at]")).to_have_attribute("data-stopped-at", move.stops_at)
         expect(phone.locator("#attempt-title")).to_contain_text(move.title)
+        expect(phone.locator("#attempt-title")).to_be_in_viewport()  # not below the list of moves
         expect(heat.locator(f'td[data-move="{move.slug}"][data-check="{move.stops_at}"]')).to_have_attribute(
             "data-count", "1")
     assert_not_reloaded(presenter)
@@ -173,7 +188,7 @@ def test_the_phone_works_without_javascript_at_390px(browser: Browser, class_ser
     expect(phone.locator("[data-my-answer]")).to_have_attribute("data-my-answer", "b")
     assert phone.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
     presenter.reload()
-    expect(presenter.locator('[data-tally] [data-option="b"]')).to_have_attribute("data-count", "1")
+    expect(presenter.locator("[data-answered]")).to_have_attribute("data-answered", "1")
     presenter.locator('[data-action="open-round"]').click()
     phone.reload()
     phone.locator(f'button[data-move="{LATE.slug}"]').click()
@@ -191,3 +206,35 @@ def test_the_phone_works_without_javascript_at_390px(browser: Browser, class_ser
     assert checked.evaluate("() => typeof window.htmx") == "undefined"
     assert checked.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
     assert_no_axe_violations(checked, axe)
+
+
+def test_the_presenters_screen_fits_a_projector_without_scrolling(browser: Browser, class_server: LiveServer,
+                                                                  contexts: list[BrowserContext], axe: Axe) -> None:
+    presenter = open_context(browser, class_server, contexts, viewport={"width": 1280, "height": 720})
+    code = start_class(presenter)
+    phones = [open_context(browser, class_server, contexts, viewport=PHONE) for _ in range(2)]
+    for phone, name in zip(phones, ["Ada", "Grace"], strict=True):
+        join(phone, code, name)
+    presenter.locator('[data-action="push-question"]').click()
+    for phone in phones:
+        phone.locator('button[data-option="a"]').click()
+    presenter.locator('[data-action="reveal"]').click()
+    presenter.locator('[data-action="open-round"]').click()
+    for phone in phones:  # every move once, so every row of the heatmap holds a number
+        expect(phone.locator("button[data-move]")).to_have_count(len(MOVES))
+    for i, move in enumerate(MOVES):
+        phone = phones[i % 2]
+        phone.locator(f'button[data-move="{move.slug}"]').click()
+        expect(phone.locator("#attempt-result [data-attempt]")).to_have_attribute("data-attempt", move.slug)
+    heat = presenter.locator("[data-heatmap]")
+    expect(heat).to_have_attribute("data-total", str(len(MOVES)))
+    expect(presenter.locator("#manage")).not_to_have_attribute("open", "")  # "Manage learners" stays collapsed
+    for what in ("[data-heatmap]", "[data-tally]", '[data-action="end-class"]', "text=Export results (CSV)"):
+        expect(presenter.locator(what)).to_be_in_viewport(ratio=1)
+    assert presenter.evaluate("document.scrollingElement.scrollHeight") <= 720
+    assert presenter.evaluate("document.scrollingElement.scrollWidth") <= 1280
+    # the header of each check reads as whole words ("Not expired", never "Not expire / d")
+    for th in heat.locator("thead th").all():
+        words = th.inner_text().split()
+        assert all(th.evaluate("(e, w) => e.scrollWidth <= e.clientWidth + 1", w) for w in words)
+    assert_no_axe_violations(presenter, axe)

@@ -79,6 +79,11 @@ def join(app: Flask, code: str, nickname: str) -> FlaskClient:
     return learner
 
 
+def answered(host: FlaskClient, code: str) -> int:
+    html = host.get(f"/class/{code}/host").get_data(as_text=True)
+    return int(re.search(r'data-answered="(\d+)"', html)[1])
+
+
 def counts(host: FlaskClient, code: str) -> dict[str, int]:
     html = host.get(f"/class/{code}/host").get_data(as_text=True)
     return {m[0]: int(m[1]) for m in re.findall(r'<li data-option="(\w+)" data-count="(\d+)"', html)}
@@ -194,7 +199,8 @@ def test_quiz_push_answer_tally_reveal(app: Flask, host: FlaskClient, code: str)
     assert ann.post(f"/class/{code}/answer", data={"option": "c"}).status_code == 200
     assert bo.post(f"/class/{code}/answer", data={"option": "a"}).status_code == 200
     assert bo.post(f"/class/{code}/answer", data={"option": "b"}).status_code == 200  # changed before the reveal
-    assert counts(host, code) == {"a": 0, "b": 1, "c": 1, "d": 0}
+    # The room sees how many answered, never the split before the reveal (nobody follows the crowd).
+    assert counts(host, code) == {} and answered(host, code) == 2
     # A learner never sees anyone else's answer before the reveal (nor the tally).
     ann_page = ann.get(f"/class/{code}/me").get_data(as_text=True)
     assert "data-count" not in ann_page and "Bo" not in ann_page
@@ -203,12 +209,13 @@ def test_quiz_push_answer_tally_reveal(app: Flask, host: FlaskClient, code: str)
     host.post(f"/class/{code}/host/reveal")
     host_page = host.get(f"/class/{code}/host").get_data(as_text=True)
     assert f'data-option="{question.answer}" data-count="1" data-correct="true"' in host_page
+    assert counts(host, code) == {"a": 0, "b": 1, "c": 1, "d": 0}
     revealed = ann.get(f"/class/{code}/me").get_data(as_text=True)
     assert "data-revealed" in revealed and question.explanation in revealed
     assert ann.post(f"/class/{code}/answer", data={"option": "a"}).status_code == 409  # closed
     # The next question starts a fresh tally.
     host.post(f"/class/{code}/host/question")
-    assert set(counts(host, code).values()) == {0}
+    assert counts(host, code) == {} and answered(host, code) == 0
 
 
 def test_no_more_questions_than_the_lesson_has(host: FlaskClient, code: str) -> None:
@@ -245,6 +252,9 @@ def test_host_events_stream_the_tally(app: Flask, host: FlaskClient, code: str) 
     assert response.mimetype == "text/event-stream"
     body = response.get_data(as_text=True)
     assert "event: tally\n" in body and "event: heatmap\n" in body and "event: roster\n" in body
+    assert 'data-answered="1"' in body and '<li data-option="c" data-count' not in body  # the split waits
+    host.post(f"/class/{code}/host/reveal")
+    body = host.get(f"/class/{code}/host/events").get_data(as_text=True)
     assert 'data: <li data-option="c" data-count="1"' in body.replace("data:   ", "data: ")
     assert app.test_client().get(f"/class/{code}/host/events").status_code == 403
 
