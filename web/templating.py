@@ -48,3 +48,12 @@ def init_app(app: Flask) -> None:
     app.add_template_global(get_content, "get_content")
     app.add_template_global(sequence_model, "sequence_model")  # the round trip as a sequence diagram
     app.add_template_global(roundtrip_sequence, "roundtrip_sequence")
+    app.add_template_global(build_step_ids, "build_step_ids")
+
+
+def build_step_ids(lesson: Any) -> list[str]:
+    """The ids of a lesson's build steps (the checker-graded loop), or none: the home page counts them."""
+    from web.build import load_build
+
+    build = load_build(lesson.directory)
+    return [step.id for step in build.steps] if build else []

@@ -306,6 +306,14 @@
         done = Math.min(total, (data.sections[lesson] || []).length);
         words = done + " of " + total + " sections read; quick check " +
           ids.filter(function (q) { return answers[q]; }).length + " correct of " + ids.length + " answered";
+        // a build lesson also counts the steps the checker verified (a pasted report), as its page does
+        var buildSteps = (step.getAttribute("data-build-steps") || "").split(" ").filter(Boolean);
+        if (buildSteps.length) {
+          var verified = (data.steps[lesson] || []).filter(function (id) { return buildSteps.indexOf(id) >= 0; }).length;
+          total += buildSteps.length;
+          done += verified;
+          words += "; " + verified + " of " + buildSteps.length + " build steps verified by the checker";
+        }
       } else if (kind === "playground") {
         var known = (step.getAttribute("data-moves") || "").split(" ").filter(Boolean);
         total = known.length;

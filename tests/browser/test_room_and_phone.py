@@ -104,3 +104,65 @@ def test_no_page_scrolls_sideways_on_a_phone(page: Page, path: str) -> None:
           && getComputedStyle(e).position !== 'fixed' && !e.closest('pre, .table-scroll, [data-scroll-x]');
       }).slice(0, 5).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))""")
     assert wide <= 390, f"{path} is {wide} px wide at 390 px: {culprits}"
+
+
+def test_home_progress_counts_the_build_steps_the_checker_verified(page: Page) -> None:
+    from web.build import load_build
+    from web.content import load_course
+
+    lesson = next(le for le in load_course().lessons if le.slug == "build-the-checks")
+    build = load_build(lesson.directory)
+    assert build is not None
+    ids = [s.id for s in lesson.sections]
+    steps = [s.id for s in build.steps]
+    page.goto("/")
+    path = page.locator(f"[data-path-step='lesson'][data-lesson='{lesson.slug}']")
+    expect(path.locator("[data-path-text]")).to_contain_text(f"0 of {len(steps)} build steps verified by the checker")
+    # every section read, but no step verified: the lesson is not done
+    page.evaluate("""([slug, ids, done]) => localStorage.setItem("mrtr-lab:progress", JSON.stringify({v: 1, data: {
+        sections: {[slug]: ids}, moves: {}, quiz: {}, quizTokens: {}, steps: {[slug]: done}}}))""",
+                  [lesson.slug, ids, steps[:2]])
+    page.reload()
+    expect(path.locator("[data-path-text]")).to_contain_text(f"2 of {len(steps)} build steps verified by the checker")
+    expect(path).to_have_attribute("data-path-state", "started")
+    expect(path.locator("progress")).to_have_attribute("max", str(len(ids) + len(steps)))
+    page.evaluate("""([slug, ids, done]) => localStorage.setItem("mrtr-lab:progress", JSON.stringify({v: 1, data: {
+        sections: {[slug]: ids}, moves: {}, quiz: {}, quizTokens: {}, steps: {[slug]: done}}}))""",
+                  [lesson.slug, ids, steps])
+    page.reload()
+    expect(path).to_have_attribute("data-path-state", "done")
+
+
+def test_a_switch_change_says_beside_the_switch_that_the_move_was_played_again(page: Page) -> None:
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto("/playground?move=twice")
+    switch = page.locator("#pg-single-use")
+    switch.scroll_into_view_if_needed()
+    switch.uncheck()
+    replayed = page.locator("#pg-replayed")
+    expect(replayed).to_contain_text("“Send it twice” played again under these switches")
+    expect(replayed).to_be_in_viewport()
+    expect(page.locator("#pg-single-use")).to_be_focused()
+
+
+def test_copied_is_said_in_words(page: Page, browser_name: str) -> None:
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.goto(LESSON)
+    button = page.locator("#round-trip ~ * .copy, .anatomy .copy").first
+    button.click()
+    expect(button).to_have_attribute("data-copied", "true")
+    assert "copied" in button.evaluate("b => getComputedStyle(b, '::after').content")
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_ticket_claims_never_break_a_short_value_on_a_phone(page: Page, theme: str) -> None:
+    page.emulate_media(color_scheme=theme)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(LESSON)
+    codes = page.locator(".anatomy table.claims td code")
+    expect(codes.first).to_be_visible()
+    for i in range(codes.count()):
+        code = codes.nth(i)
+        text = code.inner_text()
+        if len(text) <= 30:  # a short value sits on one line
+            assert code.evaluate("e => e.getClientRects().length") == 1, text

@@ -41,7 +41,8 @@ def test_the_lesson_page_renders_every_step_without_javascript(client: FlaskClie
     tree = soup(response.data)
     steps = tree.select("li.build-step")
     assert [s["data-build-step"] for s in steps] == STEP_IDS
-    command = 'MRTR_TICKET_TTL=3 python -m mrtr check --stdio "python lessons/build-the-checks/starter/server.py"'
+    command = ('MRTR_TICKET_TTL=3 .venv/bin/python -m mrtr check --stdio '
+               '".venv/bin/python lessons/build-the-checks/starter/server.py"')
     assert command in tree.get_text()
     assert tree.find("a", href="/check") is not None
     for step, data in zip(steps, BUILD.steps, strict=True):
