@@ -31,12 +31,46 @@ MOVES = {m.slug: m for m in load_moves()}
 TRANSPORTS = ("http", "stdio")
 
 
+#: The move fields a selector may name (besides `before.<field>`, the move sent first), and `same_id`: whether
+#: the move's retry reuses the id of the retry sent before it.
+SELECTABLE = ("sender", "timing", "ticket", "answer", "request", "expect", "stops_at", "requires", "before_ticket")
+
+
+def _value(move: Any, field: str) -> Any:
+    if field == "same_id":
+        return move.before is not None and move.request_id == move.before.request_id
+    if field == "before":
+        return move.before is not None
+    if field.startswith("before."):
+        return _value(move.before, field.removeprefix("before.")) if move.before is not None else None
+    if field not in SELECTABLE:
+        raise KeyError(f"tests/mutants/expectations.toml: a selector names {field!r}, not a field of a move")
+    value = getattr(move, field)
+    return str(value) if isinstance(value, Outcome) else value
+
+
+def select(items: list[Any]) -> set[str]:
+    """The moves a list names: each item a slug, or a selector (a table of field = value or [values]) that
+    every matching catalogue move fits, so a new move of an existing kind is named with no edit here."""
+    chosen: set[str] = set()
+    for item in items:
+        if isinstance(item, str):
+            chosen.add(item)
+            continue
+        for slug, move in MOVES.items():
+            if all(_value(move, f) in (want if isinstance(want, list) else [want]) for f, want in item.items()):
+                chosen.add(slug)
+    return chosen
+
+
 def expected(name: str, transport: str) -> dict[str, set[str]]:
-    """The table's sets for one mutant over one transport: `fail`, `probes`, `not_run`, with `lacks` expanded
-    from the catalogue (the moves a server without that defence fails, and those they gate)."""
+    """The table's sets for one mutant over one transport: `fail`, `probes`, `not_run`, with selectors matched
+    against the catalogue and `lacks` expanded from it (the moves a server without that defence fails, and those
+    they gate)."""
     entry = TABLE["mutants"].get(name, {})
     over = {**entry, **entry.get(transport, {})} if isinstance(entry.get(transport), dict) else entry
-    sets = {key: set(over.get(key, [])) for key in ("fail", "probes", "not_run")}
+    sets = {key: select(over.get(key, [])) for key in ("fail", "not_run")}
+    sets["probes"] = set(over.get("probes", []))
     caught = set().union(*(caught_by(check) for check in over.get("lacks", [])))
     sets["fail"] |= caught
     sets["not_run"] |= gated_by(caught) - caught
