@@ -53,7 +53,7 @@ from mrtr.config import Settings
 from mrtr.keys import default_state_dir
 from web import htmx
 from web.content import get_content
-from web.services import SETTINGS_KEY, get_settings
+from web.services import SETTINGS_KEY, get_services, get_settings
 from web.widgets import sequence_model
 
 bp = Blueprint("check", __name__)
@@ -205,7 +205,7 @@ def vet_url(url: str, host_rules: HostRules, resolve: Resolver = _resolve) -> tu
     """The URL to check and the one address to connect to; raises CheckInputError when not allowed."""
     url = url.strip()
     if not url:
-        raise CheckInputError("Give the URL of the server's MCP endpoint, for example http://127.0.0.1:8000/mcp.")
+        raise CheckInputError("Give the URL of the server's MCP endpoint, for example http://127.0.0.1:5000/mcp.")
     if len(url) > 2048:
         raise CheckInputError("That URL is too long.")
     try:
@@ -516,18 +516,43 @@ def _visitor() -> str:
     return hashlib.sha256((request.remote_addr or "unknown").encode()).hexdigest()[:16]
 
 
-def _lesson_url(section: str | None) -> str | None:
+#: A probe's own place in the lesson, inside its section, when it has one.
+PROBE_ANCHORS: dict[str, str] = {"same-error": "checks-and-clock--what-the-client-is-told"}
+
+
+def _lesson_url(section: str | None, anchor: str | None = None) -> str | None:
     if not section:
         return None
     lesson = get_content().lessons[0]
     if lesson.section(section) is None:
         return None
-    return url_for("lessons.lesson_page", slug=lesson.slug) + "#" + section
+    return url_for("lessons.lesson_page", slug=lesson.slug) + "#" + (anchor or section)
+
+
+def _move_url(move: str) -> str | None:
+    """Where the lesson plays this very move: its row on the checks' timeline (one per catalogue move)."""
+    if not any(m.slug == move for m in get_content().moves):
+        return None
+    return _lesson_url("checks-and-clock", f"timeline-checks-and-clock-{move}")
+
+
+def _probe_verdict(probe: dict[str, Any]) -> str:
+    """A probe's verdict; `same-error` with no refusal at all compared nothing, so it shows nothing either way."""
+    if probe["probe"] == "same-error" and probe["ok"] and str(probe["detail"]).startswith("no ticket was refused"):
+        return "not-run"
+    return "pass" if probe["ok"] else "fail"
+
+
+#: Runs per window for a visitor on this very machine (local mode): in effect, no cap.
+LOCAL_RUNS = 1_000_000
 
 
 def _page(form: Form, status: int = 200) -> Response:
+    public = is_public()
+    own_mcp = request.host_url.rstrip("/") + "/mcp"
     return htmx.render(PAGE, FORM_FRAGMENT, status=status, form=form, enabled=rules().any_allowed,
-                       public=is_public())
+                       public=public, own_mcp=own_mcp, own_tokens=get_services().public_mcp_tokens(),
+                       run_limit=None if not public else (get_settings().check_runs, get_settings().check_window))
 
 
 @bp.get("/check")
@@ -552,6 +577,10 @@ def start_check() -> BaseResponse | Response:
         late_after = _late_after(form.late_after, get_settings().check_max_wait)
         url, address = vet_url(form.url, rules(), current_app.config.get("MRTR_CHECK_RESOLVER") or _resolve)
         limit, window = get_settings().check_runs, get_settings().check_window
+        if not is_public():
+            # local mode: the visitor is this very machine, checking servers on it; a cap protects nobody
+            # (one run at a time still holds)
+            limit = max(limit, LOCAL_RUNS)
         run = runs().start(_visitor(), url, limit, window)
     except CheckInputError as exc:
         form.error = str(exc)
@@ -720,6 +749,7 @@ class RowView:
     lesson_url: str | None
     steps: list[DiagramStep] = field(default_factory=list)
     diagram: dict[str, Any] | None = None  # `sequence_model` of `steps`, the last step current
+    move_url: str | None = None  # this move's own row on the lesson's timeline of the checks
 
 
 def _verdict_outcome(verdict: str) -> str:
@@ -733,9 +763,11 @@ def _view(run: Run) -> dict[str, Any]:
         verdict = "not-run" if r["verdict"] == "skip" else r["verdict"]  # a run saved before the rename
         move_views.append(RowView(r["move"], r["title"], r["expected"], r["observed"], verdict, r["detail"],
                                   _lesson_url(SECTIONS.get(r["stops_at"])) if verdict in ("fail", "warn")
-                                  else None, steps, sequence_model(steps, current=steps[-1].n) if steps else None))
-    probe_views = [RowView(p["probe"], p["title"], "", "", "pass" if p["ok"] else "fail", p["detail"],
-                           None if p["ok"] else _lesson_url(SECTIONS.get(p["probe"]))) for p in run.probes]
+                                  else None, steps, sequence_model(steps, current=steps[-1].n) if steps else None,
+                                  _move_url(r["move"]) if verdict in ("fail", "warn") else None))
+    probe_views = [RowView(p["probe"], p["title"], "", "", _probe_verdict(p), p["detail"],
+                           None if p["ok"] else _lesson_url(SECTIONS.get(p["probe"]), PROBE_ANCHORS.get(p["probe"])))
+                   for p in run.probes]
     if run.state == "running":
         status = f"{run.phase}…" + (f" ({len(run.rows)} of {run.total} moves played)" if run.total else "")
         if run.waiting:
@@ -745,7 +777,10 @@ def _view(run: Run) -> dict[str, Any]:
         status = "The check stopped: the server did not answer in time." if run.rows else "The check could not run."
     else:
         status = run.summary or "Done."
+    rows = move_views + probe_views
+    overall = ("fail" if any(v.verdict == "fail" for v in rows) else "pass") if run.state == "done" and rows else ""
     return {"moves": move_views, "probes": probe_views, "status": status, "state": run.state, "error": run.error,
+            "overall": overall,
             "waiting": run.waiting, "waited": round(run.waited, 1), "wait_total": round(run.wait_total, 1),
             "outcome": _verdict_outcome, "roles": ROLES}
 

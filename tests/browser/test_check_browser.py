@@ -100,3 +100,43 @@ def test_the_reports_diagrams_open_by_keyboard_and_are_axe_clean_in_both_themes(
     assert_no_axe_violations(page, axe)
     page.emulate_media(color_scheme="dark")
     assert_no_axe_violations(page, axe)
+
+
+def css_color(page: Page, value: str) -> str:
+    return page.evaluate("""v => { const b = document.createElement('b'); b.style.color = v; document.body.append(b);
+      const c = getComputedStyle(b).color; b.remove(); return c; }""", value)
+
+
+def test_the_report_reads_at_a_glance_and_fits_a_phone(page: Page, checker: LiveServer) -> None:
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(checker.url + "/check")
+    url_field = page.get_by_label("MCP endpoint URL")
+    expect(url_field).to_have_attribute("placeholder", checker.url + "/mcp")  # this app, on its own port
+    expect(page.locator("#check-url-help")).to_contain_text("bob-token")  # the demo tokens its /mcp accepts
+    expect(page.locator(".check-note")).to_contain_text("no limit but one check at a time")  # local mode
+    fill(page, checker.url + "/mcp")
+    page.get_by_role("button", name="Check the server").click()
+    status = page.locator("#check-status")
+    expect(status).to_contain_text("PASS", timeout=REPORT_TIMEOUT_MS)
+    # PASS is drawn as a pass: the ok colour on the status line and on every held verdict
+    expect(status.locator("[data-overall]")).to_have_attribute("data-overall", "pass")
+    assert status.evaluate("e => getComputedStyle(e).color") == css_color(page, "var(--ok)")
+    held = page.locator(f'tr[data-move="{STOLEN.slug}"] td.cell')
+    assert held.evaluate("e => getComputedStyle(e).backgroundColor") == page.evaluate(
+        "() => { const b = document.createElement('b'); b.style.background = 'var(--ok-bg)'; document.body.append(b);"
+        " const c = getComputedStyle(b).backgroundColor; b.remove(); return c; }")
+    # same-error with nothing refused compared nothing, and says so
+    same = page.locator('tr[data-probe="same-error"]')
+    if "no ticket was refused" in same.inner_text():
+        expect(same.locator("td.cell")).to_have_text("nothing to compare")
+    # the Detail column, which says what to fix, is the widest at 1280 px and nothing is clipped
+    widths = page.locator("table.check-matrix").first.locator("thead th").evaluate_all(
+        "ths => ths.map(t => t.getBoundingClientRect().width)")
+    assert widths[-1] == max(widths)
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= 1280
+    # on a phone each move is a card: the detail is on screen, the page never scrolls sideways
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= 390
+    detail = page.locator(f'tr[data-move="{STOLEN.slug}"] .check-detail')
+    box = detail.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
