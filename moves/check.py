@@ -125,6 +125,8 @@ class Report:
     probe_seconds: dict[str, float] = field(default_factory=dict)
     #: Why the run stopped before the end (a time-out), or "" when it ran to the end.
     stopped: str = ""
+    #: The probe the time-out stopped the run in (its case is a JUnit <error>), or "".
+    timed_out_probe: str = ""
     #: Values that must never reach any output (the bearer tokens; a server may echo them back).
     secrets: tuple[str, ...] = field(default=(), repr=False)
 
@@ -189,8 +191,9 @@ class Report:
         """JUnit XML: one case per move and probe, each with its `time`; a failed required move is a
         <failure>, a time-out an <error>, a warning <system-out>, a move that could not be shown <skipped>."""
         c = self.counts()
-        failures = c["failed"] + (c["probes"] - c["probes_held"]) - sum(r.timed_out for r in self.moves)
-        errors = sum(r.timed_out for r in self.moves)
+        timed_out = sum(r.timed_out for r in self.moves) + bool(self.timed_out_probe)
+        failures = c["failed"] + (c["probes"] - c["probes_held"]) - timed_out
+        errors = timed_out
         total_time = sum(r.seconds for r in self.moves) + sum(self.probe_seconds.values())
         suites = ET.Element("testsuites", name="mrtr check", time=f"{total_time:.3f}")
         suite = ET.SubElement(suites, "testsuite", name=f"mrtr check {self.redact(self.target)}",
@@ -213,7 +216,10 @@ class Report:
         for p in self.probes:
             case = ET.SubElement(suite, "testcase", classname="mrtr.check.probes", name=p.probe,
                                  time=f"{self.probe_seconds.get(p.probe, 0.0):.3f}")
-            if not p.ok:
+            if p.probe == self.timed_out_probe:
+                ET.SubElement(case, "error", message="no answer in time; the run stopped here").text = \
+                    self.redact(p.detail)
+            elif not p.ok:
                 ET.SubElement(case, "failure", message=p.title).text = self.redact(p.detail)
         ET.indent(suites)
         return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
@@ -499,7 +505,12 @@ def run_check(target: Target, options: CheckOptions = CheckOptions(), *, moves: 
         try:
             result_probe = probe(recorder, call, probe_ids)
         except TargetTimedOut as exc:
+            # The probe gets its row too (a JUnit <error>), so CI shows where the run stopped.
+            report.probes.append(ProbeResult(slug, False, f"no answer in time ({exc.why}); the run stopped here"))
+            report.probe_seconds[slug] = clock() - started
+            report.timed_out_probe = slug
             report.stopped = f"{target.label} did not answer in time during {exc.context}: {exc.why}"
+            events.probe_done(report.probes[-1])
             raise CheckStopped(report.redact(report.stopped), report) from None
         report.probe_seconds[slug] = clock() - started
         report.probes.append(result_probe)

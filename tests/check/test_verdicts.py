@@ -117,6 +117,21 @@ def test_a_server_that_hangs_only_on_retries_stops_the_run_at_the_first_time_out
     assert err.startswith("mrtr check: error: ") and err.count("\n") == 1
 
 
+def test_a_hang_in_a_probe_stops_the_run_there_with_an_error_case(tmp_path: Path) -> None:
+    junit = tmp_path / "probe.xml"
+    with running("hangs-without-capability") as (url, server):
+        code, out, err = cli(url, *TOKENS, "--json", "--junit", str(junit), "--skip-late", timeout=0.3,
+                             server=server)
+    assert code == 2 and "did not answer in time during probe capability" in err, err
+    report = json.loads(out)
+    assert "stopped" in report and [p["probe"] for p in report["probes"]] == ["capability"]
+    assert {m["verdict"] for m in report["moves"]} <= {"pass", "not-run"}
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and suite.get("errors") == "1" and suite.get("failures") == "0"
+    case = next(c for c in suite.iter("testcase") if c.get("name") == "capability")
+    assert case.find("error") is not None and case.find("failure") is None
+
+
 def test_over_stdio_too_a_hang_on_retries_stops_the_run_with_exit_2() -> None:
     command = f"{sys.executable} {SERVER} hangs-on-retry"
     code, out, err = cli("--stdio", command, "--json", timeout=0.3)

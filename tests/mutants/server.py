@@ -567,6 +567,18 @@ class HangsOnRetry(Sound):
         return super().deploy(message, principal, arguments)
 
 
+class HangsWithoutCapability(HangsOnRetry):
+    """Answers every move, but hangs on a call that declares no elicitation capability (the first probe)."""
+
+    def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return Sound.deploy(self, message, principal, arguments)
+
+    def check_capability(self, caps: dict[str, Any]) -> None:
+        if "elicitation" not in caps:
+            self.release.wait(30)
+        super().check_capability(caps)
+
+
 class EchoesToken(Sound):
     """Sound, but echoes the caller's bearer token in its refusals and results (a debugging leftover)."""
 
@@ -589,7 +601,8 @@ class ListsForNobody(Sound):
 
 
 VARIANTS: dict[str, type[Sound]] = {"opaque": Opaque, "hangs-on-retry": HangsOnRetry, "echoes-token": EchoesToken,
-                                    "lists-for-nobody": ListsForNobody}
+                                    "lists-for-nobody": ListsForNobody,
+                                    "hangs-without-capability": HangsWithoutCapability}
 ALL: dict[str, type[Sound]] = {**SOUND, **MUTANTS, **VARIANTS}
 
 
