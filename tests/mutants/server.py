@@ -477,6 +477,10 @@ class NoResultType(Sound):
         return dict(result)
 
 
+class _StartOver(Exception):
+    """Raised where a bad ticket would be refused, caught where the call starts over."""
+
+
 class StartsOver(Sound):
     """Not a mutant: answers a bad ticket by starting over with a fresh question, nothing done. The spec allows
     it (MRTR server requirement 8, "MAY return input_required repeatedly"), so every move still holds."""
@@ -484,25 +488,12 @@ class StartsOver(Sound):
     def refuse_ticket(self, check: str) -> dict[str, Any]:
         raise _StartOver
 
-
-class _StartOver(Exception):
-    pass
-
-
-def _starting_over(cls: type[Sound]) -> type[Sound]:
-    original = cls.deploy
-
-    def deploy(self: Sound, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
         try:
-            return original(self, message, principal, arguments)
+            return super().deploy(message, principal, arguments)
         except _StartOver:
             return self.ask(principal, arguments)
 
-    cls.deploy = deploy  # type: ignore[method-assign]
-    return cls
-
-
-_starting_over(StartsOver)
 
 #: The mutants by name (the names tests/mutants/expectations.toml uses), and the sound servers.
 MUTANTS: dict[str, type[Sound]] = {
