@@ -10,7 +10,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Locator, Page, expect
+
+from tests.browser.helpers import assert_no_axe_violations
 
 LESSON = "/lessons/when-the-server-needs-input"
 FIGURE = "figure.roundtrip"
@@ -27,7 +30,8 @@ def diagram_text_sizes(page: Page) -> list[tuple[str, float]]:
       const texts = [...svg.querySelectorAll('text')].map(
         t => [t.textContent.trim(), parseFloat(getComputedStyle(t).fontSize) * scale]);
       const html = [...document.querySelectorAll('[data-slide]:not([hidden]) .seq :is(li, summary)')]
-        .filter(e => e.getClientRects().length).map(e => [e.textContent.trim(), parseFloat(getComputedStyle(e).fontSize)]);
+        .filter(e => e.getClientRects().length)
+        .map(e => [e.textContent.trim(), parseFloat(getComputedStyle(e).fontSize)]);
       return texts.concat(html);
     }""")
 
@@ -54,7 +58,8 @@ def test_the_decks_diagram_reads_from_the_back_of_a_room(page: Page, size: tuple
 def in_viewport(locator: Locator) -> bool:
     return locator.evaluate("""e => {
       const r = e.getBoundingClientRect();
-      return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight && r.left >= 0 && r.right <= window.innerWidth;
+      return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight
+        && r.left >= 0 && r.right <= window.innerWidth;
     }""")
 
 
@@ -145,7 +150,7 @@ def test_a_switch_change_says_beside_the_switch_that_the_move_was_played_again(p
     expect(page.locator("#pg-single-use")).to_be_focused()
 
 
-def test_copied_is_said_in_words(page: Page, browser_name: str) -> None:
+def test_copied_is_said_in_words(page: Page) -> None:
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     page.goto(LESSON)
     button = page.locator("#round-trip ~ * .copy, .anatomy .copy").first
@@ -166,3 +171,27 @@ def test_the_ticket_claims_never_break_a_short_value_on_a_phone(page: Page, them
         text = code.inner_text()
         if len(text) <= 30:  # a short value sits on one line
             assert code.evaluate("e => e.getClientRects().length") == 1, text
+
+
+AXE_PAGES = [
+    ("/", None),
+    (LESSON, "document.querySelector('figure.roundtrip [data-step-next]').click()"),
+    ("/lessons/build-the-checks", None),
+    ("/quiz/when-the-server-needs-input", None),
+    ("/playground?move=twice&single_use=0", None),
+    ("/check", None),
+]
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+@pytest.mark.parametrize(("path", "action"), AXE_PAGES, ids=[p for p, _ in AXE_PAGES])
+def test_changed_pages_pass_axe_in_both_themes(page: Page, axe: Axe, path: str, action: str | None,
+                                                theme: str) -> None:
+    page.emulate_media(color_scheme=theme, reduced_motion="reduce")
+    page.goto(path)
+    page.wait_for_load_state("networkidle")
+    if action:
+        page.evaluate(action)
+        expect(page.locator("figure.roundtrip [data-step-status]")).to_contain_text("Step 2 of 6")
+    expect(page.locator("ol.checks.is-animating")).to_have_count(0)
+    assert_no_axe_violations(page, axe)
