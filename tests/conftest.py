@@ -15,6 +15,7 @@ import pytest
 EXTERNAL_MODULES = (
     "tests/peers/",
     "tests/deploy/",
+    "tests/check/test_peers_report.py",
     "tests/web/test_conformance.py",
     "tests/web/test_mcp_sdk_clients.py",
     "tests/web/test_replicas_processes.py",

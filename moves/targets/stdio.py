@@ -170,6 +170,12 @@ class StdioTarget:
 
     def begin(self) -> None:
         self.timing.begin()
+        # "owner-again" is a second process of the owner that has seen nothing of this move: each move gets a
+        # fresh one, so what an earlier move left in that process (a spent request, say) never decides this one.
+        again = self._procs.pop("owner-again", None)
+        self._start_errors.pop("owner-again", None)
+        if again is not None:
+            again.stop()
 
     def advance(self, seconds: float, *, past_expiry: bool, expires_at: float | None,
                 on_progress: Progress | None = None) -> bool:
