@@ -3,6 +3,7 @@ them, slow clients cost nginx a socket and never a Python thread, and the doors 
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import re
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.parse
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -82,45 +84,52 @@ def test_forty_parallel_replays_across_both_replicas_complete_exactly_once(clust
     assert {r[2] for r in results} == {"replica-1", "replica-2"}
 
 
-def test_slow_bodies_do_not_stop_the_site(cluster: Cluster) -> None:
-    """Twenty clients that promise a body and trickle it: nginx holds them, the replicas never see them."""
-    sockets = []
+@contextlib.contextmanager
+def held_open(cluster: Cluster, count: int, first_bytes: bytes = b"", source: str = "127.0.0.1") -> Iterator[None]:
+    """`count` connections to nginx, each sent `first_bytes` (a request head promising a body that never comes,
+    or nothing: an idle connection) and left open while the block runs."""
+    sockets: list[socket.socket] = []
     try:
-        for _ in range(20):
-            sock = socket.create_connection(("127.0.0.1", cluster.port), timeout=5, source_address=(SLOW_CLIENT, 0))
-            sock.sendall(b"POST /join HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                         b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\ncode=")
+        for _ in range(count):
+            sock = socket.create_connection(("127.0.0.1", cluster.port), timeout=5, source_address=(source, 0))
+            if first_bytes:
+                sock.sendall(first_bytes)
             sockets.append(sock)
-        started = time.monotonic()
-        conn = http.client.HTTPConnection("127.0.0.1", cluster.port, timeout=5)
-        conn.request("GET", "/")
-        response = conn.getresponse()
-        response.read()
-        conn.close()
-        assert response.status == 200
-        assert time.monotonic() - started < 1.0
+        yield
     finally:
         for sock in sockets:
             sock.close()
+
+
+def answers_at_once(cluster: Cluster) -> None:
+    """GET / through nginx answers 200 within a second."""
+    started = time.monotonic()
+    conn = http.client.HTTPConnection("127.0.0.1", cluster.port, timeout=5)
+    conn.request("GET", "/")
+    response = conn.getresponse()
+    response.read()
+    conn.close()
+    assert response.status == 200
+    assert time.monotonic() - started < 1.0
+
+
+def test_slow_bodies_do_not_stop_the_site(cluster: Cluster) -> None:
+    """Twenty clients that promise a body and trickle it: nginx holds them, the replicas never see them."""
+    head = (b"POST /join HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+            b"Content-Length: 1000\r\n\r\ncode=")
+    with held_open(cluster, 20, head, SLOW_CLIENT):
+        answers_at_once(cluster)
 
 
 def test_slow_mcp_bodies_with_a_valid_token_do_not_stop_the_site(cluster: Cluster) -> None:
     """Fifty clients with a token that trickle /mcp bodies: nginx buffers them; the replicas never wait."""
-    sockets = []
-    try:
-        for _ in range(50):
-            sock = socket.create_connection(("127.0.0.1", cluster.port), timeout=5,
-                                            source_address=(SLOW_MCP_CLIENT, 0))
-            sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {BOB}\r\n"
-                         "Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n{".encode())
-            sockets.append(sock)
+    head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {BOB}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n{").encode()
+    with held_open(cluster, 50, head, SLOW_MCP_CLIENT):
         started = time.monotonic()
         status, reply, _ = post(cluster, deploy_request(1, "staging"))
         assert status == 200 and reply["result"]["resultType"] == "input_required"
         assert time.monotonic() - started < 1.0
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 def test_one_address_cannot_open_class_after_class(cluster: Cluster) -> None:
@@ -171,21 +180,8 @@ def test_cookies_are_secure_only_when_the_trusted_proxy_says_https(cluster: Clus
 def test_idle_connections_cost_nginx_not_the_replicas(cluster: Cluster) -> None:
     """Hundreds of open, idle connections from one client (the issue's attack used about a thousand): nginx holds
     them without a request, so no replica thread waits on them, and the site still answers at once."""
-    sockets: list[socket.socket] = []
-    try:
-        for _ in range(IDLE_CONNECTIONS):
-            sockets.append(socket.create_connection(("127.0.0.1", cluster.port), timeout=2))
-        started = time.monotonic()
-        conn = http.client.HTTPConnection("127.0.0.1", cluster.port, timeout=5)
-        conn.request("GET", "/")
-        response = conn.getresponse()
-        response.read()
-        conn.close()
-        assert response.status == 200
-        assert time.monotonic() - started < 1.0
-    finally:
-        for sock in sockets:
-            sock.close()
+    with held_open(cluster, IDLE_CONNECTIONS):
+        answers_at_once(cluster)
 
 
 def sdk_legacy_call(url: str, token: str) -> dict[str, Any]:
