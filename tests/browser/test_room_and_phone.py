@@ -195,3 +195,25 @@ def test_changed_pages_pass_axe_in_both_themes(page: Page, axe: Axe, path: str, 
         expect(page.locator("figure.roundtrip [data-step-status]")).to_contain_text("Step 2 of 6")
     expect(page.locator("ol.checks.is-animating")).to_have_count(0)
     assert_no_axe_violations(page, axe)
+
+
+OVERLAPS_JS = """svg => { const bad = [];
+  for (const g of svg.querySelectorAll('.seq-msg')) { const line = g.querySelector('line'); if (!line) continue;
+    const y = +line.getAttribute('y1'), x2 = +line.getAttribute('x2');
+    for (const t of g.querySelectorAll('text')) { const b = t.getBBox();
+      if (b.x < x2 && x2 < b.x + b.width && b.y < y + 5.5 && y - 5.5 < b.y + b.height) bad.push(t.textContent); } }
+  return bad; }"""
+
+
+@pytest.mark.parametrize(("width", "layout"), [(1280, "wide"), (390, "narrow")])
+def test_no_label_of_the_diagram_sits_on_an_arrowhead(no_js_page: Page, width: int, layout: str) -> None:
+    page = no_js_page
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(LESSON)
+    svg = page.locator(f"{FIGURE} > .seq svg.seq-{layout}")
+    expect(svg).to_be_visible()
+    assert svg.evaluate(OVERLAPS_JS) == []
+    if layout == "wide":
+        for step in range(1, 7):
+            page.goto(f"/demo/step/{step}")
+            assert page.locator("[data-slide]:not([hidden]) svg.seq-wide").evaluate(OVERLAPS_JS) == []
