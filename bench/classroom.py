@@ -96,7 +96,9 @@ def host_tally(port: int, code: str, cookie: str) -> int:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
         _, body = _request(conn, "GET", f"/class/{code}/host", headers={"Cookie": cookie})
-        return sum(int(n) for n in re.findall(rb'<li data-option="\w+" data-count="(\d+)"', body))
+        # How many answered: the split per option is drawn only after the reveal, the total always.
+        found = re.search(rb'data-answered="(\d+)"', body)
+        return int(found.group(1)) if found else 0
     finally:
         conn.close()
 

@@ -243,7 +243,7 @@ def test_a_class_started_on_one_replica_is_joined_and_tallied_live_on_the_other(
     assert answered.status == 200, answered.body  # type: ignore[attr-defined]
     # The presenter's stream on replica one shows the answer given on replica two: pushed through Redis.
     seen = b""
-    while b'data-count="1"' not in seen:
+    while b'data-answered="1"' not in seen:  # how many answered: the split itself waits for the reveal
         line = events.readline()
         assert line, "the stream ended before the tally arrived"
         seen += line
