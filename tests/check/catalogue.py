@@ -9,8 +9,10 @@ they need to go first did not get its expectation.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from moves.catalog import Move, load_moves
+from moves.target import Outcome
 
 MOVES: tuple[Move, ...] = load_moves()
 SLUGS: list[str] = [m.slug for m in MOVES]
@@ -50,3 +52,38 @@ REPLAY = one("replays a spent ticket", lambda m: m.before is not None and m.befo
              and m.requires == "single-use")
 #: The moves a sound server refuses at one ticket check of their own (no sequence, no junk): one error each.
 PLAIN_REFUSALS = [m for m in MOVES if m.expect == "refused" and m.before is None and m.ticket != "junk"]
+
+
+#: The move fields a selector may name (besides `before.<field>`, the move sent first, `before` for whether there
+#: is one, and `same_id`: whether the move's retry reuses the id of the retry sent before it).
+SELECTABLE = ("sender", "timing", "ticket", "answer", "request", "expect", "stops_at", "requires", "before_ticket")
+
+
+def _value(move: Move | None, field: str) -> Any:
+    if move is None:
+        return None
+    if field == "same_id":
+        return move.before is not None and move.request_id == move.before.request_id
+    if field == "before":
+        return move.before is not None
+    if field.startswith("before."):
+        return _value(move.before, field.removeprefix("before."))
+    if field not in SELECTABLE:
+        raise KeyError(f"a selector names {field!r}, which is not a field of a move")
+    value = getattr(move, field)
+    return str(value) if isinstance(value, Outcome) else value
+
+
+def matching(selector: dict[str, Any]) -> set[str]:
+    """The catalogue moves that fit a selector (a table of field = value or [values]), so a table can name moves
+    by what they do and a new move of an existing kind needs no edit there."""
+    return {m.slug for m in MOVES if all(_value(m, f) in (want if isinstance(want, list) else [want])
+                                         for f, want in selector.items())}
+
+
+def select(items: list[Any]) -> set[str]:
+    """The moves a list names: each item a slug, or a selector (see `matching`)."""
+    chosen: set[str] = set()
+    for item in items:
+        chosen |= {item} if isinstance(item, str) else matching(item)
+    return chosen

@@ -20,7 +20,7 @@ from moves.check import Report
 from moves.probes import PROBES
 from moves.target import Outcome
 from mrtr.tickets import CHECKS
-from tests.check.catalogue import caught_by, gated_by
+from tests.check.catalogue import caught_by, gated_by, select
 from tests.mutants.harness import check_http, check_stdio
 from tests.mutants.server import MUTANTS, SOUND
 
@@ -29,38 +29,6 @@ ROOT = HERE.parents[1]
 TABLE: dict[str, Any] = tomllib.loads((HERE / "expectations.toml").read_text(encoding="utf-8"))
 MOVES = {m.slug: m for m in load_moves()}
 TRANSPORTS = ("http", "stdio")
-
-
-#: The move fields a selector may name (besides `before.<field>`, the move sent first), and `same_id`: whether
-#: the move's retry reuses the id of the retry sent before it.
-SELECTABLE = ("sender", "timing", "ticket", "answer", "request", "expect", "stops_at", "requires", "before_ticket")
-
-
-def _value(move: Any, field: str) -> Any:
-    if field == "same_id":
-        return move.before is not None and move.request_id == move.before.request_id
-    if field == "before":
-        return move.before is not None
-    if field.startswith("before."):
-        return _value(move.before, field.removeprefix("before.")) if move.before is not None else None
-    if field not in SELECTABLE:
-        raise KeyError(f"tests/mutants/expectations.toml: a selector names {field!r}, not a field of a move")
-    value = getattr(move, field)
-    return str(value) if isinstance(value, Outcome) else value
-
-
-def select(items: list[Any]) -> set[str]:
-    """The moves a list names: each item a slug, or a selector (a table of field = value or [values]) that
-    every matching catalogue move fits, so a new move of an existing kind is named with no edit here."""
-    chosen: set[str] = set()
-    for item in items:
-        if isinstance(item, str):
-            chosen.add(item)
-            continue
-        for slug, move in MOVES.items():
-            if all(_value(move, f) in (want if isinstance(want, list) else [want]) for f, want in item.items()):
-                chosen.add(slug)
-    return chosen
 
 
 def expected(name: str, transport: str) -> dict[str, set[str]]:

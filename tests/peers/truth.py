@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.check.catalogue import caught_by, gated_by
+from tests.check.catalogue import caught_by, gated_by, matching
 
 
 def lacks(entry: dict[str, Any]) -> list[str]:
@@ -19,6 +19,8 @@ def failing_moves(entry: dict[str, Any]) -> dict[str, str]:
     caught = set().union(*(caught_by(feature) for feature in lacks(entry))) if lacks(entry) else set()
     derived = {slug: "completed" for slug in caught} | {slug: "not-run" for slug in gated_by(caught) - caught}
     listed = dict(entry.get("moves", {}))
+    for kind in entry.get("kinds", []):  # moves named by what they do: {outcome = ..., <selector>}
+        listed |= dict.fromkeys(matching({k: v for k, v in kind.items() if k != "outcome"}), kind["outcome"])
     derived |= {slug: "not-run" for slug in gated_by({s for s, seen in listed.items() if seen != "not-run"})
                 if slug not in caught}
     return derived | listed
