@@ -16,7 +16,8 @@ from __future__ import annotations
 import heapq
 import sqlite3
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -30,6 +31,36 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS redeemed (jti TEXT PRIMARY KEY, exp REAL NOT NULL) WITHOUT ROWID",
     "CREATE INDEX IF NOT EXISTS redeemed_exp ON redeemed (exp)",
 )
+
+
+#: Tries at switching a new SQLite file to WAL while other processes set it up too (20 ms apart: 5 s in all).
+WAL_ATTEMPTS = 250
+
+
+def connect_wal(path: str, *, busy_timeout: float, schema: Iterable[str] = ()) -> sqlite3.Connection:
+    """A connection to the SQLite file `path` in WAL mode, with `schema` applied.
+
+    Processes started together (a server's workers) set up the same new file at once, and switching it to WAL
+    does not wait for the busy timeout: a "database is locked" there is tried again, a bounded number of times,
+    instead of failing a worker's start. Any other error is raised as it is.
+    """
+    db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=True)
+    for attempt in range(WAL_ATTEMPTS):
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            for statement in schema:
+                db.execute(statement)
+            return db
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == WAL_ATTEMPTS - 1:
+                db.close()
+                raise
+            time.sleep(0.02)
+        except sqlite3.Error:
+            db.close()
+            raise
+    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
 
 class RedeemedStore(Protocol):
@@ -82,16 +113,7 @@ class SqliteStore:
         # connection makes sure the table exists, so a store whose file was lost comes back.
         db = getattr(self._local, "db", None)
         if db is None:
-            db = sqlite3.connect(self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=True)
-            try:
-                db.execute("PRAGMA journal_mode=WAL")
-                db.execute("PRAGMA synchronous=NORMAL")
-                for statement in _SCHEMA:
-                    db.execute(statement)
-            except sqlite3.Error:
-                db.close()
-                raise
-            self._local.db = db
+            db = self._local.db = connect_wal(self.path, busy_timeout=self._busy_timeout, schema=_SCHEMA)
         return db
 
     def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mrtr.store import connect_wal
+
 #: Join codes avoid letters and digits that read alike on a projector (0/O, 1/I/L).
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 6
@@ -148,9 +150,7 @@ class ClassStore:
     def _db(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
         if db is None:
-            db = sqlite3.connect(self.path, timeout=15, isolation_level=None, check_same_thread=True)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
+            db = connect_wal(self.path, busy_timeout=15)
             db.execute("PRAGMA busy_timeout=15000")
             self._local.db = db
         return db

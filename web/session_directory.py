@@ -23,6 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from mrtr.store import connect_wal
+
 T = TypeVar("T")
 
 #: How long an unused session stays in the directory (seconds): web/mcp.py's SESSION_IDLE_TIMEOUT.
@@ -115,16 +117,7 @@ class SqliteDirectory:
     def _db(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
         if db is None:
-            db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None)
-            try:
-                db.execute("PRAGMA journal_mode=WAL")
-                db.execute("PRAGMA synchronous=NORMAL")
-                for statement in _SCHEMA:
-                    db.execute(statement)
-            except sqlite3.Error:
-                db.close()
-                raise
-            self._local.db = db
+            db = self._local.db = connect_wal(self.path, busy_timeout=BUSY_TIMEOUT, schema=_SCHEMA)
         return db
 
     def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:

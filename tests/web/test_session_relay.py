@@ -203,3 +203,32 @@ def test_process_tags_and_question_ids() -> None:
     assert process_tag("a b.c") != process_tag("a b.c")  # a nonce: two processes never share a tag
     assert tag_of(f"{tag}-12") == tag
     assert tag_of(12) is None and tag_of("12") is None and tag_of("x-y") is None and tag_of(f"{tag}-x") is None
+
+
+def test_processes_that_set_up_the_same_new_directory_at_once_all_get_it(tmp_path: Path) -> None:
+    """Workers start together and open the same new file: switching it to WAL does not wait for SQLite's busy
+    timeout, so each must try again instead of failing to start (seen with granian's two workers). Four
+    processes meet at a barrier and open a new file at once, twenty times over."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    failures: list[str] = []
+    for round_no in range(20):
+        path = str(tmp_path / f"sessions-{round_no}.sqlite3")
+        barrier, results = context.Barrier(4), context.Queue()
+        workers = [context.Process(target=_open_at_once, args=(path, barrier, results)) for _ in range(4)]
+        for process in workers:
+            process.start()
+        for process in workers:
+            process.join(timeout=30)
+        failures += [r for r in (results.get(timeout=10) for _ in workers) if r != "ok"]
+    assert failures == []
+
+
+def _open_at_once(path: str, barrier: Any, results: Any) -> None:
+    barrier.wait(timeout=20)
+    try:
+        SqliteDirectory(path)
+        results.put("ok")
+    except DirectoryDown as exc:
+        results.put(str(exc))
