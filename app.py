@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Flask
 
-from mrtr.config import read_settings
+from mrtr_settings.environment import read_settings
 from web import admission, blueprints, compress, deployment, htmx, mcp, security
 from web.services import SETTINGS_KEY, build_services
 
@@ -34,7 +34,7 @@ def configure_logging() -> None:
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     """Build the app from environment settings, overlaid with `test_config` when testing.
 
-    Every `MRTR_*` setting is read once, by `mrtr.config.read_settings`; features reach the result
+    Every `MRTR_*` setting is read once, by `mrtr_settings.environment.read_settings`; features reach the result
     through `web.services.get_settings()`. `test_config` may also carry Flask settings and test seams.
     """
     configure_logging()

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from bench.loadgen import Conn, HTTPError, flow_headers, one_flow
 from bench.servers import PRODUCTION_SERVER, SERVERS, production_app
-from mrtr import SqliteStore
+from mrtr_stores.redeemed_sqlite import SqliteStore
 
 ROOT = Path(__file__).resolve().parents[1]
 MOVE_SLUGS = [m["slug"] for m in tomllib.loads((ROOT / "lessons" / "moves.toml").read_text())["moves"]]

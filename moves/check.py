@@ -48,8 +48,8 @@ from moves.target import Outcome, Target
 from moves.targets.http import HttpTarget, TargetConfigError
 from moves.targets.remote import DEFAULT_TIMEOUT, Timing, clip
 from moves.targets.stdio import PRINCIPAL_ENV, StdioConfigError, StdioTarget
-from mrtr.config import ConfigError, read_settings
 from mrtr.protocol import as_object
+from mrtr_settings.environment import ConfigError, read_settings
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite

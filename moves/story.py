@@ -20,10 +20,10 @@ from mrtr.clock import FIXED_EPOCH, Clock, FakeClock
 from mrtr.handler import Policy
 from mrtr.keys import KeyRing
 from mrtr.protocol import Exchange
+from mrtr.redeemed import MemoryStore, RedeemedStore
 from mrtr.server import Server
-from mrtr.store import MemoryStore, RedeemedStore
 from mrtr.tickets import DEFAULT_TTL, SIGNED_PREFIX, TicketCodec
-from mrtr.tools import lesson_catalog
+from mrtr_toolsets.lesson import lesson_catalog
 
 from .catalog import Move
 from .engine import Call, answers_for, edit_ticket, modern_request

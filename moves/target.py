@@ -57,7 +57,7 @@ class Reply:
 
 
 class Target(Protocol):
-    """Where moves are played. Implementations: `moves.targets.lab`, `.http`, `.stdio`."""
+    """Where moves are played. Implementations: `moves.targets.in_process`, `.http`, `.stdio`."""
 
     #: Shown in reports: the URL, the command, or "lab server".
     label: str

@@ -15,9 +15,9 @@ from mrtr.client import Client, ClientError, InMemoryTransport, Line, Transport
 from mrtr.clock import FakeClock
 from mrtr.keys import KeyRing
 from mrtr.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION
+from mrtr.redeemed import MemoryStore
 from mrtr.server import Server
-from mrtr.store import MemoryStore
-from mrtr.tools import lesson_catalog
+from mrtr_toolsets.lesson import lesson_catalog
 
 from .story import FIGURE_EPOCH
 

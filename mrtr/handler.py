@@ -11,8 +11,8 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .catalog import answer_problem, has_capability, required_capability
 from .errors import InvalidParams, MissingCapability, StoreUnavailable, TicketRejected
+from .primitives import answer_problem, has_capability, required_capability
 from .tickets import Trace
 
 if TYPE_CHECKING:  # annotations only: the connection builds contexts, never the other way round

@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from .catalog import Prompt, Resource, ResourceTemplate, Tool
 from .errors import InternalError, InvalidParams, MethodNotFound, MissingMeta, UnsupportedVersion
 from .handler import CallContext, InputRequired
 from .methods import MODERN_METHODS
+from .primitives import Prompt, Resource, ResourceTemplate, Tool
 from .protocol import (
     INPUT_REQUIRED_METHODS,
     LIST_TTL_MS,

@@ -21,13 +21,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from . import __version__
-from .catalog import Catalog
 from .clock import Clock
 from .connection import Connection
 from .handler import DEFAULT_POLICY, Policy
 from .keys import KeyRing
+from .primitives import Catalog
 from .protocol import Exchange
-from .store import RedeemedStore
+from .redeemed import RedeemedStore
 from .tickets import DEFAULT_TTL, TicketCodec
 
 

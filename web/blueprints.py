@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from flask import Flask
 
-from web import build, check, classroom, content, demo, embed, errors, lessons, lti, mcp, playground, quiz, templating
+from web import build, classroom, content, demo, embed, errors, lessons, lti, mcp, playground, quiz, templating
+from web import check_page as check
 
 
 def register(app: Flask) -> None:

@@ -12,7 +12,7 @@ never see others' answers; the presenter's tally is for the room. The attack rou
 signed on the class's own lab keys (web.classroom_round), never on a key `/mcp` accepts. This module
 never writes SQL (web.classroom_store) and never touches the protocol except through ClassLab.
 
-Settings (read by `mrtr.config`; a test config overrides the environment): MRTR_CLASS_DB (default:
+Settings (read by `mrtr_settings.environment`; a test config overrides the environment): MRTR_CLASS_DB (default:
 classroom.sqlite3 in the state dir), MRTR_CLASS_TTL_HOURS (12), MRTR_INSTRUCTOR_TOKEN, MRTR_REDIS_URL (live updates
 across processes), MRTR_CLASS_POLL_SECONDS (2: how often a live stream re-reads the store without a
 notice), MRTR_CLASS_STREAM_SECONDS (30: an SSE stream's life before the browser reconnects),
@@ -51,9 +51,9 @@ from flask import (
 from markupsafe import Markup
 from werkzeug.wrappers import Response as BaseResponse
 
-from mrtr import SqliteStore
-from mrtr.keys import default_state_dir
-from mrtr.store import RedeemedStore
+from mrtr.redeemed import RedeemedStore
+from mrtr_settings.keyfiles import default_state_dir
+from mrtr_stores.redeemed_sqlite import SqliteStore
 from web import errors, htmx
 from web.admission import held_slots
 from web.classroom_live import LocalBus, make_bus
@@ -179,7 +179,7 @@ RATE_PREFIX = "mrtr:class:rate:"
 
 
 def _redis_spent(url: str) -> RedeemedStore:
-    from mrtr.redis_store import RedisStore  # only when Redis is configured
+    from mrtr_stores.redeemed_redis import RedisStore  # only when Redis is configured
 
     return RedisStore.from_url(url, prefix=CLASS_LAB_PREFIX)
 

@@ -2,7 +2,7 @@
 
 This module is the ONLY place the classroom touches the protocol and the move engine, behind
 `ClassLab.mint` and `ClassLab.play`: a move is played by `moves.engine.play` against a
-`moves.targets.lab.LabTarget` whose owner is the learner's principal.
+`moves.targets.in_process.LabTarget` whose owner is the learner's principal.
 
 Keys: the lab's keys (`moves.labcodec.LabRing`, derived from the app's ring for the lab alone and
 never accepted by `/mcp`), narrowed once more per class (`class_ring`), so a ticket minted in one
@@ -25,9 +25,9 @@ from moves.catalog import Move
 from moves.engine import MINT_ID, Call, modern_request, play
 from moves.labcodec import LabRing
 from moves.target import Outcome
-from moves.targets.lab import LabTarget, lab_server
+from moves.targets.in_process import LabTarget, lab_server
 from mrtr import FakeClock, Server
-from mrtr.store import RedeemedStore
+from mrtr.redeemed import RedeemedStore
 from mrtr.tickets import CHECK_TITLES, CHECKS
 from web.moveviews import step_outcome_words, step_words
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mrtr.store import connect_wal
+from mrtr_stores.sqlite_files import connect_wal
 
 #: Join codes avoid letters and digits that read alike on a projector (0/O, 1/I/L).
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"

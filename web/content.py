@@ -21,7 +21,7 @@ from markupsafe import Markup
 from mdit_py_plugins.anchors import anchors_plugin
 
 from moves.catalog import Move, load_moves
-from mrtr.config import Settings
+from mrtr_settings.environment import Settings
 from web.services import SETTINGS_KEY
 
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "lessons"

@@ -25,7 +25,7 @@ from moves.engine import Call, MoveResult, play
 from moves.labcodec import LabRing
 from moves.story import roundtrip
 from moves.target import Outcome
-from moves.targets.lab import LabTarget, lab_target
+from moves.targets.in_process import LabTarget, lab_target
 from mrtr.clock import FIXED_EPOCH
 from mrtr.tickets import CHECK_TITLES, DEFAULT_TTL, b64encode
 from web.content import Lesson, get_content

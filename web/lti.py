@@ -45,7 +45,7 @@ from pylti1p3.service_connector import ServiceConnector
 from pylti1p3.tool_config.dict import ToolConfDict
 from werkzeug.wrappers import Response as BaseResponse
 
-from mrtr.lti_platforms import LtiPlatform
+from mrtr_settings.lti_platforms import LtiPlatform
 from web import build, embed, htmx, inputs, quiz
 from web.content import Lesson, Question, get_content
 from web.lti_store import DB_FILE, LtiDb, PendingScore, SqliteLaunchStorage, load_or_create_private_key, public_pem

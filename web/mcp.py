@@ -52,7 +52,6 @@ from werkzeug.http import HTTP_STATUS_CODES, parse_accept_header, parse_options_
 from werkzeug.wsgi import get_content_length, get_host
 
 from mrtr import Connection
-from mrtr.config import Settings
 from mrtr.errors import (
     INVALID_REQUEST,
     HeaderMismatch,
@@ -61,6 +60,7 @@ from mrtr.errors import (
 )
 from mrtr.protocol import LEGACY_VERSIONS, META_VERSION, as_object, may_hold_surrogates, request_id_of
 from mrtr.wire import NotUtf8, utf8_text
+from mrtr_settings.environment import Settings
 from web import security
 from web.admission import HELD_KEY, HeldSlots
 from web.services import SETTINGS_KEY, Services, get_services
@@ -467,7 +467,7 @@ class HttpOut:
 
 @dataclass(frozen=True)
 class McpConfig:
-    """The settings /mcp reads (from `mrtr.config`, read once at start-up), plus Flask's body limit."""
+    """The settings /mcp reads (from `mrtr_settings.environment`, read once at start-up), plus Flask's body limit."""
 
     max_body: int | None = None
     allowed_origins: frozenset[str] = frozenset()

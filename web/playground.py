@@ -1,7 +1,7 @@
 """The "Misuse the ticket" playground: pick a move, and the real server judges it.
 
 Every experiment is played by the move engine (`moves.engine.play`) on a lab target
-(`moves.targets.lab`): a real server on the lab's own keys, which /mcp never accepts, lab tokens,
+(`moves.targets.in_process`): a real server on the lab's own keys, which /mcp never accepts, lab tokens,
 a fresh store and a fake clock started at the app's current time, so one learner's plays never
 touch another's, every play is reproducible, and no ticket shown here works on /mcp. No configured
 token or key reaches the page: the "run it yourself" scripts mint their own ticket on /mcp with
@@ -36,7 +36,7 @@ from moves.catalog import Move
 from moves.engine import MINT_ID, Call, MoveResult, Step, modern_request, outcome_of, play, readable_claims
 from moves.script import TICKET_MARK, ScriptStep, replay_script
 from moves.target import Outcome, Role
-from moves.targets.lab import LabStore, LabTarget
+from moves.targets.in_process import LabStore, LabTarget
 from mrtr.protocol import as_object, shape_problem
 from mrtr.tickets import CHECK_TITLES, CHECKS, SEALED_PREFIX, b64encode
 from web import htmx

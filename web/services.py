@@ -1,4 +1,4 @@
-"""The app's long-lived objects, built once per app from its settings (`mrtr.config`): keys, store, server, tokens.
+"""The app's long-lived objects, built once per app from its settings: keys, store, server, tokens.
 
 Also the lab's own: its key ring (derived from the app's for a separate purpose, never accepted by
 /mcp) and its tokens (the public demo tokens when MRTR_TOKENS is unset, else lab-only ones), so no
@@ -15,11 +15,12 @@ from typing import Any
 from flask import current_app
 
 from moves.labcodec import LabRing, lab_ring_from
-from moves.targets.lab import LabTarget, lab_server, lab_target
-from mrtr import KeyRing, Server, ring_from_config, system_clock
+from moves.targets.in_process import LabTarget, lab_server, lab_target
+from mrtr import KeyRing, Server, system_clock
 from mrtr.clock import Clock
-from mrtr.config import ConfigError, Settings, open_store, parse_tokens
-from mrtr.tools import lesson_catalog
+from mrtr_settings.environment import ConfigError, Settings, open_store, parse_tokens
+from mrtr_settings.keyfiles import ring_from_config
+from mrtr_toolsets.lesson import lesson_catalog
 
 __all__ = ["ConfigError", "Services", "build_services", "get_services", "get_settings", "parse_tokens"]
 
@@ -90,7 +91,7 @@ def build_services(settings: Settings, *, clock: Clock | None = None) -> Service
     ring = ring_from_config(settings.secret_keys)
     catalog = lesson_catalog()
     if settings.conformance_fixtures:
-        from mrtr.fixtures import conformance_catalog
+        from mrtr_toolsets.conformance import conformance_catalog
 
         # Fixtures first: the suite probes tools/list's first tool with empty arguments.
         catalog = conformance_catalog().merged(catalog)
@@ -102,7 +103,7 @@ def build_services(settings: Settings, *, clock: Clock | None = None) -> Service
 
 
 def get_settings() -> Settings:
-    """The app's settings, read once at start-up by `mrtr.config.read_settings`."""
+    """The app's settings, read once at start-up by `mrtr_settings.environment.read_settings`."""
     settings: Settings = current_app.extensions[SETTINGS_KEY]
     return settings
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from mrtr.store import connect_wal
+from mrtr_stores.sqlite_files import connect_wal
 
 T = TypeVar("T")
 

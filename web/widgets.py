@@ -24,11 +24,11 @@ from markupsafe import Markup, escape
 from moves import story, transcripts
 from moves.engine import Call, answers_for, modern_request, outcome_of, play
 from moves.target import Outcome, Reply
-from moves.targets.lab import lab_target
+from moves.targets.in_process import lab_target
 from mrtr import CHECKS, FakeClock, MemoryStore, Server
-from mrtr import tools as mrtr_tools
 from mrtr.protocol import as_object
 from mrtr.tickets import CHECK_TITLES, DEFAULT_TTL
+from mrtr_toolsets import lesson as mrtr_tools
 from web.content import ContentError, Course, Lesson
 from web.moveviews import OUTCOME_CLASS, OUTCOME_TEXT
 from web.services import get_services

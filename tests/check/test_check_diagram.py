@@ -18,13 +18,13 @@ from moves.catalog import load_moves
 from moves.check import exchange_of, run_check, short_ticket
 from moves.engine import play
 from moves.labcodec import LabRing
-from moves.targets.lab import lab_target
+from moves.targets.in_process import lab_target
 from tests.browser.helpers import LiveServer, serve
 from tests.check.catalogue import EDITED, REPLAY, STOLEN
 from tests.check.test_check_page import finish, form, make_app
 from tests.check.test_cli import assert_exact_schema
 from tests.moves.test_engine import messages_sent
-from web.check import SERVER_LANE, diagram_steps, redact
+from web.check_page import SERVER_LANE, diagram_steps, redact
 from web.widgets import sequence_model
 
 

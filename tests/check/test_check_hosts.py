@@ -7,7 +7,7 @@ import ipaddress
 
 import pytest
 
-from web.check import DEFAULT_PORTS, METADATA_ADDRESSES, CheckInputError, HostRules, vet_url
+from web.check_page import DEFAULT_PORTS, METADATA_ADDRESSES, CheckInputError, HostRules, vet_url
 
 PUBLIC_ADDRESS = "93.184.216.34"
 
@@ -75,7 +75,7 @@ def test_loopback_on_any_port_for_a_visitor_at_this_machine() -> None:
 
 @pytest.mark.parametrize("value", ["http", "0", "70000", "443;80", ","])
 def test_a_bad_port_list_is_a_configuration_error_naming_the_setting(value: str) -> None:
-    from mrtr.config import ConfigError, read_settings
+    from mrtr_settings.environment import ConfigError, read_settings
 
     with pytest.raises(ConfigError, match="MRTR_CHECK_PORTS"):
         read_settings({"MRTR_CHECK_PORTS": value})

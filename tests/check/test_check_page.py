@@ -23,7 +23,7 @@ from tests.browser.helpers import LiveServer, serve
 from tests.check.catalogue import MOVES, caught_by
 from tests.check.conftest import APP_CONFIG
 from tests.mutants.harness import running
-from web.check import RUN_TTL, SECTIONS, STALE, CheckInputError, HostRules, Run, RunStore, vet_url
+from web.check_page import RUN_TTL, SECTIONS, STALE, CheckInputError, HostRules, Run, RunStore, vet_url
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = "when-the-server-needs-input"

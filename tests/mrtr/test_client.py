@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from moves.transcripts import SCENES, lab_scenes
-from mrtr.catalog import Catalog, Tool, elicit_form
 from mrtr.client import Client, ClientError, InMemoryTransport
+from mrtr.primitives import Catalog, Tool, elicit_form
 
 
 def client_for(server, **kwargs) -> Client:

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from mrtr.config import SETTINGS, ConfigError, Settings, open_store, read_settings
-from mrtr.store import MemoryStore, SqliteStore
+from mrtr.redeemed import MemoryStore
 from mrtr.tickets import DEFAULT_TTL
+from mrtr_settings.environment import SETTINGS, ConfigError, Settings, open_store, read_settings
+from mrtr_stores.redeemed_sqlite import SqliteStore
 
 MRTR = Path(__file__).resolve().parents[2] / "mrtr"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 from mrtr import FakeClock, KeyRing, MemoryStore, Server, TicketCodec
-from mrtr.tools import lesson_catalog
+from mrtr_toolsets.lesson import lesson_catalog
 
 RING = KeyRing(["jti-test-key-0123456789abcdefghijklmnop"])
 

@@ -13,8 +13,8 @@ import pytest
 import redis
 
 from mrtr import FakeClock, KeyRing, Server
-from mrtr.redis_store import RedisStore
-from mrtr.tools import lesson_catalog
+from mrtr_stores.redeemed_redis import RedisStore
+from mrtr_toolsets.lesson import lesson_catalog
 from tests.mrtr.helpers import ACCEPT, assert_frozen_rejection, deploy
 from tests.redis_server import RedisServer
 

@@ -7,7 +7,6 @@ import json
 import pytest
 
 from mrtr import INPUT_REQUIRED_METHODS, KeyRing, MemoryStore, Server
-from mrtr.catalog import Catalog, Prompt, Resource, Tool, elicit_form
 from mrtr.connection import Connection
 from mrtr.errors import (
     INTERNAL_ERROR,
@@ -19,6 +18,7 @@ from mrtr.errors import (
     UNSUPPORTED_VERSION,
 )
 from mrtr.methods import MODERN_METHODS
+from mrtr.primitives import Catalog, Prompt, Resource, Tool, elicit_form
 from mrtr.protocol import MAX_MESSAGE_BYTES
 
 from .helpers import ACCEPT, META, assert_frozen_rejection, deploy, request

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mrtr.client import Client
-from mrtr.stdio import SubprocessTransport
+from mrtr_cli.stdio_server import SubprocessTransport
 
 from .conftest import KEY, ROOT
 
@@ -108,7 +108,8 @@ def test_the_official_typescript_sdk_client_completes_deploy_over_stdio(mode):
 
 def test_importing_mrtr_loads_no_web_framework():
     """The core is sans-IO: importing it must not pull in Flask (or any socket-level HTTP stack)."""
-    code = ("import sys, mrtr, mrtr.server, mrtr.client, mrtr.stdio, mrtr.lab, moves.engine, moves.story;"
+    code = ("import sys, mrtr, mrtr.server, mrtr.client, mrtr_cli.stdio_server, mrtr_cli.raw_lab, moves.engine,"
+            " moves.story;"
             "bad = [m for m in ('flask', 'werkzeug', 'http.client', 'urllib.request', 'requests') if m in sys.modules];"
             "print(bad)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30,

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from mrtr import MemoryStore, SqliteStore
+from mrtr import MemoryStore
+from mrtr_stores.redeemed_sqlite import SqliteStore
 
 
 @pytest.fixture(params=["memory", "sqlite"])

@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mrtr import KeyRing, TicketCodec, TicketRejected, Trace
-from mrtr.keys import KeyConfigError, load_or_create_key, ring_from_config
+from mrtr.keys import KeyConfigError
 from mrtr.tickets import MAX_TICKET_LENGTH, b64decode_strict, check_binding, read_payload
 from mrtr.wire import has_lone_surrogate
+from mrtr_settings.keyfiles import load_or_create_key, ring_from_config
 
 NOW = 1_790_000_000.0
 OLD = "old-key-0123456789abcdef0123456789abcdef0123"

@@ -95,7 +95,7 @@ def play_under(move: Any, *, single_use: bool = True, sealed: bool = False, no_s
     """Play `move` on a lab server under the playground's switches: (verdict word, first failing check)."""
     from moves.engine import Call, play
     from moves.labcodec import LabRing
-    from moves.targets.lab import lab_target
+    from moves.targets.in_process import lab_target
 
     target = lab_target(LabRing.public(key), now=1_790_000_000.0, single_use=single_use, sealed=sealed,
                         verify_signature=not no_signature)

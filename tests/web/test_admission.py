@@ -22,7 +22,7 @@ from werkzeug.test import EnvironBuilder
 from app import create_app
 from bench.loadgen import Conn, flow_headers, one_flow
 from bench.servers import granian_app
-from mrtr.config import DEFAULT_HELD_STREAMS, ConfigError
+from mrtr_settings.environment import DEFAULT_HELD_STREAMS, ConfigError
 from web.admission import HELD_KEY, HeldSlots
 from web.mcp import RETRY_AFTER, SESSIONS_KEY
 

@@ -13,7 +13,7 @@ from app import create_app
 from moves.catalog import load_moves
 from moves.engine import play
 from moves.labcodec import LabRing
-from moves.targets.lab import lab_target
+from moves.targets.in_process import lab_target
 from web.content import DEFAULT_ROOT, WIDGETS, ContentError, load_course
 
 from .conftest import TEST_KEY

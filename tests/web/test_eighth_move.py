@@ -21,7 +21,7 @@ from moves.catalog import DEFAULT_PATH, Move, holds, load_moves
 from moves.engine import play
 from moves.labcodec import LabRing
 from moves.target import Outcome
-from moves.targets.lab import lab_target
+from moves.targets.in_process import lab_target
 from mrtr import FakeClock
 from tests.web.helpers import HX, soup
 from web.moveviews import OUTCOME_TEXT, group_of, grouped

@@ -35,7 +35,7 @@ from moves import labcodec
 from moves.catalog import holds
 from moves.labcodec import LabCodec, LabRing, lab_ring_from
 from moves.target import Outcome
-from moves.targets.lab import lab_server
+from moves.targets.in_process import lab_server
 from mrtr import FROZEN_TICKET_MESSAGE, FakeClock, KeyRing, TicketCodec, TicketRejected, Trace
 from mrtr.tickets import b64encode
 from web.content import load_course

@@ -30,7 +30,8 @@ from app import create_app
 from bench.loadgen import ACCEPT, deploy_request, flow_headers
 from bench.servers import Served, production_app
 from bench.soak import Tally, learner
-from mrtr import FakeClock, SqliteStore
+from mrtr import FakeClock
+from mrtr_stores.redeemed_sqlite import SqliteStore
 
 from .conftest import TEST_KEY
 

@@ -27,11 +27,12 @@ from flask import Flask
 
 from app import create_app
 from bench.servers import Served, gunicorn_app
-from mrtr import FakeClock, KeyRing, MemoryStore, Server, SqliteStore
+from mrtr import FakeClock, KeyRing, MemoryStore, Server
 from mrtr.errors import STORE_UNAVAILABLE_MESSAGE, StoreUnavailable
-from mrtr.redis_store import RedisStore
-from mrtr.tools import lesson_catalog
 from mrtr.wire import utf8_text
+from mrtr_stores.redeemed_redis import RedisStore
+from mrtr_stores.redeemed_sqlite import SqliteStore
+from mrtr_toolsets.lesson import lesson_catalog
 from tests.redis_server import REDIS_SERVER, RedisServer, _ping
 from web.mcp import (
     KEEPALIVE_INTERVAL,
@@ -313,7 +314,7 @@ def test_a_modern_header_without_meta_is_400_with_32602(client, params, extra):
 
 
 def test_a_locked_sqlite_store_raises_store_unavailable_and_recovers(tmp_path, monkeypatch):
-    monkeypatch.setattr("mrtr.store.SQLITE_BUSY_TIMEOUT", 0.05)
+    monkeypatch.setattr("mrtr_stores.redeemed_sqlite.SQLITE_BUSY_TIMEOUT", 0.05)
     store = SqliteStore(tmp_path / "redeemed.sqlite3")
     locker = sqlite3.connect(tmp_path / "redeemed.sqlite3", isolation_level=None)
     locker.execute("BEGIN EXCLUSIVE")
@@ -344,7 +345,7 @@ def redis_down_url() -> str:
 
 
 def test_a_locked_sqlite_store_gives_503_and_the_ticket_survives(clock, tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr("mrtr.store.SQLITE_BUSY_TIMEOUT", 0.05)
+    monkeypatch.setattr("mrtr_stores.redeemed_sqlite.SQLITE_BUSY_TIMEOUT", 0.05)
     path = tmp_path / "redeemed.sqlite3"
     app = create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "sqlite",
                       "MRTR_STORE_PATH": str(path), "MRTR_CLOCK": clock})

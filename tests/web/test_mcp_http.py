@@ -16,7 +16,7 @@ from flask.testing import FlaskClient
 from app import create_app
 from moves.engine import client_meta
 from mrtr import FakeClock
-from mrtr.tools import lesson_catalog
+from mrtr_toolsets.lesson import lesson_catalog
 
 from .conftest import TEST_KEY
 from .helpers import ACCEPT_BOTH, MODERN, post

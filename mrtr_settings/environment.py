@@ -19,10 +19,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .keys import default_state_dir
-from .lti_platforms import LtiPlatform, PlatformsError, parse_platforms
-from .store import MemoryStore, RedeemedStore, SqliteStore
-from .tickets import DEFAULT_TTL
+from mrtr.redeemed import MemoryStore, RedeemedStore
+from mrtr.tickets import DEFAULT_TTL
+from mrtr_settings.keyfiles import default_state_dir
+from mrtr_settings.lti_platforms import LtiPlatform, PlatformsError, parse_platforms
+from mrtr_stores.redeemed_sqlite import SqliteStore
 
 STORE_KINDS = ("memory", "sqlite", "redis")
 #: The stdio server's principal when MRTR_PRINCIPAL is unset.
@@ -253,7 +254,7 @@ def open_store(settings: Settings) -> RedeemedStore:
         return SqliteStore(settings.store_path or settings.state_directory() / "redeemed.sqlite3")
     if not settings.redis_url:
         raise ConfigError("MRTR_STORE=redis needs MRTR_REDIS_URL")
-    from .redis_store import RedisStore  # only when asked for: redis is optional at runtime
+    from mrtr_stores.redeemed_redis import RedisStore  # only when asked for: redis is optional at runtime
 
     return RedisStore.from_url(settings.redis_url)
 

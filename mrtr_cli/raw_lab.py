@@ -9,9 +9,8 @@ from __future__ import annotations
 import secrets
 import sys
 
-from mrtr.stdio import SubprocessTransport
-
-from .transcripts import run_lab
+from moves.transcripts import run_lab
+from mrtr_cli.stdio_server import SubprocessTransport
 
 
 def main() -> int:

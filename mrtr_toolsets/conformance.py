@@ -16,9 +16,9 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-from .catalog import Catalog, Handler, Prompt, Resource, ResourceTemplate, Tool, elicit_form, list_roots, sample
-from .handler import CallContext, InputRequired
-from .tools import text_result
+from mrtr.handler import CallContext, InputRequired
+from mrtr.primitives import Catalog, Handler, Prompt, Resource, ResourceTemplate, Tool, elicit_form, list_roots, sample
+from mrtr_toolsets.lesson import text_result
 
 NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}}
 

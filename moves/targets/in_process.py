@@ -13,13 +13,13 @@ from typing import Any
 
 from moves.labcodec import LabCodec, LabRing
 from moves.target import Progress, Reply, Role
-from mrtr.catalog import Catalog
 from mrtr.clock import FakeClock
 from mrtr.handler import Policy
+from mrtr.primitives import Catalog
+from mrtr.redeemed import MemoryStore, RedeemedStore
 from mrtr.server import Server
-from mrtr.store import MemoryStore, RedeemedStore
 from mrtr.tickets import DEFAULT_TTL
-from mrtr.tools import lesson_catalog
+from mrtr_toolsets.lesson import lesson_catalog
 
 
 def lab_server(ring: LabRing, *, clock: Callable[[], float], single_use: bool = True, sealed: bool = False,

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .catalog import Catalog, Prompt, Resource, Tool, elicit_form
-from .handler import CallContext, InputRequired
-from .protocol import as_object
-from .tickets import CHECK_TITLES
+from mrtr.handler import CallContext, InputRequired
+from mrtr.primitives import Catalog, Prompt, Resource, Tool, elicit_form
+from mrtr.protocol import as_object
+from mrtr.tickets import CHECK_TITLES
 
 CONFIRM_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -49,8 +49,8 @@ from werkzeug.wrappers import Response as BaseResponse
 from moves.check import CheckError, CheckOptions, Events, run_check
 from moves.targets.http import HttpTarget
 from moves.targets.remote import DEFAULT_TIMEOUT, Timing
-from mrtr.config import Settings
-from mrtr.keys import default_state_dir
+from mrtr_settings.environment import Settings
+from mrtr_settings.keyfiles import default_state_dir
 from web import htmx
 from web.content import get_content
 from web.services import SETTINGS_KEY, get_services, get_settings

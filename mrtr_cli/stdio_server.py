@@ -16,15 +16,15 @@ import sys
 from collections.abc import Mapping
 from typing import IO, Any
 
-from .clock import system_clock
-from .config import open_store, read_settings
-from .keys import ring_from_config
-from .server import Server
-from .tools import lesson_catalog
+from mrtr.clock import system_clock
+from mrtr.server import Server
+from mrtr_settings.environment import open_store, read_settings
+from mrtr_settings.keyfiles import ring_from_config
+from mrtr_toolsets.lesson import lesson_catalog
 
 
 def server_from_env(environ: Mapping[str, str] | None = None) -> Server:
-    """The stdio server the settings describe (see `mrtr.config`): keys, store, lifetime."""
+    """The stdio server the settings describe (see `mrtr_settings.environment`): keys, store, lifetime."""
     settings = read_settings(environ)
     return Server(ring=ring_from_config(settings.secret_keys), store=open_store(settings), clock=system_clock,
                   catalog=lesson_catalog(), ttl=settings.ticket_ttl)
