@@ -16,5 +16,8 @@ fi
 echo "==> Installing runtime dependencies (requirements.txt)"
 .venv/bin/python -m pip install -qq --disable-pip-version-check -r requirements.txt
 
+echo "==> Installing Pyodide and itsdangerous for the in-page build lesson (checksums recorded in web/pyodide_install.py)"
+.venv/bin/python -m web.pyodide_install
+
 echo "==> Serving MRTR Lab on http://127.0.0.1:${PORT}"
 exec .venv/bin/flask --app app run --host 127.0.0.1 --port "$PORT"

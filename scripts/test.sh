@@ -44,6 +44,11 @@ fi
 .venv/bin/python --version
 .venv/bin/python -m pip install -qq --disable-pip-version-check -r requirements-test.txt
 
+section "Pyodide for the in-page build lesson"
+# The lesson's "Run the checks" runs on Pyodide, served by the app itself: its npm tarball and the itsdangerous
+# wheel, each checked against the checksum recorded in web/pyodide_install.py, land in instance/pyodide/.
+.venv/bin/python -m web.pyodide_install
+
 section "Node dependencies (tests/js)"
 if [ -f tests/js/package-lock.json ]; then
     (cd tests/js && npm ci --no-audit --no-fund)
