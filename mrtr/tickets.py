@@ -23,16 +23,16 @@ import os
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, NoReturn
 
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from itsdangerous import Signer
 
 from .errors import TicketRejected
 from .keys import KeyRing
 from .wire import has_lone_surrogate, may_yield_surrogate
+
+if TYPE_CHECKING:  # sealing needs `cryptography`, imported only when a sealed ticket is made or opened
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 CHECKS: tuple[str, ...] = ("signature", "principal", "expiry", "request", "answer", "single-use")
 CHECK_TITLES: dict[str, str] = {
@@ -195,15 +195,16 @@ class TicketCodec:
         self._signer = _Signer(
             list(reversed(ring.keys)), salt=_SALT, digest_method=hashlib.sha256, key_derivation="hmac"
         )
-        self._aead = [(self._kid(k), AESGCM(self._seal_key(k))) for k in ring.keys]
+        self._aead_by_kid: list[tuple[bytes, AESGCM]] | None = None  # built on first use
 
-    @staticmethod
-    def _seal_key(key: bytes) -> bytes:
-        return HKDF(algorithm=hashes.SHA256(), length=32, salt=_SALT, info=_SEAL_INFO).derive(key)
+    @property
+    def _aead(self) -> list[tuple[bytes, AESGCM]]:
+        """Each key's id and AEAD, newest first (built once, on the first sealed ticket)."""
+        if self._aead_by_kid is None:
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-    @staticmethod
-    def _kid(key: bytes) -> bytes:
-        return hashlib.sha256(b"mrtr.kid\x00" + key).digest()[:4]
+            self._aead_by_kid = [(seal_key_id(k), AESGCM(seal_key(k))) for k in self.ring.keys]
+        return self._aead_by_kid
 
     # -- minting -----------------------------------------------------------------------------
 
@@ -257,31 +258,73 @@ class TicketCodec:
         return claims
 
     def _open(self, token: object) -> dict[str, Any]:
-        if not isinstance(token, str):
-            raise ValueError(f"requestState must be a string, got {type(token).__name__}")
-        if len(token) > MAX_TICKET_LENGTH:
-            raise ValueError(f"requestState is {len(token)} characters; the limit is {MAX_TICKET_LENGTH}")
-        prefix, _, rest = token.partition(".")
-        if prefix == SIGNED_PREFIX:
-            payload, sep, sig = rest.rpartition(".")
-            if not sep or not payload or not sig:
-                raise ValueError("ticket is not prefix.payload.signature")
-            mac = b64decode_strict(sig)
-            if not self._signer.verify_raw(f"{prefix}.{payload}".encode("ascii"), mac):
+        parts = split_ticket(token)
+        if isinstance(parts, SignedParts):
+            if not self._signer.verify_raw(parts.signed, parts.mac):
                 raise ValueError("signature mismatch: the payload is not what a server signed")
-            body = b64decode_strict(payload)
-        elif prefix == SEALED_PREFIX:
-            kid, nonce, blob = split_sealed(rest)
-            aead = next((aead for i, aead in self._aead if hmac.compare_digest(i, kid)), None)
-            if aead is None:
-                raise ValueError("sealed with a key this server does not hold")
-            try:
-                body = aead.decrypt(nonce, blob, SEALED_PREFIX.encode())
-            except Exception:  # InvalidTag: the ciphertext or tag was changed
-                raise ValueError("authentication tag mismatch: the sealed ticket was altered") from None
-        else:
-            raise ValueError("unknown ticket format")
+            return parse_claims(parts.body)
+        aead = next((aead for i, aead in self._aead if hmac.compare_digest(i, parts.kid)), None)
+        if aead is None:
+            raise ValueError("sealed with a key this server does not hold")
+        try:
+            body = aead.decrypt(parts.nonce, parts.blob, SEALED_PREFIX.encode())
+        except Exception:  # InvalidTag: the ciphertext or tag was changed
+            raise ValueError("authentication tag mismatch: the sealed ticket was altered") from None
         return parse_claims(body)
+
+
+@dataclass(frozen=True)
+class SignedParts:
+    """A signed ticket taken apart, not verified: the signed text, its decoded payload and MAC."""
+
+    signed: bytes  # "t1.<payload>", what the MAC covers
+    body: bytes
+    mac: bytes
+
+
+@dataclass(frozen=True)
+class SealedParts:
+    """A sealed ticket taken apart, not opened: key id, nonce, and ciphertext with its 16-byte tag."""
+
+    kid: bytes
+    nonce: bytes
+    blob: bytes
+
+
+def split_ticket(token: object) -> SignedParts | SealedParts:
+    """Take a ticket apart by its format, checking its size and encoding but NOT its integrity.
+
+    Raises:
+        ValueError: not a string, too long, an unknown prefix, or parts that are not canonical base64url.
+    """
+    if not isinstance(token, str):
+        raise ValueError(f"requestState must be a string, got {type(token).__name__}")
+    if len(token) > MAX_TICKET_LENGTH:
+        raise ValueError(f"requestState is {len(token)} characters; the limit is {MAX_TICKET_LENGTH}")
+    prefix, _, rest = token.partition(".")
+    if prefix == SIGNED_PREFIX:
+        payload, sep, sig = rest.rpartition(".")
+        if not sep or not payload or not sig:
+            raise ValueError("ticket is not prefix.payload.signature")
+        mac = b64decode_strict(sig)
+        return SignedParts(f"{prefix}.{payload}".encode("ascii"), b64decode_strict(payload), mac)
+    if prefix == SEALED_PREFIX:
+        kid, nonce, blob = split_sealed(rest)
+        return SealedParts(kid, nonce, blob)
+    raise ValueError("unknown ticket format")
+
+
+def seal_key(key: bytes) -> bytes:
+    """The AES-256 key a ring key seals tickets with (HKDF-SHA256 under this codec's salt and label)."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=_SALT, info=_SEAL_INFO).derive(key)
+
+
+def seal_key_id(key: bytes) -> bytes:
+    """The 4-byte public id a sealed ticket names its key by."""
+    return hashlib.sha256(b"mrtr.kid\x00" + key).digest()[:4]
 
 
 def split_sealed(rest: str) -> tuple[bytes, bytes, bytes]:
