@@ -4,7 +4,7 @@ A lesson opts in with a `steps.toml` beside its meta.toml and a starter/ and sol
 marked with "# -- step: <id> --" ... "# -- end of step --" blocks. This module reads those (once
 per directory), splices partial solutions for the tests, and grades a pasted
 `python -m mrtr check --json` report: a step is done when every move it names has the verdict
-pass. Which moves those are is data (steps.toml, checked against lessons/moves.toml); no move is
+pass. Which moves those are is data (steps.toml, checked against moves/moves.toml); no move is
 named here. It never runs a checker, never stores anything, and treats the pasted report as
 untrusted text.
 """
@@ -25,11 +25,12 @@ from moves.catalog import Move, load_moves
 from moves.check import VERDICTS, MoveRow, Report
 from moves.probes import PROBES, ProbeResult
 from moves.target import Outcome
-from mrtr.tickets import CHECKS
-from web import htmx
+from mrtr import CHECKS
+from web import build_runner, htmx
 from web.content import ContentError, Lesson, get_content
 
 bp = Blueprint("build", __name__)
+bp.register_blueprint(build_runner.bp)  # the in-page checker's files: build.runner.*
 
 STEPS_FILE = "steps.toml"
 SERVER_FILE = "server.py"
@@ -125,7 +126,7 @@ def load_build(directory: Path) -> Build | None:
             raise ContentError(f"{where}: moves must name at least one move, each once")
         unknown = [m for m in moves if m not in known]
         if unknown:
-            raise ContentError(f"{where}: {unknown[0]!r} is not a move of lessons/moves.toml")
+            raise ContentError(f"{where}: {unknown[0]!r} is not a move of moves/moves.toml")
         if sid not in answers:
             raise ContentError(f"{where}: there is no '# -- step: {sid} --' block in the server files")
         if f"def {function}(" not in answers[sid]:
@@ -158,7 +159,7 @@ class MoveVerdict:
     """One move as the pasted report shows it: its verdict ("" when the report lacks the move) and detail."""
 
     slug: str
-    shows: str  # the mistake it catches, from lessons/moves.toml
+    shows: str  # the mistake it catches, from moves/moves.toml
     verdict: str
     detail: str
 
@@ -252,7 +253,7 @@ BREAKIT_FILE = "break-it-by-hand.toml"
 
 @dataclass(frozen=True)
 class Experiment:
-    check: str  # the check whose call is removed (a `stops_at` of lessons/moves.toml)
+    check: str  # the check whose call is removed (a `stops_at` of moves/moves.toml)
     experiment: int  # the first lesson's Break-it experiment it matches, 0 for an extra one
     title: str
     remove: str  # lines of solution/server.py to delete
@@ -329,7 +330,8 @@ def _template_globals() -> dict[str, Any]:
 
 def widget_context(lesson: Lesson) -> dict[str, Any]:
     return {"build": build_for(lesson), "lesson_dir": f"lessons/{lesson.directory.name}", "ttl": SUGGESTED_TTL,
-            "moves": {m.slug: m for m in get_content().moves}}
+            "moves": {m.slug: m for m in get_content().moves}, "catalogue": get_content().moves,
+            "probes": PROBES, "runner": build_runner.runner_context()}
 
 
 @bp.post("/lessons/<slug>/build/report")

@@ -1,7 +1,9 @@
 """Security headers on every response. Framing is refused everywhere except the embed routes.
 
-A view opts into framing by the allow-list with `allow_framing_by(origins)`; nothing else
-changes a header here. The policy has no 'unsafe-inline' and no 'unsafe-eval'.
+A view opts into framing by the allow-list with `allow_framing_by(origins)`, and a response that runs
+WebAssembly (the build lesson's in-page checker: its page and its worker script) opts into
+`'wasm-unsafe-eval'` with `allow_wasm()`; nothing else changes a header here. The policy has no
+'unsafe-inline' and no 'unsafe-eval'.
 """
 
 from __future__ import annotations
@@ -38,17 +40,26 @@ def allow_form_posts_to(origins: list[str]) -> None:
     g.form_action = [o.strip().rstrip("/") for o in origins if _ORIGIN.match(o.strip().rstrip("/"))]
 
 
+def allow_wasm() -> None:
+    """Let the current response compile WebAssembly: `'wasm-unsafe-eval'` joins its script-src, and nothing else
+    changes (no 'unsafe-eval': JavaScript's eval stays refused). A worker's policy comes from its own script's
+    response, so the page and the worker script each opt in."""
+    g.wasm_eval = True
+
+
 def security_headers(frame_ancestors: list[str] | None = None,
-                     form_action: list[str] | None = None) -> list[tuple[str, str]]:
+                     form_action: list[str] | None = None, *, wasm: bool = False) -> list[tuple[str, str]]:
     """Every security header, in order, for a response framed by `frame_ancestors` (None: by nobody).
 
     A pure function: the app's after_request hook and the /mcp WSGI entry (web/mcp.py) both send
     exactly these. Cache-Control is a default: a response that sets its own keeps it. `form_action`
-    adds origins forms may post to (None: this site only).
+    adds origins forms may post to (None: this site only); `wasm` adds 'wasm-unsafe-eval' to script-src.
     """
     ancestors = " ".join(["'self'", *frame_ancestors]) if frame_ancestors is not None else "'none'"
     csp = BASE_CSP if not form_action else BASE_CSP.replace("form-action 'self'",
                                                             " ".join(["form-action 'self'", *form_action]))
+    if wasm:
+        csp = csp.replace("script-src 'self';", "script-src 'self' 'wasm-unsafe-eval';", 1)
     headers = [("Content-Security-Policy", f"{csp}; frame-ancestors {ancestors}")]
     if frame_ancestors is None:
         headers.append(("X-Frame-Options", "DENY"))
@@ -77,7 +88,8 @@ def init_app(app: Flask) -> None:
 
     @app.after_request
     def add_security_headers(response: Response) -> Response:
-        for name, value in security_headers(g.get("frame_ancestors"), g.get("form_action")):
+        for name, value in security_headers(g.get("frame_ancestors"), g.get("form_action"),
+                                            wasm=bool(g.get("wasm_eval"))):
             if name == "Cache-Control":
                 response.headers.setdefault(name, value)
             else:

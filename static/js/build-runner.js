@@ -1,0 +1,265 @@
+/* "Run the checks" in the build lesson: the learner's server.py (from build-editor.js) and the checker's moves
+   run on Pyodide in a Web Worker (build-worker.js), which loads on the first press only. Each move and probe
+   is drawn as it finishes, in the /check report's table with the same verdict words and check badges (cloned
+   from <template>s the server renders with the same macro). When the run ends, its --json report goes to the
+   same grading endpoint as a pasted report, so the steps marked done, the progress kept and the announcement
+   are exactly the pasted report's.
+
+   A run that goes quiet for data-timeout seconds (an endless loop in the learner's code) is ended by
+   terminating the worker: the page says so and the next run starts a fresh one. No address here leaves the
+   page's origin; the learner's code goes to the worker only. */
+(function () {
+  "use strict";
+
+  var LOAD_TIMEOUT_MS = 120000;
+
+  function $(root, selector) { return root.querySelector(selector); }
+  function all(root, selector) { return Array.prototype.slice.call(root.querySelectorAll(selector)); }
+
+  function setStatus(root, text) { $(root, "[data-run-status]").textContent = text; }
+
+  function showError(root, text) {
+    var box = $(root, "[data-run-error]");  // always in the page, so what appears in it is announced
+    box.replaceChildren();
+    if (!text) { return; }
+    var p = document.createElement("p");
+    p.className = "check-error";
+    p.textContent = text;
+    box.appendChild(p);
+  }
+
+  function badge(root, kind, verdict) {
+    var template = $(root, "template[data-badge='" + kind + "-" + verdict + "']");
+    return template ? template.content.cloneNode(true) : document.createTextNode(verdict);
+  }
+
+  /* The /check page's reading of a probe (web/check_page.py _probe_verdict): same-error with nothing refused
+     compared nothing, so it shows neither way. */
+  function probeVerdict(probe) {
+    if (probe.probe === "same-error" && probe.ok && String(probe.detail).indexOf("no ticket was refused") === 0) {
+      return "not-run";
+    }
+    return probe.ok ? "pass" : "fail";
+  }
+
+  function reset(root) {
+    all(root, "[data-run-results] tr[data-move], [data-run-results] tr[data-probe]").forEach(function (row) {
+      row.hidden = true;
+      row.removeAttribute("data-verdict");
+    });
+    all(root, "[data-step-move]").forEach(function (item) {
+      item.removeAttribute("data-verdict");
+      var slot = $(item, "[data-step-verdict]");
+      if (slot) { slot.replaceChildren(); }
+    });
+    $(root, "[data-run-results]").hidden = true;
+    var log = $(root, "[data-run-log]");
+    log.hidden = true;
+    $(log, "pre").textContent = "";
+    showError(root, "");
+  }
+
+  function fillMove(root, data) {
+    var row = $(root, "tr[data-move='" + CSS.escape(String(data.move)) + "']");
+    if (!row) { return; }  // only catalogue moves have rows: the worker's words are only data
+    $(row, "[data-cell='observed']").textContent = String(data.observed).replace(/-/g, " ");
+    $(row, "[data-cell='observed']").className = "result result-" + String(data.observed).replace(/[^a-z-]/g, "");
+    var verdict = ["pass", "fail", "warn", "not-run"].indexOf(data.verdict) >= 0 ? data.verdict : "fail";
+    var cell = $(row, "[data-cell='verdict']");
+    cell.setAttribute("data-outcome", verdict === "pass" || verdict === "fail" ? verdict : "skipped");
+    cell.setAttribute("data-state", verdict === "not-run" ? "skipped" : verdict);
+    cell.replaceChildren(badge(root, "move", verdict));
+    $(row, "[data-cell='detail-text']").textContent = String(data.detail || "");
+    var learn = $(row, "[data-cell='step-link']");
+    if (learn) { learn.hidden = verdict === "pass"; }
+    row.setAttribute("data-verdict", verdict);
+    row.hidden = false;
+    all(root, "[data-step-move='" + CSS.escape(String(data.move)) + "']").forEach(function (item) {
+      item.setAttribute("data-verdict", verdict);
+      var slot = $(item, "[data-step-verdict]");
+      if (slot) { slot.replaceChildren(badge(root, "move", verdict)); }
+    });
+  }
+
+  function fillProbe(root, data) {
+    var row = $(root, "tr[data-probe='" + CSS.escape(String(data.probe)) + "']");
+    if (!row) { return; }
+    var verdict = probeVerdict(data);
+    var cell = $(row, "[data-cell='verdict']");
+    cell.setAttribute("data-outcome", verdict === "not-run" ? "skipped" : verdict);
+    cell.setAttribute("data-state", verdict === "not-run" ? "skipped" : verdict);
+    cell.replaceChildren(badge(root, "probe", verdict));
+    $(row, "[data-cell='detail-text']").textContent = String(data.detail || "");
+    row.setAttribute("data-verdict", verdict);
+    row.hidden = false;
+  }
+
+  function addLog(root, lines) {
+    var log = $(root, "[data-run-log]");
+    var pre = $(log, "pre");
+    var kept = (pre.textContent ? pre.textContent.split("\n") : []).concat(lines.map(String));
+    pre.textContent = kept.slice(-200).join("\n");
+    log.hidden = false;
+  }
+
+  /* "SyntaxError at line 104: …" also names the step whose editor holds line 104. */
+  function withStep(root, text) {
+    var match = /\bline (\d+)\b/.exec(text);
+    if (!match || !window.mrtrBuildEditor) { return text; }
+    var line = Number(match[1]);
+    var found = null;
+    all(root, "textarea[data-editor]").forEach(function (area) {
+      var first = window.mrtrBuildEditor.lineOf(root, area.getAttribute("data-editor"));
+      if (line >= first && line < first + area.value.split("\n").length) { found = area; }
+    });
+    return found ? text + " (that line is in " + found.getAttribute("data-editor-name") + ")" : text;
+  }
+
+  function grade(root, report) {
+    var url = root.getAttribute("data-report-url");
+    var target = root.getAttribute("data-report-target");
+    if (!window.htmx || !url || !target) { return; }
+    window.htmx.ajax("POST", url, { target: target, swap: "innerHTML", values: { report: JSON.stringify(report) } });
+  }
+
+  function Runner(root) {
+    this.root = root;
+    this.worker = null;
+    this.runId = 0;
+    this.timer = null;
+    this.loaded = false;
+    this.running = false;
+    this.button = $(root, "[data-action='run-checks']");
+  }
+
+  Runner.prototype.urls = function () {
+    var r = this.root;
+    return { pyodide: r.getAttribute("data-pyodide"), wheel: r.getAttribute("data-wheel"),
+             bundle: r.getAttribute("data-bundle"), catalogue: r.getAttribute("data-catalogue") };
+  };
+
+  Runner.prototype.busy = function (on) {
+    this.running = on;
+    this.button.setAttribute("aria-disabled", on ? "true" : "false");
+    this.root.setAttribute("data-run-state", on ? "running" : "idle");
+  };
+
+  Runner.prototype.watch = function (ms) {
+    var self = this;
+    window.clearTimeout(this.timer);
+    this.timer = window.setTimeout(function () { self.stuck(ms); }, ms);
+  };
+
+  Runner.prototype.stop = function () {
+    window.clearTimeout(this.timer);
+    if (this.worker) { this.worker.terminate(); }
+    this.worker = null;
+    this.loaded = false;
+  };
+
+  Runner.prototype.stuck = function (ms) {
+    var seconds = Math.round(ms / 1000);
+    this.stop();
+    this.busy(false);
+    var text = this.phase === "loading"
+      ? "Python did not load within " + seconds + " s, so the run was stopped. Check your connection and run again."
+      : "Your server did not answer within " + seconds + " s, so the run was stopped (is there an endless loop?). " +
+        "The page still works: fix the code and run the checks again.";
+    this.root.setAttribute("data-run-state", "timed-out");
+    showError(this.root, text);
+    setStatus(this.root, "Stopped: no answer within " + seconds + " s.");
+  };
+
+  Runner.prototype.start = function () {
+    if (this.running) { return; }
+    var root = this.root;
+    if (root.getAttribute("data-installed") !== "true") {
+      showError(root, "The in-page checker is not installed on this server, so the checks cannot run here. " +
+                      "Use the checker command above, and paste its report below.");
+      return;
+    }
+    var self = this;
+    this.timeout = Math.max(1, Number(root.getAttribute("data-timeout")) || 10) * 1000;
+    reset(root);
+    this.busy(true);
+    this.runId += 1;
+    if (!this.worker) {
+      try {
+        this.worker = new Worker(root.getAttribute("data-worker"));
+      } catch (error) {
+        this.busy(false);
+        showError(root, "This browser could not start the in-page checker (" + error.message + ").");
+        return;
+      }
+      this.worker.onmessage = function (event) { self.receive(event.data || {}); };
+      this.worker.onerror = function (event) {
+        event.preventDefault();
+        self.stop();
+        self.busy(false);
+        showError(root, "The in-page checker stopped: " + (event.message || "an error in the worker") +
+                        ". Run the checks again to start it afresh.");
+        setStatus(root, "The run failed.");
+      };
+    }
+    this.phase = this.loaded ? "running" : "loading";
+    setStatus(root, this.loaded ? "Running the checks…" : "Starting Python in this page (the first run takes a while)…");
+    this.watch(this.loaded ? this.timeout : LOAD_TIMEOUT_MS);
+    this.worker.postMessage({ type: "run", id: this.runId, source: window.mrtrBuildEditor.source(root), urls: this.urls() });
+  };
+
+  Runner.prototype.receive = function (message) {
+    if (message.id !== this.runId) { return; }
+    var root = this.root;
+    if (message.type === "phase") { setStatus(root, String(message.text)); return; }
+    if (message.type === "ready") {
+      this.loaded = true;
+      this.phase = "running";
+      setStatus(root, "Running the checks…");
+      this.watch(this.timeout);
+      return;
+    }
+    this.watch(this.timeout);
+    if (message.type === "move") { $(root, "[data-run-results]").hidden = false; fillMove(root, message.data || {}); return; }
+    if (message.type === "probe") { fillProbe(root, message.data || {}); return; }
+    if (message.type === "log") { addLog(root, Array.isArray(message.data) ? message.data : []); return; }
+    window.clearTimeout(this.timer);
+    this.busy(false);
+    if (message.type === "failed") {
+      this.stop();
+      showError(root, String(message.text));
+      setStatus(root, "The run failed.");
+      return;
+    }
+    if (message.type === "done") {
+      var data = message.data || {};
+      if (data.error) {
+        root.setAttribute("data-run-state", "error");
+        showError(root, withStep(root, String(data.error)));
+        setStatus(root, "The checks could not run: see why below.");
+        return;
+      }
+      root.setAttribute("data-run-state", "done");
+      setStatus(root, String(data.summary) + " (" + (message.ms / 1000).toFixed(1) + " s).");
+      grade(root, data.report);
+    }
+  };
+
+  function init(scope) {
+    var roots = (scope && scope.matches && scope.matches("[data-build-runner]")) ? [scope]
+      : (scope || document).querySelectorAll("[data-build-runner]");
+    Array.prototype.forEach.call(roots, function (root) {
+      if (root.mrtrRunner || typeof Worker === "undefined") { return; }
+      var runner = new Runner(root);
+      root.mrtrRunner = runner;
+      all(root, "[data-runner-only]").forEach(function (el) { el.hidden = false; });
+      runner.button.addEventListener("click", function () { runner.start(); });
+    });
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", function () { init(document); });
+  } else {
+    init(document);
+  }
+  document.addEventListener("htmx:load", function (event) { init(event.detail && event.detail.elt); });
+})();

@@ -1,0 +1,101 @@
+/* The build lesson's in-page checker, in a Web Worker: Pyodide (CPython on WebAssembly) runs the learner's
+   server and the checker's moves, so the page stays responsive and an endless loop can be ended by
+   terminating this worker. Served by web/build_runner.py, whose response allows 'wasm-unsafe-eval'.
+
+   Everything it loads comes from the page's own origin (it refuses any other address): Pyodide's core
+   runtime, the itsdangerous wheel and the checker's own Python code (a zip of this repository's modules).
+   The learner's code is never sent anywhere: it arrives in a message and stays in this worker.
+
+   Messages in:  {type: "run", id, source, urls: {pyodide, wheel, bundle, catalogue}}
+   Messages out: {type: "phase", id, text} while loading; {type: "ready", id, ms};
+                 {type: "move" | "probe" | "log", id, data} as the run goes; then
+                 {type: "done", id, data: {report, summary, error}, ms} or {type: "failed", id, text}. */
+"use strict";
+
+var CHECKER_DIR = "/home/pyodide/checker";
+var state = { pyodide: null, runner: null, loading: null };
+
+function sameOrigin(path) {
+  if (typeof path !== "string" || path.charAt(0) !== "/" || path.charAt(1) === "/") { return null; }
+  var url = new URL(path, self.location.href);
+  return url.origin === self.location.origin ? url.href : null;
+}
+
+function say(message) { self.postMessage(message); }
+
+async function fetchBytes(url, what) {
+  var response = await fetch(url, { credentials: "same-origin" });
+  if (!response.ok) { throw new Error(what + " could not be downloaded (HTTP " + response.status + ")"); }
+  return new Uint8Array(await response.arrayBuffer());
+}
+
+async function load(id, urls) {
+  var base = sameOrigin(urls.pyodide);
+  var wheel = sameOrigin(urls.wheel);
+  var bundle = sameOrigin(urls.bundle);
+  if (!base || !wheel || !bundle) { throw new Error("the checker's files must come from this site"); }
+  var started = Date.now();
+  say({ type: "phase", id: id, text: "Downloading Python for this page (about 12 MB, the first time only)…" });
+  self.importScripts(base + "pyodide.js");
+  var pyodide = await self.loadPyodide({
+    indexURL: base,
+    // The learner's prints go to the run's log through the checker, never to the console.
+    stdout: function () {},
+    stderr: function () {}
+  });
+  say({ type: "phase", id: id, text: "Loading the checker…" });
+  var files = await Promise.all([fetchBytes(wheel, "itsdangerous"), fetchBytes(bundle, "The checker")]);
+  pyodide.unpackArchive(files[0], "wheel");
+  pyodide.unpackArchive(files[1], "zip", { extractDir: CHECKER_DIR });
+  pyodide.runPython("import sys\nif " + JSON.stringify(CHECKER_DIR) + " not in sys.path:\n    sys.path.insert(0, " +
+                    JSON.stringify(CHECKER_DIR) + ")");
+  var runner = pyodide.pyimport("web.in_browser");
+  runner.install_stubs();
+  state.pyodide = pyodide;
+  state.runner = runner;
+  say({ type: "ready", id: id, ms: Date.now() - started });
+}
+
+function toJs(value) {
+  if (value && typeof value.toJs === "function") {
+    var converted = value.toJs({ dict_converter: Object.fromEntries });
+    value.destroy();
+    return converted;
+  }
+  return value;
+}
+
+function lastLine(error) {
+  var text = String(error && error.message ? error.message : error).trim().split("\n");
+  return text[text.length - 1] || "unknown error";
+}
+
+async function run(message) {
+  var id = message.id;
+  try {
+    if (!state.runner) {
+      state.loading = state.loading || load(id, message.urls || {});
+      await state.loading;
+    }
+  } catch (error) {
+    state.loading = null;
+    say({ type: "failed", id: id, text: "Python could not be loaded in this page: " + lastLine(error) });
+    return;
+  }
+  var started = Date.now();
+  var catalogue = CHECKER_DIR + "/" + String(message.urls.catalogue || "moves.toml").replace(/[^a-z.]/g, "");
+  try {
+    var result = state.runner.run(String(message.source), catalogue, function (kind, data) {
+      say({ type: String(kind), id: id, data: toJs(data) });
+    });
+    say({ type: "done", id: id, data: toJs(result), ms: Date.now() - started });
+  } catch (error) {
+    // A failure of the checker itself (the learner's errors come back as a report or an error sentence).
+    say({ type: "failed", id: id, text: "The checker failed in this page: " + lastLine(error) });
+  }
+}
+
+self.onmessage = function (event) {
+  var message = event.data || {};
+  if (message.type === "run" && typeof message.source === "string") { run(message); }
+};

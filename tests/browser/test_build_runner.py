@@ -1,0 +1,176 @@
+"""The build lesson's "Run the checks" in real Chromium: the learner's server and the checker's moves run on
+Pyodide in a Web Worker, from the app's own origin only.
+
+The verdicts each run must show come from `moves.targets.module.check_source` on the same source, which
+tests/lessons/test_build_in_page.py holds equal to the stdio checker's, so no move, count or verdict is named
+here. Each test keeps one page, so Pyodide loads once per test (cold) and the later runs are warm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import BrowserContext, Page, Route, expect
+
+from moves.targets.module import check_source
+from tests.browser.helpers import assert_no_axe_violations
+from tests.lessons.buildkit import BUILD, CATALOGUE
+
+SLUG = "build-the-checks"
+LESSON = f"/lessons/{SLUG}"
+#: A cold run downloads and starts Pyodide (about 12 MB) on a machine other tests share.
+COLD = 90_000
+WARM = 30_000
+
+
+def expected(source: str) -> tuple[dict[str, str], dict[str, bool]]:
+    report = check_source(source, moves=CATALOGUE)["report"]
+    return ({r["move"]: r["verdict"] for r in report["moves"]}, {p["probe"]: p["ok"] for p in report["probes"]})
+
+
+@pytest.fixture
+def offsite(context: BrowserContext, base_url: str) -> Iterator[list[str]]:
+    """Every request the page or its worker makes that is not for the app's origin: refused, and listed."""
+    origin = urlsplit(base_url)[:2]
+    seen: list[str] = []
+
+    def guard(route: Route) -> None:
+        if urlsplit(route.request.url)[:2] == origin:
+            route.continue_()
+        else:
+            seen.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", guard)
+    yield seen
+
+
+def open_lesson(page: Page) -> None:
+    page.goto(LESSON + "#build-loop")
+    page.evaluate("() => window.localStorage.clear()")
+    page.reload()
+    expect(page.locator("[data-action='run-checks']")).to_be_visible()
+
+
+def replace_code(page: Page, step_id: str, code: str) -> None:
+    """What a learner does: select everything in the step's editor and put other text in its place."""
+    editor = page.locator(f"#step-{step_id} [data-editor]")
+    editor.click()
+    page.keyboard.press("ControlOrMeta+a")
+    page.keyboard.insert_text(code)
+    expect(editor).to_have_value(code)
+
+
+def run(page: Page, timeout: float = WARM) -> None:
+    page.locator("[data-action='run-checks']").click()
+    expect(page.locator("[data-build-runner]")).to_have_attribute("data-run-state", "done", timeout=timeout)
+
+
+def assert_verdicts(page: Page, source: str) -> None:
+    moves, probes = expected(source)
+    for slug, verdict in moves.items():
+        expect(page.locator(f'[data-move="{slug}"][data-verdict="{verdict}"]')).to_be_visible()
+    for slug, ok in probes.items():
+        row = page.locator(f'[data-probe="{slug}"]')
+        expect(row).to_be_visible()
+        expect(row).to_have_attribute("data-verdict", "pass" if ok else ("not-run" if slug == "same-error" else "fail"))
+    status = page.locator("[data-run-status]")
+    expect(status).to_contain_text(check_source(source, moves=CATALOGUE)["summary"])
+
+
+def test_the_starter_each_step_and_the_solution_get_the_checkers_verdicts(page: Page, offsite: list[str]) -> None:
+    open_lesson(page)
+    run(page, COLD)
+    assert_verdicts(page, BUILD.starter)
+    report = page.locator(f"#build-report-{SLUG}")
+    expect(report).to_contain_text(f"0 of {len(BUILD.steps)} steps done")
+    for step in BUILD.steps:
+        expect(page.locator(f"#step-{step.id} [data-step-status]")).to_be_hidden()
+
+    for n, step in enumerate(BUILD.steps):
+        if n:
+            page.locator(f"#step-{BUILD.steps[n - 1].id} [data-action='reset-step']").click()
+        replace_code(page, step.id, step.solution)
+        run(page)
+        assert_verdicts(page, BUILD.partial({step.id}))
+        for slug in step.moves:  # the step's own list shows them green too
+            expect(page.locator(f'#step-{step.id} [data-step-move="{slug}"][data-verdict="pass"]')).to_be_visible()
+        expect(report).to_contain_text(f"1 of {len(BUILD.steps)} steps done")
+        expect(page.locator(f"#step-{step.id} [data-step-status]")).to_be_visible()
+
+    for step in BUILD.steps:
+        replace_code(page, step.id, step.solution)
+    run(page)
+    assert_verdicts(page, BUILD.solution)
+    expect(page.locator('[data-move][data-verdict]:not([data-verdict="pass"])')).to_have_count(0)
+    expect(page.locator('[data-move][data-verdict="pass"]')).to_have_count(len(CATALOGUE))
+    expect(report).to_contain_text(f"{len(BUILD.steps)} of {len(BUILD.steps)} steps done")
+    recorded = page.evaluate(f"() => window.mrtrProgress.load().steps['{SLUG}']")
+    assert sorted(recorded) == sorted(s.id for s in BUILD.steps)
+
+    # The learner's copy is kept in this browser: a reload brings it back, and the starter is one click away.
+    page.reload()
+    expect(page.locator("#step-signature [data-editor]")).to_have_value(BUILD.step("signature").solution)
+    page.locator("#step-signature [data-action='reset-step']").click()
+    expect(page.locator("#step-signature [data-editor]")).to_have_value(BUILD.step("signature").stub)
+    assert offsite == []
+
+
+def test_an_endless_loop_ends_with_the_time_out_and_the_page_still_works(page: Page, offsite: list[str]) -> None:
+    open_lesson(page)
+    runner = page.locator("[data-build-runner]")
+    page.evaluate("() => document.querySelector('[data-build-runner]').setAttribute('data-timeout', '2')")
+    stub = BUILD.step("signature").stub
+    replace_code(page, "signature", stub.replace("    return True", "    while True:\n        pass", 1))
+    page.locator("[data-action='run-checks']").click()
+    expect(runner).to_have_attribute("data-run-state", "timed-out", timeout=COLD)
+    expect(page.locator("[data-run-error]")).to_contain_text("did not answer within 2 s")
+    expect(page.locator("[data-run-error]")).to_contain_text("endless loop")
+    # Still working: the editor takes the fix, and the next run (a fresh worker) reports every move.
+    page.locator("#step-signature [data-action='reset-step']").click()
+    run(page, COLD)
+    assert_verdicts(page, BUILD.starter)
+    expect(page.locator("[data-run-error]")).to_be_empty()
+    assert offsite == []
+
+
+def test_a_server_that_cannot_start_says_which_line_and_step(page: Page) -> None:
+    open_lesson(page)
+    replace_code(page, "expiry", BUILD.step("expiry").stub.replace("return True", "return (", 1))
+    page.locator("[data-action='run-checks']").click()
+    runner = page.locator("[data-build-runner]")
+    expect(runner).to_have_attribute("data-run-state", "error", timeout=COLD)
+    expect(page.locator("[data-run-error]")).to_contain_text("SyntaxError at line")
+    expect(page.locator("[data-run-error]")).to_contain_text("step 3 (check_expiry)")
+
+
+def test_keyboard_only_axe_clean_in_both_themes_and_no_sideways_scroll_on_a_phone(page: Page, axe: Axe) -> None:
+    open_lesson(page)
+    editor = page.locator("#step-principal [data-editor]")
+    editor.focus()
+    page.keyboard.press("ControlOrMeta+a")
+    page.keyboard.type("def check_principal(claims):\n")
+    page.keyboard.press("Tab")  # Tab indents inside the editor
+    page.keyboard.type('return claims.get("sub") == PRINCIPAL\n')
+    expect(editor).to_have_value('def check_principal(claims):\n    return claims.get("sub") == PRINCIPAL\n')
+    page.keyboard.press("Shift+Tab")  # outdents the empty line: nothing to take away, focus stays
+    expect(editor).to_be_focused()
+    page.keyboard.press("Escape")
+    page.keyboard.press("Tab")  # Escape, then Tab, leaves the editor
+    expect(editor).not_to_be_focused()
+    page.locator("[data-action='run-checks']").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("[data-build-runner]")).to_have_attribute("data-run-state", "done", timeout=COLD)
+    expect(page.locator('[data-move="stolen"][data-verdict="pass"]')).to_be_visible()
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        assert_no_axe_violations(page, axe)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.emulate_media(color_scheme="light", reduced_motion="reduce")
+    for where in ("#step-signature", "#build-run-title"):
+        page.locator(where).scroll_into_view_if_needed()
+        assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth"), where
+    assert_no_axe_violations(page, axe)
