@@ -1,4 +1,4 @@
-"""`python -m mrtr check`: play every move of lessons/moves.toml and the protocol probes against one
+"""`python -m mrtr check`: play every move of moves/moves.toml and the protocol probes against one
 server (an HTTP URL with two bearer tokens, or a stdio command), and report what held.
 
 Python API (the CLI, the /check page and the tests use it):
@@ -48,7 +48,7 @@ from moves.target import Outcome, Target
 from moves.targets.http import HttpTarget, TargetConfigError
 from moves.targets.remote import DEFAULT_TIMEOUT, Timing, clip
 from moves.targets.stdio import PRINCIPAL_ENV, StdioConfigError, StdioTarget
-from mrtr.protocol import as_object
+from mrtr import as_object
 from mrtr_settings.environment import ConfigError, read_settings
 
 if TYPE_CHECKING:
@@ -276,7 +276,7 @@ def other_arguments_for(arguments: dict[str, Any], input_schema: Any = None) -> 
     for name, value in arguments.items():
         if not isinstance(value, str):
             continue
-        enum = props.get(name, {}).get("enum") if isinstance(props.get(name), dict) else None
+        enum = as_object(props.get(name)).get("enum")
         choices = [v for v in enum if isinstance(v, str) and v != value] if isinstance(enum, list) else []
         swaps = {"staging": "prod", "prod": "staging", "production": "staging"}
         changed = choices[0] if choices else swaps.get(value, value + "-other")
@@ -320,13 +320,12 @@ def _kept(message: Any, issued: str | None) -> dict[str, Any] | None:
     if isinstance(message.get("method"), str):
         kept["method"] = clip(message["method"], 60)
         params = as_object(message.get("params"))
-        kept["params"] = {k: (short_ticket(params[k], issued) if k == "requestState" else clip(params[k], 60))
-                          for k in _KEEP_PARAMS if isinstance(params.get(k), str)}
+        kept["params"] = {k: (short_ticket(v, issued) if k == "requestState" else clip(v, 60))
+                          for k in _KEEP_PARAMS if isinstance(v := params.get(k), str)}
     if "result" in message:
         result = as_object(message.get("result"))
-        kept["result"] = {k: (short_ticket(result[k]) if k == "requestState" else
-                              result[k] if isinstance(result[k], bool) else clip(result[k], 60))
-                          for k in _KEEP_RESULT if isinstance(result.get(k), str | bool)}
+        kept["result"] = {k: (v if isinstance(v, bool) else short_ticket(v) if k == "requestState" else clip(v, 60))
+                          for k in _KEEP_RESULT if isinstance(v := result.get(k), str | bool)}
     if "error" in message:
         error = as_object(message.get("error"))
         code = error.get("code")
@@ -458,7 +457,7 @@ def run_check(target: Target, options: CheckOptions = CheckOptions(), *, moves: 
     """Play every move and probe against `target` and report. Raises CheckError when it cannot start, and
     CheckStopped (with the report so far) at the first request the target does not answer in time.
 
-    The caller owns the target (and closes it). Moves: `moves`, else MRTR_MOVES_FILE, else lessons/moves.toml.
+    The caller owns the target (and closes it). Moves: `moves`, else MRTR_MOVES_FILE, else moves/moves.toml.
     """
     events = events or Events()
     catalog = tuple(moves) if moves is not None else moves_from_env()
@@ -523,7 +522,7 @@ def run_check(target: Target, options: CheckOptions = CheckOptions(), *, moves: 
 
 
 def moves_from_env() -> tuple[Move, ...]:
-    """The moves the checker plays: `MRTR_MOVES_FILE` when set (as the app reads it), else lessons/moves.toml."""
+    """The moves the checker plays: `MRTR_MOVES_FILE` when set (as the app reads it), else moves/moves.toml."""
     try:
         return load_moves(read_settings().moves_file)
     except ValueError as exc:  # ConfigError included: a setting that cannot be read

@@ -18,8 +18,19 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mrtr.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION, MODERN_VERSION, as_object
-from mrtr.tickets import SIGNED_PREFIX, b64decode_strict, b64encode, canonical_json, read_payload
+from mrtr import (
+    META_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_VERSION,
+    MODERN_VERSION,
+    SIGNED_PREFIX,
+    as_list,
+    as_object,
+    b64decode_strict,
+    b64encode,
+    canonical_json,
+    read_payload,
+)
 
 from .catalog import JUNK_SHAPES, NOT_A_YES, Move
 from .target import Outcome, Progress, Reply, Role, Target
@@ -297,8 +308,9 @@ def _describe(reply: Reply, outcome: Outcome) -> str:
         return f"error {error.get('code')}: {str(error.get('message', ''))[:200]}"
     result = as_object(response.get("result"))
     if outcome == Outcome.ASKED_AGAIN:
-        return "input_required again: " + ", ".join(sorted(result.get("inputRequests") or {})) or "input_required"
-    texts = [c.get("text", "") for c in result.get("content", []) if isinstance(c, dict)]
+        return "input_required again: " + ", ".join(sorted(as_object(result.get("inputRequests")))) \
+            or "input_required"
+    texts = [c.get("text", "") for c in as_list(result.get("content")) if isinstance(c, dict)]
     text = " ".join(t for t in texts if isinstance(t, str)).strip()
     prefix = "isError result" if result.get("isError") is True else "result"
     return f"{prefix}: {text[:200]}" if text else prefix
@@ -326,8 +338,7 @@ def answers_of(kind: str, input_requests: dict[str, Any]) -> dict[str, Any] | No
             props = as_object(schema.get("properties"))
             content = {name: _wrong_type(as_object(props.get(name))) for name in content}
         else:  # missing-key
-            required = [r for r in schema.get("required", []) if isinstance(r, str)] \
-                if isinstance(schema.get("required"), list) else []
+            required = [r for r in as_list(schema.get("required")) if isinstance(r, str)]
             content = {name: value for name, value in content.items() if name not in (required or content)}
         if content != answer["content"]:
             changed[key] = {"action": "accept", "content": content}

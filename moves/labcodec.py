@@ -20,17 +20,19 @@ from typing import Any
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from mrtr.errors import TicketRejected
-from mrtr.keys import KeyRing
-from mrtr.tickets import (
+from mrtr import (
     DEFAULT_TTL,
+    JSON,
     MAX_TICKET_LENGTH,
     SEALED_PREFIX,
     SIGNED_PREFIX,
+    KeyRing,
     SignedParts,
     TicketCodec,
+    TicketRejected,
     Trace,
     b64decode_strict,
+    holds_lone_surrogate,
     parse_claims,
     seal_key,
     seal_key_id,
@@ -84,7 +86,7 @@ class LabCodec(TicketCodec):
         self.verify_signature = verify_signature
         self._ctr_keys = [(seal_key_id(k), seal_key(k)) for k in ring.keys]
 
-    def open(self, token: object, trace: Trace) -> dict[str, Any]:
+    def open(self, token: JSON, trace: Trace) -> dict[str, Any]:
         if self.verify_signature:
             return super().open(token, trace)
         try:
@@ -97,7 +99,7 @@ class LabCodec(TicketCodec):
         trace.record("signature", "skipped", "the payload was trusted as-is", "switched-off")
         return claims
 
-    def _open_unverified(self, token: object) -> dict[str, Any]:
+    def _open_unverified(self, token: JSON) -> dict[str, Any]:
         """Decode without checking the MAC or the AEAD tag (the lab's "remove signature" switch)."""
         parts = split_ticket(token)
         if isinstance(parts, SignedParts):
@@ -114,14 +116,10 @@ class LabCodec(TicketCodec):
         return claims
 
 
-def surrogate_problem(claims: Any) -> None:
+def surrogate_problem(claims: JSON) -> None:
     """Raise ValueError when decoded text holds a lone surrogate, which no page or log can show."""
-    try:
-        json.dumps(claims, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("the payload holds a lone surrogate (half of a UTF-16 pair), which is not text") from None
-    except RecursionError:
-        raise ValueError("the payload nests too deeply") from None
+    if holds_lone_surrogate(claims):
+        raise ValueError("the payload holds a lone surrogate (half of a UTF-16 pair), which is not text")
 
 
 def peek(token: object) -> Peek:

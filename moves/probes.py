@@ -22,7 +22,7 @@ from typing import Any
 from moves.engine import Call, MoveResult, answers_for, modern_request
 from moves.target import Outcome, Reply, Role, Target
 from moves.targets.remote import ticket_expiry
-from mrtr.protocol import as_object
+from mrtr import as_object
 
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 UNSUPPORTED_VERSION = "1900-01-01"

@@ -15,14 +15,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mrtr.client import Line
-from mrtr.clock import FIXED_EPOCH, Clock, FakeClock
-from mrtr.handler import Policy
-from mrtr.keys import KeyRing
-from mrtr.protocol import Exchange
-from mrtr.redeemed import MemoryStore, RedeemedStore
-from mrtr.server import Server
-from mrtr.tickets import DEFAULT_TTL, SIGNED_PREFIX, TicketCodec
+from mrtr import (
+    DEFAULT_TTL,
+    FIXED_EPOCH,
+    SIGNED_PREFIX,
+    Clock,
+    Exchange,
+    FakeClock,
+    KeyRing,
+    Line,
+    MemoryStore,
+    Policy,
+    RedeemedStore,
+    Server,
+    TicketCodec,
+)
 from mrtr_toolsets.lesson import lesson_catalog
 
 from .catalog import Move
@@ -89,9 +96,11 @@ def roundtrip(ring: KeyRing, *, env: str = "staging", jti: Callable[[], str] | N
     call = Call(arguments={"env": env})
     first_call = modern_request(2, "tools/call", {"name": call.tool, "arguments": call.arguments}, call)
     first = lb.handle(first_call, principal="bob")  # round robin: replica A
-    answer = first.exchange.response or {}
-    ticket = answer.get("result", {}).get("requestState", "")
-    questions = answer.get("result", {}).get("inputRequests", {})
+    asked = first.exchange.input_required
+    if asked is None:
+        raise RuntimeError(f"deploy did not ask for confirmation: {first.exchange.response}")
+    ticket = asked.get("requestState", "")
+    questions = asked.get("inputRequests", {})
     answers = answers_for(questions)
     clock.advance(8)
 
@@ -112,7 +121,8 @@ def roundtrip(ring: KeyRing, *, env: str = "staging", jti: Callable[[], str] | N
         RoundTripStep(1, "The client calls deploy", first.replica,
                       [Line("-->", first_call, "through the load balancer")], None, "sent"),
         RoundTripStep(2, "Replica A answers input_required and forgets", first.replica,
-                      [Line("<--", answer, "the question, and the work in a signed ticket")], None, "input_required"),
+                      [Line("<--", first.exchange.response or {}, "the question, and the work in a signed ticket")],
+                      None, "input_required"),
         RoundTripStep(3, "The host asks the user", None,
                       [Line("<--", question, "what the user is shown"),
                        Line("-->", answers.get("confirm", {}), "what the user answered")], None, "answered"),

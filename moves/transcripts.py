@@ -11,19 +11,32 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mrtr.client import Client, ClientError, InMemoryTransport, Line, Transport
-from mrtr.clock import FakeClock
-from mrtr.keys import KeyRing
-from mrtr.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION
-from mrtr.redeemed import MemoryStore
-from mrtr.server import Server
+from mrtr import (
+    JSON,
+    META_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_VERSION,
+    Client,
+    ClientError,
+    FakeClock,
+    InMemoryTransport,
+    JSONObject,
+    KeyRing,
+    Line,
+    MemoryStore,
+    Server,
+    Transport,
+    as_list,
+    as_object,
+    error_of,
+)
 from mrtr_toolsets.lesson import lesson_catalog
 
 from .story import FIGURE_EPOCH
 
 __all__ = ["Line", "Scene", "lab_scenes", "run_lab", "tamper_one_char"]
 
-ACCEPT = {"confirm": {"action": "accept", "content": {"confirm": True}}}
+ACCEPT: JSONObject = {"confirm": {"action": "accept", "content": {"confirm": True}}}
 
 
 @dataclass
@@ -44,33 +57,40 @@ def tamper_one_char(token: str) -> str:
     return token[:middle] + replacement + token[middle + 1:]
 
 
+def _first_text(result: JSONObject) -> JSON:
+    """The text of a tool result's first content block, if it has one."""
+    return as_object(next(iter(as_list(result.get("content"))), None)).get("text")
+
+
 def _modern(client: Client) -> bool:
     client.connect()
     result = client.call_tool("deploy", {"env": "staging"})
-    return client.era == "modern" and result.get("content", [{}])[0].get("text") == "deployed to staging"
+    return client.era == "modern" and _first_text(result) == "deployed to staging"
 
 
 def _legacy(client: Client) -> bool:
     client.connect(prefer="legacy")
     result = client.call_tool("deploy", {"env": "staging"})
     asked = any(line.message.get("method") == "elicitation/create" for line in client.transcript)
-    return asked and result.get("content", [{}])[0].get("text") == "deployed to staging"
+    return asked and _first_text(result) == "deployed to staging"
 
 
 def _version(client: Client) -> bool:
-    meta = {META_VERSION: "1900-01-01", META_CAPABILITIES: {}, META_CLIENT_INFO: client.client_info}
-    response = client.request("tools/list", {"_meta": meta})
-    error = response.get("error", {})
-    return error.get("code") == -32022 and "2026-07-28" in error.get("data", {}).get("supported", [])
+    meta: JSONObject = {META_VERSION: "1900-01-01", META_CAPABILITIES: {}, META_CLIENT_INFO: dict(client.client_info)}
+    error = error_of(client.request("tools/list", {"_meta": meta}))
+    supported = as_list(as_object(error.get("data")).get("supported")) if error else []
+    return error is not None and error["code"] == -32022 and "2026-07-28" in supported
 
 
 def _one_char_changed(client: Client) -> bool:
-    params = {"name": "deploy", "arguments": {"env": "staging"}, "_meta": client.meta()}
+    params: JSONObject = {"name": "deploy", "arguments": {"env": "staging"}, "_meta": client.meta()}
     first = client.request("tools/call", params)
-    ticket = first.get("result", {}).get("requestState", "")
-    retry = {**params, "inputResponses": copy.deepcopy(ACCEPT), "requestState": tamper_one_char(ticket)}
-    second = client.request("tools/call", retry, note="one character of the ticket changed")
-    return bool(ticket) and second.get("error", {}).get("code") == -32602
+    ticket = as_object(first.get("result")).get("requestState")
+    if not isinstance(ticket, str) or not ticket:
+        return False
+    retry: JSONObject = {**params, "inputResponses": copy.deepcopy(ACCEPT), "requestState": tamper_one_char(ticket)}
+    error = error_of(client.request("tools/call", retry, note="one character of the ticket changed"))
+    return error is not None and error["code"] == -32602
 
 
 SCENES: tuple[tuple[str, str, str, Callable[[Client], bool]], ...] = (

@@ -1,45 +1,126 @@
 """mrtr: a sans-IO MCP server, client and ticket codec for Multi Round-Trip Requests.
 
-The package never imports a web framework, opens no sockets and reads time only through the
-clock it is given. Adapters (stdio here, Flask in the app) move bytes in and out.
+Messages in, messages out, and the trace of every ticket check alongside. The package never
+imports a web framework, opens no sockets or files, and reads time only through the clock it is
+given; adapters (the Flask app, the stdio server in `mrtr_cli`) move the bytes. Everything a caller
+needs is named here; the submodules are the core's own business.
+
+    server = Server(ring=KeyRing([key]), store=MemoryStore(), clock=system_clock, catalog=catalog)
+    exchange = server.handle(message, principal="alice")   # an Exchange: messages, trace, log
+    exchange.input_required                               # typed, when the call asks for input
 """
 
 __version__ = "0.1.0"
 
-from mrtr_settings.keyfiles import ring_from_config  # noqa: E402
-from mrtr_stores.redeemed_sqlite import SqliteStore  # noqa: E402
-
-from .clock import FakeClock, system_clock  # noqa: E402
+from .client import Client, ClientError, InMemoryTransport, Line, Transport  # noqa: E402
+from .clock import FIXED_EPOCH, Clock, FakeClock, system_clock  # noqa: E402
 from .connection import Connection  # noqa: E402
-from .errors import FROZEN_TICKET_MESSAGE, ProtocolError, TicketRejected  # noqa: E402
+from .errors import (  # noqa: E402
+    FROZEN_TICKET_MESSAGE,
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_CAPABILITY,
+    PARSE_ERROR,
+    STORE_UNAVAILABLE_MESSAGE,
+    UNSUPPORTED_VERSION,
+    HeaderMismatch,
+    InternalError,
+    ProtocolError,
+    StoreUnavailable,
+    TicketRejected,
+)
 from .handler import CallContext, InputRequired, Policy  # noqa: E402
-from .keys import KeyRing
-from .protocol import INPUT_REQUIRED_METHODS, MODERN_VERSION, SUPPORTED_VERSIONS, Exchange  # noqa: E402
-from .redeemed import MemoryStore
+from .inputs import elicit_form, list_roots, sample  # noqa: E402
+from .keys import MIN_KEY_LENGTH, KeyConfigError, KeyRing  # noqa: E402
+from .messages import (  # noqa: E402
+    JSON,
+    ErrorObject,
+    InputRequiredResult,
+    JSONObject,
+    RequestId,
+    as_list,
+    as_object,
+    error_of,
+)
+from .primitives import Catalog, Handler, Prompt, Resource, ResourceTemplate, Tool  # noqa: E402
+from .protocol import (  # noqa: E402
+    INPUT_REQUIRED_METHODS,
+    LEGACY_VERSION,
+    LEGACY_VERSIONS,
+    MAX_JSON_DEPTH,
+    MAX_MESSAGE_BYTES,
+    META_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_SERVER_INFO,
+    META_VERSION,
+    MODERN_VERSION,
+    SUPPORTED_VERSIONS,
+    Exchange,
+    request_id_of,
+    shape_problem,
+)
+from .redeemed import MemoryStore, RedeemedStore  # noqa: E402
 from .server import Server  # noqa: E402
-from .tickets import CHECKS, TicketCodec, Trace  # noqa: E402
+from .tickets import (  # noqa: E402
+    CHECK_TITLES,
+    CHECKS,
+    DEFAULT_TTL,
+    MAX_TICKET_LENGTH,
+    SEALED_PREFIX,
+    SIGNED_PREFIX,
+    Check,
+    SealedParts,
+    SignedParts,
+    TicketCodec,
+    Trace,
+    b64decode_strict,
+    b64encode,
+    canonical_json,
+    check_binding,
+    parse_claims,
+    read_payload,
+    seal_key,
+    seal_key_id,
+    split_ticket,
+)
+from .wire import (  # noqa: E402
+    LONE_SURROGATE_PROBLEM,
+    NotUtf8,
+    has_lone_surrogate,
+    holds_lone_surrogate,
+    lone_surrogate_escape,
+    may_hold_surrogates,
+    utf8_problem,
+    utf8_text,
+)
 
 __all__ = [
-    "CHECKS",
-    "CallContext",
-    "FROZEN_TICKET_MESSAGE",
-    "INPUT_REQUIRED_METHODS",
-    "MODERN_VERSION",
-    "SUPPORTED_VERSIONS",
-    "Connection",
-    "Exchange",
-    "FakeClock",
-    "InputRequired",
-    "KeyRing",
-    "MemoryStore",
-    "Policy",
-    "ProtocolError",
-    "Server",
-    "SqliteStore",
-    "TicketCodec",
-    "TicketRejected",
-    "Trace",
+    # the server and its parts
+    "Server", "Connection", "Exchange", "Policy", "KeyRing", "KeyConfigError", "MIN_KEY_LENGTH",
+    "RedeemedStore", "MemoryStore", "Clock", "FakeClock", "system_clock", "FIXED_EPOCH",
+    # what a server offers, and how a handler asks
+    "Catalog", "Tool", "Prompt", "Resource", "ResourceTemplate", "Handler", "CallContext", "InputRequired",
+    "elicit_form", "sample", "list_roots",
+    # messages
+    "JSON", "JSONObject", "RequestId", "ErrorObject", "InputRequiredResult", "as_object", "as_list", "error_of",
+    "request_id_of", "MODERN_VERSION", "LEGACY_VERSION", "LEGACY_VERSIONS", "SUPPORTED_VERSIONS",
+    "META_VERSION", "META_CAPABILITIES", "META_CLIENT_INFO", "META_SERVER_INFO", "INPUT_REQUIRED_METHODS",
+    "MAX_MESSAGE_BYTES", "MAX_JSON_DEPTH", "shape_problem",
+    # errors on the wire
+    "ProtocolError", "InternalError", "HeaderMismatch", "TicketRejected", "StoreUnavailable",
+    "FROZEN_TICKET_MESSAGE", "STORE_UNAVAILABLE_MESSAGE", "PARSE_ERROR", "INVALID_REQUEST", "METHOD_NOT_FOUND",
+    "INVALID_PARAMS", "INTERNAL_ERROR", "HEADER_MISMATCH", "MISSING_CAPABILITY", "UNSUPPORTED_VERSION",
+    # tickets and their checks
+    "TicketCodec", "Trace", "Check", "CHECKS", "CHECK_TITLES", "DEFAULT_TTL", "MAX_TICKET_LENGTH",
+    "SIGNED_PREFIX", "SEALED_PREFIX", "SignedParts", "SealedParts", "split_ticket", "seal_key", "seal_key_id",
+    "parse_claims", "read_payload", "check_binding", "canonical_json", "b64encode", "b64decode_strict",
+    # text from clients
+    "utf8_text", "utf8_problem", "NotUtf8", "has_lone_surrogate", "holds_lone_surrogate", "may_hold_surrogates",
+    "lone_surrogate_escape", "LONE_SURROGATE_PROBLEM",
+    # the small client the lab and the tests use
+    "Client", "ClientError", "InMemoryTransport", "Line", "Transport",
     "__version__",
-    "ring_from_config",
-    "system_clock",
 ]

@@ -12,24 +12,26 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from .connection import Connection
+from .messages import JSONObject, as_list, as_object, error_json, error_of
 from .protocol import LEGACY_VERSION, META_CAPABILITIES, META_CLIENT_INFO, META_VERSION, MODERN_VERSION
 
-Answerer = Callable[[dict[str, Any]], dict[str, Any]]
+#: Answers one embedded question (an elicitation/create request) with the user's reply.
+Answerer = Callable[[JSONObject], JSONObject]
 
 
 class Transport(Protocol):
-    def send(self, message: dict[str, Any]) -> None: ...
+    def send(self, message: JSONObject) -> None: ...
 
-    def receive(self, timeout: float) -> dict[str, Any] | None: ...
+    def receive(self, timeout: float) -> JSONObject | None: ...
 
 
 class ClientError(Exception):
     """The server answered with an error, or the exchange could not finish."""
 
-    def __init__(self, message: str, error: dict[str, Any] | None = None) -> None:
+    def __init__(self, message: str, error: JSONObject | None = None) -> None:
         super().__init__(message)
         self.error = error or {}
 
@@ -37,7 +39,7 @@ class ClientError(Exception):
 @dataclass(frozen=True)
 class Line:
     direction: str  # "-->" sent, "<--" received
-    message: dict[str, Any]
+    message: JSONObject
     note: str = ""
 
     @property
@@ -50,19 +52,20 @@ class InMemoryTransport:
 
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
-        self._inbox: list[dict[str, Any]] = []
+        self._inbox: list[JSONObject] = []
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: JSONObject) -> None:
         self._inbox.extend(self.connection.receive_text(json.dumps(message)).messages)
 
-    def receive(self, timeout: float) -> dict[str, Any] | None:
+    def receive(self, timeout: float) -> JSONObject | None:
         return self._inbox.pop(0) if self._inbox else None
 
 
-def accept_all(request: dict[str, Any]) -> dict[str, Any]:
+def accept_all(request: JSONObject) -> JSONObject:
     """An answerer that says yes to every form field it knows how to fill."""
-    schema = request.get("params", {}).get("requestedSchema", {})
-    content = {k: True if p.get("type") == "boolean" else "yes" for k, p in schema.get("properties", {}).items()}
+    schema = as_object(as_object(request.get("params")).get("requestedSchema"))
+    content: JSONObject = {k: True if as_object(p).get("type") == "boolean" else "yes"
+                           for k, p in as_object(schema.get("properties")).items()}
     return {"action": "accept", "content": content}
 
 
@@ -72,7 +75,7 @@ class Client:
         transport: Transport,
         *,
         on_elicit: Answerer = accept_all,
-        capabilities: dict[str, Any] | None = None,
+        capabilities: JSONObject | None = None,
         client_info: dict[str, str] | None = None,
         max_rounds: int = 10,
         timeout: float = 10.0,
@@ -89,7 +92,7 @@ class Client:
 
     # -- plumbing --------------------------------------------------------------------------------
 
-    def _send(self, message: dict[str, Any], note: str = "") -> None:
+    def _send(self, message: JSONObject, note: str = "") -> None:
         self.transcript.append(Line("-->", message, note))
         self.transport.send(message)
 
@@ -97,13 +100,13 @@ class Client:
         request_id, self._next_id = self._next_id, self._next_id + 1
         return request_id
 
-    def meta(self, version: str = MODERN_VERSION) -> dict[str, Any]:
-        return {META_VERSION: version, META_CAPABILITIES: self.capabilities, META_CLIENT_INFO: self.client_info}
+    def meta(self, version: str = MODERN_VERSION) -> JSONObject:
+        return {META_VERSION: version, META_CAPABILITIES: self.capabilities, META_CLIENT_INFO: dict(self.client_info)}
 
-    def request(self, method: str, params: dict[str, Any] | None = None, *, note: str = "") -> dict[str, Any]:
+    def request(self, method: str, params: JSONObject | None = None, *, note: str = "") -> JSONObject:
         """Send one request and return its response, answering server requests on the way."""
         request_id = self._new_id()
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        message: JSONObject = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             message["params"] = params
         self._send(message, note)
@@ -117,16 +120,16 @@ class Client:
             elif incoming.get("id") == request_id:
                 return incoming
 
-    def _serve(self, request: dict[str, Any]) -> None:
-        if request["method"] == "elicitation/create":
-            reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request["id"], "result": self.on_elicit(request)}
+    def _serve(self, request: JSONObject) -> None:
+        if request.get("method") == "elicitation/create":
+            reply: JSONObject = {"jsonrpc": "2.0", "id": request.get("id"), "result": self.on_elicit(request)}
         else:
-            reply = {"jsonrpc": "2.0", "id": request["id"],
-                     "error": {"code": -32601, "message": f"this client does not answer {request['method']}"}}
+            reply = {"jsonrpc": "2.0", "id": request.get("id"),
+                     "error": {"code": -32601, "message": f"this client does not answer {request.get('method')}"}}
         self._send(reply, "the client answers the server's question")
 
-    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    def notify(self, method: str, params: JSONObject | None = None) -> None:
+        message: JSONObject = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
         self._send(message)
@@ -140,43 +143,46 @@ class Client:
                 response = self.request("server/discover", {"_meta": self.meta()}, note="probe for a modern server")
             except ClientError:
                 response = {}
-            if "result" in response and MODERN_VERSION in response["result"].get("supportedVersions", []):
+            if MODERN_VERSION in as_list(as_object(response.get("result")).get("supportedVersions")):
                 self.era = "modern"
                 return self.era
         response = self.request("initialize", {"protocolVersion": LEGACY_VERSION, "capabilities": self.capabilities,
-                                               "clientInfo": self.client_info})
+                                               "clientInfo": dict(self.client_info)})
         if "result" not in response:
-            raise ClientError("initialize failed", response.get("error"))
+            raise ClientError("initialize failed", as_object(response.get("error")))
         self.notify("notifications/initialized")
         self.era = "legacy"
         return self.era
 
-    def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    def call_tool(self, name: str, arguments: JSONObject) -> JSONObject:
         """Call a tool to completion and return its final result."""
         if self.era is None:
             self.connect()
         if self.era == "legacy":
             response = self.request("tools/call", {"name": name, "arguments": arguments})
             return self._result(response)
-        params: dict[str, Any] = {"name": name, "arguments": arguments, "_meta": self.meta()}
+        params: JSONObject = {"name": name, "arguments": arguments, "_meta": self.meta()}
         for _round in range(self.max_rounds):
             result = self._result(self.request("tools/call", params))
             if result.get("resultType") != "input_required":
                 return result
-            answers = {key: self._answer(req) for key, req in result.get("inputRequests", {}).items()}
+            answers: JSONObject = {key: self._answer(as_object(req))
+                                   for key, req in as_object(result.get("inputRequests")).items()}
             params = {"name": name, "arguments": arguments, "_meta": self.meta(), "inputResponses": answers}
             if "requestState" in result:
                 params["requestState"] = result["requestState"]  # echoed exactly, never parsed
         raise ClientError(f"gave up after {self.max_rounds} rounds of input_required")
 
-    def _answer(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _answer(self, request: JSONObject) -> JSONObject:
         if request.get("method") == "elicitation/create":
             return self.on_elicit(request)
         raise ClientError(f"this client cannot answer {request.get('method')}")
 
     @staticmethod
-    def _result(response: dict[str, Any]) -> dict[str, Any]:
-        if "error" in response:
-            raise ClientError(response["error"].get("message", "error"), response["error"])
-        result: dict[str, Any] = response["result"]
-        return result
+    def _result(response: JSONObject) -> JSONObject:
+        error = error_of(response)
+        if error is not None:
+            raise ClientError(error["message"], error_json(error))
+        if "error" in response or not isinstance(response.get("result"), dict):
+            raise ClientError("the response has neither a result object nor a well-formed error")
+        return as_object(response.get("result"))

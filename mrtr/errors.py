@@ -7,7 +7,7 @@ exactly one place. Each exception carries an HTTP status *hint* so adapters neve
 
 from __future__ import annotations
 
-from typing import Any
+from .messages import JSON, ErrorObject, JSONObject
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -28,15 +28,15 @@ class ProtocolError(Exception):
     code: int = INTERNAL_ERROR
     http_status: int = 200
 
-    def __init__(self, message: str, data: Any = None, *, http_status: int | None = None) -> None:
+    def __init__(self, message: str, data: JSON = None, *, http_status: int | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.data = data
         if http_status is not None:
             self.http_status = http_status
 
-    def to_error(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
+    def to_error(self) -> ErrorObject:
+        error: ErrorObject = {"code": self.code, "message": self.message}
         if self.data is not None:
             error["data"] = self.data
         return error
@@ -78,22 +78,22 @@ class MissingCapability(ProtocolError):
     code = MISSING_CAPABILITY
     http_status = 400
 
-    def __init__(self, required: dict[str, Any], message: str | None = None) -> None:
+    def __init__(self, required: JSONObject, message: str | None = None) -> None:
         names = ", ".join(sorted(required)) or "a capability"
         super().__init__(
             message or f"This request needs the client capability: {names}",
             {"requiredCapabilities": required},
         )
+        self.required = required
 
 
 class UnsupportedVersion(ProtocolError):
     code = UNSUPPORTED_VERSION
     http_status = 400
 
-    def __init__(self, requested: Any, supported: list[str]) -> None:
-        super().__init__(
-            "Unsupported protocol version", {"supported": list(supported), "requested": requested}
-        )
+    def __init__(self, requested: JSON, supported: list[str]) -> None:
+        versions: list[JSON] = list(supported)
+        super().__init__("Unsupported protocol version", {"supported": versions, "requested": requested})
 
 
 class InternalError(ProtocolError):

@@ -2,21 +2,22 @@
 
 What this module owns: `CallContext` (the request, the verified ticket, `ask` to end a round with
 input_required and `answers` to run the last two checks), `InputRequired`, and the `Policy` switches
-the server runs under. It must never parse wire messages or choose an era: the connection does that.
+the server runs under. A context is given exactly what it works with (the codec, the store, the
+policy, a place for log lines and notifications), never the connection or the server, so it can be
+built and tested on its own. It must never parse wire messages or choose an era.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidParams, MissingCapability, StoreUnavailable, TicketRejected
-from .primitives import answer_problem, has_capability, required_capability
-from .tickets import Trace
-
-if TYPE_CHECKING:  # annotations only: the connection builds contexts, never the other way round
-    from .modern import Conversation
+from .inputs import answer_problem, has_capability, required_capability
+from .messages import JSON, JSONObject, notification_message
+from .redeemed import RedeemedStore
+from .tickets import TicketCodec, Trace
 
 log = logging.getLogger("mrtr")
 
@@ -35,9 +36,10 @@ DEFAULT_POLICY = Policy()
 
 @dataclass
 class InputRequired:
-    questions: dict[str, dict[str, Any]]
-    state: str | None
+    """A round that ends by asking: the questions by key, and the ticket that carries the work."""
 
+    questions: dict[str, JSONObject]
+    state: str | None
 
 
 class CallContext:
@@ -45,40 +47,48 @@ class CallContext:
 
     def __init__(
         self,
-        conn: Conversation,
         *,
+        principal: str,
         method: str,
         target: str,
-        arguments: dict[str, Any],
-        input_responses: dict[str, Any] | None,
-        capabilities: dict[str, Any],
+        arguments: JSONObject,
+        input_responses: JSONObject | None,
+        capabilities: JSONObject,
         trace: Trace,
         now: float,
-        progress_token: Any = None,
+        codec: TicketCodec,
+        store: RedeemedStore,
+        policy: Policy,
+        note: Callable[[str], None],
+        outbox: list[JSONObject],
+        progress_token: JSON = None,
     ) -> None:
-        self._conn = conn
-        self.server = conn.server
+        self.principal = principal
         self.method = method
         self.target = target
         self.arguments = arguments
         self.input_responses = input_responses
         self.capabilities = capabilities
-        self.principal = conn.principal
         self.trace = trace
         self.now = now
         #: verified ticket claims, or None when the request carried no ticket
-        self.state: dict[str, Any] | None = None
-        self._answered = False
+        self.state: JSONObject | None = None
+        self.answered = False  # whether the handler read the answers (else the last checks are not needed)
+        self._codec = codec
+        self._store = store
+        self._policy = policy
+        self._note = note
+        self._outbox = outbox
         self._progress_token = progress_token
 
     def progress(self, progress: float, total: float | None = None) -> None:
         """Report progress; sent before the response only when the request carried a progressToken."""
         if self._progress_token is None:
             return
-        params: dict[str, Any] = {"progressToken": self._progress_token, "progress": progress}
+        params: JSONObject = {"progressToken": self._progress_token, "progress": progress}
         if total is not None:
             params["total"] = total
-        self._conn._outbox.append({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+        self._outbox.append(notification_message("notifications/progress", params))
 
     def string_arg(self, name: str, *, max_length: int = 200) -> str:
         value = self.arguments.get(name)
@@ -88,31 +98,31 @@ class CallContext:
             raise InvalidParams(f"argument {name!r} is longer than {max_length} characters")
         return value
 
-    def can_ask(self, request: dict[str, Any]) -> bool:
+    def can_ask(self, request: JSONObject) -> bool:
         return has_capability(self.capabilities, request)
 
-    def ask(self, questions: dict[str, dict[str, Any]], *, work: dict[str, Any], step: str) -> InputRequired:
+    def ask(self, questions: dict[str, JSONObject], *, work: JSONObject, step: str) -> InputRequired:
         """End this round with input_required: the questions, and the work sealed in a fresh ticket.
 
         Raises:
             MissingCapability: a question needs a capability the request did not declare.
         """
-        missing: dict[str, Any] = {}
+        missing: JSONObject = {}
         for request in questions.values():
             if not self.can_ask(request):
                 missing.update(required_capability(request))
         if missing:
             raise MissingCapability(missing)
-        claims = self.server.codec.claims(
+        claims = self._codec.claims(
             now=self.now, sub=self.principal, method=self.method, target=self.target,
             arguments=self.arguments, work=work, step=step,
         )
-        token = self.server.codec.encode(claims)
-        self._conn._note(f"minted ticket {claims['jti']} for {self.principal} ({self.method} {self.target}, "
-                         f"step {step}, expires in {self.server.ttl} s)")
+        token = self._codec.encode(claims)
+        self._note(f"minted ticket {claims['jti']} for {self.principal} ({self.method} {self.target}, "
+                   f"step {step}, expires in {self._codec.ttl} s)")
         return InputRequired(questions, token)
 
-    def answers(self, questions: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]] | None:
+    def answers(self, questions: dict[str, JSONObject]) -> dict[str, JSONObject] | None:
         """The client's answers to `questions`, or None when one is missing or malformed.
 
         With a ticket present this runs the last two checks: answer included, then (when the
@@ -123,43 +133,47 @@ class CallContext:
             StoreUnavailable: the redeemed store cannot be reached; the ticket is not spent
                 (HTTP 503, a retryable error, never the frozen ticket error).
         """
-        self._answered = True
+        self.answered = True
         responses = self.input_responses or {}
         problem = None
+        answers: dict[str, JSONObject] = {}
         for key, request in questions.items():
             if key not in responses:
                 problem = f"no answer for {key!r}"
                 break
-            problem = answer_problem(request, responses[key])
-            if problem:
+            reply = responses[key]
+            problem = answer_problem(request, reply)
+            if problem or not isinstance(reply, dict):
                 problem = f"{key!r}: {problem}"
                 break
+            answers[key] = reply
         if self.state is None:
-            return None if problem else {k: responses[k] for k in questions}
+            return None if problem else answers
         if problem:
             self.trace.record("answer", "fail", f"{problem}; the server asks again")
             self.trace.skip_rest("no answer to redeem")
             return None
-        said = ", ".join(f"{k}: {responses[k].get('action', 'answered')}" for k in questions)
+        said = ", ".join(f"{k}: {a.get('action', 'answered')}" for k, a in answers.items())
         self.trace.record("answer", "pass", said)
-        if not self.server.policy.single_use:
+        if not self._policy.single_use:
             self.trace.record("single-use", "skipped", "spent tickets are not remembered", "switched-off")
-        elif self._redeem():
+        elif self._redeem(self.state):
             self.trace.record("single-use", "pass", f"ticket {self.state.get('jti')} redeemed now")
         else:
             reason = f"ticket {self.state.get('jti')} was already redeemed"
             self.trace.record("single-use", "fail", reason)
             raise TicketRejected("single-use", reason)
-        return {k: responses[k] for k in questions}
+        return answers
 
-    def _redeem(self) -> bool:
-        state = self.state or {}
+    def _redeem(self, state: JSONObject) -> bool:
+        exp = state.get("exp")
+        if not isinstance(exp, int | float):  # the expiry check let it through, so this cannot happen
+            raise TicketRejected("single-use", "ticket has no expiry to keep its id until")
         try:
-            return self.server.store.redeem(str(state.get("jti")), float(state["exp"]), self.now)
+            return self._store.redeem(str(state.get("jti")), float(exp), self.now)
         except StoreUnavailable as exc:
             detail = "the redeemed store is unavailable: nothing was done and the ticket is not spent"
             self.trace.record("single-use", "skipped", detail, "unavailable")
-            self._conn._note(f"single use not checked for ticket {state.get('jti')}: {detail}")
+            self._note(f"single use not checked for ticket {state.get('jti')}: {detail}")
             log.warning("redeemed store unavailable, request refused with a retryable error: %s", exc.reason)
             raise
-

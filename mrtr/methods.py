@@ -2,43 +2,43 @@
 
 What this module owns: the listings (`tools/list` and friends, `server/discover`), `completion/complete`,
 and `MODERN_METHODS`, which maps each method to its handler. Only the three in INPUT_REQUIRED_METHODS
-reach a tool, prompt or resource handler, through the conversation's `_call`. It must never check
-`_meta` or tickets itself.
+reach a tool, prompt or resource handler, through `calls.call`. It must never check `_meta` or
+tickets itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
+from .calls import Outcome, call
+from .conversation import Conversation
 from .errors import InvalidParams
+from .messages import JSON, JSONObject
 from .protocol import INPUT_REQUIRED_METHODS, LIST_TTL_MS, SUPPORTED_VERSIONS
 from .tickets import Trace
 
-if TYPE_CHECKING:  # annotations only: the modern era looks methods up here, never the other way round
-    from .modern import Conversation
 
-def _list_tools(conn: Conversation) -> dict[str, Any]:
+def _list_tools(conn: Conversation) -> JSONObject:
     return {"tools": [t.describe() for t in conn.server.catalog.tools.values()],
             "ttlMs": LIST_TTL_MS, "cacheScope": "public"}
 
 
-def _list_prompts(conn: Conversation) -> dict[str, Any]:
+def _list_prompts(conn: Conversation) -> JSONObject:
     return {"prompts": [p.describe() for p in conn.server.catalog.prompts.values()],
             "ttlMs": LIST_TTL_MS, "cacheScope": "public"}
 
 
-def _list_resources(conn: Conversation) -> dict[str, Any]:
+def _list_resources(conn: Conversation) -> JSONObject:
     return {"resources": [r.describe() for r in conn.server.catalog.resources.values()],
             "ttlMs": LIST_TTL_MS, "cacheScope": "public"}
 
 
-def _list_templates(conn: Conversation) -> dict[str, Any]:
+def _list_templates(conn: Conversation) -> JSONObject:
     return {"resourceTemplates": [t.describe() for t in conn.server.catalog.templates.values()],
             "ttlMs": LIST_TTL_MS, "cacheScope": "public"}
 
 
-def complete(conn: Conversation, params: dict[str, Any]) -> dict[str, Any]:
+def complete(conn: Conversation, params: JSONObject) -> JSONObject:
     """completion/complete: checks the reference, then offers no suggestions (nothing here is enumerable)."""
     ref, argument = params.get("ref"), params.get("argument")
     if not isinstance(ref, dict) or ref.get("type") not in ("ref/prompt", "ref/resource"):
@@ -47,28 +47,30 @@ def complete(conn: Conversation, params: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
         raise InvalidParams("params.argument must be an object with a string name")
     catalog = conn.server.catalog
-    if ref["type"] == "ref/prompt" and ref.get("name") not in catalog.prompts:
+    name = ref.get("name")
+    if ref["type"] == "ref/prompt" and not (isinstance(name, str) and name in catalog.prompts):
         raise InvalidParams(f"Unknown prompt: {ref.get('name')}")
     if ref["type"] == "ref/resource" and not any(t.uri_template == ref.get("uri") for t in catalog.templates.values()):
         raise InvalidParams(f"Unknown resource template: {ref.get('uri')}")
     return {"completion": {"values": [], "total": 0, "hasMore": False}}
 
 
-def _discover(conn: Conversation) -> dict[str, Any]:
+def _discover(conn: Conversation) -> JSONObject:
     catalog = conn.server.catalog
-    caps: dict[str, Any] = {"tools": {}}
+    caps: JSONObject = {"tools": {}}
     if catalog.prompts:
         caps["prompts"] = {}
     if catalog.resources or catalog.templates:
         caps["resources"] = {}
     if catalog.prompts or catalog.templates:
         caps["completions"] = {}
-    return {"supportedVersions": list(SUPPORTED_VERSIONS), "capabilities": caps,
+    versions: list[JSON] = list(SUPPORTED_VERSIONS)
+    return {"supportedVersions": versions, "capabilities": caps,
             "instructions": conn.server.instructions,
             "ttlMs": LIST_TTL_MS, "cacheScope": "public"}
 
 
-LIST_METHODS: dict[str, Callable[[Conversation], dict[str, Any]]] = {
+LIST_METHODS: dict[str, Callable[[Conversation], JSONObject]] = {
     "server/discover": _discover,
     "tools/list": _list_tools,
     "prompts/list": _list_prompts,
@@ -77,27 +79,32 @@ LIST_METHODS: dict[str, Callable[[Conversation], dict[str, Any]]] = {
 }
 
 
-MethodHandler = Callable[["Conversation", dict[str, Any], dict[str, Any], Trace], Any]
+#: One method: the conversation, the params, the client's capabilities and the ticket's trace in, an outcome out.
+MethodHandler = Callable[[Conversation, JSONObject, JSONObject, Trace], Outcome]
 
 
-def _listing(fn: Callable[[Conversation], dict[str, Any]]) -> MethodHandler:
-    def handler(conn: Conversation, params: dict[str, Any], caps: dict[str, Any], trace: Trace) -> Any:
+def _listing(fn: Callable[[Conversation], JSONObject]) -> MethodHandler:
+    def handler(conn: Conversation, params: JSONObject, caps: JSONObject, trace: Trace) -> Outcome:
         return fn(conn)
 
     return handler
 
 
 def _carrier(method: str) -> MethodHandler:
-    def handler(conn: Conversation, params: dict[str, Any], caps: dict[str, Any], trace: Trace) -> Any:
-        return conn._call(method, params, caps, trace)
+    def handler(conn: Conversation, params: JSONObject, caps: JSONObject, trace: Trace) -> Outcome:
+        return call(conn, method, params, caps, trace)
 
     return handler
+
+
+def _complete(conn: Conversation, params: JSONObject, caps: JSONObject, trace: Trace) -> Outcome:
+    return complete(conn, params)
 
 
 def _table() -> dict[str, MethodHandler]:
     table = {name: _listing(fn) for name, fn in LIST_METHODS.items()}
     table.update({name: _carrier(name) for name in sorted(INPUT_REQUIRED_METHODS)})
-    table["completion/complete"] = lambda conn, params, caps, trace: complete(conn, params)
+    table["completion/complete"] = _complete
     return table
 
 

@@ -2,8 +2,7 @@
 
 A handler is written once for both protocol eras. It receives a `CallContext` and returns either
 a complete result (a dict, without `resultType`) or an `InputRequired` made by `ctx.ask(...)`.
-This module also holds the small builders for embedded input requests, and the validation of the
-answers a client sends back for them.
+The questions a handler asks, and the answers' validation, are in `inputs`.
 """
 
 from __future__ import annotations
@@ -11,12 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from .handler import CallContext, InputRequired
+from .handler import CallContext, InputRequired
+from .messages import JSONObject
 
-Handler = Callable[["CallContext"], "dict[str, Any] | InputRequired"]
+#: What a handler is: the context of one call in, a complete result or `InputRequired` out.
+Handler = Callable[[CallContext], JSONObject | InputRequired]
 
 
 @dataclass(frozen=True)
@@ -24,11 +23,11 @@ class Tool:
     name: str
     description: str
     handler: Handler
-    input_schema: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    input_schema: JSONObject = field(default_factory=lambda: {"type": "object", "properties": {}})
     title: str | None = None
 
-    def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
+    def describe(self) -> JSONObject:
+        out: JSONObject = {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
         if self.title:
             out["title"] = self.title
         return out
@@ -39,9 +38,9 @@ class Prompt:
     name: str
     description: str
     handler: Handler
-    arguments: tuple[dict[str, Any], ...] = ()
+    arguments: tuple[JSONObject, ...] = ()
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         return {"name": self.name, "description": self.description, "arguments": list(self.arguments)}
 
 
@@ -53,7 +52,7 @@ class Resource:
     description: str = ""
     mime_type: str = "text/plain"
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         return {"uri": self.uri, "name": self.name, "description": self.description, "mimeType": self.mime_type}
 
 
@@ -70,7 +69,7 @@ class ResourceTemplate:
     description: str = ""
     mime_type: str = "text/plain"
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONObject:
         return {"uriTemplate": self.uri_template, "name": self.name, "description": self.description,
                 "mimeType": self.mime_type}
 
@@ -105,91 +104,3 @@ class Catalog:
         if direct is not None:
             return direct
         return next((t for t in self.templates.values() if t.match(uri) is not None), None)
-
-
-# -- embedded input requests ---------------------------------------------------------------------
-
-
-def elicit_form(message: str, schema: dict[str, Any]) -> dict[str, Any]:
-    return {"method": "elicitation/create", "params": {"mode": "form", "message": message, "requestedSchema": schema}}
-
-
-def sample(text: str, max_tokens: int = 100) -> dict[str, Any]:
-    return {
-        "method": "sampling/createMessage",
-        "params": {"messages": [{"role": "user", "content": {"type": "text", "text": text}}], "maxTokens": max_tokens},
-    }
-
-
-def list_roots() -> dict[str, Any]:
-    return {"method": "roots/list", "params": {}}
-
-
-def required_capability(request: dict[str, Any]) -> dict[str, Any]:
-    """The client capability an embedded request needs, in `requiredCapabilities` form."""
-    method = request["method"]
-    if method == "elicitation/create":
-        mode = request.get("params", {}).get("mode", "form")
-        return {"elicitation": {mode: {}}} if mode == "url" else {"elicitation": {}}
-    if method == "sampling/createMessage":
-        return {"sampling": {}}
-    return {"roots": {}}
-
-
-def has_capability(caps: dict[str, Any], request: dict[str, Any]) -> bool:
-    method = request["method"]
-    if method == "elicitation/create":
-        elicitation = caps.get("elicitation")
-        if not isinstance(elicitation, dict):
-            return False
-        if request.get("params", {}).get("mode", "form") == "url":
-            return "url" in elicitation
-        # A bare {"elicitation": {}} means form; one that lists only url does not.
-        return not elicitation or "form" in elicitation
-    if method == "sampling/createMessage":
-        return isinstance(caps.get("sampling"), dict)
-    return isinstance(caps.get("roots"), dict)
-
-
-# -- answers -------------------------------------------------------------------------------------
-
-_PRIMITIVES: dict[str, Callable[[Any], bool]] = {
-    "boolean": lambda v: isinstance(v, bool),
-    "string": lambda v: isinstance(v, str),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "array": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
-}
-
-
-def answer_problem(request: dict[str, Any], answer: Any) -> str | None:
-    """Why `answer` is not a usable reply to the embedded `request`, or None when it is."""
-    if not isinstance(answer, dict):
-        return f"the answer is {type(answer).__name__}, not an object"
-    method = request["method"]
-    if method == "elicitation/create":
-        action = answer.get("action")
-        if action not in ("accept", "decline", "cancel"):
-            return "the answer has no valid action (accept, decline or cancel)"
-        if action != "accept" or request.get("params", {}).get("mode") == "url":
-            return None
-        content = answer.get("content")
-        if not isinstance(content, dict):
-            return "an accepted form answer needs a content object"
-        schema = request["params"].get("requestedSchema", {})
-        for key in schema.get("required", []):
-            if key not in content:
-                return f"the answer is missing the required field {key!r}"
-        for key, prop in schema.get("properties", {}).items():
-            check = _PRIMITIVES.get(prop.get("type", ""))
-            if key in content and check is not None and not check(content[key]):
-                return f"the field {key!r} should be a {prop.get('type')}"
-        return None
-    if method == "sampling/createMessage":
-        if answer.get("role") != "assistant" or not isinstance(answer.get("content"), dict | list):
-            return "a sampling answer needs role 'assistant' and content"
-        return None
-    roots = answer.get("roots")
-    if not isinstance(roots, list) or not all(isinstance(r, dict) and isinstance(r.get("uri"), str) for r in roots):
-        return "a roots answer needs a list of roots with uris"
-    return None

@@ -18,13 +18,13 @@ clock, policy). The catalog is required: the server never picks one for itself.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from . import __version__
 from .clock import Clock
 from .connection import Connection
 from .handler import DEFAULT_POLICY, Policy
 from .keys import KeyRing
+from .messages import JSON, RequestId
 from .primitives import Catalog
 from .protocol import Exchange
 from .redeemed import RedeemedStore
@@ -76,12 +76,13 @@ class Server:
         clone.codec = TicketCodec(self.ring, sealed=policy.sealed, ttl=self.ttl, jti=self.jti)
         return clone
 
-    def connect(self, principal: str, *, channel: bool = True, request_ids: Iterator[Any] | None = None) -> Connection:
+    def connect(self, principal: str, *, channel: bool = True,
+                request_ids: Iterator[RequestId] | None = None) -> Connection:
         """A connection for one stdio process or one HTTP session (`channel`: can we ask the client?;
         `request_ids`: the ids of the questions it sends, when they must be unique beyond this process)."""
         return Connection(self, principal, channel=channel, request_ids=request_ids)
 
-    def handle(self, message: Any, *, principal: str, check_text: bool = True) -> Exchange:
+    def handle(self, message: JSON, *, principal: str, check_text: bool = True) -> Exchange:
         """Serve one stateless message: the whole contract of the 2026-07-28 era.
 
         `check_text=False` is for adapters that parsed raw text already shown free of lone

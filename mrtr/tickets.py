@@ -23,13 +23,14 @@ import os
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Literal, NamedTuple, NoReturn
 
 from itsdangerous import Signer
 
 from .errors import TicketRejected
 from .keys import KeyRing
-from .wire import has_lone_surrogate, may_yield_surrogate
+from .messages import JSON, JSONObject
+from .wire import holds_lone_surrogate, may_hold_surrogates
 
 if TYPE_CHECKING:  # sealing needs `cryptography`, imported only when a sealed ticket is made or opened
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -97,7 +98,7 @@ class Trace:
         return [{"check": c.name, "outcome": c.outcome, "detail": c.detail, "why": c.why} for c in self.checks]
 
 
-def read_payload(text: str) -> Any:
+def read_payload(text: str) -> JSON:
     """Parse a ticket's JSON payload, refusing (ValueError) what no server writes and no page can show.
 
     An unverified payload (the lab's "remove signature" switch, or counter-mode plaintext without
@@ -105,20 +106,11 @@ def read_payload(text: str) -> Any:
     or lone UTF-16 surrogates (`\\ud800`) that no UTF-8 encoder can write back out.
     """
     try:
-        value = json.loads(text)
+        value: JSON = json.loads(text)
     except RecursionError:
         raise ValueError("ticket payload nests too deeply to read") from None
-    stack = [value] if may_yield_surrogate(text) else []
-    while stack:  # iterative: the value may be as deep as the parser allowed
-        item = stack.pop()
-        if isinstance(item, str):
-            if has_lone_surrogate(item):
-                raise ValueError("ticket payload holds a lone UTF-16 surrogate, which is not valid text")
-        elif isinstance(item, dict):
-            stack.extend(item)
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
+    if may_hold_surrogates(text) and holds_lone_surrogate(value):
+        raise ValueError("ticket payload holds a lone UTF-16 surrogate, which is not valid text")
     return value
 
 
@@ -151,12 +143,12 @@ def b64decode_strict(text: str) -> bytes:
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
-def canonical_json(value: Any) -> bytes:
+def canonical_json(value: JSON) -> bytes:
     """Sorted, compact, ASCII-only JSON: one byte string per value, whatever text it holds."""
     return _CANONICAL.encode(value).encode("ascii")
 
 
-def request_digest(method: str, target: str, arguments: Any) -> str:
+def request_digest(method: str, target: str, arguments: JSON) -> str:
     """A short fingerprint of the request a ticket belongs to: method, target, canonical arguments."""
     return hashlib.sha256(canonical_json([method, target, arguments])).hexdigest()[:24]
 
@@ -164,8 +156,8 @@ def request_digest(method: str, target: str, arguments: Any) -> str:
 class _Signer(Signer):
     """itsdangerous's HMAC signer, deriving each key once instead of on every verification."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, keys: list[bytes], *, salt: bytes) -> None:
+        super().__init__(keys, salt=salt, digest_method=hashlib.sha256, key_derivation="hmac")
         self._derived: dict[bytes, bytes] = {}
 
     def derive_key(self, secret_key: str | bytes | None = None) -> bytes:
@@ -192,9 +184,7 @@ class TicketCodec:
         # demo replays byte for byte on a fixed key and clock; production never passes one.
         self.jti = jti or (lambda: secrets.token_urlsafe(12))
         # itsdangerous signs with the *last* key of its list; our ring's first key signs.
-        self._signer = _Signer(
-            list(reversed(ring.keys)), salt=_SALT, digest_method=hashlib.sha256, key_derivation="hmac"
-        )
+        self._signer = _Signer(list(reversed(ring.keys)), salt=_SALT)
         self._aead_by_kid: list[tuple[bytes, AESGCM]] | None = None  # built on first use
 
     @property
@@ -215,10 +205,10 @@ class TicketCodec:
         sub: str,
         method: str,
         target: str,
-        arguments: Any,
-        work: dict[str, Any],
+        arguments: JSON,
+        work: JSONObject,
         step: str,
-    ) -> dict[str, Any]:
+    ) -> JSONObject:
         return {
             "v": 1,
             "jti": self.jti(),
@@ -230,7 +220,7 @@ class TicketCodec:
             "work": work,
         }
 
-    def encode(self, claims: dict[str, Any], *, sealed: bool | None = None) -> str:
+    def encode(self, claims: JSONObject, *, sealed: bool | None = None) -> str:
         body = canonical_json(claims)
         if self.sealed if sealed is None else sealed:
             kid, aead = self._aead[0]
@@ -241,7 +231,7 @@ class TicketCodec:
 
     # -- opening -----------------------------------------------------------------------------
 
-    def open(self, token: object, trace: Trace) -> dict[str, Any]:
+    def open(self, token: JSON, trace: Trace) -> JSONObject:
         """Verify the ticket's integrity and return its claims; record the signature check.
 
         Raises:
@@ -257,7 +247,7 @@ class TicketCodec:
         trace.record("signature", "pass", "integrity verified with a shared key")
         return claims
 
-    def _open(self, token: object) -> dict[str, Any]:
+    def _open(self, token: JSON) -> JSONObject:
         parts = split_ticket(token)
         if isinstance(parts, SignedParts):
             if not self._signer.verify_raw(parts.signed, parts.mac):
@@ -291,7 +281,7 @@ class SealedParts:
     blob: bytes
 
 
-def split_ticket(token: object) -> SignedParts | SealedParts:
+def split_ticket(token: JSON) -> SignedParts | SealedParts:
     """Take a ticket apart by its format, checking its size and encoding but NOT its integrity.
 
     Raises:
@@ -335,7 +325,7 @@ def split_sealed(rest: str) -> tuple[bytes, bytes, bytes]:
     return raw[:4], raw[4:16], raw[16:]
 
 
-def parse_claims(body: bytes) -> dict[str, Any]:
+def parse_claims(body: bytes) -> JSONObject:
     """Decoded ticket bytes as a version-1 claims object; ValueError for anything else."""
     claims = read_payload(body.decode("utf-8"))
     if not isinstance(claims, dict) or claims.get("v") != 1:
@@ -354,14 +344,14 @@ def _fail(trace: Trace, check: str, reason: str) -> NoReturn:
 
 
 def check_binding(
-    claims: dict[str, Any],
+    claims: JSONObject,
     trace: Trace,
     *,
     principal: str,
     now: float,
     method: str,
     target: str,
-    arguments: Any,
+    arguments: JSON,
 ) -> None:
     """Run the principal, expiry and request checks on verified claims, in that order.
 

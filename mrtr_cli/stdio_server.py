@@ -16,8 +16,7 @@ import sys
 from collections.abc import Mapping
 from typing import IO, Any
 
-from mrtr.clock import system_clock
-from mrtr.server import Server
+from mrtr import Server, system_clock
 from mrtr_settings.environment import open_store, read_settings
 from mrtr_settings.keyfiles import ring_from_config
 from mrtr_toolsets.lesson import lesson_catalog

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from mrtr.redeemed import MemoryStore, RedeemedStore
-from mrtr.tickets import DEFAULT_TTL
+from mrtr import DEFAULT_TTL, MemoryStore, RedeemedStore
 from mrtr_settings.keyfiles import default_state_dir
 from mrtr_settings.lti_platforms import LtiPlatform, PlatformsError, parse_platforms
 from mrtr_stores.redeemed_sqlite import SqliteStore

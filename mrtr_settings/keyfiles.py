@@ -12,7 +12,7 @@ import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
-from mrtr.keys import MIN_KEY_LENGTH, KeyConfigError, KeyRing
+from mrtr import MIN_KEY_LENGTH, KeyConfigError, KeyRing
 
 KEY_FILE_NAME = "secret.key"
 

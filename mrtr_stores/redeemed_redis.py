@@ -27,7 +27,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from mrtr.errors import StoreUnavailable
+from mrtr import StoreUnavailable
 
 DEFAULT_PREFIX = "mrtr:redeemed:"
 #: Seconds to wait for Redis to accept a connection or answer a command before it counts as down.

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from mrtr.errors import StoreUnavailable
+from mrtr import StoreUnavailable
 from mrtr_stores.sqlite_files import SQLITE_BUSY_TIMEOUT, connect_wal
 
 T = TypeVar("T")

@@ -16,8 +16,20 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-from mrtr.handler import CallContext, InputRequired
-from mrtr.primitives import Catalog, Handler, Prompt, Resource, ResourceTemplate, Tool, elicit_form, list_roots, sample
+from mrtr import (
+    CallContext,
+    Catalog,
+    Handler,
+    InputRequired,
+    Prompt,
+    Resource,
+    ResourceTemplate,
+    Tool,
+    as_object,
+    elicit_form,
+    list_roots,
+    sample,
+)
 from mrtr_toolsets.lesson import text_result
 
 NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}}
@@ -129,15 +141,16 @@ def _multi_round(ctx: CallContext) -> dict[str, Any] | InputRequired:
     step = state.get("step")
     if step == "color":
         answers = ctx.answers({"favorite_color": COLOR_Q})
+        work = as_object(state.get("work"))
         if answers is None:
-            return ctx.ask({"favorite_color": COLOR_Q}, work=state.get("work", {}), step="color")
-        name = state.get("work", {}).get("name", "someone")
-        color = answers["favorite_color"].get("content", {}).get("color", "no colour")
+            return ctx.ask({"favorite_color": COLOR_Q}, work=work, step="color")
+        name = work.get("name", "someone")
+        color = as_object(answers["favorite_color"].get("content")).get("color", "no colour")
         return text_result(f"{name} likes {color}.")
     answers = ctx.answers({"user_name": NAME_Q}) if step == "name" else None
     if answers is None:
         return ctx.ask({"user_name": NAME_Q}, work={}, step="name")
-    name = answers["user_name"].get("content", {}).get("name", "someone")
+    name = as_object(answers["user_name"].get("content")).get("name", "someone")
     return ctx.ask({"favorite_color": COLOR_Q}, work={"name": name}, step="color")
 
 

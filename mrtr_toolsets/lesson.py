@@ -10,10 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mrtr.handler import CallContext, InputRequired
-from mrtr.primitives import Catalog, Prompt, Resource, Tool, elicit_form
-from mrtr.protocol import as_object
-from mrtr.tickets import CHECK_TITLES
+from mrtr import CHECK_TITLES, CallContext, Catalog, InputRequired, Prompt, Resource, Tool, as_object, elicit_form
 
 CONFIRM_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -43,9 +40,10 @@ def deploy(ctx: CallContext) -> dict[str, Any] | InputRequired:
     if answers is None:
         return ctx.ask(questions, work={"env": target}, step="confirm")
     reply = answers["confirm"]
-    if reply["action"] == "accept" and reply["content"].get("confirm") is True:
+    action = reply.get("action")
+    if action == "accept" and as_object(reply.get("content")).get("confirm") is True:
         return text_result(f"deployed to {target}")
-    said = "did not tick the box" if reply["action"] == "accept" else f"chose {reply['action']}"
+    said = "did not tick the box" if action == "accept" else f"chose {action}"
     return text_result(f"nothing was deployed to {target}: the user {said}")
 
 

@@ -17,7 +17,7 @@ def test_ruff_finds_nothing():
 
 
 def test_mypy_finds_nothing():
-    """mypy with the settings in pyproject.toml: strict for mrtr/, normal for web/, moves/ and app.py."""
+    """mypy with the settings in pyproject.toml: strict on every product package."""
     run = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", os.devnull],
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr

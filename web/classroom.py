@@ -51,7 +51,7 @@ from flask import (
 from markupsafe import Markup
 from werkzeug.wrappers import Response as BaseResponse
 
-from mrtr.redeemed import RedeemedStore
+from mrtr import RedeemedStore
 from mrtr_settings.keyfiles import default_state_dir
 from mrtr_stores.redeemed_sqlite import SqliteStore
 from web import errors, htmx

@@ -26,9 +26,7 @@ from moves.engine import MINT_ID, Call, modern_request, play
 from moves.labcodec import LabRing
 from moves.target import Outcome
 from moves.targets.in_process import LabTarget, lab_server
-from mrtr import FakeClock, Server
-from mrtr.redeemed import RedeemedStore
-from mrtr.tickets import CHECK_TITLES, CHECKS
+from mrtr import CHECK_TITLES, CHECKS, FakeClock, RedeemedStore, Server
 from web.moveviews import step_outcome_words, step_words
 
 #: The principal a stolen ticket is replayed under.

@@ -16,9 +16,9 @@ web/errors.py) instead of letting a value reach a view that could choke on it:
 `FIELDS` declares, per endpoint, the fields the views read and what kind each is; a field nobody
 declared still gets the generic checks. This module never changes a value, never decides what a
 field means (the views still say "offset must be between 0 and 600"), and never reads `/mcp`.
-The text helpers (`utf8_problem`, `lone_surrogate_escape`, `text_problem`, `json_text_problem`) are
-plain functions any other module may reuse; bodies for /mcp go through `mrtr.wire` instead, whose
-`has_lone_surrogate` these share.
+The text helpers (`text_problem`, `json_text_problem`) are plain functions any other module may
+reuse; the UTF-8 and lone-surrogate checks themselves live once, in `mrtr.wire`, which /mcp's body
+reader uses too.
 """
 
 from __future__ import annotations
@@ -32,9 +32,14 @@ from urllib.parse import unquote_to_bytes, urlsplit
 from flask import Flask, request
 from werkzeug.exceptions import BadRequest
 
-from mrtr.protocol import MAX_JSON_DEPTH
-from mrtr.tickets import SIGNED_PREFIX, b64decode_strict
-from mrtr.wire import has_lone_surrogate
+from mrtr import (
+    MAX_JSON_DEPTH,
+    SIGNED_PREFIX,
+    b64decode_strict,
+    has_lone_surrogate,
+    lone_surrogate_escape,
+    utf8_problem,
+)
 
 #: At most this many fields in a query string, and (separately) in a form body, repeats included.
 MAX_FIELDS = 64
@@ -156,43 +161,6 @@ UNGUARDED = frozenset({"mcp.endpoint", "static"})
 
 
 # -- text checks any module may reuse ------------------------------------------------------------------
-
-
-def utf8_problem(raw: bytes) -> str | None:
-    """Why `raw` is not strict UTF-8 (lone surrogates such as ED A0 80 are not UTF-8), or None."""
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        bad = raw[exc.start:exc.start + 3]
-        if len(bad) == 3 and bad[0] == 0xED and 0xA0 <= bad[1] <= 0xBF:
-            return f"bytes {exc.start + 1}-{exc.start + 3} ({bad.hex(' ').upper()}) encode a lone UTF-16 surrogate"
-        return f"byte {exc.start + 1} ({raw[exc.start:exc.end].hex(' ').upper()}) is not UTF-8"
-    return None
-
-
-_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|.)", re.S)
-
-
-def lone_surrogate_escape(text: str) -> bool:
-    """Whether `text` holds a `\\uD800`-`\\uDFFF` escape that is not half of a proper pair.
-
-    Escapes are read left to right, so `\\\\ud800` (an escaped backslash, then text) is not one.
-    """
-    if "\\" not in text:
-        return False
-    high_ends_at = -1  # where the last unpaired high-surrogate escape ended, or -1
-    for match in _ESCAPE.finditer(text):
-        code = int(match.group(1), 16) if match.group(1) else -1
-        if high_ends_at >= 0:
-            if match.start() == high_ends_at and 0xDC00 <= code <= 0xDFFF:
-                high_ends_at = -1
-                continue
-            return True
-        if 0xD800 <= code <= 0xDBFF:
-            high_ends_at = match.end()
-        elif 0xDC00 <= code <= 0xDFFF:
-            return True
-    return high_ends_at >= 0
 
 
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -368,4 +336,4 @@ def init_app(app: Flask) -> None:
 
 
 __all__ = ["FIELDS", "Field", "InputRefused", "check_field", "check_request", "init_app",
-           "json_text_problem", "lone_surrogate_escape", "text_problem", "ticket_problem", "utf8_problem"]
+           "json_text_problem", "text_problem", "ticket_problem"]

@@ -51,15 +51,20 @@ from werkzeug.datastructures import Headers, MIMEAccept
 from werkzeug.http import HTTP_STATUS_CODES, parse_accept_header, parse_options_header
 from werkzeug.wsgi import get_content_length, get_host
 
-from mrtr import Connection
-from mrtr.errors import (
+from mrtr import (
     INVALID_REQUEST,
+    LEGACY_VERSIONS,
+    META_VERSION,
+    Connection,
     HeaderMismatch,
     InternalError,
+    NotUtf8,
     ProtocolError,
+    as_object,
+    may_hold_surrogates,
+    request_id_of,
+    utf8_text,
 )
-from mrtr.protocol import LEGACY_VERSIONS, META_VERSION, as_object, may_hold_surrogates, request_id_of
-from mrtr.wire import NotUtf8, utf8_text
 from mrtr_settings.environment import Settings
 from web import security
 from web.admission import HELD_KEY, HeldSlots
@@ -776,7 +781,7 @@ def _check_param_headers(req: HttpIn, params: dict[str, Any], services: Services
     name = params.get("name")
     tool = services.server.catalog.tools.get(name) if isinstance(name, str) else None
     arguments = as_object(params.get("arguments"))
-    properties = tool.input_schema.get("properties", {}) if tool else {}
+    properties = as_object(tool.input_schema.get("properties")) if tool else {}
     for prop, schema in properties.items():
         suffix = schema.get("x-mcp-header") if isinstance(schema, dict) else None
         if not isinstance(suffix, str):

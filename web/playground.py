@@ -37,8 +37,7 @@ from moves.engine import MINT_ID, Call, MoveResult, Step, modern_request, outcom
 from moves.script import TICKET_MARK, ScriptStep, replay_script
 from moves.target import Outcome, Role
 from moves.targets.in_process import LabStore, LabTarget
-from mrtr.protocol import as_object, shape_problem
-from mrtr.tickets import CHECK_TITLES, CHECKS, SEALED_PREFIX, b64encode
+from mrtr import CHECK_TITLES, CHECKS, SEALED_PREFIX, as_object, b64encode, shape_problem
 from web import htmx
 from web.content import get_content
 from web.moveviews import grouped, step_words

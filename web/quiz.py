@@ -16,7 +16,7 @@ from typing import Any
 from flask import Blueprint, Response, abort, request
 from itsdangerous import BadData, URLSafeSerializer
 
-from mrtr.protocol import as_object
+from mrtr import as_object
 from web import htmx
 from web.content import Choice, Lesson, Question, get_content
 from web.services import get_services

@@ -16,8 +16,7 @@ from flask import current_app
 
 from moves.labcodec import LabRing, lab_ring_from
 from moves.targets.in_process import LabTarget, lab_server, lab_target
-from mrtr import KeyRing, Server, system_clock
-from mrtr.clock import Clock
+from mrtr import Clock, KeyRing, Server, system_clock
 from mrtr_settings.environment import ConfigError, Settings, open_store, parse_tokens
 from mrtr_settings.keyfiles import ring_from_config
 from mrtr_toolsets.lesson import lesson_catalog

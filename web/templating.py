@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Flask
 
-from mrtr.tickets import CHECK_TITLES
+from mrtr import CHECK_TITLES
 from web.content import get_content
 from web.moveviews import OUTCOME_TEXT
 

@@ -25,9 +25,7 @@ from moves import story, transcripts
 from moves.engine import Call, answers_for, modern_request, outcome_of, play
 from moves.target import Outcome, Reply
 from moves.targets.in_process import lab_target
-from mrtr import CHECKS, FakeClock, MemoryStore, Server
-from mrtr.protocol import as_object
-from mrtr.tickets import CHECK_TITLES, DEFAULT_TTL
+from mrtr import CHECK_TITLES, CHECKS, DEFAULT_TTL, FakeClock, MemoryStore, Server, as_object
 from mrtr_toolsets import lesson as mrtr_tools
 from web.content import ContentError, Course, Lesson
 from web.moveviews import OUTCOME_CLASS, OUTCOME_TEXT
@@ -213,9 +211,9 @@ def roundtrip_data(lesson: Lesson, anchor: str = "rt") -> list[FigureStep]:
         lines = []
         for i, line in enumerate(step.lines, 1):
             message = line.message
-            result = message.get("result") if isinstance(message, dict) else None
-            if isinstance(result, dict) and isinstance(result.get("requestState"), str) and not issued:
-                issued = result["requestState"]
+            state = as_object(message.get("result")).get("requestState")
+            if isinstance(state, str) and not issued:
+                issued = state
             shown = _shorten_ticket(message, issued)
             base = _STEP3_BASES.get(line.direction, ()) if "jsonrpc" not in message else ()
             html, fields = annotate(shown, notes, f"{anchor}-f{step.n}-{i}", base=base)
@@ -264,10 +262,12 @@ def replay_data(mode: str) -> dict[str, Any]:
         call = Call(client_name="mrtr-lab-playground")
         first = lb.handle(modern_request(2, "tools/call", {"name": call.tool, "arguments": dict(call.arguments)},
                                          call), principal="bob", replica="A")
-        result = (first.exchange.response or {}).get("result", {})
+        asked = first.exchange.input_required
+        questions = asked.get("inputRequests", {}) if asked else {}
+        ticket = asked.get("requestState", "") if asked else ""
         retry = modern_request(3, "tools/call", {"name": call.tool, "arguments": dict(call.arguments),
-                                                 "inputResponses": answers_for(result.get("inputRequests", {})),
-                                                 "requestState": result.get("requestState", "")}, call)
+                                                 "inputResponses": answers_for(questions),
+                                                 "requestState": ticket}, call)
         clock.advance(8)
         played = []
         for label, name in (("The retry, on replica B", "B"), ("The same retry again, on replica A", "A")):
@@ -507,10 +507,10 @@ def sequence_model(steps: Any, *, current: int | None = None, focus: bool = Fals
             params = as_object(message.get("params"))
             result = as_object(message.get("result"))
             ticket = ""
-            if isinstance(result.get("requestState"), str):
-                issued, ticket = result["requestState"], "issued"
-            elif isinstance(params.get("requestState"), str):
-                sent = params["requestState"]
+            issued_now, sent = result.get("requestState"), params.get("requestState")
+            if isinstance(issued_now, str):
+                issued, ticket = issued_now, "issued"
+            elif isinstance(sent, str):
                 same = not issued or sent in (issued, f"{issued[:16]}…{issued[-6:]}")  # the lesson shortens repeats
                 ticket = "carried" if same else "edited"
             if line.direction == "-->":

@@ -35,7 +35,7 @@ from moves.targets.remote import (
     is_response,
     parse_json,
 )
-from mrtr.protocol import as_object
+from mrtr import as_object
 
 MODERN_VERSION = "2026-07-28"
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
@@ -64,11 +64,13 @@ def mirrored_headers(message: dict[str, Any], param_headers: Mapping[str, Mappin
     if isinstance(method, str):
         headers["Mcp-Method"] = header_value(method)
         key = NAMED_METHODS.get(method)
-        if key and isinstance(params.get(key), str):
-            headers["Mcp-Name"] = header_value(params[key])
-        if method == "tools/call" and isinstance(params.get("name"), str):
+        named = params.get(key) if key else None
+        if isinstance(named, str):
+            headers["Mcp-Name"] = header_value(named)
+        tool = params.get("name")
+        if method == "tools/call" and isinstance(tool, str):
             arguments = as_object(params.get("arguments"))
-            for prop, suffix in param_headers.get(params["name"], {}).items():
+            for prop, suffix in param_headers.get(tool, {}).items():
                 if prop in arguments:
                     raw = arguments[prop]
                     text = raw if isinstance(raw, str) else json.dumps(raw, separators=(",", ":"))
@@ -83,10 +85,10 @@ def _param_headers_of(tools: Any) -> dict[str, dict[str, str]]:
             continue
         schema = as_object(tool.get("inputSchema"))
         props = as_object(schema.get("properties"))
-        marked = {p: s["x-mcp-header"] for p, s in props.items()
-                  if isinstance(s, dict) and isinstance(s.get("x-mcp-header"), str)}
-        if marked:
-            found[tool["name"]] = marked
+        marked = {p: suffix for p, s in props.items() if isinstance(suffix := as_object(s).get("x-mcp-header"), str)}
+        name = tool.get("name")
+        if marked and isinstance(name, str):
+            found[name] = marked
     return found
 
 

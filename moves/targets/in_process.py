@@ -13,12 +13,7 @@ from typing import Any
 
 from moves.labcodec import LabCodec, LabRing
 from moves.target import Progress, Reply, Role
-from mrtr.clock import FakeClock
-from mrtr.handler import Policy
-from mrtr.primitives import Catalog
-from mrtr.redeemed import MemoryStore, RedeemedStore
-from mrtr.server import Server
-from mrtr.tickets import DEFAULT_TTL
+from mrtr import DEFAULT_TTL, Catalog, FakeClock, MemoryStore, Policy, RedeemedStore, Server
 from mrtr_toolsets.lesson import lesson_catalog
 
 

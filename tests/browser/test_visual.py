@@ -12,7 +12,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, expect
 
-from mrtr.tickets import CHECK_TITLES
+from mrtr import CHECK_TITLES
 from tests.browser.helpers import LiveServer, assert_no_axe_violations
 from tests.web.helpers import honest_move, stopped_move
 

@@ -33,7 +33,7 @@ from moves.engine import Call, play, readable_claims
 from moves.targets.http import HttpTarget
 from moves.targets.remote import Timing
 from moves.targets.stdio import StdioTarget
-from mrtr.clock import FakeClock
+from mrtr import FakeClock
 from tests.browser.helpers import serve
 from tests.check.catalogue import EDITED, caught_by, gated_by
 from tests.check.conftest import APP_CONFIG

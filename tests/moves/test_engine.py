@@ -13,7 +13,7 @@ from moves.engine import Call, answers_for, edit_ticket, modern_request, outcome
 from moves.labcodec import LabRing
 from moves.target import Outcome, Reply
 from moves.targets.in_process import LabTarget, lab_target
-from mrtr.tickets import CHECKS
+from mrtr import CHECKS
 from tests.check.catalogue import EDITED, HONEST, REPLAY
 
 RING = LabRing.public("engine-test-key-0123456789abcdefghijklmn")

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from moves.transcripts import SCENES, lab_scenes
-from mrtr.client import Client, ClientError, InMemoryTransport
-from mrtr.primitives import Catalog, Tool, elicit_form
+from mrtr import Catalog, Client, ClientError, InMemoryTransport, Tool, elicit_form
 
 
 def client_for(server, **kwargs) -> Client:
@@ -50,7 +49,7 @@ def test_no_request_state_is_sent_when_the_server_gave_none(server):
                                                   "required": ["name"]})}
         got = ctx.answers(question)
         if got is None:
-            from mrtr.handler import InputRequired
+            from mrtr import InputRequired
 
             return InputRequired(question, None)
         return {"content": [{"type": "text", "text": f"hi {got['name']['content']['name']}"}]}

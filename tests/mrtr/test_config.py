@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mrtr.redeemed import MemoryStore
-from mrtr.tickets import DEFAULT_TTL
+from mrtr import DEFAULT_TTL, MemoryStore
 from mrtr_settings.environment import SETTINGS, ConfigError, Settings, open_store, read_settings
 from mrtr_stores.redeemed_sqlite import SqliteStore
 

@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from mrtr.errors import METHOD_NOT_FOUND
-from mrtr.primitives import Catalog, Tool, elicit_form
+from mrtr import METHOD_NOT_FOUND, Catalog, Tool, elicit_form
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},

@@ -6,20 +6,27 @@ import json
 
 import pytest
 
-from mrtr import INPUT_REQUIRED_METHODS, KeyRing, MemoryStore, Server
-from mrtr.connection import Connection
-from mrtr.errors import (
+from mrtr import (
+    INPUT_REQUIRED_METHODS,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
+    MAX_MESSAGE_BYTES,
     METHOD_NOT_FOUND,
     MISSING_CAPABILITY,
     PARSE_ERROR,
     UNSUPPORTED_VERSION,
+    Catalog,
+    Connection,
+    KeyRing,
+    MemoryStore,
+    Prompt,
+    Resource,
+    Server,
+    Tool,
+    elicit_form,
 )
 from mrtr.methods import MODERN_METHODS
-from mrtr.primitives import Catalog, Prompt, Resource, Tool, elicit_form
-from mrtr.protocol import MAX_MESSAGE_BYTES
 
 from .helpers import ACCEPT, META, assert_frozen_rejection, deploy, request
 

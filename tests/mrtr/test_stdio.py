@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mrtr.client import Client
+from mrtr import Client
 from mrtr_cli.stdio_server import SubprocessTransport
 
 from .conftest import KEY, ROOT

@@ -40,7 +40,7 @@ def test_memory_stays_flat_under_a_stream_of_short_lived_tickets():
 
 CHILD = """
 import sys
-from mrtr import SqliteStore
+from mrtr_stores.redeemed_sqlite import SqliteStore
 store = SqliteStore(sys.argv[1])
 print("first" if store.redeem(sys.argv[2], exp=10_000, now=1) else "again")
 """

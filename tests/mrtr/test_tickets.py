@@ -9,10 +9,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mrtr import KeyRing, TicketCodec, TicketRejected, Trace
-from mrtr.keys import KeyConfigError
-from mrtr.tickets import MAX_TICKET_LENGTH, b64decode_strict, check_binding, read_payload
-from mrtr.wire import has_lone_surrogate
+from mrtr import (
+    MAX_TICKET_LENGTH,
+    KeyConfigError,
+    KeyRing,
+    TicketCodec,
+    TicketRejected,
+    Trace,
+    b64decode_strict,
+    check_binding,
+    has_lone_surrogate,
+    read_payload,
+)
 from mrtr_settings.keyfiles import load_or_create_key, ring_from_config
 
 NOW = 1_790_000_000.0

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from mrtr.tickets import CHECK_TITLES
+from mrtr import CHECK_TITLES
 from tests.peers import launch
 from tests.peers.wire import ARGS, Hand, call, play
 

@@ -8,7 +8,7 @@ from flask.testing import FlaskClient
 from app import create_app
 from moves.catalog import holds, load_moves
 from moves.target import Outcome
-from mrtr.tickets import TicketCodec
+from mrtr import TicketCodec
 from tests.web.helpers import assert_csp_clean, assert_unique_ids, soup, stopped_move
 from web.demo import DEMO_RING, SWITCHES
 
@@ -87,7 +87,7 @@ def test_tickets_are_real_and_on_the_demo_key_not_the_apps(client: FlaskClient, 
     slide = _current(client.get("/demo/step/2").data)
     text = "".join(pre.get_text() for pre in slide.select("pre.json"))
     ticket = next(word.strip('",') for word in text.split() if word.startswith('"t1.'))
-    from mrtr.tickets import Trace
+    from mrtr import Trace
 
     claims = TicketCodec(DEMO_RING).open(ticket, Trace())  # verifies the signature
     assert claims["sub"] == "bob" and claims["iat"] == 1_790_000_000

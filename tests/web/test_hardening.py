@@ -14,8 +14,7 @@ from flask.testing import FlaskClient
 
 from app import create_app
 from bench.loadgen import ACCEPT, deploy_request, flow_headers
-from mrtr.protocol import MAX_JSON_DEPTH
-from mrtr.tickets import MAX_TICKET_LENGTH
+from mrtr import MAX_JSON_DEPTH, MAX_TICKET_LENGTH
 from web import security
 from web.content import get_content
 

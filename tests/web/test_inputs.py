@@ -15,7 +15,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from moves.labcodec import peek
-from mrtr.tickets import b64decode_strict, b64encode, parse_claims
+from mrtr import b64decode_strict, b64encode, parse_claims
 from tests.corpus.hostile import Route
 from tests.corpus.pages import custom_form, page_routes
 from tests.web.helpers import HX, rendered

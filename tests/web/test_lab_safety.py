@@ -36,8 +36,7 @@ from moves.catalog import holds
 from moves.labcodec import LabCodec, LabRing, lab_ring_from
 from moves.target import Outcome
 from moves.targets.in_process import lab_server
-from mrtr import FROZEN_TICKET_MESSAGE, FakeClock, KeyRing, TicketCodec, TicketRejected, Trace
-from mrtr.tickets import b64encode
+from mrtr import FROZEN_TICKET_MESSAGE, FakeClock, KeyRing, TicketCodec, TicketRejected, Trace, b64encode
 from web.content import load_course
 
 SECRET_TOKENS = {"Zq7-bob-configured-token-4Kd9": "bob", "Zq7-alice-configured-token-8Pw2": "alice"}

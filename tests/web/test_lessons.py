@@ -17,9 +17,8 @@ from flask.testing import FlaskClient
 from app import create_app
 from moves.catalog import holds
 from moves.target import Outcome
-from mrtr import CHECKS
-from mrtr.tickets import CHECK_TITLES
-from mrtr.tickets import DEFAULT_TTL as EXPIRY
+from mrtr import CHECK_TITLES, CHECKS
+from mrtr import DEFAULT_TTL as EXPIRY
 from mrtr_toolsets import lesson as tools
 from web.content import DEFAULT_ROOT, ContentError, load_course
 from web.moveviews import OUTCOME_TEXT, stopped_first_by

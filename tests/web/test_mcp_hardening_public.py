@@ -27,9 +27,7 @@ from flask import Flask
 
 from app import create_app
 from bench.servers import Served, gunicorn_app
-from mrtr import FakeClock, KeyRing, MemoryStore, Server
-from mrtr.errors import STORE_UNAVAILABLE_MESSAGE, StoreUnavailable
-from mrtr.wire import utf8_text
+from mrtr import STORE_UNAVAILABLE_MESSAGE, FakeClock, KeyRing, MemoryStore, Server, StoreUnavailable, utf8_text
 from mrtr_stores.redeemed_redis import RedisStore
 from mrtr_stores.redeemed_sqlite import SqliteStore
 from mrtr_toolsets.lesson import lesson_catalog

@@ -19,8 +19,7 @@ from flask.testing import FlaskClient
 
 from moves.catalog import holds
 from moves.target import Outcome
-from mrtr import FROZEN_TICKET_MESSAGE
-from mrtr.tickets import CHECK_TITLES, CHECKS
+from mrtr import CHECK_TITLES, CHECKS, FROZEN_TICKET_MESSAGE
 from tests.web.helpers import honest_move, move_where, rendered, stopped_move
 from web.content import load_course
 from web.moveviews import grouped

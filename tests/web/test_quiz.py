@@ -10,7 +10,7 @@ from flask.testing import FlaskClient
 from itsdangerous import URLSafeSerializer
 from markupsafe import escape
 
-from mrtr.tickets import CHECK_TITLES
+from mrtr import CHECK_TITLES
 from web.content import DEFAULT_ROOT, load_course
 
 from .helpers import HX, assert_csp_clean, assert_unique_ids, play_under, rendered, soup

@@ -1,0 +1,99 @@
+"""Embedded input requests (the questions in `inputRequests`) and the answers a client sends back.
+
+What this module owns: the builders of the three kinds of question (`elicit_form`, `sample`,
+`list_roots`), which client capability each needs, and `answer_problem`, which says why an
+answer cannot be used. It never sees a ticket, a connection or a handler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .messages import JSON, JSONObject, as_list, as_object
+
+
+def elicit_form(message: str, schema: JSONObject) -> JSONObject:
+    return {"method": "elicitation/create", "params": {"mode": "form", "message": message, "requestedSchema": schema}}
+
+
+def sample(text: str, max_tokens: int = 100) -> JSONObject:
+    return {
+        "method": "sampling/createMessage",
+        "params": {"messages": [{"role": "user", "content": {"type": "text", "text": text}}], "maxTokens": max_tokens},
+    }
+
+
+def list_roots() -> JSONObject:
+    return {"method": "roots/list", "params": {}}
+
+
+def required_capability(request: JSONObject) -> JSONObject:
+    """The client capability an embedded request needs, in `requiredCapabilities` form."""
+    method = request.get("method")
+    if method == "elicitation/create":
+        mode = as_object(request.get("params")).get("mode", "form")
+        return {"elicitation": {"url": {}}} if mode == "url" else {"elicitation": {}}
+    if method == "sampling/createMessage":
+        return {"sampling": {}}
+    return {"roots": {}}
+
+
+def has_capability(caps: JSONObject, request: JSONObject) -> bool:
+    method = request.get("method")
+    if method == "elicitation/create":
+        elicitation = caps.get("elicitation")
+        if not isinstance(elicitation, dict):
+            return False
+        if as_object(request.get("params")).get("mode", "form") == "url":
+            return "url" in elicitation
+        # A bare {"elicitation": {}} means form; one that lists only url does not.
+        return not elicitation or "form" in elicitation
+    if method == "sampling/createMessage":
+        return isinstance(caps.get("sampling"), dict)
+    return isinstance(caps.get("roots"), dict)
+
+
+# -- answers -------------------------------------------------------------------------------------
+
+_PRIMITIVES: dict[str, Callable[[JSON], bool]] = {
+    "boolean": lambda v: isinstance(v, bool),
+    "string": lambda v: isinstance(v, str),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "array": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+}
+
+
+def answer_problem(request: JSONObject, answer: JSON) -> str | None:
+    """Why `answer` is not a usable reply to the embedded `request`, or None when it is."""
+    if not isinstance(answer, dict):
+        return f"the answer is {type(answer).__name__}, not an object"
+    method = request.get("method")
+    if method == "elicitation/create":
+        action = answer.get("action")
+        if action not in ("accept", "decline", "cancel"):
+            return "the answer has no valid action (accept, decline or cancel)"
+        params = as_object(request.get("params"))
+        if action != "accept" or params.get("mode") == "url":
+            return None
+        content = answer.get("content")
+        if not isinstance(content, dict):
+            return "an accepted form answer needs a content object"
+        schema = as_object(params.get("requestedSchema"))
+        for key in as_list(schema.get("required")):
+            if isinstance(key, str) and key not in content:
+                return f"the answer is missing the required field {key!r}"
+        for key, prop in as_object(schema.get("properties")).items():
+            kind = as_object(prop).get("type")
+            check = _PRIMITIVES.get(kind) if isinstance(kind, str) else None
+            if key in content and check is not None and not check(content[key]):
+                return f"the field {key!r} should be a {kind}"
+        return None
+    if method == "sampling/createMessage":
+        if answer.get("role") != "assistant" or not isinstance(answer.get("content"), dict | list):
+            return "a sampling answer needs role 'assistant' and content"
+        return None
+    roots = answer.get("roots")
+    if not isinstance(roots, list) or not all(isinstance(r, dict) and isinstance(r.get("uri"), str) for r in roots):
+        return "a roots answer needs a list of roots with uris"
+    return None
