@@ -29,7 +29,7 @@ from bench.servers import PRODUCTION_SERVER, SERVERS, production_app
 from mrtr_stores.redeemed_sqlite import SqliteStore
 
 ROOT = Path(__file__).resolve().parents[1]
-MOVE_SLUGS = [m["slug"] for m in tomllib.loads((ROOT / "lessons" / "moves.toml").read_text())["moves"]]
+MOVE_SLUGS = [m["slug"] for m in tomllib.loads((ROOT / "moves" / "moves.toml").read_text())["moves"]]
 MAX_ERRORS_PER_LEARNER = 5
 
 

@@ -1,4 +1,5 @@
-"""The misuse moves as data: `lessons/moves.toml` read into frozen `Move` records, and validated.
+"""The misuse moves as data: `moves.toml` (package data beside this module) read into frozen `Move` records,
+and validated.
 
 Owns the move schema (the vocabulary below, documented again in the file's header) and what a
 sound server's answer to each move may be (`holds`). Pages, the deck, the class round, the
@@ -12,14 +13,18 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Literal
 
-from mrtr.tickets import CHECKS
+from mrtr import CHECKS
 
 from .target import Outcome, Role
 
-DEFAULT_PATH = Path(__file__).resolve().parent.parent / "lessons" / "moves.toml"
+#: The moves file shipped in this package, found through importlib.resources (never a path relative to the
+#: source tree), so a checkout, an editable install and an installed wheel all read the same file.
+DEFAULT_PATH: Traversable = files("moves") / "moves.toml"
 
 # -- the vocabulary ---------------------------------------------------------------------------------
 
@@ -272,14 +277,14 @@ def _resolve(values: dict[str, dict[str, Any]], slug: str, where: str, seen: tup
     return Move(**{**raw, "before": resolved})
 
 
-def load_moves(path: Path | None = None) -> tuple[Move, ...]:
-    """Read and validate the moves file (default: <repo>/lessons/moves.toml).
+def load_moves(path: Traversable | str | None = None) -> tuple[Move, ...]:
+    """Read and validate the moves file (default: this package's moves.toml, `DEFAULT_PATH`).
 
     Raises:
         ValueError: the file is missing or not TOML, or a move is malformed; the message names
             the file, the move and the field.
     """
-    path = Path(path) if path is not None else DEFAULT_PATH
+    path = DEFAULT_PATH if path is None else Path(path) if isinstance(path, str) else path
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:

@@ -163,7 +163,7 @@ def _markdown(section_id: str) -> MarkdownIt:
     return md
 
 
-def _load_moves(path: Path) -> tuple[Move, ...]:
+def _load_moves(path: Path | None) -> tuple[Move, ...]:
     try:
         return load_moves(path)
     except ValueError as exc:
@@ -270,14 +270,15 @@ def _load_lesson(root: Path, entry: Mapping[str, Any]) -> Lesson:
 
 
 def load_course(root: Path = DEFAULT_ROOT, moves_file: Path | None = None) -> Course:
-    """Read and validate the whole course under `root` (the moves from `moves_file`, default root/moves.toml).
+    """Read and validate the whole course under `root` (the moves from `moves_file`, default the `moves` package's
+    moves.toml: the checker plays the same file, so the moves are not part of a lessons tree).
 
     Raises:
         ContentError: a file is missing or malformed, or the pieces do not fit together.
     """
     course = _read_toml(root / "course.toml")
     where = str(root / "course.toml")
-    moves = _load_moves(moves_file or root / "moves.toml")
+    moves = _load_moves(moves_file)
     lessons = tuple(_load_lesson(root, entry) for entry in _tables(course, "lessons", where))
     if not lessons:
         raise ContentError(f"{where}: the course has no lessons")

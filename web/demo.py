@@ -1,4 +1,4 @@
-"""Presenter mode: the round trip's six steps and every move of lessons/moves.toml as a full-screen deck.
+"""Presenter mode: the round trip's six steps and every move of moves/moves.toml as a full-screen deck.
 
 Everything on a slide is produced by real servers at the moment the page is asked for, but on a
 FIXED demo key, a fixed clock and a seeded ticket-id sequence, so the same slide replays byte for

@@ -1,4 +1,4 @@
-"""What the catalogue says a server lacking one defence gets wrong, derived from lessons/moves.toml alone, so a
+"""What the catalogue says a server lacking one defence gets wrong, derived from moves/moves.toml alone, so a
 new move changes these sets with no edit here.
 
 `caught_by(feature)`: the moves that FAIL on a server without `feature` (a check name from mrtr.tickets.CHECKS,

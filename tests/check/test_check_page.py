@@ -301,7 +301,7 @@ def test_checking_the_apps_own_mcp_holds_everywhere(live: LiveServer) -> None:
     started = client.post("/check", data=form(live.url + "/mcp"))
     html = finish(live.app, client, started)
     verdicts = {r["data-move"]: r["data-verdict"] for r in html.select("tr[data-move]")}
-    slugs = [m["slug"] for m in tomllib.loads((ROOT / "lessons" / "moves.toml").read_text())["moves"]]
+    slugs = [m["slug"] for m in tomllib.loads((ROOT / "moves" / "moves.toml").read_text())["moves"]]
     assert list(verdicts) == slugs and set(verdicts.values()) == {"pass"}
     assert {r["data-verdict"] for r in html.select("tr[data-probe]")} == {"pass"}
     assert html.select_one("#check-status").get_text().startswith("PASS")

@@ -336,7 +336,7 @@ def test_the_progress_bar_draws_on_a_terminal_and_announces_once_elsewhere() -> 
 def test_an_eighth_move_in_the_moves_file_is_played_with_no_code_change(mcp_url: str, tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     eighth = tmp_path / "moves.toml"
-    eighth.write_text((ROOT / "lessons" / "moves.toml").read_text(encoding="utf-8") + '''
+    eighth.write_text((ROOT / "moves" / "moves.toml").read_text(encoding="utf-8") + '''
 [[moves]]
 slug = "stolen-other-request"
 title = "Alice spends it on prod"

@@ -21,7 +21,7 @@ from web.content import DEFAULT_ROOT
 
 LESSON = DEFAULT_ROOT / "build-the-checks"
 BUILD: Build = load_build(LESSON)  # type: ignore[assignment]  # the lesson has a steps.toml
-#: The moves the checker plays (MRTR_MOVES_FILE when set, as the checker reads it, else lessons/moves.toml).
+#: The moves the checker plays (MRTR_MOVES_FILE when set, as the checker reads it, else moves/moves.toml).
 CATALOGUE: tuple[Move, ...] = moves_from_env()
 #: Moves some step names; the others (the honest retry, junk, sequences) belong to no one step.
 OWNED: frozenset[str] = frozenset(slug for step in BUILD.steps for slug in step.moves)

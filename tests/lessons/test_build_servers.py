@@ -3,7 +3,7 @@ step names fails on it), each step written alone on the starter turns exactly it
 marks exactly that step done, and the full solution passes everything.
 
 Partials are spliced from the one source of truth (starter/ and solution/server.py, via web.build), and
-every set of moves comes from steps.toml and lessons/moves.toml. Tickets live 2 s, so the late move
+every set of moves comes from steps.toml and moves/moves.toml. Tickets live 2 s, so the late move
 waits about 3 s, for real, per run.
 """
 

@@ -2,7 +2,7 @@
 the sound controls, over HTTP (servers in process threads) and over stdio (one process per principal).
 
 The expected sets are data (expectations.toml), checked against the catalogue: every slug there is a move of
-lessons/moves.toml, and a move that flags a mutant without being listed fails with a message saying which move
+moves/moves.toml, and a move that flags a mutant without being listed fails with a message saying which move
 and what it shows. No test waits for real: the late move moves the server's clock (tests/mutants/harness.py).
 """
 

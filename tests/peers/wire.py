@@ -1,6 +1,6 @@
 """Plain JSON-RPC by hand, for the ground-truth tests: no checker, no SDK client, nothing of ours in between.
 
-`play(peer, move)` sends one move of lessons/moves.toml the long way (mint as bob, its `before` move's retry,
+`play(peer, move)` sends one move of moves/moves.toml the long way (mint as bob, its `before` move's retry,
 then its own: every answer kind, ticket edit and junk shape written out here by hand) and returns the outcome
 read off the wire: "completed", "ended" (a complete result without the work, for an answer that is no yes),
 "refused" (a JSON-RPC error or an isError result), "asked-again" (input_required once more), or "not-run" where
@@ -157,7 +157,7 @@ class Played:
     replies: list[dict[str, Any]]
 
 
-#: The `answer` kinds of lessons/moves.toml, written out by hand for deploy's one question (confirm: boolean),
+#: The `answer` kinds of moves/moves.toml, written out by hand for deploy's one question (confirm: boolean),
 #: sent under the key the peer chose for it ("confirm", or the Python SDK's resolver name).
 ANSWERS: dict[str, dict[str, Any] | None] = {
     "accept": ACCEPT["confirm"],

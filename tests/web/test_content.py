@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app import create_app
-from moves.catalog import load_moves
+from moves.catalog import DEFAULT_PATH, load_moves
 from moves.engine import play
 from moves.labcodec import LabRing
 from moves.targets.in_process import lab_target
@@ -23,9 +23,10 @@ LESSON = "when-the-server-needs-input"
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    """A private copy of lessons/ to break."""
+    """A private copy of lessons/ to break, with a copy of the moves file (package data of `moves`) in it."""
     root = tmp_path / "lessons"
     shutil.copytree(DEFAULT_ROOT, root)
+    (root / MOVES_TOML).write_text(DEFAULT_PATH.read_text(encoding="utf-8"), encoding="utf-8")
     return root
 
 
@@ -111,10 +112,10 @@ def test_broken_content_fails_create_app(tree: Path, case: str) -> None:
     breaks, message = BROKEN[case]
     breaks(tree)
     with pytest.raises(ContentError, match=re.escape(message)):
-        load_course(tree)
+        load_course(tree, tree / MOVES_TOML)
     with pytest.raises(ContentError):
         create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory",
-                    "MRTR_CONTENT_DIR": str(tree)})
+                    "MRTR_CONTENT_DIR": str(tree), "MRTR_MOVES_FILE": str(tree / MOVES_TOML)})
 
 
 def test_raw_html_in_markdown_is_escaped(tree: Path) -> None:

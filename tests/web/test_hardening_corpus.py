@@ -29,7 +29,7 @@ from tests.corpus.pages import SPEC_5XX, custom_form, page_failure, page_routes
 from web.content import get_content
 
 ROOT = Path(__file__).resolve().parents[2]
-MOVE_SLUGS = [m["slug"] for m in tomllib.loads((ROOT / "lessons" / "moves.toml").read_text())["moves"]]
+MOVE_SLUGS = [m["slug"] for m in tomllib.loads((ROOT / "moves" / "moves.toml").read_text())["moves"]]
 MIN_CASES = 200
 MIN_PAGE_CASES = 2000
 def quiz_paths(app: Flask) -> list[str]:

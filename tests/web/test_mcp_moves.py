@@ -1,4 +1,4 @@
-"""Every move of lessons/moves.toml, played by the move engine over POST /mcp with bearer tokens.
+"""Every move of moves/moves.toml, played by the move engine over POST /mcp with bearer tokens.
 
 Same moves as tests/moves/test_engine.py, but through HTTP: the token names the principal, the
 injected clock (MRTR_CLOCK) moves the retry in time, and the server log says which check stopped it.
