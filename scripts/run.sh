@@ -13,8 +13,9 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 
-echo "==> Installing runtime dependencies (requirements.txt)"
+echo "==> Installing runtime dependencies (requirements.txt) and the project itself (editable: the mrtr command)"
 .venv/bin/python -m pip install -qq --disable-pip-version-check -r requirements.txt
+.venv/bin/python -m pip install -qq --disable-pip-version-check --no-deps -e .
 
 echo "==> Installing Pyodide and itsdangerous for the in-page build lesson (checksums recorded in web/pyodide_install.py)"
 .venv/bin/python -m web.pyodide_install

@@ -43,6 +43,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python --version
 .venv/bin/python -m pip install -qq --disable-pip-version-check -r requirements-test.txt
+# The project itself (pyproject.toml), editable and without dependencies, which the line above pinned: the
+# `mrtr` command, and mrtr, moves and the other packages importable from any directory, as after `pip install .`.
+.venv/bin/python -m pip install -qq --disable-pip-version-check --no-deps -e .
 
 section "Pyodide for the in-page build lesson"
 # The lesson's "Run the checks" runs on Pyodide, served by the app itself: its npm tarball and the itsdangerous
