@@ -167,8 +167,6 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("MRTR_TRUSTED_PROXIES", _whole(0), "proxies in front whose X-Forwarded-* headers are believed"),
     Setting("MRTR_LTI_PLATFORMS", _lti_platforms, "LTI 1.3 platforms (JSON, or a JSON file's path); unset: no LTI"),
 )
-#: Settings whose values are secrets: never shown in a repr, a page or a log line.
-SECRET_SETTINGS = frozenset({"MRTR_SECRET_KEYS", "MRTR_TOKENS", "MRTR_INSTRUCTOR_TOKEN", "MRTR_REDIS_URL"})
 
 
 @dataclass(frozen=True)

@@ -80,13 +80,9 @@ redis.call('PEXPIRE', KEYS[5], ARGV[2])
 return 1
 """
 
-#: KEYS: class; ARGV: nickname, time. Sets the first replay once; returns 1 for the learner who set it.
+#: KEYS: class; ARGV: nickname. Sets the first replay once; returns 1 for the learner who set it.
 _FIRST_REPLAY = """
-if redis.call('HSETNX', KEYS[1], 'first_replay', ARGV[1]) == 1 then
-  redis.call('HSET', KEYS[1], 'first_replay_at', ARGV[2])
-  return 1
-end
-return 0
+return redis.call('HSETNX', KEYS[1], 'first_replay', ARGV[1])
 """
 
 #: KEYS: the window's sorted set; ARGV: window start, limit, now, a unique member, window in ms. 1: allowed.
@@ -116,7 +112,6 @@ def _row(raw: dict[Any, Any]) -> ClassRow | None:
         question_no=int(got.get("question_no", 0)), question_id=got.get("question_id") or None,
         revealed=got.get("revealed") == "1", round_open=got.get("round_open") == "1",
         single_use=got.get("single_use", "1") == "1", first_replay=got.get("first_replay") or None,
-        first_replay_at=float(got["first_replay_at"]) if got.get("first_replay_at") else None,
         locked=got.get("locked") == "1",
     )
 
@@ -377,7 +372,7 @@ class RedisClassStore:
         pipe.zadd(times, {f"{now!r}:{secrets.token_hex(4)}": now})
         pipe.execute()
         self._expire(row, self._k("t", row.id), self._k("heat", row.id), times)
-        first = bool(replay_through and self._first_replay(keys=[self._k("c", row.id)], args=[learner.nickname, now]))
+        first = bool(replay_through and self._first_replay(keys=[self._k("c", row.id)], args=[learner.nickname]))
         self.client.hincrby(self._k("c", row.id), "version", 1)
         return first
 

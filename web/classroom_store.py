@@ -37,7 +37,7 @@ CREATE TABLE IF NOT EXISTS classes (
   created REAL NOT NULL, version INTEGER NOT NULL DEFAULT 0, stage INTEGER NOT NULL DEFAULT 0,
   question_no INTEGER NOT NULL DEFAULT 0, question_id TEXT, revealed INTEGER NOT NULL DEFAULT 0,
   round_open INTEGER NOT NULL DEFAULT 0, single_use INTEGER NOT NULL DEFAULT 1,
-  first_replay TEXT, first_replay_at REAL, locked INTEGER NOT NULL DEFAULT 0);
+  first_replay TEXT, locked INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS learners (
   id INTEGER PRIMARY KEY AUTOINCREMENT, class_id TEXT NOT NULL, nickname TEXT NOT NULL, nick_key TEXT NOT NULL,
   token_hash TEXT NOT NULL UNIQUE, created REAL NOT NULL, ticket TEXT, UNIQUE (class_id, nick_key));
@@ -99,7 +99,6 @@ class ClassRow:
     round_open: bool
     single_use: bool
     first_replay: str | None
-    first_replay_at: float | None
     #: The presenter closed the class to new learners (those already in stay).
     locked: bool = False
 
@@ -118,14 +117,14 @@ class Learner:
 
 
 _CLASS_COLS = ("id, code, host_hash, lesson, created, version, stage, question_no, question_id, revealed,"
-               " round_open, single_use, first_replay, first_replay_at, locked")
+               " round_open, single_use, first_replay, locked")
 
 
 def _class(row: tuple[Any, ...] | None) -> ClassRow | None:
     if row is None:
         return None
     values = list(row)
-    for i in (9, 10, 11, 14):
+    for i in (9, 10, 11, 13):
         values[i] = bool(values[i])
     return ClassRow(*values)
 
@@ -344,8 +343,8 @@ class ClassStore:
                        "VALUES (?,?,?,?,?,?,?)", (row.id, learner.id, move, outcome, stopped_at, int(single_use), now))
             first = False
             if replay_through:
-                cur = db.execute("UPDATE classes SET first_replay = ?, first_replay_at = ? "
-                                 "WHERE id = ? AND first_replay IS NULL", (learner.nickname, now, row.id))
+                cur = db.execute("UPDATE classes SET first_replay = ? WHERE id = ? AND first_replay IS NULL",
+                                 (learner.nickname, row.id))
                 first = cur.rowcount == 1
             db.execute("UPDATE classes SET version = version + 1 WHERE id = ?", (row.id,))
             db.execute("COMMIT")

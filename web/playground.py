@@ -24,7 +24,7 @@ import re
 import secrets
 import urllib.parse
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from flask import Blueprint, abort, redirect, request
@@ -388,7 +388,6 @@ class Playground:
     oob: bool = False
     answers: tuple[str, ...] = ANSWERS
     max_offset: int = MAX_OFFSET
-    move_count: int = field(default=0)
 
     @property
     def h(self) -> int:
@@ -518,7 +517,6 @@ def playground_context(args: Mapping[str, Any] | None = None, *, strict: bool = 
         ttl=services.server.ttl,
         tokens_public=services.tokens_public,
         embedded=request.blueprint != bp.name,
-        move_count=len(all_moves),
     )
     slug = _last(args, "move")
     if slug:

@@ -2,8 +2,8 @@
 
 Also the lab's own: its key ring (derived from the app's for a separate purpose, never accepted by
 /mcp) and its tokens (the public demo tokens when MRTR_TOKENS is unset, else lab-only ones), so no
-page ever needs a configured secret. Views reach them through `get_services()`; `new_lab_server`
-builds a page's server. Nothing here reads a request; nothing here renders.
+page ever needs a configured secret. Views reach them through `get_services()`; `new_lab_target`
+builds a page's lab target. Nothing here reads a request; nothing here renders.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from flask import current_app
 
 from moves.labcodec import LabRing, lab_ring_from
-from moves.targets.in_process import LabTarget, lab_server, lab_target
+from moves.targets.in_process import LabTarget, lab_target
 from mrtr import Clock, KeyRing, Server, system_clock
 from mrtr_settings.environment import ConfigError, Settings, open_store, parse_tokens
 from mrtr_settings.keyfiles import ring_from_config
@@ -44,9 +44,6 @@ class Services:
     def principal_for(self, token: str | None) -> str | None:
         return self.tokens.get(token) if token else None
 
-    def token_for(self, principal: str) -> str | None:
-        return next((t for t, p in self.tokens.items() if p == principal), None)
-
     def lab_principal_for(self, token: str | None) -> str | None:
         return self.lab_tokens.get(token) if token else None
 
@@ -56,13 +53,6 @@ class Services:
     def public_mcp_tokens(self) -> dict[str, str]:
         """principal -> token for /mcp, only when those tokens are the public demo ones; else empty."""
         return {p: t for t, p in self.tokens.items()} if self.tokens_public else {}
-
-    def new_lab_server(self, *, clock: Any, single_use: bool = True, sealed: bool = False,
-                       verify_signature: bool = True, jti: Any = None) -> Server:
-        """A fresh lab server (lab keys, fresh store, the app's catalog) for a page or a class demo."""
-        return lab_server(self.lab_ring, clock=clock, single_use=single_use, sealed=sealed,
-                          verify_signature=verify_signature, catalog=self.server.catalog, ttl=self.server.ttl, jti=jti)
-
 
     def new_lab_target(self, *, now: float, single_use: bool = True, sealed: bool = False,
                        verify_signature: bool = True, jti: Any = None, store: Any = None) -> LabTarget:

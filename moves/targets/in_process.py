@@ -86,10 +86,6 @@ class LabTarget:
         self.clock.set(self.t0 + seconds)
         return True
 
-    def rewind(self) -> None:
-        """Put the clock back at the mint, so the next play starts from the same instant."""
-        self.clock.set(self.t0)
-
     def close(self) -> None:
         pass
 
