@@ -544,7 +544,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser(out: IO[str] | None = None) -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m mrtr check", description=(
+    p = _Parser(prog="mrtr check", description=(
         "Play the MRTR ticket moves and protocol probes against an MCP 2026-07-28 server and report what held."))
     p.add_argument("target", nargs="?", metavar="TARGET", help="the server's MCP endpoint, an http(s) URL")
     p.add_argument("--stdio", metavar="COMMAND", help="run this command instead (one process per principal)")

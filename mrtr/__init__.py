@@ -33,7 +33,6 @@ from .errors import (  # noqa: E402
     TicketRejected,
 )
 from .handler import CallContext, InputRequired, Policy  # noqa: E402
-from .inputs import elicit_form, list_roots, sample  # noqa: E402
 from .keys import MIN_KEY_LENGTH, KeyConfigError, KeyRing  # noqa: E402
 from .messages import (  # noqa: E402
     JSON,
@@ -62,6 +61,7 @@ from .protocol import (  # noqa: E402
     request_id_of,
     shape_problem,
 )
+from .questions import elicit_form, list_roots, sample  # noqa: E402
 from .redeemed import MemoryStore, RedeemedStore  # noqa: E402
 from .server import Server  # noqa: E402
 from .tickets import (  # noqa: E402

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import InvalidParams, MissingCapability, StoreUnavailable, TicketRejected
-from .inputs import answer_problem, has_capability, required_capability
 from .messages import JSON, JSONObject, notification_message
+from .questions import answer_problem, has_capability, required_capability
 from .redeemed import RedeemedStore
 from .tickets import TicketCodec, Trace
 

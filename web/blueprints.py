@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from flask import Flask
 
-from web import build, classroom, content, demo, embed, errors, lessons, lti, mcp, playground, quiz, templating
+from web import build, classroom, content, demo, embed, error_pages, lessons, lti, mcp, playground, quiz, templating
 from web import check_page as check
 
 
 def register(app: Flask) -> None:
     content.init_app(app)  # the course is read and validated once: a broken lesson fails create_app()
-    errors.init_app(app)
+    error_pages.init_app(app)
     templating.init_app(app)
     app.register_blueprint(mcp.bp)  # MCP over HTTP at /mcp
     app.register_blueprint(lessons.bp)  # the course home and lesson pages

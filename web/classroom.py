@@ -54,7 +54,7 @@ from werkzeug.wrappers import Response as BaseResponse
 from mrtr import RedeemedStore
 from mrtr_settings.keyfiles import default_state_dir
 from mrtr_stores.redeemed_sqlite import SqliteStore
-from web import errors, htmx
+from web import error_pages, htmx
 from web.admission import held_slots
 from web.classroom_live import LocalBus, make_bus
 from web.classroom_redis import RedisClassStore, RedisRateLimit
@@ -84,7 +84,7 @@ log = logging.getLogger("mrtr.classroom")
 @bp.errorhandler(ClassStoreUnavailable)
 def _store_away(exc: ClassStoreUnavailable) -> Any:
     log.warning("classroom: the class store is unavailable: %s", exc)
-    return errors.unavailable("The live class cannot reach its store right now; nothing was changed. "
+    return error_pages.unavailable("The live class cannot reach its store right now; nothing was changed. "
                               "Try again in a few seconds.")
 
 HOST_COOKIE = "mrtr_host"

@@ -2,7 +2,7 @@
 
 It runs before every view except `/mcp` (web/mcp.py reads and checks its own JSON-RPC bodies) and
 answers a clear 400 with the site's error page or fragment (`InputRefused`, rendered by
-web/errors.py) instead of letting a value reach a view that could choke on it:
+web/error_pages.py) instead of letting a value reach a view that could choke on it:
 
 * bytes that are not UTF-8, raw lone surrogates (`%ED%A0%80`) included, in the path, names and values;
 * lone surrogates written as JSON escapes (`\\ud800`) in any field, and control characters (NUL, ESC...);

@@ -26,7 +26,7 @@ from app import create_app
 from moves.catalog import EXPECTS, load_moves
 from moves.check import VERDICTS, ProgressBar, arguments_for, main, other_arguments_for
 from moves.target import Outcome
-from mrtr.clock import FakeClock
+from mrtr import FakeClock
 from tests.browser.helpers import serve
 from tests.check.catalogue import HONEST, caught_by, gated_by
 from tests.check.conftest import APP_CONFIG, TOKENS, WEAK_CLOCK, on_clock
@@ -294,7 +294,7 @@ def test_a_tool_that_never_asks_or_does_not_exist_exits_2(mcp_url: str) -> None:
 
 def test_help_exits_0() -> None:
     code, out, _ = check("--help")
-    assert code == 0 and "usage: python -m mrtr check" in out and "--allow-replay" in out
+    assert code == 0 and "usage: mrtr check" in out and "--allow-replay" in out
 
 
 # -- pieces --------------------------------------------------------------------------------------------

@@ -109,7 +109,7 @@ def page_routes(app: Flask, client: FlaskClient) -> list[Route]:
 
 #: oEmbed 1.0 mandates 501 for a format the provider does not serve; every other 5xx is a failure.
 SPEC_5XX = {("/oembed", 501)}
-#: The site's error page or fragment (web/errors.py), or the playground's own in-place error.
+#: The site's error page or fragment (web/error_pages.py), or the playground's own in-place error.
 #: The block each page family shows a refusal in: the site's error page (or the embed's), the playground's and
 #: the checker's panels.
 ERROR_BLOCK = re.compile(
