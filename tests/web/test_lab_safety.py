@@ -36,7 +36,7 @@ from moves.catalog import holds
 from moves.labcodec import LabCodec, LabRing, lab_ring_from
 from moves.target import Outcome
 from moves.targets.in_process import lab_server
-from mrtr import FROZEN_TICKET_MESSAGE, FakeClock, KeyRing, TicketCodec, TicketRejected, Trace, b64encode
+from mrtr import FROZEN_TICKET_MESSAGE, FakeClock, KeyRing, Policy, TicketCodec, TicketRejected, Trace, b64encode
 from web.content import load_course
 
 SECRET_TOKENS = {"Zq7-bob-configured-token-4Kd9": "bob", "Zq7-alice-configured-token-8Pw2": "alice"}
@@ -234,9 +234,7 @@ def test_mcp_server_runs_the_production_codec(walked: tuple[Flask, list[tuple[st
     server = app.extensions["mrtr"].server
     assert type(server.codec) is TicketCodec and not isinstance(server.ring, LabRing)
     assert "verify_signature" not in TicketCodec.open.__code__.co_varnames
-    import mrtr.server
-
-    assert not hasattr(mrtr.server.Policy(), "verify_signature")
+    assert not hasattr(Policy(), "verify_signature")
 
 
 HOSTILE = [
