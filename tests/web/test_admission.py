@@ -126,7 +126,7 @@ def test_a_call_past_the_cap_is_refused_at_once_and_leaves_nothing_behind(capped
     body = refused.get_json()
     assert body["id"] == 6 and "already holds 1 calls open" in body["error"]["message"]
     session = app.extensions[SESSIONS_KEY].get(other, "alice")
-    assert session is not None and session.streams == {} and session.conn._flows == {}
+    assert session is not None and session.streams == {} and session.conn.waiting_on() == set()
 
     # A call that asks nothing holds nothing, and is served meanwhile.
     listed = client.post("/mcp", data=json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}),
@@ -151,7 +151,7 @@ def test_a_held_call_whose_stream_is_closed_gives_its_slot_back_and_is_cancelled
     assert app.extensions[HELD_KEY].held == 1
     response.close()  # what the server does when the client has gone
     session = app.extensions[SESSIONS_KEY].get(sid, "bob")
-    assert app.extensions[HELD_KEY].held == 0 and session.streams == {} and session.conn._flows == {}
+    assert app.extensions[HELD_KEY].held == 0 and session.streams == {} and session.conn.waiting_on() == set()
 
 
 def test_a_stream_closed_before_its_first_frame_still_gives_its_slot_back_and_cancels(capped):
@@ -167,7 +167,7 @@ def test_a_stream_closed_before_its_first_frame_still_gives_its_slot_back_and_ca
     assert statuses == ["200 OK"] and app.extensions[HELD_KEY].held == 1
     body.close()
     session = app.extensions[SESSIONS_KEY].get(sid, "bob")
-    assert app.extensions[HELD_KEY].held == 0 and session.streams == {} and session.conn._flows == {}
+    assert app.extensions[HELD_KEY].held == 0 and session.streams == {} and session.conn.waiting_on() == set()
     again, _, _ = start_call(client, sid, 6)
     again.close()
 
