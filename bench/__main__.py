@@ -11,6 +11,9 @@ JSON responses and stateless mode the docs advise for scale; and that with sever
 workers), all driven by the same load generator, interleaved level by level and round by round,
 at 1, 8 and 32 clients; the weight of every page. Each target is checked and reported.
 
+`--pyodide` times instead the build lesson's in-page checker in headless Chromium, a cold first Run and warm
+re-runs (bench/pyodide.py), and writes its own section of RESULTS.md.
+
 `--cluster` runs instead the comparison of deployments (bench/cluster.py): our app as
 scripts/cluster.sh runs it (nginx, two replicas, Redis), one replica direct, the official SDK's
 best configuration behind the same nginx, and the floor (bench/floor.py, two canned answers) alone
@@ -33,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from bench import cluster, loadgen, micro, pages, servers
+from bench import cluster, loadgen, micro, pages, pyodide, servers
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 #: Hand-written findings (why the old SDK figure was low, the profile, the lean /mcp design),
@@ -209,7 +212,12 @@ def main(argv: list[str] | None = None) -> int:
                    "--lean and --gunicorn-threads do not apply (the replicas share Redis, as scripts/cluster.sh's do)")
     p.add_argument("--replicas", type=int, default=cluster.cluster_replicas(),
                    help="replicas behind nginx with --cluster (default: scripts/cluster.sh's REPLICAS)")
+    p.add_argument("--pyodide", action="store_true",
+                   help="only the build lesson's in-page checker, cold and warm in headless Chromium "
+                   "(bench/pyodide.py); writes its own section")
     args = p.parse_args(argv)
+    if args.pyodide:
+        return pyodide.run(RESULTS, analysis_heading(), write=not args.no_write, quick=args.quick, note=args.note)
     if args.quick:
         args.seconds, args.warmup, args.rounds = 1.0, 0.3, 1
     levels = [int(x) for x in args.clients.split(",") if x.strip()]

@@ -1,0 +1,181 @@
+"""The build lesson's in-page checker, timed in headless Chromium: a cold first Run and warm re-runs.
+
+    .venv/bin/python -m bench --pyodide          # writes its own section of bench/RESULTS.md
+
+Cold: a fresh browser context (empty HTTP cache) opens /lessons/build-the-checks and presses "Run the checks"; the
+time runs from the press until every move and probe has its verdict, so it holds downloading Pyodide (about
+12 MB from the app itself), starting it, loading the checker and the run. Warm: the same page presses Run again.
+Each run plays the solution (every move and probe, all passing). Timed in the page (performance.now() from the
+click to the run's end), so the load of the measuring process is left out. The app is served in-process on a
+loopback port, as the browser tests serve it. Targets (issue 25): warm under 3 s, cold under 20 s.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import statistics
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from werkzeug.serving import make_server
+
+LESSON = "/lessons/build-the-checks"
+TARGET_WARM_S = 3.0
+TARGET_COLD_S = 20.0
+BEGIN = "<!-- bench --pyodide: begin -->"
+END = "<!-- bench --pyodide: end -->"
+CHROMIUM = os.environ.get("MRTR_CHROMIUM", "/usr/bin/chromium")
+SOLUTION = Path(__file__).resolve().parent.parent / "lessons" / "build-the-checks" / "solution" / "server.py"
+
+#: Fill every step's editor with the solution's block, press Run, and resolve with the milliseconds until the run
+#: ends (data-run-state leaves "running"), and how it ended.
+_RUN = """async (blocks) => {
+  const root = document.querySelector('[data-build-runner]');
+  for (const [id, code] of Object.entries(blocks)) {
+    const area = document.querySelector(`textarea[data-editor="${id}"]`);
+    area.value = code;
+    area.dispatchEvent(new Event('input', {bubbles: true}));
+  }
+  const started = performance.now();
+  const ended = new Promise((resolve) => {
+    const seen = new MutationObserver(() => {
+      const state = root.getAttribute('data-run-state');
+      if (state && state !== 'running') { seen.disconnect(); resolve(state); }
+    });
+    seen.observe(root, {attributes: true, attributeFilter: ['data-run-state']});
+  });
+  root.querySelector('[data-action="run-checks"]').click();
+  const state = await ended;
+  return {ms: performance.now() - started, state, status: root.querySelector('[data-run-status]').textContent,
+          moves: root.querySelectorAll('tr[data-move][data-verdict="pass"]').length};
+}"""
+
+
+@dataclass(frozen=True)
+class Timing:
+    kind: str  # "cold" or "warm"
+    seconds: float
+    status: str
+
+
+@contextmanager
+def serve() -> Iterator[str]:
+    """The app on a free loopback port, from a daemon thread."""
+    from app import create_app
+
+    app = create_app({"TESTING": True, "MRTR_SECRET_KEYS": "bench-pyodide-key-0123456789abcdef0123456789",
+                      "MRTR_STORE": "memory"})
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request would bury the figures
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def solution_blocks() -> dict[str, str]:
+    from web.build import blocks
+
+    return blocks(SOLUTION.read_text(encoding="utf-8"))
+
+
+def measure(cold_rounds: int = 3, warm_runs: int = 5) -> list[Timing]:
+    from playwright.sync_api import sync_playwright
+
+    from web import pyodide_install
+
+    if not pyodide_install.is_installed():
+        raise SystemExit("Pyodide is not installed: run .venv/bin/python -m web.pyodide_install first")
+    blocks = solution_blocks()
+    timings: list[Timing] = []
+    with serve() as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                     args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        try:
+            for round_ in range(cold_rounds):
+                context = browser.new_context(base_url=base)  # a fresh context: an empty HTTP cache
+                page = context.new_page()
+                page.goto(LESSON)
+                page.wait_for_selector("[data-action='run-checks']", state="visible")
+                runs = [("cold", page.evaluate(_RUN, blocks))]
+                if round_ == 0:
+                    runs += [("warm", page.evaluate(_RUN, blocks)) for _ in range(warm_runs)]
+                for kind, run in runs:
+                    if run["state"] != "done":
+                        raise SystemExit(f"a {kind} run ended {run['state']}: {run['status']}")
+                    timings.append(Timing(kind, run["ms"] / 1000, run["status"]))
+                    print(f"  {kind:<5} {run['ms'] / 1000:6.2f} s  {run['status']}", flush=True)
+                context.close()
+        finally:
+            browser.close()
+    return timings
+
+
+def section(timings: list[Timing], started: str, note: str = "") -> str:
+    from web import pyodide_install
+
+    def row(kind: str, target: float) -> str:
+        values = [t.seconds for t in timings if t.kind == kind]
+        median = statistics.median(values)
+        verdict = "met" if median < target else "MISSED"
+        return (f"| {kind} | {len(values)} | {median:.2f} | {min(values):.2f} | {max(values):.2f} | "
+                f"under {target:g} s: {verdict} |")
+
+    from web.build_runner import PYODIDE_SERVED
+
+    weight = sum((pyodide_install.pyodide_dir() / name).stat().st_size for name in PYODIDE_SERVED)
+    lines = [
+        BEGIN,
+        "## The build lesson's in-page checker (Pyodide in headless Chromium)",
+        "",
+        f"Recorded {started} by `python -m bench --pyodide` on {platform.node()} ({os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}), Pyodide {pyodide_install.PYODIDE_VERSION}, Debian's Chromium, "
+        "headless. Each run plays every move and probe on the lesson's solution; seconds from pressing "
+        "\"Run the checks\" until the last verdict, timed in the page. Cold: a fresh browser context, so Pyodide "
+        f"({weight / 1e6:.1f} MB of runtime from the app's own origin, uncompressed), the wheel and the checker are "
+        "downloaded and started first. Warm: the same page again.",
+        "",
+        "| run | runs | median s | best s | worst s | target |",
+        "| --- | --- | --- | --- | --- | --- |",
+        row("cold", TARGET_COLD_S),
+        row("warm", TARGET_WARM_S),
+    ]
+    if note:
+        lines += ["", f"Also running on the machine: {note}."]
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def with_section(text: str, new: str, before: str) -> str:
+    """`text` with `new` in place of the recorded --pyodide section; if none, just before the line `before`."""
+    start, stop = text.find(BEGIN), text.find(END)
+    if start >= 0 and stop > start:
+        return text[:start] + new + text[stop + len(END):]
+    at = text.find("\n" + before) if before else -1
+    if at < 0:
+        return text.rstrip("\n") + "\n\n" + new + "\n"
+    return text[:at].rstrip("\n") + "\n\n" + new + "\n\n" + text[at + 1:]
+
+
+def run(results: Path, before: str, *, write: bool, quick: bool = False, note: str = "") -> int:
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    print("== the build lesson's in-page checker (cold and warm runs) ==", flush=True)
+    timings = measure(cold_rounds=1 if quick else 3, warm_runs=2 if quick else 5)
+    report = section(timings, started, note)
+    print("\n" + report)
+    if write:
+        text = results.read_text(encoding="utf-8") if results.exists() else ""
+        results.write_text(with_section(text, report, before), encoding="utf-8")
+        print(f"\nwrote the --pyodide section of {results}")
+    cold = statistics.median(t.seconds for t in timings if t.kind == "cold")
+    warm = statistics.median(t.seconds for t in timings if t.kind == "warm")
+    return 0 if cold < TARGET_COLD_S and warm < TARGET_WARM_S else 1
