@@ -39,6 +39,7 @@ from .messages import (  # noqa: E402
     ErrorObject,
     InputRequiredResult,
     JSONObject,
+    Request,
     RequestId,
     as_list,
     as_object,
@@ -58,6 +59,7 @@ from .protocol import (  # noqa: E402
     MODERN_VERSION,
     SUPPORTED_VERSIONS,
     Exchange,
+    parse_request,
     request_id_of,
     shape_problem,
 )
@@ -105,8 +107,9 @@ __all__ = [
     "Catalog", "Tool", "Prompt", "Resource", "ResourceTemplate", "Handler", "CallContext", "InputRequired",
     "elicit_form", "sample", "list_roots",
     # messages
-    "JSON", "JSONObject", "RequestId", "ErrorObject", "InputRequiredResult", "as_object", "as_list", "error_of",
-    "request_id_of", "MODERN_VERSION", "LEGACY_VERSION", "LEGACY_VERSIONS", "SUPPORTED_VERSIONS",
+    "JSON", "JSONObject", "Request", "RequestId", "ErrorObject", "InputRequiredResult", "as_object", "as_list",
+    "error_of", "parse_request", "request_id_of",
+    "MODERN_VERSION", "LEGACY_VERSION", "LEGACY_VERSIONS", "SUPPORTED_VERSIONS",
     "META_VERSION", "META_CAPABILITIES", "META_CLIENT_INFO", "META_SERVER_INFO", "INPUT_REQUIRED_METHODS",
     "MAX_MESSAGE_BYTES", "MAX_JSON_DEPTH", "shape_problem",
     # errors on the wire

@@ -15,13 +15,14 @@ from collections.abc import Iterator
 
 from . import modern
 from .conversation import Conversation, ServerView
-from .errors import InternalError, InvalidParams, InvalidRequest, ParseError, ProtocolError, TicketRejected
+from .errors import InternalError, InvalidRequest, ParseError, ProtocolError, TicketRejected
 from .legacy import LegacySession
 from .messages import JSON, JSONObject, RequestId, error_response, result_response
 from .protocol import (
     MAX_MESSAGE_BYTES,
     META_VERSION,
     Exchange,
+    parse_request,
     request_id_of,
     shape_problem,
     valid_request_id,
@@ -100,20 +101,11 @@ class Connection:
         request_id = request_id_of(message)
         trace = Trace()
         try:
-            if message.get("jsonrpc") != "2.0":
-                raise InvalidRequest('the "jsonrpc" member must be exactly "2.0"')
-            method = message.get("method")
-            if not isinstance(method, str) or not method:
-                raise InvalidRequest('the "method" member must be a non-empty string')
-            if not is_notification and request_id is None:
-                raise InvalidRequest("the id must be a string or an integer")
-            params = message.get("params", None)
-            if params is not None and not isinstance(params, dict):
-                raise InvalidParams("params must be an object", http_status=400)
-            if request_id is None:
-                self._notification(method, params or {})
+            request = parse_request(message)
+            if request.id is None:
+                self._notification(request.method, request.params or {})
                 return Exchange(log=self.conv.log, http_status=202)
-            outcome = self._dispatch(method, params, request_id, trace)
+            outcome = self._dispatch(request.method, request.params, request.id, trace)
             if outcome is None:  # the shim took over; the response comes later
                 return Exchange(messages=self.legacy.pending_requests(request_id), trace=trace, log=self.conv.log,
                                 origin=request_id)

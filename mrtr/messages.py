@@ -1,7 +1,7 @@
 """The types of what crosses the wire, and the few builders that make well-formed messages.
 
 What this module owns: `JSON` (every value a JSON text can hold), `JSONObject`, `RequestId`, the typed
-shapes a caller reads back (`ErrorObject`, `InputRequiredResult`), the builders of
+shapes a caller reads back (`Request`, `ErrorObject`, `InputRequiredResult`), the builders of
 JSON-RPC responses, and `as_object`/`as_list`, which narrow a JSON value without trusting it.
 Messages stay plain JSON objects, so an adapter writes them as they are; the types say what is
 in them. It must never import another module of the core: everything else builds on it.
@@ -9,6 +9,7 @@ in them. It must never import another module of the core: everything else builds
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal, NotRequired, TypeAlias, TypedDict
 
 #: Every value a JSON text can hold. Values read from a client are this until a check narrows them.
@@ -16,6 +17,23 @@ JSON: TypeAlias = None | bool | int | float | str | list["JSON"] | dict[str, "JS
 JSONObject: TypeAlias = dict[str, JSON]
 #: A JSON-RPC request id: a string or an integer (never a boolean; `valid_request_id` checks).
 RequestId: TypeAlias = str | int
+
+
+@dataclass(frozen=True)
+class Request:
+    """A JSON-RPC request or notification whose envelope has been checked (`protocol.parse_request`).
+
+    `id` is None for a notification; `params` is None when the message had none. What is inside
+    `params` is still the client's and is checked by whoever reads it.
+    """
+
+    id: RequestId | None
+    method: str
+    params: JSONObject | None
+
+    @property
+    def is_notification(self) -> bool:
+        return self.id is None
 
 
 class ErrorObject(TypedDict):

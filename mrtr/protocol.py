@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .messages import JSON, ErrorObject, InputRequiredResult, JSONObject, RequestId, as_object, error_of
+from .errors import InvalidParams, InvalidRequest
+from .messages import JSON, ErrorObject, InputRequiredResult, JSONObject, Request, RequestId, as_object, error_of
 from .tickets import Trace
 from .wire import LONE_SURROGATE_PROBLEM, holds_lone_surrogate
 
@@ -99,6 +100,27 @@ def request_id_of(message: JSONObject) -> RequestId | None:
     """The message's id when it is a valid one, else None (what an error response may echo)."""
     request_id = message.get("id")
     return request_id if isinstance(request_id, str | int) and not isinstance(request_id, bool) else None
+
+
+def parse_request(message: JSONObject) -> Request:
+    """The envelope of a request or notification, checked: `"jsonrpc": "2.0"`, a method, a valid id, object params.
+
+    Raises:
+        InvalidRequest: the envelope is not JSON-RPC 2.0 (HTTP 400).
+        InvalidParams: params is there but not an object (HTTP 400).
+    """
+    if message.get("jsonrpc") != "2.0":
+        raise InvalidRequest('the "jsonrpc" member must be exactly "2.0"')
+    method = message.get("method")
+    if not isinstance(method, str) or not method:
+        raise InvalidRequest('the "method" member must be a non-empty string')
+    request_id = request_id_of(message)
+    if "id" in message and request_id is None:
+        raise InvalidRequest("the id must be a string or an integer")
+    params = message.get("params", None)
+    if params is not None and not isinstance(params, dict):
+        raise InvalidParams("params must be an object", http_status=400)
+    return Request(request_id, method, params)
 
 
 def _nesting_problem(value: JSON, limit: int) -> str | None:
