@@ -1,9 +1,10 @@
-/* MRTR Lab live class: tell screen-reader users what changed when a live panel is swapped in.
+/* MRTR Lab live class: the presenter's live view, and telling screen-reader users what changed.
  *
- * htmx (and its SSE extension) do the swapping: a learner's panel polls for the presenter's next
- * step, and the presenter's tally and heatmap arrive as server-sent events. This file only
- * announces a new question or an opened round on the learner's phone, through #announcer, and
- * never moves focus (a learner may be mid-tap). */
+ * htmx posts the forms and swaps their answers: a learner's panel polls for the presenter's next step, and
+ * the presenter's controls swap only themselves. The presenter's tally, heatmap and roster arrive as
+ * server-sent events, read here by the browser's own EventSource (see the second part). The first part
+ * announces a new question or an opened round on the learner's phone, through #announcer, and never moves
+ * focus (a learner may be mid-tap). */
 (function () {
   "use strict";
 
@@ -33,4 +34,74 @@
       announce("The attack round is open.");
     }
   });
+})();
+
+/* The presenter's live view. web/classroom.py's host_events streams the tally, the heatmap and the roster as
+ * HTML fragments (events named "tally", "heatmap", "roster"), each put into the element whose data-live-swap
+ * names it. The server ends every stream on purpose, after MRTR_CLASS_STREAM_SECONDS or at once with one
+ * snapshot when its process already holds as many streams as it may, having sent `retry:`; the browser then
+ * reconnects by itself. That is the normal course of an event stream, so it is not treated (or logged) as an
+ * error, which htmx's SSE extension did on every reconnect. What is said on the screen:
+ *   - "ended": the class was deleted; the stream is closed for good and the page says so.
+ *   - the browser gave up (readyState CLOSED: the class is gone or the host cookie is no longer valid): the
+ *     page says the view stopped and how to get it back.
+ * The stream is closed when the page is left (and as the presenter ends the class, so it never reconnects to
+ * a class being deleted), and opened again if the page comes back from the back/forward cache. */
+(function () {
+  "use strict";
+
+  var host = document.querySelector("[data-live-events]");
+  if (!host || !window.EventSource) { return; }
+  var url = host.getAttribute("data-live-events");
+  var state = document.querySelector("[data-live-state]");
+  var source = null;
+
+  function say(text) {
+    if (state) {
+      state.textContent = text;
+      state.hidden = !text;
+    }
+    var region = document.getElementById("announcer");
+    if (region && text) { region.textContent = text; }
+  }
+
+  function swapInto(name) {
+    var target = host.querySelector('[data-live-swap="' + name + '"]');
+    return function (event) {
+      if (!target) { return; }
+      target.innerHTML = event.data;
+      if (window.htmx) { window.htmx.process(target); }
+    };
+  }
+
+  function connect() {
+    if (source) { return; }
+    source = new window.EventSource(url);
+    ["tally", "heatmap", "roster"].forEach(function (name) { source.addEventListener(name, swapInto(name)); });
+    source.addEventListener("ended", function (event) {
+      close();
+      var words = new window.DOMParser().parseFromString(event.data, "text/html").body.textContent.trim();
+      say((words || "This class has ended.") + " Its controls no longer work.");
+    });
+    source.addEventListener("error", function (event) {
+      if (event.target === source && source.readyState === window.EventSource.CLOSED) {
+        close();
+        say("The live view stopped: reload this page to follow the class again.");
+      }
+    });
+  }
+
+  function close() {
+    if (source) {
+      source.close();
+      source = null;
+    }
+  }
+
+  document.addEventListener("submit", function (event) {
+    if (event.target.closest && event.target.closest("[data-ends-class]")) { close(); }
+  });
+  window.addEventListener("pagehide", close);
+  window.addEventListener("pageshow", function (event) { if (event.persisted) { connect(); } });
+  connect();
 })();

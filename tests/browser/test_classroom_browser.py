@@ -67,6 +67,23 @@ def start_class(presenter: Page) -> str:
     return code
 
 
+BROKEN_WORDS_JS = """() => { const out = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const el = node.parentElement;
+    if (!el.getClientRects().length || el.closest('.visually-hidden, pre, code, noscript')) continue;
+    for (const m of node.textContent.matchAll(/[^\\s/-]+[/-]?/g)) {  // a line may break after a hyphen or a slash
+      const r = document.createRange(); r.setStart(node, m.index); r.setEnd(node, m.index + m[0].length);
+      const tops = new Set([...r.getClientRects()].filter(b => b.width > 0).map(b => Math.round(b.top)));
+      if (tops.size > 1) out.push(el.tagName + ': ' + m[0]); } }
+  return out; }"""
+
+
+def broken_words(page: Page) -> list[str]:
+    """Every word on the page that a line break cuts in two, as a person would see it."""
+    return page.evaluate(BROKEN_WORDS_JS)
+
+
 def mark(page: Page) -> None:
     """Tag the window: a reload would drop the tag."""
     page.evaluate("() => { window.__noReload = 'still here'; }")
@@ -158,6 +175,9 @@ def test_a_live_class_from_start_to_attack_round(browser: Browser, class_server:
         expect(heat.locator(f'td[data-move="{move.slug}"][data-check="{move.stops_at}"]')).to_have_attribute(
             "data-count", "1")
     assert_not_reloaded(presenter)
+    for phone in phones:  # the round on a phone: no word cut in two, no sideways scroll
+        assert broken_words(phone) == []
+        assert phone.evaluate("document.scrollingElement.scrollWidth") <= PHONE["width"]
     assert_no_axe_violations(presenter, axe)
     assert_no_axe_violations(phones[2], axe)
 
@@ -237,4 +257,21 @@ def test_the_presenters_screen_fits_a_projector_without_scrolling(browser: Brows
     for th in heat.locator("thead th").all():
         words = th.inner_text().split()
         assert all(th.evaluate("(e, w) => e.scrollWidth <= e.clientWidth + 1", w) for w in words)
+    assert broken_words(presenter) == []
+
+    # A 4:3 projector: the round (its controls, the heatmap and who got through) stays on the screen, nothing
+    # scrolls sideways, and no word is cut in two, a move's name included ("Hone / st retry" it was).
+    presenter.set_viewport_size({"width": 1024, "height": 768})
+    for what in ("#round-title", '[data-action="close-round"]', "[data-heatmap]", "[data-first-replay]",
+                 "[data-join-code]", "#tally-panel .q-prompt"):
+        expect(presenter.locator(what)).to_be_in_viewport(ratio=1)
+    assert presenter.evaluate("document.scrollingElement.scrollWidth") <= 1024
+    assert broken_words(presenter) == []
+    # 1920x1080: the larger type gets a wider quiz column instead of running below the screen
+    presenter.set_viewport_size({"width": 1920, "height": 1080})
+    expect(presenter.locator('[data-action="end-class"]')).to_be_in_viewport(ratio=1)
+    assert presenter.evaluate("document.scrollingElement.scrollHeight") <= 1080
+    assert presenter.evaluate("document.scrollingElement.scrollWidth") <= 1920
+    assert broken_words(presenter) == []
+    presenter.set_viewport_size({"width": 1280, "height": 720})
     assert_no_axe_violations(presenter, axe)

@@ -36,7 +36,7 @@ def diagram_text_sizes(page: Page) -> list[tuple[str, float]]:
     }""")
 
 
-@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)], ids=["1280x720", "1920x1080"])
+@pytest.mark.parametrize("size", [(1024, 768), (1280, 720), (1920, 1080)], ids=["1024x768", "1280x720", "1920x1080"])
 @pytest.mark.parametrize("step", range(1, 7))
 def test_the_decks_diagram_reads_from_the_back_of_a_room(page: Page, size: tuple[int, int], step: int) -> None:
     page.emulate_media(reduced_motion="reduce")
@@ -49,6 +49,11 @@ def test_the_decks_diagram_reads_from_the_back_of_a_room(page: Page, size: tuple
     assert len(sizes) > 5
     small = [(text, round(px, 1)) for text, px in sizes if px < ROOM_MIN_PX]
     assert not small, f"diagram text under {ROOM_MIN_PX} px at {size}: {small}"
+    # the checks beside or under it are not shrunk below it to make room
+    titles = slide.locator(".big-checks .check-title")
+    for i in range(titles.count()):
+        px = titles.nth(i).evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
+        assert px >= ROOM_MIN_PX, f"check title {i + 1} is {px} px at {size}"
     # the step's arrows are all drawn, and the slide still fits the screen
     assert slide.locator(".seq-wide .seq-msg").count() == slide.locator("ol.seq-text > li").count()
     assert page.evaluate("document.scrollingElement.scrollHeight") <= size[1]
