@@ -1,4 +1,5 @@
-"""How the pages put moves into words: their groups, the steps the engine played, their outcomes.
+"""How the pages put moves into words: their groups, the steps the engine played, their outcomes,
+and the messages they sent and got back (`pretty_json`).
 
 Every page that lists or plays moves (the playground, the lesson's timeline, the presenter's deck,
 the class's attack round) reads the moves from the catalogue and the results from the engine, and
@@ -8,8 +9,10 @@ a page naming it. Nothing here plays a move or imports Flask.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from moves.catalog import GROUPS as GROUP_KEYS
 from moves.catalog import Move, find, first_stopped_by
@@ -104,3 +107,8 @@ def step_outcome_words(step: Step) -> str:
     if step.label.endswith("round one"):
         return "input_required, with a ticket of its own"
     return OUTCOME_TEXT[outcome_of(step.reply)]
+
+
+def pretty_json(value: Any) -> str:
+    """Indented JSON as plain text; the template escapes it like any other string."""
+    return json.dumps(value, indent=2, ensure_ascii=False)

@@ -40,9 +40,9 @@ from moves.targets.in_process import LabStore, LabTarget
 from mrtr import CHECK_TITLES, CHECKS, SEALED_PREFIX, as_object, b64encode, shape_problem
 from web import htmx
 from web.content import get_content
-from web.moveviews import grouped, step_words
+from web.moveviews import grouped, pretty_json, step_words
 from web.services import LAB_PRINCIPALS, get_services
-from web.templating import OUTCOME_LABELS, pretty_json
+from web.templating import OUTCOME_LABELS
 
 bp = Blueprint("playground", __name__)
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from flask import Flask
 
 from mrtr import CHECK_TITLES
+from web.build import load_build
 from web.content import get_content
-from web.moveviews import OUTCOME_TEXT
+from web.moveviews import OUTCOME_TEXT, pretty_json
+from web.widgets import roundtrip_sequence, sequence_model
 
 #: The one map of labels for outcomes a page shows: a check's outcome, why it was skipped, a move's verdict.
 OUTCOME_LABELS = {
@@ -26,11 +27,6 @@ OUTCOME_LABELS = {
 }
 
 
-def pretty_json(value: Any) -> str:
-    """Indented JSON as plain text; the template escapes it like any other string."""
-    return json.dumps(value, indent=2, ensure_ascii=False)
-
-
 _WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
 
 
@@ -40,8 +36,6 @@ def count_word(n: int) -> str:
 
 
 def init_app(app: Flask) -> None:
-    from web.widgets import roundtrip_sequence, sequence_model  # widgets reads pretty_json from here
-
     app.add_template_filter(pretty_json, "pretty_json")
     app.add_template_filter(count_word, "count_word")
     app.jinja_env.globals.update(check_titles=CHECK_TITLES, outcome_labels=OUTCOME_LABELS)
@@ -53,7 +47,5 @@ def init_app(app: Flask) -> None:
 
 def build_step_ids(lesson: Any) -> list[str]:
     """The ids of a lesson's build steps (the checker-graded loop), or none: the home page counts them."""
-    from web.build import load_build
-
     build = load_build(lesson.directory)
     return [step.id for step in build.steps] if build else []

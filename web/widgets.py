@@ -28,9 +28,8 @@ from moves.targets.in_process import lab_target
 from mrtr import CHECK_TITLES, CHECKS, DEFAULT_TTL, FakeClock, MemoryStore, Server, as_object
 from mrtr_toolsets import lesson as mrtr_tools
 from web.content import ContentError, Course, Lesson
-from web.moveviews import OUTCOME_CLASS, OUTCOME_TEXT
+from web.moveviews import OUTCOME_CLASS, OUTCOME_TEXT, pretty_json
 from web.services import get_services
-from web.templating import pretty_json
 
 #: Where each move happens on the figure's clock, and where the ticket stops being valid.
 MINT_AT = 0
