@@ -48,7 +48,7 @@ from flask import (
     stream_with_context,
     url_for,
 )
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from werkzeug.wrappers import Response as BaseResponse
 
 from mrtr import RedeemedStore
@@ -635,8 +635,10 @@ def me_live(code: str) -> Response:
         return Response('<div id="live" class="live"><p data-ended>This class has ended. Thanks for taking part!</p>'
                         "</div>", status=286)
     learner = _learner(row)
-    if learner is None:
-        abort(403)
+    if learner is None:  # removed by the presenter (or never joined): say so, and stop the polling (286)
+        return Response('<div id="live" class="live"><p data-removed>You are not in this class any more. '
+                        f'<a href="{escape(url_for("classroom.join", code=row.code))}">Join again</a> if the presenter '
+                        "lets you.</p></div>", status=286)
     if request.args.get("stage") == str(row.stage):
         return Response(status=204)
     return Response(render_template("classroom/_live.html", **_me_context(row, learner)))

@@ -139,6 +139,8 @@ def test_the_presenter_locks_the_class_and_removes_a_learner(app: Flask) -> None
     assert bot.post(f"/class/{code}/host/remove", data={"learner": bot_id.group(1)}).status_code == 403
     assert host.post(f"/class/{code}/host/remove", data={"learner": bot_id.group(1)}).status_code == 303
     assert bot.get(f"/class/{code}/me").status_code == 303  # back to the join page
+    polled = bot.get(f"/class/{code}/me/live?stage=0")  # a phone still polling: told once, and told to stop
+    assert polled.status_code == 286 and "not in this class any more" in polled.get_data(as_text=True)
     assert host.post(f"/class/{code}/host/remove", data={"learner": bot_id.group(1)}).status_code == 404
     assert host.post(f"/class/{code}/host/remove", data={"learner": "x"}).status_code == 400
     assert host.post(f"/class/{code}/host/lock", data={"locked": "0"}).status_code == 303
