@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from mrtr import MIN_KEY_LENGTH, KeyConfigError, KeyRing
@@ -24,23 +24,31 @@ def default_state_dir(environ: Mapping[str, str] = os.environ) -> Path:
     return Path(base) / "mrtr-lab"
 
 
-def load_or_create_key(path: Path) -> bytes:
-    """Read the shared generated key, creating it atomically on first use (mode 0600)."""
+def secret_file(path: Path, make: Callable[[], bytes]) -> bytes:
+    """The contents of the secret file `path`, made with `make()` on first use: mode 0600, never half written.
+
+    Every process of a machine that asks gets the same bytes: a private temp file is hard-linked into place,
+    and the link either creates the final name with the whole secret in it or fails because another process
+    won the race, whose file is then read.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists():
-        # Write a private temp file, then hard-link it into place: the link either creates the
-        # final name with the full key in it or fails because another process won the race.
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as handle:
-            handle.write(secrets.token_urlsafe(48).encode() + b"\n")
+            handle.write(make())
         try:
             os.link(tmp, path)
         except FileExistsError:
             pass
         finally:
             tmp.unlink()
-    key = path.read_bytes().strip()
+    return path.read_bytes()
+
+
+def load_or_create_key(path: Path) -> bytes:
+    """Read the shared generated key, creating it atomically on first use (mode 0600)."""
+    key = secret_file(path, lambda: secrets.token_urlsafe(48).encode() + b"\n").strip()
     if len(key) < MIN_KEY_LENGTH:
         raise KeyConfigError(f"the generated key file {path} is damaged; delete it to make a new one")
     return key

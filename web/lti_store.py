@@ -29,6 +29,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from pylti1p3.launch_data_storage.base import LaunchDataStorage
 
+from mrtr_settings.keyfiles import secret_file
+
 KEY_FILE = "lti-tool-key.pem"
 DB_FILE = "lti.sqlite3"
 #: Retries back off from this many seconds, doubling, up to an hour.
@@ -42,25 +44,12 @@ Clock = Callable[[], float]
 
 def load_or_create_private_key(state_dir: Path) -> str:
     """The tool's private key as PEM text, generated on first use (mode 0600, atomically)."""
-    path = state_dir / KEY_FILE
-    state_dir.mkdir(parents=True, exist_ok=True)
-    if not path.exists():
+    def make() -> bytes:
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())
-        # A private temp file hard-linked into place: another process racing us either loses the link
-        # (and both use the winner's key) or never sees a half-written file.
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(pem)
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass
-        finally:
-            tmp.unlink()
-    return path.read_text(encoding="ascii")
+        return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                 serialization.NoEncryption())
+
+    return secret_file(state_dir / KEY_FILE, make).decode("ascii")
 
 
 def public_pem(private_pem: str) -> str:
