@@ -19,6 +19,7 @@ import io
 import zipfile
 from dataclasses import dataclass
 from functools import cache
+from importlib.resources.abc import Traversable
 from modulefinder import ModuleFinder
 from pathlib import Path
 from typing import Any
@@ -66,7 +67,7 @@ def _fixed(name: str, data: bytes) -> zipfile.ZipInfo:
 
 
 @cache
-def checker_bundle(root: Path, catalogue: Path) -> Bundle:
+def checker_bundle(root: Path, catalogue: Path | Traversable) -> Bundle:
     """The repository's modules `web.in_browser` imports (lazily imported ones included: `modulefinder` reads
     the code, it does not run it), at their repository paths, and the catalogue as moves.toml."""
     finder = ModuleFinder(path=[str(root)])
