@@ -6,7 +6,8 @@ per directory), splices partial solutions for the tests, and grades a pasted
 `python -m mrtr check --json` report: a step is done when every move it names has the verdict
 pass. Which moves those are is data (steps.toml, checked against moves/moves.toml); no move is
 named here. It never runs a checker, never stores anything, and treats the pasted report as
-untrusted text.
+untrusted text. The widget's context also carries the in-page checker's addresses (web/build_runner.py,
+whose files it serves as build.runner.*): the learner's run happens in their browser, never here.
 """
 
 from __future__ import annotations
