@@ -7,13 +7,12 @@ Any SQLite failure (locked past its busy timeout, the file unwritable or gone) b
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
 from mrtr import StoreUnavailable
-from mrtr_stores.sqlite_files import SQLITE_BUSY_TIMEOUT, connect_wal
+from mrtr_stores.sqlite_files import SQLITE_BUSY_TIMEOUT, PerThread
 
 T = TypeVar("T")
 
@@ -30,30 +29,16 @@ class SqliteStore:
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
+        self._connections = PerThread(self.path, busy_timeout=SQLITE_BUSY_TIMEOUT if busy_timeout is None
+                                      else busy_timeout, schema=_SCHEMA)
         self._evict_every = evict_every
-        self._busy_timeout = SQLITE_BUSY_TIMEOUT if busy_timeout is None else busy_timeout
         self._count = 0
         self._run(lambda db: None)  # open (and create) it now, so a bad path shows at start-up
 
-    def _db(self) -> sqlite3.Connection:
-        # sqlite3 connections belong to the thread that made them; keep one per thread. Each new
-        # connection makes sure the table exists, so a store whose file was lost comes back.
-        db = getattr(self._local, "db", None)
-        if db is None:
-            db = self._local.db = connect_wal(self.path, busy_timeout=self._busy_timeout, schema=_SCHEMA)
-        return db
-
     def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work` on this thread's connection; any SQLite failure becomes StoreUnavailable."""
-        try:
-            return work(self._db())
-        except sqlite3.Error as exc:
-            db = getattr(self._local, "db", None)
-            self._local.db = None  # reconnect next time: the file may have been fixed or replaced
-            if db is not None:
-                db.close()
-            raise StoreUnavailable(f"SQLite store {self.path}: {type(exc).__name__}: {exc}") from exc
+        return self._connections.run(
+            work, lambda exc: StoreUnavailable(f"SQLite store {self.path}: {type(exc).__name__}: {exc}"))
 
     def redeem(self, jti: str, exp: float, now: float) -> bool:
         self._count += 1

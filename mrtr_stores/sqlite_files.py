@@ -3,15 +3,17 @@
 What this module owns: `connect_wal` (WAL mode, a busy timeout, the schema applied, and the retry
 that lets workers started together set up the same new file) and `PerThread`, which keeps one
 connection per thread (sqlite3 connections belong to the thread that made them) and reopens it
-after a failure. Every SQLite store (redeemed tickets, the session directory, the class store,
-LTI launches) opens its file through here.
+after a failure. The SQLite stores that many threads and processes hit (redeemed tickets, the
+session directory, the class store) open their files through here.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 #: How long a SQLite write waits for another process's lock before the store counts as down (s).
 SQLITE_BUSY_TIMEOUT = 10.0
@@ -45,3 +47,41 @@ def connect_wal(path: str, *, busy_timeout: float, schema: Iterable[str] = ()) -
             db.close()
             raise
     raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
+T = TypeVar("T")
+
+
+class PerThread:
+    """One connection to a shared SQLite file for each thread, opened on first use with `connect_wal`.
+
+    sqlite3 connections belong to the thread that made them, so each thread keeps its own. Every new
+    connection applies the schema, so a store whose file was lost comes back. After a failure `run`
+    drops the thread's connection (the file may have been fixed or replaced) and raises what `failure`
+    makes of the driver's error, so no store ever lets a driver exception out.
+    """
+
+    def __init__(self, path: str, *, busy_timeout: float, schema: Iterable[str] = ()) -> None:
+        self.path = path
+        self._busy_timeout = busy_timeout
+        self._schema = tuple(schema)
+        self._local = threading.local()
+
+    def get(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = self._local.db = connect_wal(self.path, busy_timeout=self._busy_timeout, schema=self._schema)
+        return db
+
+    def drop(self) -> None:
+        db, self._local.db = getattr(self._local, "db", None), None
+        if db is not None:
+            db.close()
+
+    def run(self, work: Callable[[sqlite3.Connection], T], failure: Callable[[sqlite3.Error], Exception]) -> T:
+        """`work` on this thread's connection; a SQLite error drops the connection and raises `failure(error)`."""
+        try:
+            return work(self.get())
+        except sqlite3.Error as exc:
+            self.drop()
+            raise failure(exc) from exc

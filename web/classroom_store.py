@@ -14,14 +14,13 @@ import hmac
 import re
 import secrets
 import sqlite3
-import threading
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mrtr_stores.sqlite_files import connect_wal
+from mrtr_stores.sqlite_files import PerThread
 
 #: Join codes avoid letters and digits that read alike on a projector (0/O, 1/I/L).
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
@@ -138,7 +137,7 @@ class ClassStore:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.clock = clock
         self.ttl = ttl_seconds
-        self._local = threading.local()
+        self._connections = PerThread(self.path, busy_timeout=15)
         self._purged_at = float("-inf")
         db = self._db()
         db.executescript(SCHEMA)
@@ -147,12 +146,7 @@ class ClassStore:
             db.execute("ALTER TABLE classes ADD COLUMN locked INTEGER NOT NULL DEFAULT 0")
 
     def _db(self) -> sqlite3.Connection:
-        db = getattr(self._local, "db", None)
-        if db is None:
-            db = connect_wal(self.path, busy_timeout=15)
-            db.execute("PRAGMA busy_timeout=15000")
-            self._local.db = db
-        return db
+        return self._connections.get()
 
     def _write(self, sql: str, args: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         return self._db().execute(sql, args)

@@ -18,12 +18,11 @@ import json
 import os
 import secrets
 import sqlite3
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from mrtr_stores.sqlite_files import connect_wal
+from mrtr_stores.sqlite_files import PerThread
 
 T = TypeVar("T")
 
@@ -111,23 +110,12 @@ class SqliteDirectory:
         self.path = str(path)
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.ttl = ttl
-        self._local = threading.local()
+        self._connections = PerThread(self.path, busy_timeout=BUSY_TIMEOUT, schema=_SCHEMA)
         self._run(lambda db: None)  # a bad path shows at start-up
 
-    def _db(self) -> sqlite3.Connection:
-        db = getattr(self._local, "db", None)
-        if db is None:
-            db = self._local.db = connect_wal(self.path, busy_timeout=BUSY_TIMEOUT, schema=_SCHEMA)
-        return db
-
     def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        try:
-            return work(self._db())
-        except sqlite3.Error as exc:
-            db, self._local.db = getattr(self._local, "db", None), None
-            if db is not None:
-                db.close()
-            raise DirectoryDown(f"the session directory {self.path}: {type(exc).__name__}: {exc}") from exc
+        return self._connections.run(
+            work, lambda exc: DirectoryDown(f"the session directory {self.path}: {type(exc).__name__}: {exc}"))
 
     def put(self, sid: str, principal: str, state: dict[str, Any], now: float) -> None:
         def work(db: sqlite3.Connection) -> None:
