@@ -44,8 +44,9 @@ from moves.probes import (
     probe_same_error,
     probe_version,
 )
-from moves.target import Outcome, Target
+from moves.target import Outcome, Reply, Role, Target
 from moves.targets.http import HttpTarget, TargetConfigError
+from moves.targets.module import Clock, ModuleLoadError, ModuleTarget
 from moves.targets.remote import DEFAULT_TIMEOUT, Timing, clip
 from moves.targets.stdio import PRINCIPAL_ENV, StdioConfigError, StdioTarget
 from mrtr import as_object
@@ -719,3 +720,46 @@ def main(argv: Sequence[str], *, stdout: IO[str] | None = None, stderr: IO[str] 
     finally:
         if target is not None:
             target.close()
+
+
+# -- a learner's server module, in this process (the build lesson's in-page checker) -----------------------
+
+
+def check_source(source: str, *, moves: Sequence[Any] | None = None, filename: str = "server.py",
+                 on_move: Callable[[dict[str, Any]], None] = lambda row: None,
+                 on_probe: Callable[[dict[str, Any]], None] = lambda probe: None,
+                 on_log: Callable[[list[str]], None] = lambda lines: None,
+                 clock: Clock | None = None) -> dict[str, Any]:
+    """Play every move and probe on the learner's `source`, in this process, as `python -m mrtr check` plays them
+    over stdio. Each move and probe is passed to `on_move` / `on_probe` as it finishes (the report's JSON row, with
+    the move's title); what the server printed goes to `on_log`. Returns `{"report": <the --json report>,
+    "summary": ..., "error": ""}`, or `{"report": None, "summary": "", "error": <why it could not run>}`.
+    """
+    try:
+        target = ModuleTarget(source, filename=filename, clock=clock)
+    except ModuleLoadError as exc:
+        return {"report": None, "summary": "", "error": f"your server could not start: {exc}"}
+    sent = target.send
+
+    def send(role: Role, message: dict[str, Any]) -> Reply:
+        reply = sent(role, message)
+        if reply.log:
+            on_log(reply.log)
+        return reply
+
+    target.send = send  # type: ignore[method-assign]  # the log goes to the page as it is written
+
+    def move_done(row: Any, index: int, total: int) -> None:
+        on_move({"move": row.move, "title": row.title, "verdict": row.verdict, "expected": row.expected,
+                 "observed": row.observed, "detail": row.detail, "index": index, "total": total})
+
+    def probe_done(probe: Any) -> None:
+        on_probe({"probe": probe.probe, "title": probe.title, "ok": probe.ok, "detail": probe.detail})
+
+    with target:
+        try:
+            report = run_check(target, CheckOptions(), moves=moves,
+                               events=Events(move_done=move_done, probe_done=probe_done))
+        except CheckError as exc:
+            return {"report": None, "summary": "", "error": str(exc)}
+    return {"report": report.to_json(), "summary": report.summary(), "error": ""}

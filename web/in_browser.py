@@ -3,7 +3,7 @@ lesson's Web Worker (static/js/build-worker.js), never in the app.
 
 The app ships this file with the checker's own modules (web/build_runner.py zips them from this repository);
 the worker imports it and calls `run`, which plays the catalogue on the learner's source with
-`moves.targets.module.check_source` and hands each row to the worker as it finishes.
+`moves.check.check_source` and hands each row to the worker as it finishes.
 
 Pyodide's core runtime leaves out a few standard modules (ssl, sqlite3) and has no cryptography wheel. The
 checker's modules import them at the top (the HTTP target, the SQLite and sealed-ticket code) but an in-page run
@@ -74,7 +74,7 @@ def run(source: str, catalogue: str | Path, post: Callable[[str, Any], None]) ->
     """Play the catalogue at `catalogue` (a moves.toml) on the learner's `source`; `post(kind, data)` gets each
     "move", "probe" and "log" as it happens. Returns what `check_source` returns."""
     from moves.catalog import load_moves
-    from moves.targets.module import check_source
+    from moves.check import check_source
 
     try:
         moves = load_moves(Path(catalogue))

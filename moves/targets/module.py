@@ -13,8 +13,8 @@ stdio. What the learner's code prints goes to the reply's `log`, never to this p
 
 It never opens a process, a socket or a file, and never imports Flask. It cannot stop code that never returns
 (an endless loop): whoever runs it must be able to end it from outside (the page's Web Worker is terminated on
-a time-out). `check_source` plays the checker on a source and reports each row as it finishes: it is what the
-page's worker calls, and what the tests compare with the stdio checker.
+a time-out). `moves.check.check_source` plays the checker on a source over this target and reports each row as it
+finishes: it is what the page's worker calls, and what the tests compare with the stdio checker.
 """
 
 from __future__ import annotations
@@ -252,46 +252,4 @@ def _lines(log: io.StringIO) -> list[str]:
     return lines[-MAX_LOG_LINES:]
 
 
-def check_source(source: str, *, moves: Sequence[Any] | None = None, filename: str = "server.py",
-                 on_move: Callable[[dict[str, Any]], None] = lambda row: None,
-                 on_probe: Callable[[dict[str, Any]], None] = lambda probe: None,
-                 on_log: Callable[[list[str]], None] = lambda lines: None,
-                 clock: Clock | None = None) -> dict[str, Any]:
-    """Play every move and probe on the learner's `source`, in this process, as `python -m mrtr check` plays them
-    over stdio. Each move and probe is passed to `on_move` / `on_probe` as it finishes (the report's JSON row, with
-    the move's title); what the server printed goes to `on_log`. Returns `{"report": <the --json report>,
-    "summary": ..., "error": ""}`, or `{"report": None, "summary": "", "error": <why it could not run>}`.
-    """
-    from moves.check import CheckError, CheckOptions, Events, run_check  # the checker imports every target
-
-    try:
-        target = ModuleTarget(source, filename=filename, clock=clock)
-    except ModuleLoadError as exc:
-        return {"report": None, "summary": "", "error": f"your server could not start: {exc}"}
-    sent = target.send
-
-    def send(role: Role, message: dict[str, Any]) -> Reply:
-        reply = sent(role, message)
-        if reply.log:
-            on_log(reply.log)
-        return reply
-
-    target.send = send  # type: ignore[method-assign]  # the log goes to the page as it is written
-
-    def move_done(row: Any, index: int, total: int) -> None:
-        on_move({"move": row.move, "title": row.title, "verdict": row.verdict, "expected": row.expected,
-                 "observed": row.observed, "detail": row.detail, "index": index, "total": total})
-
-    def probe_done(probe: Any) -> None:
-        on_probe({"probe": probe.probe, "title": probe.title, "ok": probe.ok, "detail": probe.detail})
-
-    with target:
-        try:
-            report = run_check(target, CheckOptions(), moves=moves,
-                               events=Events(move_done=move_done, probe_done=probe_done))
-        except CheckError as exc:
-            return {"report": None, "summary": "", "error": str(exc)}
-    return {"report": report.to_json(), "summary": report.summary(), "error": ""}
-
-
-__all__ = ["Clock", "ModuleLoadError", "ModuleTarget", "check_source", "time_module"]
+__all__ = ["Clock", "ModuleLoadError", "ModuleTarget", "time_module"]

@@ -1,7 +1,7 @@
 """The build lesson's "Run the checks" in real Chromium: the learner's server and the checker's moves run on
 Pyodide in a Web Worker, from the app's own origin only.
 
-The verdicts each run must show come from `moves.targets.module.check_source` on the same source, which
+The verdicts each run must show come from `moves.check.check_source` on the same source, which
 tests/lessons/test_build_in_page.py holds equal to the stdio checker's, so no move, count or verdict is named
 here. Each test keeps one page, so Pyodide loads once per test (cold) and the later runs are warm.
 """
@@ -15,7 +15,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import BrowserContext, Page, Route, expect
 
-from moves.targets.module import check_source
+from moves.check import check_source
 from tests.browser.helpers import assert_no_axe_violations
 from tests.lessons.buildkit import BUILD, CATALOGUE
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from moves.check import Report
-from moves.targets.module import Clock, ModuleTarget, check_source
+from moves.check import Report, check_source
+from moves.targets.module import Clock, ModuleTarget
 from tests.lessons.buildkit import BUILD, CATALOGUE, check
 
 SOURCES = {"starter": BUILD.starter, **{f"only-{s.id}": BUILD.partial({s.id}) for s in BUILD.steps},
