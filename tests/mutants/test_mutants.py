@@ -19,7 +19,7 @@ from moves.catalog import load_moves
 from moves.check import Report
 from moves.probes import PROBES
 from moves.target import Outcome
-from mrtr.tickets import CHECKS
+from mrtr import CHECKS
 from tests.check.catalogue import caught_by, gated_by, select
 from tests.mutants.harness import check_http, check_stdio
 from tests.mutants.server import MUTANTS, SOUND

@@ -14,8 +14,7 @@ import pytest
 from moves.catalog import load_moves
 from moves.engine import play
 from moves.target import Outcome, Reply, Role
-from mrtr import FROZEN_TICKET_MESSAGE
-from mrtr.tickets import CHECK_TITLES
+from mrtr import CHECK_TITLES, FROZEN_TICKET_MESSAGE
 
 from .helpers import post
 
