@@ -40,6 +40,13 @@ if [ "$MRTR_HELD_STREAMS" -ge "$THREADS" ]; then
     exit 2
 fi
 
+# The build lesson's in-page checker runs on Pyodide served from this origin: install it (and check its
+# recorded checksums) unless it is there already. Without it the lesson still works, with the pasted report.
+if ! .venv/bin/python -m web.pyodide_install >/dev/null; then
+    echo "warning: Pyodide is not installed (web/pyodide_install.py failed above); the build lesson falls back" \
+        "to pasting the checker's report" >&2
+fi
+
 exec "$GRANIAN" --interface wsgi --factory --host 127.0.0.1 --port "$PORT" \
     --workers "$WORKERS" --blocking-threads "$THREADS" --no-ws \
     --workers-kill-timeout 10 --log-level warning "$@" app:create_app
