@@ -44,6 +44,8 @@ from .messages import (  # noqa: E402
     as_list,
     as_object,
     error_of,
+    error_response,
+    result_response,
 )
 from .primitives import Catalog, Handler, Prompt, Resource, ResourceTemplate, Tool  # noqa: E402
 from .protocol import (  # noqa: E402
@@ -108,7 +110,7 @@ __all__ = [
     "elicit_form", "sample", "list_roots",
     # messages
     "JSON", "JSONObject", "Request", "RequestId", "ErrorObject", "InputRequiredResult", "as_object", "as_list",
-    "error_of", "parse_request", "request_id_of",
+    "error_of", "error_response", "result_response", "parse_request", "request_id_of",
     "MODERN_VERSION", "LEGACY_VERSION", "LEGACY_VERSIONS", "SUPPORTED_VERSIONS",
     "META_VERSION", "META_CAPABILITIES", "META_CLIENT_INFO", "META_SERVER_INFO", "INPUT_REQUIRED_METHODS",
     "MAX_MESSAGE_BYTES", "MAX_JSON_DEPTH", "shape_problem",

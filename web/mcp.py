@@ -53,14 +53,19 @@ from werkzeug.wsgi import get_content_length, get_host
 
 from mrtr import (
     INVALID_REQUEST,
+    JSON,
     LEGACY_VERSIONS,
     META_VERSION,
     Connection,
+    Exchange,
     HeaderMismatch,
     InternalError,
+    JSONObject,
     NotUtf8,
     ProtocolError,
+    RequestId,
     as_object,
+    error_response,
     may_hold_surrogates,
     request_id_of,
     utf8_text,
@@ -115,7 +120,7 @@ class Refusal(Exception):
     """An error response to send: the core-shaped error, the id it answers and any extra headers."""
 
     error: ProtocolError
-    request_id: Any = None
+    request_id: RequestId | None = None
     headers: dict[str, str] = field(default_factory=dict)
 
 
@@ -138,7 +143,7 @@ class Session:
     #: tools/call id -> the queue its SSE stream is waiting on (shim requests, then the result)
     streams: dict[Any, queue.Queue[list[dict[str, Any]]]] = field(default_factory=dict)
 
-    def route(self, messages: list[dict[str, Any]], origin: Any) -> None:
+    def route(self, messages: list[JSONObject], origin: RequestId | None) -> None:
         """Hand messages to the stream of `origin` (caller holds the lock). No stream: nobody waits."""
         stream = self.streams.get(origin)
         if stream is not None and messages:
@@ -149,7 +154,7 @@ class Session:
         with self.lock:
             for origin in list(self.streams):
                 error = HttpRefusal(f"The session ended ({reason}) before the client answered", http_status=200)
-                self.route([{"jsonrpc": "2.0", "id": origin, "error": error.to_error()}], origin)
+                self.route([error_response(origin, error.to_error())], origin)
                 _cancel(self, origin)
 
 
@@ -287,7 +292,7 @@ class Sessions:
         _close_all(ended)
         return session
 
-    def owner_elsewhere(self, message: Any) -> str | None:
+    def owner_elsewhere(self, message: JSON) -> str | None:
         """The tag of the process that asked the question `message` answers, when that is another process."""
         if not self.directory.shared or not isinstance(message, dict) or "method" in message:
             return None
@@ -299,7 +304,7 @@ class Sessions:
         record = self.directory.get(sid, self.wall()) if self.directory.shared else None
         return record is not None and secrets.compare_digest(record[0].encode(), principal.encode())
 
-    def relay(self, tag: str, sid: str, message: dict[str, Any]) -> None:
+    def relay(self, tag: str, sid: str, message: JSONObject) -> None:
         self.directory.post(tag, sid, message, self.wall())
 
     def deliver(self) -> None:
@@ -719,7 +724,7 @@ def _read_body(req: HttpIn, config: McpConfig) -> str:
         raise Refusal(exc) from None
 
 
-def _is_modern(req: HttpIn, message: Any) -> bool:
+def _is_modern(req: HttpIn, message: JSON) -> bool:
     if not isinstance(message, dict):
         return True  # batches and scalars: the core refuses them with the modern error shapes
     params = message.get("params")
@@ -749,11 +754,11 @@ def _header(req: HttpIn, name: str) -> str | None:
     return value
 
 
-def _header_form(value: Any) -> str:
+def _header_form(value: JSON) -> str:
     return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 
 
-def _check_headers(req: HttpIn, message: Any, services: Services) -> None:
+def _check_headers(req: HttpIn, message: JSON, services: Services) -> None:
     """The 2026-07-28 request headers must mirror the body. Names: any case; values: exact."""
     if not isinstance(message, dict):
         return  # nothing to mirror: the core refuses batches and scalars
@@ -777,7 +782,7 @@ def _check_headers(req: HttpIn, message: Any, services: Services) -> None:
         raise Refusal(exc, request_id) from None
 
 
-def _check_param_headers(req: HttpIn, params: dict[str, Any], services: Services) -> None:
+def _check_param_headers(req: HttpIn, params: JSONObject, services: Services) -> None:
     name = params.get("name")
     tool = services.server.catalog.tools.get(name) if isinstance(name, str) else None
     arguments = as_object(params.get("arguments"))
@@ -793,7 +798,7 @@ def _check_param_headers(req: HttpIn, params: dict[str, Any], services: Services
             raise HeaderMismatch(f"The Mcp-Param-{suffix} header was sent but arguments.{prop} was not")
 
 
-def _request_id(message: Any) -> Any:
+def _request_id(message: JSON) -> RequestId | None:
     return request_id_of(message) if isinstance(message, dict) else None
 
 
@@ -801,7 +806,7 @@ def _request_id(message: Any) -> Any:
 
 
 def _initialize(
-    services: Services, sessions: Sessions, principal: str, message: dict[str, Any], accepts: Accepts
+    services: Services, sessions: Sessions, principal: str, message: JSONObject, accepts: Accepts
 ) -> HttpOut:
     conn = services.server.connect(principal, channel=True, request_ids=sessions.request_ids())
     exchange = conn.receive(message)
@@ -826,7 +831,7 @@ def _initialize(
     return reply
 
 
-def _in_session(services: Services, sessions: Sessions, sid: str, principal: str, message: Any, accepts: Accepts,
+def _in_session(services: Services, sessions: Sessions, sid: str, principal: str, message: JSON, accepts: Accepts,
                 config: McpConfig) -> HttpOut:
     """A message of a 2025-11-25 session, whichever process opened it: an answer to a question another process
     asked is relayed there; anything else is served here, from the session as the directory knows it."""
@@ -843,7 +848,7 @@ def _in_session(services: Services, sessions: Sessions, sid: str, principal: str
     if local is not None and sessions.directory.shared and not known:
         sessions.end(sid, principal)  # ended elsewhere (DELETE reached another process): gone here too
         local = None
-    if elsewhere is not None and (local is not None or known):
+    if elsewhere is not None and isinstance(message, dict) and (local is not None or known):
         sessions.relay(elsewhere, sid, message)
         return _empty(202)
     if local is None and known:
@@ -858,7 +863,7 @@ def _in_session(services: Services, sessions: Sessions, sid: str, principal: str
     return _continue_session(session, message, accepts, config, sessions)
 
 
-def _continue_session(session: Session, message: Any, accepts: Accepts, config: McpConfig,
+def _continue_session(session: Session, message: JSON, accepts: Accepts, config: McpConfig,
                       sessions: Sessions | None = None) -> HttpOut:
     is_request = isinstance(message, dict) and isinstance(message.get("method"), str) and "id" in message
     with session.lock:
@@ -927,7 +932,7 @@ class _HeldCall:
     timed out, closed by a gone client, or closed by the server before its first frame was sent)."""
 
     session: Session
-    origin: Any
+    origin: RequestId | None
     give_back: Callable[[], None]
     ended: bool = False
 
@@ -986,7 +991,7 @@ def _shim_stream(
                 with session.lock:
                     expired = session.conn.expire()
                     for message in expired.messages:
-                        session.route([message], message.get("id"))
+                        session.route([message], request_id_of(message))
                 try:
                     batch = inbox.get_nowait()
                 except queue.Empty:  # the core's clock says "not yet": give up here, and tell the core
@@ -1000,7 +1005,7 @@ def _shim_stream(
         held.end(finished)
 
 
-def _cancel(session: Session, origin: Any) -> None:
+def _cancel(session: Session, origin: RequestId | None) -> None:
     """Tell the core to drop the shim rounds of `origin` (caller holds the lock)."""
     session.conn.receive({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": origin}})
 
@@ -1063,7 +1068,7 @@ def _sse(messages: Iterator[dict[str, Any] | None] | list[dict[str, Any]],
                          ("Content-Type", "text/event-stream; charset=utf-8")], _Frames(messages, on_close))
 
 
-def _reply(exchange: Any, accepts: Accepts, *, legacy: bool = False) -> HttpOut:
+def _reply(exchange: Exchange, accepts: Accepts, *, legacy: bool = False) -> HttpOut:
     """JSON or SSE as the client allows; notifications (progress) travel only on SSE."""
     if not exchange.messages:
         return _empty(202)
