@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from bench import cluster, loadgen, micro, pages, pyodide, servers
+from bench import cluster, micro, pages, pyodide, servers
+from loopback import loadgen
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 #: Hand-written findings (why the old SDK figure was low, the profile, the lean /mcp design),
@@ -242,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     redis = None
     env: dict[str, str] = {}
     if args.store == "redis":
-        from tests.redis_server import RedisServer
+        from loopback.redis_server import RedisServer
 
         redis = RedisServer().start()
         env = {"MRTR_REDIS_URL": redis.url}

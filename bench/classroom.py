@@ -23,19 +23,17 @@ import http.client
 import os
 import platform
 import random
-import re
 import threading
 import time
-import urllib.parse
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.servers import Served, granian_app, production_threads
+from loopback.classroom import cookie_of, form_request, host_tally, start_class
 
 RESULTS = Path(__file__).resolve().parent / "classroom_RESULTS.md"
 TARGET_P99_MS = 300.0
-FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 
 
 @dataclass
@@ -58,49 +56,6 @@ class ClassRun:
         if not xs:
             return float("nan")
         return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
-
-
-def _cookie(response: http.client.HTTPResponse, name: str) -> str:
-    for header, value in response.getheaders():
-        if header.lower() == "set-cookie" and value.startswith(name + "="):
-            return value.split(";", 1)[0]
-    raise ValueError(f"no {name} cookie in the response")
-
-
-def _request(conn: http.client.HTTPConnection, method: str, path: str, body: dict[str, str] | None = None,
-             headers: dict[str, str] | None = None) -> tuple[http.client.HTTPResponse, bytes]:
-    data = urllib.parse.urlencode(body).encode() if body is not None else None
-    conn.request(method, path, body=data, headers={**(FORM if data is not None else {}), **(headers or {})})
-    response = conn.getresponse()
-    return response, response.read()
-
-
-def start_class(port: int) -> tuple[str, str]:
-    """Start a class and push its first question; returns (code, the presenter's cookie)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        response, body = _request(conn, "POST", "/class/start", {})
-        if response.status != 201:
-            raise RuntimeError(f"start: HTTP {response.status}")
-        code = re.search(rb'data-join-code="(\w+)"', body).group(1).decode()  # type: ignore[union-attr]
-        cookie = _cookie(response, "mrtr_host")
-        response, _ = _request(conn, "POST", f"/class/{code}/host/question", {}, {"Cookie": cookie})
-        if response.status != 303:
-            raise RuntimeError(f"push question: HTTP {response.status}")
-        return code, cookie
-    finally:
-        conn.close()
-
-
-def host_tally(port: int, code: str, cookie: str) -> int:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        _, body = _request(conn, "GET", f"/class/{code}/host", headers={"Cookie": cookie})
-        # How many answered: the split per option is drawn only after the reveal, the total always.
-        found = re.search(rb'data-answered="(\d+)"', body)
-        return int(found.group(1)) if found else 0
-    finally:
-        conn.close()
 
 
 def watch(port: int, code: str, cookie: str, stop: threading.Event) -> None:
@@ -142,13 +97,13 @@ def run(port: int, *, learners: int, workers: int = 0, options: str = "abcd", sp
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         try:
             t0 = time.perf_counter()
-            response, _ = _request(conn, "POST", "/join", {"code": code, "nickname": f"learner {n}"})
+            response, _ = form_request(conn, "POST", "/join", {"code": code, "nickname": f"learner {n}"})
             joined = time.perf_counter()
             if response.status != 303:
                 fail(f"join {n}: HTTP {response.status}")
                 barrier.abort()
                 return
-            cookie = _cookie(response, "mrtr_learner")
+            cookie = cookie_of(response, "mrtr_learner")
             with lock:
                 result.joined += 1
                 result.join_ms.append((joined - t0) * 1000)
@@ -156,7 +111,7 @@ def run(port: int, *, learners: int, workers: int = 0, options: str = "abcd", sp
             if offsets[n]:
                 time.sleep(offsets[n])  # this learner's think time
             t1 = time.perf_counter()
-            response, body = _request(conn, "POST", f"/class/{code}/answer", {"option": options[n % len(options)]},
+            response, body = form_request(conn, "POST", f"/class/{code}/answer", {"option": options[n % len(options)]},
                                       {"Cookie": cookie, "Accept": "application/json"})
             t2 = time.perf_counter()
             if response.status != 200 or b'"option"' not in body:
@@ -188,7 +143,7 @@ def run(port: int, *, learners: int, workers: int = 0, options: str = "abcd", sp
 def serve(workers: int, threads: int, redis: bool, stack: ExitStack) -> Served:
     env: dict[str, str] = {}
     if redis:
-        from tests.redis_server import RedisServer
+        from loopback.redis_server import RedisServer
 
         env["MRTR_REDIS_URL"] = stack.enter_context(RedisServer()).url
     return stack.enter_context(granian_app(workers=workers, threads=threads, env=env,

@@ -139,7 +139,7 @@ def redis_options(port: int, directory: str) -> list[str]:
 def redis(name: str) -> Served:
     tmp = tempfile.TemporaryDirectory(prefix="mrtr-bench-redis-")
     port = servers.free_port()
-    return servers._spawn(name, [REDIS_SERVER, *redis_options(port, tmp.name)], {}, port, tmp, children=0)
+    return servers.spawn(name, [REDIS_SERVER, *redis_options(port, tmp.name)], {}, port, tmp, children=0)
 
 
 def nginx(name: str, upstream_ports: Sequence[int]) -> Served:
@@ -149,7 +149,7 @@ def nginx(name: str, upstream_ports: Sequence[int]) -> Served:
     tmp = tempfile.TemporaryDirectory(prefix="mrtr-bench-nginx-")
     prefix = Path(tmp.name)
     port = servers.free_port()
-    try:  # until _spawn owns the directory (its Served removes it on stop), remove it here on any failure
+    try:  # until spawn owns the directory (its Served removes it on stop), remove it here on any failure
         text = render_nginx_conf(prefix, port, upstream_ports)
         conf = prefix / "nginx.conf"
         conf.write_text(text)
@@ -162,7 +162,7 @@ def nginx(name: str, upstream_ports: Sequence[int]) -> Served:
     except BaseException:
         tmp.cleanup()
         raise
-    return servers._spawn(name, base, {}, port, tmp, children=children)
+    return servers.spawn(name, base, {}, port, tmp, children=children)
 
 
 def replica_env(index: int, redis_url: str) -> dict[str, str]:

@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from bench.loadgen import ACCEPT, deploy_request, flow_headers
 from bench.servers import BENCH_KEY
+from loopback.loadgen import ACCEPT, deploy_request, flow_headers
 from web.deployment import without_lean_mcp
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]

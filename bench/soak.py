@@ -24,8 +24,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.loadgen import Conn, HTTPError, flow_headers, one_flow
 from bench.servers import PRODUCTION_SERVER, SERVERS, production_app
+from loopback.loadgen import Conn, HTTPError, flow_headers, one_flow
 from mrtr_stores.redeemed_sqlite import SqliteStore
 
 ROOT = Path(__file__).resolve().parents[1]

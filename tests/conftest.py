@@ -1,50 +1,248 @@
-"""Test tiers: every test that needs a process or peer outside this Python gets the `external` marker.
+"""Test tiers, and the fixtures every test folder shares.
 
-`pytest -m "not browser and not external"` is the quick edit loop; plain `pytest` runs everything.
-A test is external when its module is one of EXTERNAL_MODULES (peers, the conformance suite, the
-SDK clients, real multi-process servers, Redis, the load runs), when it uses a fixture that starts
-one (EXTERNAL_FIXTURES), or when its own code starts gunicorn, granian, Redis or Node.
+`pytest -m "not browser and not external"` is the fast tier, the edit loop: it needs nothing but this Python and
+the Python requirements. Plain `pytest` runs everything. A test is `external` when it needs a process outside
+this Python (Node, Redis, Chromium, granian or gunicorn, nginx, or a server we start as a subprocess, such as
+`python -m mrtr serve` over stdio), and it is marked so at collection in one of three ways:
+
+* its module is listed in EXTERNAL_MODULES below, or carries `pytestmark = pytest.mark.external`;
+* the test itself carries `@pytest.mark.external`;
+* it uses a fixture in EXTERNAL_FIXTURES (directly or through another fixture).
+
+Nothing is guessed from a test's source. Instead the tier is proven: while a test of the fast tier runs (its
+fixtures' set-up and tear-down included), starting any process fails it, loudly, naming the command, except the
+linters of tests/test_lint.py (`python -m ruff`, `python -m mypy`) and import-linter, which are Python requirements.
 """
 
 from __future__ import annotations
 
-import inspect
+import _posixsubprocess
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+import jinja2
+import jinja2.bccache
 import pytest
 
-EXTERNAL_MODULES = (
-    "tests/peers/",
-    "tests/deploy/",
-    "tests/check/test_peers_report.py",
-    "tests/web/test_conformance.py",
-    "tests/web/test_mcp_sdk_clients.py",
-    "tests/web/test_replicas_processes.py",
-    "tests/web/test_classroom_redis.py",
-    "tests/web/test_load.py",
-    "tests/web/test_classroom_load.py",
-    "tests/mrtr/test_redis_store.py",
-)
-#: Fixtures that start a server process (gunicorn) or a peer.
-EXTERNAL_FIXTURES = frozenset({"served", "body_server", "redis_url"})
-#: Words in a test's own code that mean it starts an outside process.
-EXTERNAL_WORDS = ("gunicorn", "granian", "RedisServer", "npx", "node_modules")
+from mrtr import FakeClock
+
+if TYPE_CHECKING:
+    from flask import Flask
+    from flask.testing import FlaskClient
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: Modules every test of which needs an outside process, and what it is.
+EXTERNAL_MODULES = {
+    "tests/peers/": "the SDK peers (Python and Node) and the weak server, each its own process",
+    "tests/deploy/": "scripts/cluster.sh and scripts/production.sh: nginx, granian, Redis",
+    "tests/check/test_peers_report.py": "the checker against the peers' processes",
+    "tests/web/test_conformance.py": "the MCP conformance suite, through npx",
+    "tests/web/test_mcp_sdk_clients.py": "the official SDK clients (Node, and Python as a process) against granian",
+    "tests/web/test_replicas_processes.py": "replicas as granian processes",
+    "tests/web/test_classroom_redis.py": "redis-server",
+    "tests/web/test_production.py": "scripts/production.sh (granian)",
+    "tests/mrtr/test_redis_store.py": "redis-server",
+    "tests/packaging/": "pip builds and installs the wheel in a new virtual environment",
+    # The build lesson's servers run as the learner runs them: `python server.py` over stdio, or node.
+    "tests/lessons/test_build_servers.py": "the checker over stdio against the lesson's server processes",
+    "tests/lessons/test_build_mistakes.py": "the checker over stdio against the lesson's server processes",
+    "tests/lessons/test_build_breakit.py": "the checker over stdio against the lesson's server processes",
+    "tests/lessons/test_build_spec.py": "the lesson's servers as stdio processes",
+    "tests/lessons/test_build_typescript.py": "node, and the lesson's TypeScript server processes",
+}
+#: Single tests of modules whose other tests are fast (node ids without parameters), and why.
+EXTERNAL_TESTS = {
+    "tests/lessons/test_build_in_page.py::test_in_page_verdicts_equal_the_cli_verdicts":
+        "compares the in-page checker with the checker over stdio (a server process)",
+    "tests/build_runner/test_runner_files.py::"
+    "test_the_bundle_runs_the_checker_where_ssl_sqlite3_and_cryptography_are_missing":
+        "a fresh interpreter without those modules",
+    "tests/mutants/test_mutants.py::test_the_sound_controls_pass_everything_over_stdio":
+        "the servers as stdio processes",
+    "tests/mutants/test_mutants.py::test_each_mutant_is_flagged_exactly_where_its_mistake_shows_over_stdio":
+        "the servers as stdio processes",
+    "tests/mutants/test_mutants.py::test_a_process_bound_key_is_never_a_pass_for_the_principal_over_stdio":
+        "the servers as stdio processes",
+}
+#: Fixtures that start an outside process.
+EXTERNAL_FIXTURES = frozenset({"served", "body_server", "redis_url", "production_server"})
+
+#: What the fast tier may start: the linters it runs, all of them Python requirements.
+LINTERS = frozenset({"ruff", "mypy", "importlinter", "lint-imports"})
+
+
+def _relative(item: pytest.Item) -> str:
+    try:
+        return item.path.resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return item.path.as_posix()
 
 
 def _is_external(item: pytest.Item) -> bool:
-    path = item.path.as_posix()
-    if any(f"/{module}" in path or path.endswith(module) for module in EXTERNAL_MODULES):
+    path = _relative(item)
+    if any(path.startswith(module) for module in EXTERNAL_MODULES):
         return True
-    if EXTERNAL_FIXTURES & set(getattr(item, "fixturenames", ())):
+    if f"{path}::{getattr(item, 'originalname', item.name)}" in EXTERNAL_TESTS:
         return True
-    function = getattr(item, "function", None)
-    try:
-        source = inspect.getsource(function) if function is not None else ""
-    except (OSError, TypeError):
-        source = ""
-    return any(word in source for word in EXTERNAL_WORDS)
+    return bool(EXTERNAL_FIXTURES & set(getattr(item, "fixturenames", ())))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if _is_external(item):
+        if item.get_closest_marker("external") is None and _is_external(item):
             item.add_marker(pytest.mark.external)
+
+
+# -- the guard: a fast test starts no process ---------------------------------------------------------------
+
+
+class ProcessInFastTier(RuntimeError):
+    """A test of the fast tier started a process."""
+
+
+#: The fast test running now (set-up, call and tear-down), or None.
+_running_fast: list[pytest.Item] = []
+_STARTED = pytest.StashKey[list[str]]()
+
+
+def _allowed(argv: list[str]) -> bool:
+    words = [os.fsdecode(a) for a in argv]
+    if len(words) >= 3 and words[0] == sys.executable and words[1] == "-m":
+        return words[2] in LINTERS
+    return bool(words) and Path(words[0]).parent == Path(sys.executable).parent and Path(words[0]).name in LINTERS
+
+
+def _refuse(what: str) -> None:
+    item = _running_fast[-1]
+    item.stash.setdefault(_STARTED, []).append(what)
+    raise ProcessInFastTier(
+        f"{item.nodeid} is in the fast tier but started a process: {what}. If it needs one, mark it external "
+        f"(tests/conftest.py: EXTERNAL_MODULES, EXTERNAL_TESTS or EXTERNAL_FIXTURES, or pytest.mark.external).")
+
+
+def _guarded(name: str, real: Callable[..., Any], argv_of: Callable[..., list[str] | None]) -> Callable[..., Any]:
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        if _running_fast:
+            argv = argv_of(*args, **kwargs)
+            if argv is None or not _allowed(argv):
+                _refuse(f"{name}({' '.join(os.fsdecode(a) for a in argv or ())})")
+        return real(*args, **kwargs)
+
+    return guarded
+
+
+class SharedTemplateCode(jinja2.BytecodeCache):
+    """Compiled templates kept for every app this process creates. Each app compiles its templates on first use,
+    about 1.5 s of a new app's first pages; the tests create hundreds of apps, a server one per process. A
+    template whose source changes is compiled again (the cache checks the source's checksum)."""
+
+    def __init__(self) -> None:
+        self.code: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        if bucket.key in self.code:
+            bucket.bytecode_from_string(self.code[bucket.key])
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        self.code[bucket.key] = bucket.bytecode_to_string()
+
+
+def _share_compiled_templates() -> None:
+    from flask import Flask
+
+    shared = SharedTemplateCode()
+    create = Flask.create_jinja_environment
+
+    def create_jinja_environment(self: Flask) -> Any:
+        environment = create(self)
+        environment.bytecode_cache = shared
+        return environment
+
+    Flask.create_jinja_environment = create_jinja_environment  # type: ignore[method-assign]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every way this Python starts a process goes through one of these: subprocess and multiprocessing's
+    spawn (fork_exec), multiprocessing's fork and os.spawn* (fork), os.system, posix_spawn. And every app the
+    tests create shares its compiled templates."""
+    _share_compiled_templates()
+    argv_of = lambda args, *_a, **_k: list(args)  # noqa: E731
+    _posixsubprocess.fork_exec = _guarded("exec", _posixsubprocess.fork_exec, argv_of)
+    subprocess._fork_exec = _guarded("exec", subprocess._fork_exec, argv_of)  # type: ignore[attr-defined]
+    os.fork = _guarded("fork", os.fork, lambda: None)
+    os.forkpty = _guarded("forkpty", os.forkpty, lambda: None)
+    os.system = _guarded("system", os.system, lambda command: [command])
+    os.posix_spawn = _guarded("posix_spawn", os.posix_spawn, lambda path, argv, *_a, **_k: list(argv))
+    os.posix_spawnp = _guarded("posix_spawnp", os.posix_spawnp, lambda path, argv, *_a, **_k: list(argv))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    fast = item.get_closest_marker("external") is None and item.get_closest_marker("browser") is None
+    if fast:
+        _running_fast.append(item)
+    try:
+        yield
+    finally:
+        if fast:
+            _running_fast.remove(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A process started where the refusal was caught and swallowed still fails the test."""
+    outcome = yield
+    report = outcome.get_result()
+    started = item.stash.get(_STARTED, [])
+    if started and report.passed:
+        report.outcome = "failed"
+        report.longrepr = f"{item.nodeid} is in the fast tier but started a process: {started[0]}"
+    started.clear()
+
+
+# -- the app under test -------------------------------------------------------------------------------------
+
+TEST_KEY = "test-key-0123456789abcdefghijklmnopqrstuvwxyz"
+#: The config every in-process app of the tests starts from: a fixed key, an in-memory redeemed store.
+APP_CONFIG: dict[str, Any] = {"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory"}
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """The clock the app (and the core) read: move it to expire tickets, never wait."""
+    return FakeClock(1_790_000_000.0)
+
+
+@pytest.fixture
+def make_app(clock: FakeClock, tmp_path: Path) -> Callable[..., Flask]:
+    """`make_app(**config)`: the real create_app() with APP_CONFIG and `config` over it, on `clock` (the core's
+    and the live class's), every state file (class database, check runs) in this test's tmp_path."""
+
+    from app import create_app  # here, so the core's tests (tests/mrtr) never import Flask
+
+    def make(**config: Any) -> Flask:
+        base = {**APP_CONFIG, "MRTR_CLOCK": clock, "MRTR_CLASS_CLOCK": clock, "MRTR_STATE_DIR": str(tmp_path / "state")}
+        return create_app({**base, **config})
+
+    return make
+
+
+@pytest.fixture
+def app_config() -> dict[str, Any]:
+    """What `app` is configured with besides make_app's defaults: a module overrides this fixture, not `app`."""
+    return {}
+
+
+@pytest.fixture
+def app(make_app: Callable[..., Flask], app_config: dict[str, Any]) -> Flask:
+    return make_app(**app_config)
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+import logging
 import tokenize
 from pathlib import Path
 
@@ -19,7 +20,15 @@ def test_the_import_contracts_hold(capsys, monkeypatch):
     from importlinter.cli import lint_imports
 
     monkeypatch.chdir(ROOT)
-    code = lint_imports(no_cache=True, no_logo=True)
+    # import-linter configures logging as it starts, which disables every logger that exists by then (the app's
+    # "mrtr" logger among them) for the rest of this process: they are enabled again after it.
+    loggers = [logger for logger in logging.Logger.manager.loggerDict.values()
+               if isinstance(logger, logging.Logger) and not logger.disabled]
+    try:
+        code = lint_imports(no_cache=True, no_logo=True)
+    finally:
+        for logger in loggers:
+            logger.disabled = False
     out = capsys.readouterr().out
     assert code == 0, out[-4000:]
     assert "Contracts: 6 kept, 0 broken." in out, out[-2000:]

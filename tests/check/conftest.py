@@ -1,8 +1,9 @@
 """Servers the checker's tests point at: the app's own /mcp served for real, the weak server, and a
 misbehaving HTTP server with one bad answer per path.
 
-All listen on free 127.0.0.1 ports from daemon threads and stop when their fixture ends. The app's
-tickets live 2 s (`MRTR_TICKET_TTL=2`), so the late move's real wait stays short.
+All listen on free 127.0.0.1 ports from daemon threads and stop when their fixture ends. No test waits for a
+ticket to expire: the app's clock is a FakeClock and the weak server's a MovingClock, and `on_clock` makes the
+checker's late move (the CLI's and /check's) wait by moving that clock.
 """
 
 from __future__ import annotations
@@ -21,14 +22,15 @@ import pytest
 from app import create_app
 from moves import check as check_module
 from moves.targets.remote import Timing
+from mrtr import FakeClock
 from tests.browser.helpers import LiveServer, serve
 from tests.check.weak_server import WeakServer, serve_http
+from web import check_page
 
 APP_CONFIG: dict[str, Any] = {
     "TESTING": True,
     "MRTR_SECRET_KEYS": "check-test-key-0123456789abcdef0123456789abcdef",
     "MRTR_STORE": "memory",
-    "MRTR_TICKET_TTL": 2,
 }
 TOKENS = ["--token", "bob=bob-token", "--token", "alice=alice-token"]
 
@@ -42,10 +44,20 @@ def check_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def app_server() -> Iterator[LiveServer]:
-    """The real app (create_app), its /mcp answering on a loopback port."""
-    with serve(create_app(dict(APP_CONFIG))) as live:
+def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The real app (create_app), its /mcp and /check answering on a loopback port, on a FakeClock that starts at
+    the real time (`app_clock`: run the late move inside `on_clock(app_clock)`). Its /check runs are kept in a
+    directory of this module's own, so they never count against another module's per-visitor limit."""
+    config = {**APP_CONFIG, "MRTR_CLOCK": FakeClock(time.time()),
+              "MRTR_CHECK_STATE_DIR": str(tmp_path_factory.mktemp("check-runs"))}
+    with serve(create_app(config)) as live:
         yield live
+
+
+@pytest.fixture(scope="module")
+def app_clock(app_server: LiveServer) -> FakeClock:
+    clock: FakeClock = app_server.app.config["MRTR_CLOCK"]
+    return clock
 
 
 @pytest.fixture(scope="module")
@@ -73,10 +85,13 @@ WEAK_CLOCK = MovingClock()
 
 @contextmanager
 def on_clock(clock: Any) -> Iterator[None]:
-    """Within: the CLI's late move waits on `clock` (a MovingClock, or the app's FakeClock: called for the time,
-    `advance`d to wait), the only difference from a user's run."""
+    """Within: the late move of `python -m mrtr check` and of /check waits on `clock` (the target server's: a
+    MovingClock, or the app's FakeClock; called for the time, `advance`d to wait), the only difference from a
+    user's run."""
+    on = functools.partial(Timing, clock=clock, sleep=clock.advance)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(check_module, "Timing", functools.partial(Timing, clock=clock, sleep=clock.advance))
+        patch.setattr(check_module, "Timing", on)
+        patch.setattr(check_page, "Timing", on)
         yield
 
 

@@ -6,12 +6,10 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import pytest
 from bs4 import BeautifulSoup
 
 from moves.catalog import load_moves
@@ -19,22 +17,13 @@ from moves.check import exchange_of, run_check, short_ticket
 from moves.engine import play
 from moves.labcodec import LabRing
 from moves.targets.in_process import lab_target
-from tests.browser.helpers import LiveServer, serve
+from tests.browser.helpers import LiveServer
 from tests.check.catalogue import EDITED, REPLAY, STOLEN
 from tests.check.test_check_page import finish, form, make_app
 from tests.check.test_cli import assert_exact_schema
 from tests.moves.test_engine import messages_sent
 from web.check_page import SERVER_LANE, diagram_steps, redact
 from web.widgets import sequence_model
-
-
-@pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """The app serving /check and its own /mcp, with a run directory of its own (the per-visitor limit is
-    counted there, so these runs never count against the other modules')."""
-    with serve(make_app(MRTR_CHECK_STATE_DIR=str(tmp_path_factory.mktemp("diagram-runs")))) as server:
-        yield server
-
 
 RING = LabRing.public("check-diagram-key-0123456789abcdefghijkl")
 MOVES = {m.slug: m for m in load_moves()}
@@ -129,12 +118,12 @@ def test_redaction_removes_tokens_anywhere_in_a_kept_exchange() -> None:
         {"error": {"message": "bad token [token]"}, "n": 1, "list": ["x[token]x"]}]
 
 
-def test_a_finished_report_draws_each_move_from_its_real_exchange(live: LiveServer) -> None:
-    client = live.app.test_client()
-    started = client.post("/check", data=form(live.url + "/mcp", skip_late="1"))
+def test_a_finished_report_draws_each_move_from_its_real_exchange(app_server: LiveServer) -> None:
+    client = app_server.app.test_client()
+    started = client.post("/check", data=form(app_server.url + "/mcp", skip_late="1"))
     run_id = started.headers["Location"].rsplit("/", 1)[1]
-    html: BeautifulSoup = finish(live.app, client, started)
-    stored_text = (Path(live.app.extensions["mrtr.check_runs"].directory) / f"{run_id}.json").read_text()
+    html: BeautifulSoup = finish(app_server.app, client, started)
+    stored_text = (Path(app_server.app.extensions["mrtr.check_runs"].directory) / f"{run_id}.json").read_text()
     assert "bob-token" not in stored_text and "alice-token" not in stored_text
     stored = json.loads(stored_text)
     exchanges = html.select("section.check-exchanges details.check-exchange")
@@ -192,20 +181,20 @@ class EchoHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-def test_a_server_that_echoes_the_token_never_gets_it_into_the_run_file_or_the_page(live: LiveServer) -> None:
+def test_a_server_that_echoes_the_token_never_gets_it_into_the_run_file_or_the_page(app_server: LiveServer) -> None:
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), EchoHandler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
-        client = live.app.test_client()
+        client = app_server.app.test_client()
         started = client.post("/check", data=form(f"http://127.0.0.1:{httpd.server_address[1]}/mcp", skip_late="1"))
         run_id = started.headers["Location"].rsplit("/", 1)[1]
-        page = str(finish(live.app, client, started))
+        page = str(finish(app_server.app, client, started))
     finally:
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=10)
-    stored = (Path(live.app.extensions["mrtr.check_runs"].directory) / f"{run_id}.json").read_text()
+    stored = (Path(app_server.app.extensions["mrtr.check_runs"].directory) / f"{run_id}.json").read_text()
     assert "who is Bearer [token]?" in stored and "who is Bearer [token]?" in page
     assert "bob-token" not in stored + page and "alice-token" not in stored + page
 

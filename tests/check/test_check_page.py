@@ -7,7 +7,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +19,10 @@ from flask.testing import FlaskClient
 from app import create_app
 from moves.check import MoveRow
 from moves.probes import ProbeResult
-from tests.browser.helpers import LiveServer, serve
+from mrtr import FakeClock
+from tests.browser.helpers import LiveServer
 from tests.check.catalogue import MOVES, caught_by
-from tests.check.conftest import APP_CONFIG
+from tests.check.conftest import APP_CONFIG, on_clock
 from tests.mutants.harness import running
 from web.check_page import RUN_TTL, SECTIONS, STALE, CheckInputError, HostRules, Run, RunStore, vet_url
 
@@ -44,13 +45,6 @@ def resolver(table: dict[str, list[str]]) -> Callable[[str, int], list[str]]:
 
 def make_app(**config: Any) -> Flask:
     return create_app({**APP_CONFIG, **config})
-
-
-@pytest.fixture(scope="module")
-def live() -> Iterator[LiveServer]:
-    """The app, serving both /check and the /mcp it checks, for real on a loopback port."""
-    with serve(make_app()) as server:
-        yield server
 
 
 def soup(response: Any) -> BeautifulSoup:
@@ -296,10 +290,11 @@ def test_a_probe_failure_links_to_the_rule() -> None:
 # -- real runs ---------------------------------------------------------------------------------------
 
 
-def test_checking_the_apps_own_mcp_holds_everywhere(live: LiveServer) -> None:
-    client = live.app.test_client()
-    started = client.post("/check", data=form(live.url + "/mcp"))
-    html = finish(live.app, client, started)
+def test_checking_the_apps_own_mcp_holds_everywhere(app_server: LiveServer, app_clock: FakeClock) -> None:
+    client = app_server.app.test_client()
+    with on_clock(app_clock):
+        started = client.post("/check", data=form(app_server.url + "/mcp"))
+        html = finish(app_server.app, client, started)
     verdicts = {r["data-move"]: r["data-verdict"] for r in html.select("tr[data-move]")}
     slugs = [m["slug"] for m in tomllib.loads((ROOT / "moves" / "moves.toml").read_text())["moves"]]
     assert list(verdicts) == slugs and set(verdicts.values()) == {"pass"}
@@ -310,7 +305,7 @@ def test_checking_the_apps_own_mcp_holds_everywhere(live: LiveServer) -> None:
     assert "bob-token" not in text and "alice-token" not in text
 
 
-def test_checking_a_weak_server_links_each_failure_to_its_lesson_section(live: LiveServer,
+def test_checking_a_weak_server_links_each_failure_to_its_lesson_section(app_server: LiveServer,
                                                                          weak: Callable[..., Any]) -> None:
     app = make_app(MRTR_CHECK_RESOLVER=None)
     client = app.test_client()
@@ -332,13 +327,13 @@ def test_checking_a_weak_server_links_each_failure_to_its_lesson_section(live: L
     assert html.select_one("#check-status").get_text().startswith("FAIL")
 
 
-def test_an_htmx_start_answers_with_the_polling_fragment_and_pushes_the_run_url(live: LiveServer) -> None:
-    client = live.app.test_client()
-    started = client.post("/check", data=form(live.url + "/mcp", skip_late="1"), headers=HX)
+def test_an_htmx_start_answers_with_the_polling_fragment_and_pushes_the_run_url(app_server: LiveServer) -> None:
+    client = app_server.app.test_client()
+    started = client.post("/check", data=form(app_server.url + "/mcp", skip_late="1"), headers=HX)
     assert started.status_code == 200
     push = started.headers["HX-Push-Url"]
     assert re.fullmatch(r"/check/runs/[\w-]+", push)
-    join(live.app, push.rsplit("/", 1)[1])
+    join(app_server.app, push.rsplit("/", 1)[1])
     assert soup(started).select_one("#check-progress") is not None
 
 

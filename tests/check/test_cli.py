@@ -14,22 +14,19 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from app import create_app
 from moves.catalog import EXPECTS, load_moves
 from moves.check import VERDICTS, ProgressBar, arguments_for, main, other_arguments_for
 from moves.target import Outcome
 from mrtr import FakeClock
-from tests.browser.helpers import serve
 from tests.check.catalogue import HONEST, caught_by, gated_by
-from tests.check.conftest import APP_CONFIG, TOKENS, WEAK_CLOCK, on_clock
+from tests.check.conftest import TOKENS, WEAK_CLOCK, on_clock
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -93,18 +90,9 @@ def verdicts(report: dict[str, Any], verdict: str) -> set[str]:
 # -- sound servers -------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def clocked_mcp() -> Iterator[tuple[str, FakeClock]]:
-    """The real app's /mcp on a clock the test moves: the late move waits on it, not for real."""
-    fake = FakeClock(time.time())
-    with serve(create_app({**APP_CONFIG, "MRTR_TICKET_TTL": 120, "MRTR_CLOCK": fake})) as live:
-        yield live.url + "/mcp", fake
-
-
-def test_the_apps_own_mcp_passes_every_move_and_probe(clocked_mcp: tuple[str, FakeClock], tmp_path: Path) -> None:
-    mcp_url, fake = clocked_mcp
+def test_the_apps_own_mcp_passes_every_move_and_probe(mcp_url: str, app_clock: FakeClock, tmp_path: Path) -> None:
     junit = tmp_path / "report.xml"
-    with on_clock(fake):
+    with on_clock(app_clock):
         code, report = check_json(mcp_url, *TOKENS, "--junit", str(junit))
     assert code == 0, report
     assert_exact_schema(report)
@@ -118,6 +106,7 @@ def test_the_apps_own_mcp_passes_every_move_and_probe(clocked_mcp: tuple[str, Fa
     assert "bob-token" not in junit.read_text() and "alice-token" not in json.dumps(report)
 
 
+@pytest.mark.external  # `python -m mrtr serve` as a process
 def test_mrtr_serve_over_stdio_passes_every_move_and_probe() -> None:
     run = subprocess.run([sys.executable, "-m", "mrtr", "check", "--stdio", f"{sys.executable} -m mrtr serve",
                           "--json"], cwd=ROOT, env={**os.environ, **STDIO_ENV}, capture_output=True, text=True,
@@ -205,6 +194,7 @@ def test_allow_replay_turns_a_missing_redeemed_store_into_a_warning(weak: Callab
     assert out.splitlines()[-1].endswith(f"({len(replayed)} warnings, {len(LATE)} not run)")
 
 
+@pytest.mark.external  # the weak server as a stdio process
 def test_the_weak_server_over_stdio_is_caught_too() -> None:
     command = f"{sys.executable} {HERE / 'weak_server.py'} --stdio --weak principal"
     code, report = check_json("--stdio", command, "--skip-late")
@@ -247,7 +237,8 @@ def _closed_port() -> int:
     (["http://127.0.0.1:9/mcp", *TOKENS, "--bogus"], "unrecognized arguments: --bogus"),
     (["--stdio", "'unclosed"], "cannot be split"),
     (["--stdio", "x", "--token", "a=1"], "given twice"),
-    (["--stdio", "/nonexistent/server"], "could not start '/nonexistent/server': no such command"),
+    pytest.param(["--stdio", "/nonexistent/server"], "could not start '/nonexistent/server': no such command",
+                 marks=pytest.mark.external),  # tries to start a process
 ])
 def test_usage_errors_exit_2_with_one_clear_line(argv: list[str], words: str) -> None:
     code, out, err = check(*argv)
@@ -276,6 +267,7 @@ def test_an_unreachable_target_and_a_wrong_token_exit_2(mcp_url: str) -> None:
     assert code == 2 and "refused the bearer token of alice" in err and "stolen-guess" not in err
 
 
+@pytest.mark.external  # stdio server processes (tests/check/fake_stdio.py)
 @pytest.mark.parametrize(("mode", "timeout", "words"), [
     ("garbage", 30, "is not JSON"), ("silent", 0.5, "no answer within 0.5 s"),
     ("flood", 30, "without answering"), ("exit", 30, "exited with code 3"),

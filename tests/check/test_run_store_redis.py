@@ -8,9 +8,11 @@ from collections.abc import Iterator
 
 import pytest
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
+from loopback.redis_server import RedisServer
 from mrtr import FakeClock
-from tests.redis_server import RedisServer
 from web.check_page import CheckInputError, RedisRunStore
 
 
@@ -66,7 +68,9 @@ def test_two_starts_at_once_on_two_replicas_admit_one(redis_url: str) -> None:
 
 
 def test_a_redis_that_is_away_refuses_a_run_in_words() -> None:
-    store = RedisRunStore(redis.Redis(port=1, socket_connect_timeout=0.5), FakeClock(0.0))
+    # No retries: redis-py's default backs off for seconds first (RedisRunStore.from_url keeps that default).
+    client = redis.Redis(port=1, socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 0))
+    store = RedisRunStore(client, FakeClock(0.0))
     with pytest.raises(CheckInputError, match="cannot reach its store"):
         store.start("v", "http://127.0.0.1:9/mcp", limit=1, window=600)
     assert store.get("A" * 22) is None

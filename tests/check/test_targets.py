@@ -194,6 +194,7 @@ def fake(mode: str, *extra: str) -> list[str]:
     return [sys.executable, str(HERE / "fake_stdio.py"), mode, *extra]
 
 
+@pytest.mark.external  # stdio server processes (tests/check/fake_stdio.py)
 def test_stdio_target_starts_one_process_per_principal_lazily_and_ends_them() -> None:
     target = StdioTarget(fake("echo"))
     try:
@@ -210,12 +211,14 @@ def test_stdio_target_starts_one_process_per_principal_lazily_and_ends_them() ->
     target.close()  # twice is fine
 
 
+@pytest.mark.external  # stdio server processes (tests/check/fake_stdio.py)
 def test_stdio_target_names_principals_through_the_chosen_variable() -> None:
     with StdioTarget(fake("echo", "API_USER"), [("carol", "c-1"), ("dave", "d-2")], principal_env="API_USER") as t:
         assert t.send("other", request(1, "x")).response["result"]["principal"] == "d-2"
         assert (t.owner, t.other) == ("carol", "dave")
 
 
+@pytest.mark.external  # `python -m mrtr serve` as a process
 def test_stdio_target_talks_to_mrtr_serve() -> None:
     env = {"MRTR_SECRET_KEYS": "stdio-test-key-0123456789abcdef0123456789abcdef", "MRTR_STORE": "memory",
            "PATH": "/usr/bin:/bin"}
@@ -224,6 +227,7 @@ def test_stdio_target_talks_to_mrtr_serve() -> None:
         assert minted.response["result"]["resultType"] == "input_required"
 
 
+@pytest.mark.external  # stdio server processes (tests/check/fake_stdio.py)
 @pytest.mark.parametrize(("mode", "words"), [
     ("garbage", "is not JSON: 'Starting server on stdio... ok'"),
     ("silent", "no answer within 0.5 s"),
@@ -245,6 +249,7 @@ def test_stdio_target_explains_every_bad_process(mode: str, words: str) -> None:
     assert not target._procs
 
 
+@pytest.mark.external  # tries to start a process
 def test_stdio_target_explains_a_command_that_does_not_exist() -> None:
     with StdioTarget(["/nonexistent/mcp-server", "--stdio"]) as target:
         reply = target.send("owner", request(1, "tools/list"))
@@ -257,6 +262,7 @@ def test_stdio_target_refuses_a_command_it_cannot_use(command: str, words: str) 
         StdioTarget(command)
 
 
+@pytest.mark.external  # stdio server processes (tests/check/fake_stdio.py)
 def test_stdio_stderr_is_drained_so_a_chatty_server_never_blocks() -> None:
     script = "import sys\nsys.stderr.write('e' * 300000)\nsys.stderr.flush()\nfor line in sys.stdin:\n" \
              "    print('{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}', flush=True)\n"

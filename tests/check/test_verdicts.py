@@ -135,6 +135,7 @@ def test_a_hang_in_a_probe_stops_the_run_there_with_an_error_case(tmp_path: Path
     assert case.find("error") is not None and case.find("failure") is None
 
 
+@pytest.mark.external  # a stdio server process
 def test_over_stdio_too_a_hang_on_retries_stops_the_run_with_exit_2() -> None:
     command = f"{sys.executable} {SERVER} hangs-on-retry"
     code, out, err = cli("--stdio", command, "--json", timeout=0.3)

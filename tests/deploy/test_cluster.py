@@ -19,7 +19,7 @@ from typing import Any
 
 import redis
 
-from bench.loadgen import deploy_request, flow_headers
+from loopback.loadgen import deploy_request, flow_headers
 from web.classroom import GUESS_LIMIT
 from web.deployment import REPLICA_HEADER
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from app import create_app
+from loopback.redis_server import REDIS_SERVER, _ping, free_port
 from mrtr import FakeClock
-from tests.redis_server import REDIS_SERVER, _ping, free_port
 from web.classroom import classroom
 
 KEY = "redis-faults-key-0123456789abcdefghijklmnopqr"

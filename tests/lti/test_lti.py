@@ -11,7 +11,8 @@ import base64
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -20,14 +21,13 @@ from bs4 import BeautifulSoup
 from flask import Flask
 from flask.testing import FlaskClient
 
-from app import create_app
 from mrtr import FakeClock
 from mrtr_settings.environment import ConfigError, read_settings
 from tests.lti.platform import CLIENT_ID, SCORE_TYPE, Platform, new_key_pair, running_platform
 from web.content import get_content
 
 TOOL = "https://tool.test"
-TEST_KEY = "test-key-0123456789abcdefghijklmnopqrstuvwxyz"
+MakeApp = Callable[..., Flask]
 QUIZ_LESSON = "when-the-server-needs-input"
 BUILD_LESSON = "build-the-checks"
 
@@ -38,22 +38,14 @@ def platform() -> Iterator[Platform]:
         yield p
 
 
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock(1_790_000_000.0)
-
-
-def make_app(tmp_path: Any, clock: FakeClock, platforms: Any) -> Flask:
-    config = {"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory", "MRTR_STATE_DIR": str(tmp_path),
-              "LTI_CLOCK": clock}
-    if platforms is not None:
-        config["MRTR_LTI_PLATFORMS"] = json.dumps(platforms)
-    return create_app(config)
+def lti_config(clock: FakeClock, platforms: Any) -> dict[str, Any]:
+    """The tool's settings for `platforms` (None: no LTI at all), its LTI store on `clock`."""
+    return {"LTI_CLOCK": clock, **({"MRTR_LTI_PLATFORMS": json.dumps(platforms)} if platforms is not None else {})}
 
 
 @pytest.fixture
-def app(tmp_path: Any, clock: FakeClock, platform: Platform) -> Flask:
-    return make_app(tmp_path, clock, [platform.tool_entry()])
+def app_config(clock: FakeClock, platform: Platform) -> dict[str, Any]:
+    return lti_config(clock, [platform.tool_entry()])
 
 
 @pytest.fixture
@@ -134,7 +126,7 @@ def test_a_launched_quiz_posts_its_first_try_score_to_the_line_item(app: Flask, 
 
 
 def test_a_failed_score_post_is_kept_and_retried_until_the_platform_accepts_it(
-        app: Flask, client: FlaskClient, platform: Platform, clock: FakeClock, tmp_path: Any) -> None:
+        app: Flask, client: FlaskClient, platform: Platform, clock: FakeClock, make_app: MakeApp) -> None:
     platform.down = True
     activity = follow(client, launch(client, platform, item=f"quiz/{QUIZ_LESSON}"))
     last = answer_all(client, app, activity, wrong=0)
@@ -142,7 +134,7 @@ def test_a_failed_score_post_is_kept_and_retried_until_the_platform_accepts_it(
     assert "is kept and sent to your course" in last.get_data(as_text=True)
     platform.down = False
     # The app restarts in between: the score waits on disk, not in memory.
-    client = make_app(tmp_path, clock, [platform.tool_entry()]).test_client()
+    client = make_app(**lti_config(clock, [platform.tool_entry()])).test_client()
     client.get(activity.request.full_path, base_url=TOOL)  # not due yet: the retry backs off
     assert platform.scores == []
     clock.advance(31)
@@ -302,8 +294,9 @@ def test_login_from_an_unknown_platform_is_refused(client: FlaskClient) -> None:
     assert "Set-Cookie" not in response.headers
 
 
-def test_keys_come_from_the_registered_key_set_url_only(tmp_path: Any, clock: FakeClock, platform: Platform) -> None:
-    app = make_app(tmp_path, clock, [platform.tool_entry(key_set_url=f"{platform.base}/moved-jwks")])
+def test_keys_come_from_the_registered_key_set_url_only(make_app: MakeApp, clock: FakeClock, platform: Platform
+                                                         ) -> None:
+    app = make_app(**lti_config(clock, [platform.tool_entry(key_set_url=f"{platform.base}/moved-jwks")]))
     client = app.test_client()
     platform.registration.set_tool_key_set(client.get("/lti/jwks", base_url=TOOL).get_json())
     response = launch(client, platform, item=f"quiz/{QUIZ_LESSON}")
@@ -332,10 +325,10 @@ def test_lti_pages_may_be_framed_by_the_registered_platforms_only(client: FlaskC
     assert "X-Frame-Options" not in page.headers and "unsafe-inline" not in csp
 
 
-def test_a_platform_may_name_the_origins_its_courses_are_on(tmp_path: Any, clock: FakeClock,
+def test_a_platform_may_name_the_origins_its_courses_are_on(make_app: MakeApp, clock: FakeClock,
                                                             platform: Platform) -> None:
     entry = platform.tool_entry(frame_origins=["https://school.example", "https://Other.example:8443/"])
-    client = make_app(tmp_path, clock, [entry]).test_client()
+    client = make_app(**lti_config(clock, [entry])).test_client()
     platform.registration.set_tool_key_set(client.get("/lti/jwks", base_url=TOOL).get_json())
     page = follow(client, launch(client, platform, item=f"quiz/{QUIZ_LESSON}"))
     ancestors = page.headers["Content-Security-Policy"].split("frame-ancestors ")[1].split()
@@ -344,9 +337,9 @@ def test_a_platform_may_name_the_origins_its_courses_are_on(tmp_path: Any, clock
 
 def test_the_private_key_stays_in_the_state_dir_and_only_the_public_key_is_published(
         tmp_path: Any, client: FlaskClient) -> None:
-    key_file = tmp_path / "lti-tool-key.pem"
+    key_file = tmp_path / "state" / "lti-tool-key.pem"
     assert stat.S_IMODE(os.stat(key_file).st_mode) == 0o600
-    assert stat.S_IMODE(os.stat(tmp_path / "lti.sqlite3").st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(tmp_path / "state" / "lti.sqlite3").st_mode) == 0o600
     private = key_file.read_text()
     jwks = client.get("/lti/jwks", base_url=TOOL).get_json()
     [key] = jwks["keys"]
@@ -362,14 +355,14 @@ def test_the_private_key_stays_in_the_state_dir_and_only_the_public_key_is_publi
 # -- without LTI ---------------------------------------------------------------------------------------------
 
 
-def test_without_platforms_every_lti_route_is_a_clear_404_and_no_key_is_made(tmp_path: Any,
+def test_without_platforms_every_lti_route_is_a_clear_404_and_no_key_is_made(make_app: MakeApp, tmp_path: Path,
                                                                            clock: FakeClock) -> None:
-    client = make_app(tmp_path, clock, None).test_client()
+    client = make_app(**lti_config(clock, None)).test_client()
     for path in ("/lti/login", "/lti/jwks", "/lti/config.json", "/lti/activity?launch=abc"):
         response = client.get(path, base_url=TOOL)
         assert response.status_code == 404 and "MRTR_LTI_PLATFORMS is unset" in response.get_data(as_text=True)
     assert client.post("/lti/launch", data={"id_token": "a"}, base_url=TOOL).status_code == 404
-    assert not (tmp_path / "lti-tool-key.pem").exists()
+    assert not (tmp_path / "state" / "lti-tool-key.pem").exists()
     embed = client.get(f"/embed/quiz/{QUIZ_LESSON}", base_url=TOOL)
     assert embed.status_code == 200 and "Set-Cookie" not in embed.headers
 

@@ -7,13 +7,8 @@ import itertools
 import pytest
 
 from moves.story import Balancer, cluster, roundtrip
-from mrtr import FakeClock, KeyRing, MemoryStore
+from mrtr import KeyRing, MemoryStore
 from tests.mrtr.helpers import ACCEPT, assert_frozen_rejection, deploy
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock(1_790_000_000.0)
 
 
 @pytest.fixture

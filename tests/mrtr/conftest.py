@@ -15,11 +15,6 @@ KEY = "core-test-key-0123456789abcdef0123456789abcdef"
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock(1_790_000_000.0)
-
-
-@pytest.fixture
 def ring() -> KeyRing:
     return KeyRing([KEY])
 

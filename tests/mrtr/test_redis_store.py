@@ -12,11 +12,11 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from loopback.redis_server import RedisServer
 from mrtr import FakeClock, KeyRing, Server
 from mrtr_stores.redeemed_redis import RedisStore
 from mrtr_toolsets.lesson import lesson_catalog
 from tests.mrtr.helpers import ACCEPT, assert_frozen_rejection, deploy
-from tests.redis_server import RedisServer
 
 NOW = 1_790_000_000.0
 

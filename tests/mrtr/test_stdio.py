@@ -30,12 +30,14 @@ def transport():
     t.close()
 
 
+@pytest.mark.external  # `python -m mrtr serve` as a process
 def test_stdio_serves_a_modern_deploy_line_by_line(transport):
     client = Client(transport)
     assert client.connect() == "modern"
     assert client.call_tool("deploy", {"env": "staging"})["content"][0]["text"] == "deployed to staging"
 
 
+@pytest.mark.external  # `python -m mrtr serve` as a process
 def test_stdio_serves_a_legacy_deploy_through_the_shim(transport):
     client = Client(transport)
     assert client.connect(prefer="legacy") == "legacy"
@@ -44,6 +46,7 @@ def test_stdio_serves_a_legacy_deploy_through_the_shim(transport):
     assert len(asked) == 1 and asked[0]["params"]["message"] == "Deploy to qa?"
 
 
+@pytest.mark.external  # `python -m mrtr serve` as a process
 def test_stdio_answers_garbage_and_keeps_serving(transport):
     for line in (b"{not json\n", b"[1,2]\n", b"\"x\"\n"):
         assert transport.process.stdin is not None
@@ -54,10 +57,12 @@ def test_stdio_answers_garbage_and_keeps_serving(transport):
     assert Client(transport).connect() == "modern"
 
 
+@pytest.mark.external  # `python -m mrtr serve` as a process
 def test_stdio_exits_cleanly_when_stdin_closes(transport):
     assert transport.close() == 0
 
 
+@pytest.mark.external  # `python -m mrtr lab`, which starts `mrtr serve`
 def test_the_lab_command_runs_all_four_scenes_and_exits_zero():
     run = subprocess.run([sys.executable, "-m", "mrtr", "lab"], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
@@ -70,6 +75,7 @@ def test_the_lab_command_runs_all_four_scenes_and_exits_zero():
                for line in out.splitlines())
 
 
+@pytest.mark.external  # `python -m mrtr` as a process
 def test_an_unknown_command_prints_usage():
     run = subprocess.run([sys.executable, "-m", "mrtr", "nope"], capture_output=True, text=True, timeout=30,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -83,6 +89,7 @@ def drive(argv: list[str]) -> dict:
     return json.loads(lines[-1]) | {"_stderr": run.stderr[-2000:]}
 
 
+@pytest.mark.external  # the SDK's client and `mrtr serve`, processes
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 @pytest.mark.parametrize(("answer", "text"), [("accept", "deployed to staging"),
                                               ("decline", "nothing was deployed to staging")])
@@ -95,6 +102,7 @@ def test_the_official_python_sdk_client_completes_deploy_over_stdio(mode, answer
     assert out["protocolVersion"] == ("2026-07-28" if mode == "auto" else "2025-11-25")
 
 
+@pytest.mark.external  # node
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 def test_the_official_typescript_sdk_client_completes_deploy_over_stdio(mode):
     """Interop: @modelcontextprotocol/client 2.4.0 (installed by scripts/test.sh with npm ci)."""
@@ -106,6 +114,7 @@ def test_the_official_typescript_sdk_client_completes_deploy_over_stdio(mode):
     assert out["text"] == "deployed to staging"
 
 
+@pytest.mark.external  # a fresh interpreter
 def test_importing_mrtr_loads_no_web_framework():
     """The core is sans-IO: importing it must not pull in Flask (or any socket-level HTTP stack)."""
     code = ("import sys, mrtr, mrtr.server, mrtr.client, mrtr_cli.stdio_server, mrtr_cli.raw_lab, moves.engine,"

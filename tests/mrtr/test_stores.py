@@ -46,6 +46,7 @@ print("first" if store.redeem(sys.argv[2], exp=10_000, now=1) else "again")
 """
 
 
+@pytest.mark.external  # two processes
 def test_the_sqlite_store_is_shared_by_two_processes(tmp_path):
     """Replicas on one machine share one SQLite file: a ticket spent in one is spent in all."""
     path = str(tmp_path / "shared.sqlite3")

@@ -20,8 +20,8 @@ from flask.testing import FlaskClient
 from werkzeug.test import EnvironBuilder
 
 from app import create_app
-from bench.loadgen import Conn, flow_headers, one_flow
-from bench.servers import granian_app
+from loopback.loadgen import Conn, flow_headers, one_flow
+from loopback.servers import granian_app
 from mrtr_settings.environment import DEFAULT_HELD_STREAMS, ConfigError
 from web.admission import HELD_KEY, HeldSlots
 from web.mcp import RETRY_AFTER, SESSIONS_KEY
@@ -201,6 +201,7 @@ def read_question(sock: socket.socket) -> tuple[bytes, dict[str, Any]]:
         seen += sock.recv(65536)
 
 
+@pytest.mark.external  # scripts/production.sh (granian)
 def test_with_two_threads_a_held_call_leaves_one_for_its_answer_and_everyone_else():
     with granian_app(workers=1, threads=2, env={"MRTR_HELD_STREAMS": "1"}) as served:
         port = served.port

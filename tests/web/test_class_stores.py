@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from loopback.redis_server import RedisServer
 from mrtr import FakeClock
-from tests.redis_server import RedisServer
 from web.classroom_redis import RedisClassStore, RedisRateLimit
 from web.classroom_store import MAX_LEARNERS, ClassFull, ClassroomError, ClassStore
 
@@ -22,11 +22,6 @@ TTL = 3600.0
 def redis_url() -> Iterator[str]:
     with RedisServer() as server:
         yield server.url
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock(1_790_000_000.0)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("redis", marks=pytest.mark.external)])

@@ -5,33 +5,29 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from app import create_app
 from moves.catalog import holds
 from moves.target import Outcome
 from mrtr import FakeClock
+from tests.conftest import APP_CONFIG
 from tests.web.helpers import honest_move, stopped_move
 from web import classroom_store
 from web.admission import HELD_KEY
 from web.content import load_course
 
-TEST_KEY = "classroom-test-key-0123456789abcdefghijklmnop"
 COURSE = load_course()
 HONEST = honest_move(COURSE.moves)
 STOLEN = stopped_move("principal", COURSE.moves)
 REPLAY = stopped_move("single-use", COURSE.moves)
 TOKENS = "bob-secret-token=bob,alice-secret-token=alice"
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock(1_790_000_000.0)
+MakeApp = Callable[..., Flask]
 
 
 @pytest.fixture
@@ -39,15 +35,10 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "classroom.sqlite3"
 
 
-def make_app(clock: FakeClock, db_path: Path, **extra: object) -> Flask:
-    return create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory", "MRTR_TOKENS": TOKENS,
-                       "MRTR_CLASS_DB": str(db_path), "MRTR_CLASS_CLOCK": clock,
-                       "MRTR_CLASS_STREAM_SECONDS": 0, **extra})
-
-
 @pytest.fixture
-def app(clock: FakeClock, db_path: Path) -> Iterator[Flask]:
-    yield make_app(clock, db_path)
+def app_config(db_path: Path) -> dict[str, Any]:
+    """The class in a file the tests read directly; secret tokens, so no page may show them."""
+    return {"MRTR_TOKENS": TOKENS, "MRTR_CLASS_DB": str(db_path), "MRTR_CLASS_STREAM_SECONDS": 0}
 
 
 @pytest.fixture
@@ -121,9 +112,9 @@ def test_the_presenter_screen_has_a_qr_code_and_short_url(host: FlaskClient, cod
     assert host.get(f"/j/{code.lower()}").headers["Location"] == f"/join?code={code}"
 
 
-def test_instructor_token_guards_the_start_and_never_shows(clock: FakeClock, db_path: Path) -> None:
+def test_instructor_token_guards_the_start_and_never_shows(make_app: MakeApp, app_config: dict[str, Any]) -> None:
     token = "instructor-secret-0123456789"
-    app = make_app(clock, db_path, MRTR_INSTRUCTOR_TOKEN=token)
+    app = make_app(**app_config, MRTR_INSTRUCTOR_TOKEN=token)
     host = app.test_client()
     demo = host.get("/demo").get_data(as_text=True)
     assert 'name="token"' in demo and token not in demo
@@ -259,10 +250,11 @@ def test_host_events_stream_the_tally(app: Flask, host: FlaskClient, code: str) 
     assert app.test_client().get(f"/class/{code}/host/events").status_code == 403
 
 
-def test_a_presenters_view_holds_a_thread_only_while_the_process_may_spare_one(clock, db_path) -> None:
+def test_a_presenters_view_holds_a_thread_only_while_the_process_may_spare_one(make_app: MakeApp,
+                                                                               app_config: dict[str, Any]) -> None:
     """Waiting for changes keeps a server thread (web/admission.py): with a slot free the view holds
     it until closed; with none free it sends one snapshot and ends, and the browser reconnects."""
-    app = make_app(clock, db_path, MRTR_CLASS_STREAM_SECONDS=3600, MRTR_HELD_STREAMS="1")
+    app = make_app(**{**app_config, "MRTR_CLASS_STREAM_SECONDS": 3600}, MRTR_HELD_STREAMS="1")
     host = app.test_client()
     code = start(host)[0]
     slots = app.extensions[HELD_KEY]
@@ -412,8 +404,8 @@ def test_a_class_is_deleted_after_its_lifetime(app: Flask, host: FlaskClient, co
             assert db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] == 0, table  # noqa: S608
 
 
-def test_lifetime_is_configurable(clock: FakeClock, db_path: Path) -> None:
-    app = make_app(clock, db_path, MRTR_CLASS_TTL_HOURS="1")
+def test_lifetime_is_configurable(make_app: MakeApp, app_config: dict[str, Any], clock: FakeClock) -> None:
+    app = make_app(**app_config, MRTR_CLASS_TTL_HOURS="1")
     host = app.test_client()
     code, _ = start(host)
     clock.advance(3601)
@@ -440,7 +432,7 @@ def test_no_configured_secret_reaches_any_page(app: Flask, host: FlaskClient, co
              ann.post(f"/class/{code}/play", data={"move": REPLAY.slug}), app.test_client().get(f"/join?code={code}")]
     for page in pages:
         text = page.get_data(as_text=True)
-        for secret in (TEST_KEY, "bob-secret-token", "alice-secret-token", *lab_keys):
+        for secret in (APP_CONFIG["MRTR_SECRET_KEYS"], "bob-secret-token", "alice-secret-token", *lab_keys):
             assert secret not in text
         csp = page.headers.get("Content-Security-Policy", "")
         assert "'unsafe-inline'" not in csp

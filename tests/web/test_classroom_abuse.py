@@ -5,13 +5,13 @@ pass without waiting."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from app import create_app
 from mrtr import FakeClock
 from web.classroom import (
     GUESS_LIMIT,
@@ -22,23 +22,10 @@ from web.classroom import (
     START_WINDOW,
 )
 
-KEY = "class-abuse-key-0123456789abcdefghijklmnopq"
-
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock(1_790_000_000.0)
-
-
-def make_app(tmp_path: Path, clock: FakeClock, **extra: object) -> Flask:
-    return create_app({"TESTING": True, "MRTR_SECRET_KEYS": KEY, "MRTR_STORE": "memory",
-                       "MRTR_CLASS_DB": str(tmp_path / "class.sqlite3"), "MRTR_CLASS_CLOCK": clock,
-                       "MRTR_CLASS_STREAM_SECONDS": 0, **extra})
-
-
-@pytest.fixture
-def app(tmp_path: Path, clock: FakeClock) -> Flask:
-    return make_app(tmp_path, clock)
+def app_config() -> dict[str, Any]:
+    return {"MRTR_CLASS_STREAM_SECONDS": 0}
 
 
 def client_at(app: Flask, address: str) -> FlaskClient:
@@ -69,8 +56,8 @@ def test_one_address_opens_a_few_classes_an_hour(app: Flask, clock: FakeClock) -
     start(host)
 
 
-def test_an_instructor_token_lifts_the_per_address_limit(tmp_path: Path, clock: FakeClock) -> None:
-    app = make_app(tmp_path, clock, MRTR_INSTRUCTOR_TOKEN="instructor-secret")
+def test_an_instructor_token_lifts_the_per_address_limit(make_app: Callable[..., Flask]) -> None:
+    app = make_app(MRTR_CLASS_STREAM_SECONDS=0, MRTR_INSTRUCTOR_TOKEN="instructor-secret")
     host = client_at(app, "198.51.100.1")
     for _ in range(START_LIMIT + 2):
         assert host.post("/class/start", data={"token": "instructor-secret"}).status_code == 201

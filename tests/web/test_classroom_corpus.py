@@ -10,12 +10,11 @@ a 4xx page says why.
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from typing import Any
 
 import pytest
 from flask import Flask
 
-from app import create_app
 from moves.catalog import load_moves
 from tests.corpus.hostile import Route, page_cases
 from tests.corpus.pages import page_failure
@@ -25,10 +24,8 @@ MOVES = load_moves()
 
 
 @pytest.fixture
-def app(tmp_path: Path) -> Flask:
-    return create_app({"TESTING": True, "MRTR_SECRET_KEYS": "corpus-key-0123456789abcdef0123456789abcdef",
-                       "MRTR_STORE": "memory", "MRTR_CLASS_DB": str(tmp_path / "classroom.sqlite3"),
-                       "MRTR_CLASS_STREAM_SECONDS": 0})
+def app_config() -> dict[str, Any]:
+    return {"MRTR_CLASS_STREAM_SECONDS": 0}
 
 
 def test_classroom_routes_survive_the_hostile_corpus(app: Flask) -> None:

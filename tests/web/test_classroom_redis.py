@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.classroom import _cookie, _request, host_tally, start_class
-from bench.servers import Served, gunicorn_app
-from tests.redis_server import RedisServer
+from loopback.classroom import cookie_of, form_request, host_tally, start_class
+from loopback.redis_server import RedisServer
+from loopback.servers import Served, gunicorn_app
 
 READ_TIMEOUT_S = 20  # far below the 60 s fallback poll
 
@@ -72,10 +72,10 @@ class Stream:
 def answer_on(served: Served, code: str, nickname: str, option: str) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
     try:
-        response, _ = _request(conn, "POST", "/join", {"code": code, "nickname": nickname})
+        response, _ = form_request(conn, "POST", "/join", {"code": code, "nickname": nickname})
         assert response.status == 303
-        cookie = _cookie(response, "mrtr_learner")
-        response, body = _request(conn, "POST", f"/class/{code}/answer", {"option": option},
+        cookie = cookie_of(response, "mrtr_learner")
+        response, body = form_request(conn, "POST", f"/class/{code}/answer", {"option": option},
                                   {"Cookie": cookie, "Accept": "application/json"})
         assert response.status == 200, body
     finally:

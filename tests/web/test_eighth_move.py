@@ -11,22 +11,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from app import create_app
 from moves.catalog import DEFAULT_PATH, Move, holds, load_moves
 from moves.engine import play
 from moves.labcodec import LabRing
 from moves.target import Outcome
 from moves.targets.in_process import lab_target
-from mrtr import FakeClock
 from tests.web.helpers import HX, soup
 from web.moveviews import OUTCOME_TEXT, group_of, grouped
-
-from .conftest import TEST_KEY
 
 MOVES = load_moves()
 #: One move to copy from each group, so every kind of entry is proven (the first of its group).
@@ -63,9 +60,8 @@ def extra(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, Move]:
 
 
 @pytest.fixture
-def app(extra: tuple[Path, Move]) -> Flask:
-    return create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory",
-                       "MRTR_CLOCK": FakeClock(1_790_000_000.0), "MRTR_MOVES_FILE": str(extra[0])})
+def app_config(extra: tuple[Path, Move]) -> dict[str, Any]:
+    return {"MRTR_MOVES_FILE": str(extra[0])}
 
 
 @pytest.fixture

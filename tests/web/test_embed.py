@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -22,14 +23,8 @@ ORIGINS = f"{HOST}, https://blog.example/"
 
 
 @pytest.fixture
-def app() -> Flask:
-    return create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory",
-                       "MRTR_EMBED_ORIGINS": ORIGINS})
-
-
-@pytest.fixture
-def client(app: Flask) -> FlaskClient:
-    return app.test_client()
+def app_config() -> dict[str, Any]:
+    return {"MRTR_EMBED_ORIGINS": ORIGINS}
 
 
 def ancestors(response) -> str:  # noqa: ANN001

@@ -13,7 +13,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from app import create_app
-from bench.loadgen import ACCEPT, deploy_request, flow_headers
+from loopback.loadgen import ACCEPT, deploy_request, flow_headers
 from mrtr import MAX_JSON_DEPTH, MAX_TICKET_LENGTH
 from web import security
 from web.content import get_content

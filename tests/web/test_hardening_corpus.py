@@ -22,8 +22,8 @@ from bs4 import BeautifulSoup
 from flask import Flask
 from flask.testing import FlaskClient
 
-from bench.loadgen import ACCEPT, Conn, deploy_request, flow_headers, json_body
-from bench.servers import Served, production_app
+from loopback.loadgen import ACCEPT, Conn, deploy_request, flow_headers, json_body
+from loopback.servers import Served, production_app
 from tests.corpus.hostile import PAGE_VALUES, Case, corpus, page_cases
 from tests.corpus.pages import SPEC_5XX, custom_form, page_failure, page_routes
 from web.content import get_content

@@ -11,6 +11,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
+from bs4 import BeautifulSoup
 from flask import Flask
 from flask.testing import FlaskClient
 
@@ -33,7 +34,8 @@ URL = f"/lessons/{LESSON}"
 
 
 @pytest.fixture
-def page(client: FlaskClient):
+def lesson_page(client: FlaskClient) -> BeautifulSoup:
+    """The lesson page, parsed (not named `page`: pytest-playwright would take that name for a browser test)."""
     response = client.get(URL)
     assert response.status_code == 200
     return soup(response.data)
@@ -91,9 +93,9 @@ def test_unknown_lesson_is_404(client: FlaskClient) -> None:
     assert client.get("/lessons/nope").status_code == 404
 
 
-def test_roundtrip_figure_shows_six_real_steps_across_two_replicas(page) -> None:
+def test_roundtrip_figure_shows_six_real_steps_across_two_replicas(lesson_page) -> None:
     lesson = load_course().lesson(LESSON)
-    steps = page.select("#round-trip .rt-step")
+    steps = lesson_page.select("#round-trip .rt-step")
     assert [int(s["data-step"]) for s in steps] == [1, 2, 3, 4, 5, 6]
     assert [s["data-title"] for s in steps] == [c.title for c in lesson.roundtrip_steps]
     assert [s["data-replica"] for s in steps] == ["A", "A", "", "B", "B", "B"]
@@ -114,11 +116,11 @@ def test_roundtrip_figure_shows_six_real_steps_across_two_replicas(page) -> None
     assert refused == ["fail"] + ["skipped"] * 5
     # Without JavaScript every step is visible; the controls only appear with app.js.
     assert not any(s.has_attr("hidden") for s in steps)
-    assert page.select_one("#round-trip [data-stepper-controls]").has_attr("hidden")
+    assert lesson_page.select_one("#round-trip [data-stepper-controls]").has_attr("hidden")
 
 
-def test_anatomy_decodes_a_real_ticket(page) -> None:
-    figure = page.select_one("#ticket-anatomy .anatomy")
+def test_anatomy_decodes_a_real_ticket(lesson_page) -> None:
+    figure = lesson_page.select_one("#ticket-anatomy .anatomy")
     prefix = figure.select_one(".token .tok-prefix").get_text()
     payload = figure.select_one(".token .tok-payload").get_text()
     claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
@@ -130,16 +132,16 @@ def test_anatomy_decodes_a_real_ticket(page) -> None:
     assert "bob" not in blob and "staging" not in blob
 
 
-def test_sealed_figure_shows_decoded_signed_payload_beside_sealed_blob(page) -> None:
-    figure = page.select_one("#signed-is-not-secret")
+def test_sealed_figure_shows_decoded_signed_payload_beside_sealed_blob(lesson_page) -> None:
+    figure = lesson_page.select_one("#signed-is-not-secret")
     decoded = json.loads(figure.select_one("pre.json code").get_text())
     assert decoded["sub"] == "bob"
     assert figure.select_one(".sealed .tok-prefix").get_text() == "s1"
 
 
-def test_timeline_plays_every_move_and_matches_moves_toml(page) -> None:
+def test_timeline_plays_every_move_and_matches_moves_toml(lesson_page) -> None:
     course = load_course()
-    figure = page.select_one("#checks-and-clock")
+    figure = lesson_page.select_one("#checks-and-clock")
     events = [li.select_one(".at").get_text(strip=True) for li in figure.select("ol.timeline li")]
     times = sorted([(0, 0), (EXPIRY, 1), *((m.at, 1) for m in course.moves)])  # minting first, then by time
     assert events == [f"t = {t:g} s" for t, _ in times]
@@ -163,12 +165,12 @@ def test_timeline_plays_every_move_and_matches_moves_toml(page) -> None:
             assert f"after “{move.before.title}” at t = {move.before.at:g} s" in said
 
 
-def test_shim_and_lab_are_live_transcripts(page) -> None:
-    shim = page.select_one("#old-clients .shim")
+def test_shim_and_lab_are_live_transcripts(lesson_page) -> None:
+    shim = lesson_page.select_one("#old-clients .shim")
     methods = [json.loads(p.get_text()).get("method") for p in shim.select("pre.json code")]
     assert "initialize" in methods and "tools/call" in methods and "elicitation/create" in methods
     assert "deployed to staging" in shim.get_text()
-    lab = page.select_one("#run-it-raw .lab")
+    lab = lesson_page.select_one("#run-it-raw .lab")
     assert "python -m mrtr lab" in lab.get_text()
     scenes = lab.select("section.scene")
     assert len(scenes) == 4 and all("FAILED" not in s.get_text() for s in scenes)
@@ -177,16 +179,16 @@ def test_shim_and_lab_are_live_transcripts(page) -> None:
     assert "-32022" in scenes[2].get_text() and "-32602" in scenes[3].get_text()
 
 
-def test_sdk_figure_shows_our_snippet_beside_the_real_deploy_source(page) -> None:
-    figure = page.select_one("#sdk-version")
+def test_sdk_figure_shows_our_snippet_beside_the_real_deploy_source(lesson_page) -> None:
+    figure = lesson_page.select_one("#sdk-version")
     ts = figure.select_one("#sdk-sdk-version-ts").get_text()
     for helper in ("inputRequired(", "inputRequired.elicit(", "acceptedContent(", ".mint("):
         assert helper in ts
     assert figure.select_one("#sdk-sdk-version-py").get_text() == inspect.getsource(tools.deploy)
 
 
-def test_breakit_links_preset_the_playground_and_say_what_each_switch_does(page) -> None:
-    links = page.select("#break-it ul.breakit li")
+def test_breakit_links_preset_the_playground_and_say_what_each_switch_does(lesson_page) -> None:
+    links = lesson_page.select("#break-it ul.breakit li")
     queries = [urllib.parse.urlsplit(li.a["href"]) for li in links]
     switches = [dict(urllib.parse.parse_qsl(q.query)) for q in queries]
     assert all(q.path == "/playground" and q.fragment == f"move-{s['move']}" for q, s in zip(queries, switches,
@@ -205,12 +207,12 @@ def test_breakit_links_preset_the_playground_and_say_what_each_switch_does(page)
     assert "removes Signature matches" in texts[0] and "removes Not already redeemed" in texts[1]
     assert "removes no check" in texts[2] and "removes no check" in texts[3]
     assert f"t = {honest_move(moves).at + 150:g} s" in texts[3]
-    assert "defence you remove" not in page.select_one("#break-it").get_text()
+    assert "defence you remove" not in lesson_page.select_one("#break-it").get_text()
 
 
-def test_playground_and_quiz_are_embedded(page) -> None:
-    assert page.select_one("#playground [data-playground]") is not None
-    assert len(page.select("#quick-check li.question form")) == len(load_course().lesson(LESSON).questions)
+def test_playground_and_quiz_are_embedded(lesson_page) -> None:
+    assert lesson_page.select_one("#playground [data-playground]") is not None
+    assert len(lesson_page.select("#quick-check li.question form")) == len(load_course().lesson(LESSON).questions)
 
 
 def test_figure_endpoint_renders_fragment_for_htmx_and_page_otherwise(app: Flask, client: FlaskClient) -> None:
@@ -340,8 +342,8 @@ def test_the_prose_counts_the_moves_only_where_the_count_is_true() -> None:
                 assert said.lower() == true, f"{name} says {said} moves; there are {true}"
 
 
-def test_the_timeline_shows_the_missing_answer_as_asked_again(page) -> None:
-    row = page.find("tr", id=f"timeline-checks-and-clock-{ASKS_AGAIN.slug}")
+def test_the_timeline_shows_the_missing_answer_as_asked_again(lesson_page) -> None:
+    row = lesson_page.find("tr", id=f"timeline-checks-and-clock-{ASKS_AGAIN.slug}")
     cell = row.select_one('td.cell[data-check="answer"]')
     assert cell["data-outcome"] == "asked-again" and cell.get_text(strip=True) == "Asked again"
     assert "Failed" not in row.get_text()
@@ -356,8 +358,8 @@ NAMED_FIELDS = ("_meta", "io.modelcontextprotocol/protocolVersion", "io.modelcon
                 "id", "inputResponses", "content", "code", "message")
 
 
-def test_every_field_of_every_message_links_to_its_note_in_a_definition_list(page) -> None:
-    figure = page.select_one("#round-trip .roundtrip")
+def test_every_field_of_every_message_links_to_its_note_in_a_definition_list(lesson_page) -> None:
+    figure = lesson_page.select_one("#round-trip .roundtrip")
     labels = []
     for pre in figure.select(".rt-step pre.json"):
         message = json.loads(pre.get_text())
@@ -386,8 +388,8 @@ def test_every_field_of_every_message_links_to_its_note_in_a_definition_list(pag
     assert any(label.startswith("Authorization") for label in labels)
 
 
-def test_the_principal_comes_from_the_authorization_header_shown_on_each_request(page) -> None:
-    steps = page.select("#round-trip .rt-step")
+def test_the_principal_comes_from_the_authorization_header_shown_on_each_request(lesson_page) -> None:
+    steps = lesson_page.select("#round-trip .rt-step")
     for n in (0, 3, 5):
         http = steps[n].select_one("pre.http")
         assert "Authorization: Bearer bob-token" in http.get_text()
@@ -396,8 +398,8 @@ def test_the_principal_comes_from_the_authorization_header_shown_on_each_request
     assert steps[1].select_one("pre.http") is None  # responses carry no request header
 
 
-def test_the_full_ticket_is_shown_once_in_the_round_trip(page) -> None:
-    figure = str(page.select_one("#round-trip"))
+def test_the_full_ticket_is_shown_once_in_the_round_trip(lesson_page) -> None:
+    figure = str(lesson_page.select_one("#round-trip"))
     assert len(re.findall(r"t1\.[A-Za-z0-9_-]{40,}", figure)) == 1
 
 
@@ -447,9 +449,9 @@ def test_home_progress_copy_button_waits_for_a_code(client: FlaskClient) -> None
     assert 'hasAttribute("data-progress-copy")' in script  # app.js leaves it to progress.js
 
 
-def test_the_legacy_transcript_shows_what_section_07_says_about_ids(page) -> None:
+def test_the_legacy_transcript_shows_what_section_07_says_about_ids(lesson_page) -> None:
     """Section 07 says the server's elicitation/create carries id 1, like the client's initialize."""
-    messages = [json.loads(p.get_text()) for p in page.select("#old-clients .shim pre.json code")]
+    messages = [json.loads(p.get_text()) for p in lesson_page.select("#old-clients .shim pre.json code")]
     initialize = next(m for m in messages if m.get("method") == "initialize")
     asked = next(m for m in messages if m.get("method") == "elicitation/create")
     assert initialize["id"] == asked["id"] == 1

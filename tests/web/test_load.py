@@ -6,10 +6,8 @@
   expired, a few more redeems sweep it down.
 * Memory stays flat: Python allocations (tracemalloc) after a warm-up do not grow with the next
   400 flows, in the app process itself, so no RSS ratio of another process is involved.
-* Concurrency over real HTTP: learners on threads play a fixed number of moves and flows each
-  against the production server, with zero errors.
-
-The long timed run (200 learners for 60 s, RSS sampled) is `python -m bench.soak`, opt-in.
+Concurrency over real HTTP (learners on threads against the production server) is bench/test_soak_learners.py;
+the long timed run (200 learners for 60 s, RSS sampled) is `python -m bench.soak`, opt-in.
 """
 
 from __future__ import annotations
@@ -17,7 +15,6 @@ from __future__ import annotations
 import gc
 import json
 import tempfile
-import threading
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,9 +24,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from app import create_app
-from bench.loadgen import ACCEPT, deploy_request, flow_headers
-from bench.servers import Served, production_app
-from bench.soak import Tally, learner
+from loopback.loadgen import ACCEPT, deploy_request, flow_headers
 from mrtr import FakeClock
 from mrtr_stores.redeemed_sqlite import SqliteStore
 
@@ -113,25 +108,3 @@ def test_python_memory_does_not_grow_with_traffic(sqlite_app: Flask, clock: Fake
     grown = sizes[1] - sizes[0]
     # A leak of even 100 bytes per flow would show as 40 KB here; steady state retains well under 1 KB.
     assert grown < 20_000, f"{grown} bytes retained by 400 more flows"
-
-
-@pytest.fixture(scope="module")
-def served(production_server: str) -> Iterator[Served]:
-    with tempfile.TemporaryDirectory(prefix="mrtr-load-") as tmp:
-        env = {"MRTR_STORE": "sqlite", "MRTR_STORE_PATH": str(Path(tmp) / "redeemed.sqlite3")}
-        with production_app(production_server, workers=2, threads=4, env=env) as server:
-            yield server
-
-
-def test_concurrent_learners_over_http_get_no_errors(served: Served) -> None:
-    learners, actions = 12, 15
-    tally = Tally()
-    threads = [threading.Thread(target=learner, args=(served.port, i, tally), kwargs={"actions": actions},
-                                daemon=True) for i in range(learners)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not any(t.is_alive() for t in threads)
-    assert not tally.errors, f"{len(tally.errors)} errors, first: {tally.errors[:5]}"
-    assert tally.flows == tally.moves == learners * actions

@@ -26,12 +26,12 @@ import pytest
 from flask import Flask
 
 from app import create_app
-from bench.servers import Served, gunicorn_app
+from loopback.redis_server import REDIS_SERVER, RedisServer, _ping
+from loopback.servers import Served, gunicorn_app
 from mrtr import STORE_UNAVAILABLE_MESSAGE, FakeClock, KeyRing, MemoryStore, Server, StoreUnavailable, utf8_text
 from mrtr_stores.redeemed_redis import RedisStore
 from mrtr_stores.redeemed_sqlite import SqliteStore
 from mrtr_toolsets.lesson import lesson_catalog
-from tests.redis_server import REDIS_SERVER, RedisServer, _ping
 from web.mcp import (
     KEEPALIVE_INTERVAL,
     MAX_PENDING_CALLS_PER_SESSION,
@@ -433,6 +433,7 @@ def read_response(sock: socket.socket) -> tuple[int, str]:
     return response.status, response.read().decode("utf-8", "replace")
 
 
+@pytest.mark.external  # gunicorn, and redis-server
 def test_abandoned_legacy_streams_are_cancelled_and_free_their_threads():
     """N+1 abandoned streams on a server with N threads: a fresh request is still served, every call
     is cancelled. Unfixed, each thread waited MRTR_SHIM_WAIT (300 s) for a client that had gone. The
@@ -571,6 +572,7 @@ def down_store(request: pytest.FixtureRequest) -> Iterator[DownStore]:
         yield DownStore({"MRTR_STORE": "sqlite", "MRTR_STORE_PATH": str(path)}, down, up)
 
 
+@pytest.mark.external  # gunicorn, and redis-server
 def test_a_down_store_fails_closed_with_503_and_the_ticket_is_redeemable_after_recovery(down_store):
     with serve(4, down_store.env) as served:
         status, _, text = request(served, deploy(1), modern_headers(deploy()))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.servers import Served, production_app
+from loopback.servers import Served, production_app
 
 from .conftest import TEST_KEY
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from flask import Flask
 from flask.testing import FlaskClient
 
 from app import create_app
@@ -18,14 +19,8 @@ HOST = "http://127.0.0.1:5001"
 
 
 @pytest.fixture
-def app() -> Flask:
-    return create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory",
-                       "MRTR_EMBED_ORIGINS": HOST})
-
-
-@pytest.fixture
-def client(app: Flask) -> FlaskClient:
-    return app.test_client()
+def app_config() -> dict[str, Any]:
+    return {"MRTR_EMBED_ORIGINS": HOST}
 
 
 def oembed(client: FlaskClient, url: str, **extra: str):  # noqa: ANN201

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.loadgen import Conn, flow_headers, one_flow, run_flows
-from bench.servers import PRODUCTION_SH, ROOT, Served, free_port, granian_app, wait_for_port, wait_until_settled
+from loopback.loadgen import Conn, flow_headers, one_flow, run_flows
+from loopback.servers import PRODUCTION_SH, ROOT, Served, free_port, granian_app, wait_for_port, wait_until_settled
 
 KEY = "production-key-0123456789abcdef0123456789abcdef"
 

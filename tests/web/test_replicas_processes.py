@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from bench.loadgen import ACCEPT, Conn, deploy_request, flow_headers, json_body
-from bench.servers import Served, production_app
+from loopback.loadgen import ACCEPT, Conn, deploy_request, flow_headers, json_body
+from loopback.redis_server import RedisServer
+from loopback.servers import Served, production_app
 from mrtr_stores.redeemed_redis import RedisStore
 from mrtr_stores.redeemed_sqlite import SqliteStore
-from tests.redis_server import RedisServer
 
 SHARED_KEYS = "replica-key-new-0123456789abcdef0123456789abcdef,replica-key-old-0123456789abcdef0123456789ab"
 INVALID_PARAMS = -32602

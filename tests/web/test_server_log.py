@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 #: Runs in a fresh interpreter, as a production server would: nothing has configured logging.
@@ -29,6 +31,7 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.external  # a fresh interpreter, whose logging nothing has configured
 def test_a_refused_ticket_is_explained_in_the_server_log_only() -> None:
     run = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=60,
                          check=False)

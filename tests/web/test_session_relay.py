@@ -205,6 +205,7 @@ def test_process_tags_and_question_ids() -> None:
     assert tag_of(12) is None and tag_of("12") is None and tag_of("x-y") is None and tag_of(f"{tag}-x") is None
 
 
+@pytest.mark.external  # four processes
 def test_processes_that_set_up_the_same_new_directory_at_once_all_get_it(tmp_path: Path) -> None:
     """Workers start together and open the same new file: switching it to WAL does not wait for SQLite's busy
     timeout, so each must try again instead of failing to start (seen with granian's two workers). Four

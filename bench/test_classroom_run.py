@@ -7,8 +7,12 @@ must count every answer, with two workers sharing one SQLite file.
 
 from __future__ import annotations
 
+import pytest
+
 from bench.classroom import run
-from bench.servers import gunicorn_app
+from loopback.servers import gunicorn_app
+
+pytestmark = pytest.mark.external  # the app under gunicorn
 
 LEARNERS = 24
 

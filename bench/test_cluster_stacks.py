@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from bench import __main__ as bench_main
-from bench import cluster, loadgen
+from bench import cluster
+from loopback import loadgen
 
 pytestmark = [
     pytest.mark.external,  # nginx, redis-server, granian and uvicorn processes

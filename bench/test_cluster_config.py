@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from bench import __main__ as bench_main
-from bench import cluster, floor, loadgen, servers
+from bench import cluster, floor, servers
+from loopback import loadgen
 
 CLUSTER_SH = cluster.CLUSTER_SH.read_text()
 
