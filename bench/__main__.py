@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from bench import cluster, micro, pages, pyodide, servers
+from bench import cluster, micro, pages, pyodide, recorded, servers
 from loopback import loadgen
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -391,11 +391,9 @@ responses.
     print()
     print(table(["target", "met", "measured"], [[n, "yes" if ok else "MISSED", g] for n, ok, g in checks]))
     if not args.no_write:
-        # The --cluster section is recorded by its own run; this one rewrites the rest around it.
-        kept = cluster.section_of(RESULTS.read_text()) if RESULTS.exists() else None
-        if kept is not None:
-            report = cluster.with_section(report, kept, before=analysis_heading())
-        RESULTS.write_text(report)
+        # The --cluster and --pyodide sections are recorded by their own runs; this one rewrites the rest around them.
+        old = RESULTS.read_text() if RESULTS.exists() else ""
+        RESULTS.write_text(recorded.carry_over(report, old, before=analysis_heading()))
         print(f"\nwrote {RESULTS}")
     return 0
 
@@ -482,7 +480,7 @@ def run_cluster(args: argparse.Namespace, levels: list[int], command: str, start
     print(section)
     if not args.no_write:
         text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-        RESULTS.write_text(cluster.with_section(text, section, before=analysis_heading()))
+        RESULTS.write_text(recorded.CLUSTER.put(text, section, before=analysis_heading()))
         print(f"\nwrote the --cluster section of {RESULTS}")
     return 0
 
@@ -524,7 +522,7 @@ def cluster_section(args: argparse.Namespace, chosen: list[StackConfig], levels:
                    "\n\nThe load generator shares the cores with every stack; against `floor-direct` it used\nabout "
                    + ", ".join(f"{floor_client[lvl] * 100:.0f}% of one core at {lvl}" for lvl in levels)
                    + " clients: the floor is the ceiling of this\nstack and this client together on this machine.")
-    return f"""{cluster.BEGIN}
+    return f"""{recorded.CLUSTER.begin}
 ## The deploy flow through nginx: {n} replicas, one direct, the SDK, and the floor
 
 A section of its own, recorded at another time than the rest: `python -m bench --cluster` rewrites it,
@@ -571,7 +569,7 @@ that stack's runs; while it is high every figure is slower and its tail longer f
 the code.{client_line}
 
 {"No failed flow on any stack." if not errors else f"**{errors} flows failed**; see the printed first errors."}
-{chr(10) + conditions + chr(10) if conditions else ""}{cluster.END}"""
+{chr(10) + conditions + chr(10) if conditions else ""}{recorded.CLUSTER.end}"""
 
 
 NOTE_VERIFY = """\

@@ -226,31 +226,3 @@ def floor_nginx(name: str, *, replicas: int, workers: int, threads: int) -> Stac
         return front
 
     return _build(name, build)
-
-
-# -- the section in RESULTS.md -----------------------------------------------------------------------
-#: The section `--cluster` writes is kept between these lines, so a later `--cluster` run replaces it
-#: and a later full run (which rewrites RESULTS.md) carries it over unchanged.
-BEGIN = "<!-- bench --cluster: begin -->"
-END = "<!-- bench --cluster: end -->"
-
-
-def section_of(text: str) -> str | None:
-    """The recorded `--cluster` section in a RESULTS.md text, markers included; None if there is none."""
-    start = text.find(BEGIN)
-    stop = text.find(END, start)
-    if start < 0 or stop < 0:
-        return None
-    return text[start:stop + len(END)]
-
-
-def with_section(text: str, section: str, before: str) -> str:
-    """`text` with `section` in place of the recorded one; if none, just before the line `before` (the
-    hand-written appendix's heading), or at the end when that is missing."""
-    old = section_of(text)
-    if old is not None:
-        return text.replace(old, section, 1)
-    at = text.find("\n" + before) if before else -1
-    if at < 0:
-        return text.rstrip("\n") + "\n\n" + section + "\n"
-    return text[:at].rstrip("\n") + "\n\n" + section + "\n\n" + text[at + 1:]

@@ -25,11 +25,11 @@ from pathlib import Path
 
 from werkzeug.serving import make_server
 
+from bench.recorded import PYODIDE
+
 LESSON = "/lessons/build-the-checks"
 TARGET_WARM_S = 3.0
 TARGET_COLD_S = 20.0
-BEGIN = "<!-- bench --pyodide: begin -->"
-END = "<!-- bench --pyodide: end -->"
 CHROMIUM = os.environ.get("MRTR_CHROMIUM", "/usr/bin/chromium")
 SOLUTION = Path(__file__).resolve().parent.parent / "lessons" / "build-the-checks" / "solution" / "server.py"
 
@@ -134,7 +134,7 @@ def section(timings: list[Timing], started: str, note: str = "") -> str:
 
     weight = sum((pyodide_install.pyodide_dir() / name).stat().st_size for name in PYODIDE_SERVED)
     lines = [
-        BEGIN,
+        PYODIDE.begin,
         "## The build lesson's in-page checker (Pyodide in headless Chromium)",
         "",
         f"Recorded {started} by `python -m bench --pyodide` on {platform.node()} ({os.cpu_count()} CPUs, "
@@ -151,19 +151,8 @@ def section(timings: list[Timing], started: str, note: str = "") -> str:
     ]
     if note:
         lines += ["", f"Also running on the machine: {note}."]
-    lines.append(END)
+    lines.append(PYODIDE.end)
     return "\n".join(lines)
-
-
-def with_section(text: str, new: str, before: str) -> str:
-    """`text` with `new` in place of the recorded --pyodide section; if none, just before the line `before`."""
-    start, stop = text.find(BEGIN), text.find(END)
-    if start >= 0 and stop > start:
-        return text[:start] + new + text[stop + len(END):]
-    at = text.find("\n" + before) if before else -1
-    if at < 0:
-        return text.rstrip("\n") + "\n\n" + new + "\n"
-    return text[:at].rstrip("\n") + "\n\n" + new + "\n\n" + text[at + 1:]
 
 
 def run(results: Path, before: str, *, write: bool, quick: bool = False, note: str = "") -> int:
@@ -174,7 +163,7 @@ def run(results: Path, before: str, *, write: bool, quick: bool = False, note: s
     print("\n" + report)
     if write:
         text = results.read_text(encoding="utf-8") if results.exists() else ""
-        results.write_text(with_section(text, report, before), encoding="utf-8")
+        results.write_text(PYODIDE.put(text, report, before), encoding="utf-8")
         print(f"\nwrote the --pyodide section of {results}")
     cold = statistics.median(t.seconds for t in timings if t.kind == "cold")
     warm = statistics.median(t.seconds for t in timings if t.kind == "warm")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench import __main__ as bench_main
-from bench import cluster, floor, servers
+from bench import cluster, floor, recorded, servers
 from loopback import loadgen
 
 CLUSTER_SH = cluster.CLUSTER_SH.read_text()
@@ -118,15 +118,28 @@ def test_the_section_goes_before_the_appendix_and_replaces_itself() -> None:
     heading = bench_main.analysis_heading()
     assert heading.startswith("## ")
     report = f"# Benchmark results\n\n## Targets\n\nall met\n\n{heading}\n\nfindings\n"
-    first = f"{cluster.BEGIN}\n## Cluster\nold\n{cluster.END}"
-    once = cluster.with_section(report, first, before=heading)
-    assert once.index("all met") < once.index(cluster.BEGIN) < once.index(heading)
-    assert cluster.section_of(once) == first
-    second = f"{cluster.BEGIN}\n## Cluster\nnew\n{cluster.END}"
-    twice = cluster.with_section(once, second, before=heading)
-    assert cluster.section_of(twice) == second and "old" not in twice and twice.endswith("findings\n")
-    assert cluster.section_of(report) is None
-    assert cluster.with_section("# x\n", first, before="## nowhere").endswith(first + "\n")
+    section = recorded.CLUSTER
+    first = f"{section.begin}\n## Cluster\nold\n{section.end}"
+    once = section.put(report, first, before=heading)
+    assert once.index("all met") < once.index(section.begin) < once.index(heading)
+    assert section.find(once) == first
+    second = f"{section.begin}\n## Cluster\nnew\n{section.end}"
+    twice = section.put(once, second, before=heading)
+    assert section.find(twice) == second and "old" not in twice and twice.endswith("findings\n")
+    assert section.find(report) is None
+    assert section.put("# x\n", first, before="## nowhere").endswith(first + "\n")
+
+
+def test_a_full_run_carries_every_separately_recorded_section_over() -> None:
+    heading = bench_main.analysis_heading()
+    cluster_part = f"{recorded.CLUSTER.begin}\n## Cluster\nkept\n{recorded.CLUSTER.end}"
+    pyodide_part = f"{recorded.PYODIDE.begin}\n## In the page\nkept too\n{recorded.PYODIDE.end}"
+    old = f"# old\n\n{cluster_part}\n\n{pyodide_part}\n\n{heading}\n\nfindings\n"
+    fresh = f"# Benchmark results\n\n## Targets\n\nall met\n\n{heading}\n\nfindings\n"
+    merged = recorded.carry_over(fresh, old, before=heading)
+    assert recorded.CLUSTER.find(merged) == cluster_part and recorded.PYODIDE.find(merged) == pyodide_part
+    assert merged.index("all met") < merged.index(cluster_part) < merged.index(pyodide_part) < merged.index(heading)
+    assert recorded.carry_over(fresh, "# nothing recorded\n", before=heading) == fresh
 
 
 def _result(rate: float, steal: float) -> loadgen.RunResult:
@@ -143,7 +156,7 @@ def test_the_section_shows_x_of_floor_the_ratios_and_the_steal() -> None:
     summary = {name: {8: bench_main.summarize(rs[8])} for name, rs in results.items()}
     text = bench_main.cluster_section(args, chosen, [8], results, summary, "python -m bench --cluster", "now",
                                       "0.1 0.1 0.1", "1.0 1.0 1.0")
-    assert text.startswith(cluster.BEGIN) and text.endswith(cluster.END)
+    assert text.startswith(recorded.CLUSTER.begin) and text.endswith(recorded.CLUSTER.end)
     assert "| 8 | `ours-nginx-2` | 1000 | 1000 | 0.25x |" in text
     assert "| 8 | `ours-direct` | 1200 | 1200 | 0.15x |" in text
     assert "| 8 | `sdk-nginx-2` | 250 | 250 | 0.06x |" in text
