@@ -20,8 +20,10 @@ from moves.catalog import load_moves
 from tests.browser.conftest import BROWSER_TEST_CONFIG
 from tests.browser.helpers import LiveServer, assert_no_axe_violations, serve
 from tests.web.helpers import stopped_move
+from web.content import Question, load_course
 
 MOVES = load_moves()
+LESSON = load_course().lessons[0]  # the lesson a class is started on
 STOLEN, EDITED, LATE = (stopped_move(check, MOVES) for check in ("principal", "signature", "expiry"))
 REPLAY = stopped_move("single-use", MOVES)
 
@@ -74,8 +76,10 @@ BROKEN_WORDS_JS = """() => { const out = [];
     if (!el.getClientRects().length || el.closest('.visually-hidden, pre, code, noscript')) continue;
     for (const m of node.textContent.matchAll(/[^\\s/-]+[/-]?/g)) {  // a line may break after a hyphen or a slash
       const r = document.createRange(); r.setStart(node, m.index); r.setEnd(node, m.index + m[0].length);
-      const tops = new Set([...r.getClientRects()].filter(b => b.width > 0).map(b => Math.round(b.top)));
-      if (tops.size > 1) out.push(el.tagName + ': ' + m[0]); } }
+      const across = !getComputedStyle(el).writingMode.startsWith('vertical');  // else a line is a column
+      const lines = new Set([...r.getClientRects()].filter(b => b.width > 0 && b.height > 0)
+        .map(b => Math.round(across ? b.top : b.left)));
+      if (lines.size > 1) out.push(el.tagName + ': ' + m[0]); } }
   return out; }"""
 
 
@@ -228,17 +232,45 @@ def test_the_phone_works_without_javascript_at_390px(browser: Browser, class_ser
     assert_no_axe_violations(checked, axe)
 
 
-def test_the_presenters_screen_fits_a_projector_without_scrolling(browser: Browser, class_server: LiveServer,
-                                                                  contexts: list[BrowserContext], axe: Axe) -> None:
-    presenter = open_context(browser, class_server, contexts, viewport={"width": 1280, "height": 720})
+#: Screens a class is projected on: 4:3, 16:9 and 16:10, from 1024 to 1920 px wide.
+PROJECTORS = [(1024, 768), (1280, 720), (1280, 800), (1440, 900), (1920, 1080)]
+#: What the presenter needs on the screen without scrolling: the join code, the question with its answers and
+#: explanation, the heatmap with who got through, and every control.
+ON_SCREEN = ["[data-join-code]", "#tally-panel .q-prompt", "[data-tally]", "[data-explanation]",
+             '[data-action="push-question"]', '[data-action="reveal"]', '[data-action="close-round"]',
+             '[data-action="single-use-off"]', "[data-heatmap]", "[data-first-replay]", "#manage > summary",
+             "a[download]", '[data-action="end-class"]']
+#: The smallest type on the class screen, in CSS px.
+SCREEN_MIN_PX = 14
+
+FIT_JS = """([selectors, minPx]) => {
+  const off = selectors.filter(s => { const e = document.querySelector(s); const r = e && e.getBoundingClientRect();
+    return !r || !r.width || r.top < 0 || r.left < 0 || r.bottom > innerHeight || r.right > innerWidth; });
+  const small = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const el = node.parentElement;
+    if (!node.textContent.trim() || !el.getClientRects().length || el.closest('.visually-hidden, noscript')) continue;
+    const px = parseFloat(getComputedStyle(el).fontSize);
+    if (px < minPx) small.push(node.textContent.trim().slice(0, 40) + ' ' + px); }
+  const se = document.scrollingElement;
+  return {width: se.scrollWidth, height: se.scrollHeight, off, small}; }"""
+
+
+def text_length(question: Question) -> int:
+    return len(question.prompt) + sum(len(c.text) for c in question.choices) + len(question.explanation)
+
+
+def test_the_presenters_screen_fits_every_projector_in_the_worst_case(
+        browser: Browser, class_server: LiveServer, contexts: list[BrowserContext], axe: Axe) -> None:
+    """Every question revealed with its explanation while the round is open and every move is in the heatmap:
+    at each projector size the class screen scrolls neither way, everything in ON_SCREEN is inside the window
+    and no text is under 14 px."""
+    presenter = open_context(browser, class_server, contexts, viewport={"width": 1024, "height": 768})
     code = start_class(presenter)
     phones = [open_context(browser, class_server, contexts, viewport=PHONE) for _ in range(2)]
     for phone, name in zip(phones, ["Ada", "Grace"], strict=True):
         join(phone, code, name)
-    presenter.locator('[data-action="push-question"]').click()
-    for phone in phones:
-        phone.locator('button[data-option="a"]').click()
-    presenter.locator('[data-action="reveal"]').click()
     presenter.locator('[data-action="open-round"]').click()
     for phone in phones:  # every move once, so every row of the heatmap holds a number
         expect(phone.locator("button[data-move]")).to_have_count(len(MOVES))
@@ -249,29 +281,44 @@ def test_the_presenters_screen_fits_a_projector_without_scrolling(browser: Brows
     heat = presenter.locator("[data-heatmap]")
     expect(heat).to_have_attribute("data-total", str(len(MOVES)))
     expect(presenter.locator("#manage")).not_to_have_attribute("open", "")  # "Manage learners" stays collapsed
-    for what in ("[data-heatmap]", "[data-tally]", '[data-action="end-class"]', "text=Export results (CSV)"):
-        expect(presenter.locator(what)).to_be_in_viewport(ratio=1)
-    assert presenter.evaluate("document.scrollingElement.scrollHeight") <= 720
-    assert presenter.evaluate("document.scrollingElement.scrollWidth") <= 1280
-    # the header of each check reads as whole words ("Not expired", never "Not expire / d")
-    for th in heat.locator("thead th").all():
-        words = th.inner_text().split()
-        assert all(th.evaluate("(e, w) => e.scrollWidth <= e.clientWidth + 1", w) for w in words)
-    assert broken_words(presenter) == []
 
-    # A 4:3 projector: the round (its controls, the heatmap and who got through) stays on the screen, nothing
-    # scrolls sideways, and no word is cut in two, a move's name included ("Hone / st retry" it was).
-    presenter.set_viewport_size({"width": 1024, "height": 768})
-    for what in ("#round-title", '[data-action="close-round"]', "[data-heatmap]", "[data-first-replay]",
-                 "[data-join-code]", "#tally-panel .q-prompt"):
-        expect(presenter.locator(what)).to_be_in_viewport(ratio=1)
-    assert presenter.evaluate("document.scrollingElement.scrollWidth") <= 1024
-    assert broken_words(presenter) == []
-    # 1920x1080: the larger type gets a wider quiz column instead of running below the screen
-    presenter.set_viewport_size({"width": 1920, "height": 1080})
-    expect(presenter.locator('[data-action="end-class"]')).to_be_in_viewport(ratio=1)
-    assert presenter.evaluate("document.scrollingElement.scrollHeight") <= 1080
-    assert presenter.evaluate("document.scrollingElement.scrollWidth") <= 1920
-    assert broken_words(presenter) == []
-    presenter.set_viewport_size({"width": 1280, "height": 720})
-    assert_no_axe_violations(presenter, axe)
+    questions = LESSON.questions
+    longest = max(questions, key=text_length)
+    push, reveal = presenter.locator('[data-action="push-question"]'), presenter.locator('[data-action="reveal"]')
+    for number, question in enumerate(questions, 1):
+        presenter.set_viewport_size({"width": 1024, "height": 768})
+        push.click()
+        expect(presenter.locator("[data-tally]")).to_have_attribute("data-question", question.id)
+        reveal.click()
+        expect(reveal).to_be_disabled()
+        expect(presenter.locator("[data-explanation]")).to_have_text(question.explanation)
+        for width, height in PROJECTORS:
+            presenter.set_viewport_size({"width": width, "height": height})
+            fit = presenter.evaluate(FIT_JS, [ON_SCREEN, SCREEN_MIN_PX])
+            assert fit == {"width": width, "height": height, "off": [], "small": []}, \
+                f"question {number} ({question.id}) at {width}x{height}"
+            if question is longest:
+                assert broken_words(presenter) == [], f"{width}x{height}"
+                # a check's title (read upwards) keeps whole words inside its header cell
+                for th in heat.locator("thead th").all():
+                    assert th.evaluate("e => e.scrollWidth <= e.clientWidth + 1"
+                                       " && e.scrollHeight <= e.clientHeight + 1"), th.inner_text()
+        if question is longest:
+            assert number > 1
+            presenter.set_viewport_size({"width": 1024, "height": 768})
+            # from the keyboard: every stop of the tab order, round and round, is on the screen, and nothing
+            # scrolls to show it
+            reached = set()
+            for _ in range(24):
+                presenter.keyboard.press("Tab")
+                stop = presenter.evaluate("""() => { const e = document.activeElement;
+                  return e === document.body ? null : e.dataset.action || e.textContent.trim(); }""")
+                if stop:
+                    reached.add(stop)
+                    expect(presenter.locator(":focus")).to_be_in_viewport(ratio=1)
+            assert reached >= {"push-question", "close-round", "single-use-off", "Export results (CSV)",
+                               "Manage learners", "end-class"}, reached
+            assert presenter.evaluate("scrollX === 0 && scrollY === 0")
+            for theme in ("light", "dark"):
+                presenter.emulate_media(color_scheme=theme)
+                assert_no_axe_violations(presenter, axe)
