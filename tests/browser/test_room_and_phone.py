@@ -36,6 +36,16 @@ def diagram_text_sizes(page: Page) -> list[tuple[str, float]]:
     }""")
 
 
+CHECK_TEXT_JS = """([parts, minPx]) => [...document.querySelectorAll(
+    `[data-slide]:not([hidden]) .big-checks :is(${parts})`)].map(
+    e => [e.textContent.trim(), parseFloat(getComputedStyle(e).fontSize)]).filter(([, px]) => px < minPx)"""
+
+
+def check_text_sizes(page: Page, parts: str = ".check-title, .check-word") -> list[tuple[str, float]]:
+    """The shown slide's check titles and words (Passed, Failed, ...) drawn under ROOM_MIN_PX."""
+    return [(text, round(px, 1)) for text, px in page.evaluate(CHECK_TEXT_JS, [parts, ROOM_MIN_PX])]
+
+
 @pytest.mark.parametrize("size", [(1024, 768), (1280, 720), (1920, 1080)], ids=["1024x768", "1280x720", "1920x1080"])
 @pytest.mark.parametrize("step", range(1, 7))
 def test_the_decks_diagram_reads_from_the_back_of_a_room(page: Page, size: tuple[int, int], step: int) -> None:
@@ -49,15 +59,59 @@ def test_the_decks_diagram_reads_from_the_back_of_a_room(page: Page, size: tuple
     assert len(sizes) > 5
     small = [(text, round(px, 1)) for text, px in sizes if px < ROOM_MIN_PX]
     assert not small, f"diagram text under {ROOM_MIN_PX} px at {size}: {small}"
-    # the checks beside or under it are not shrunk below it to make room
-    titles = slide.locator(".big-checks .check-title")
-    for i in range(titles.count()):
-        px = titles.nth(i).evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
-        assert px >= ROOM_MIN_PX, f"check title {i + 1} is {px} px at {size}"
+    # the checks beside or under it are not shrunk below it to make room, their words (Passed, ...) included
+    assert check_text_sizes(page) == [], f"check text under {ROOM_MIN_PX} px at {size}"
     # the step's arrows are all drawn, and the slide still fits the screen
     assert slide.locator(".seq-wide .seq-msg").count() == slide.locator("ol.seq-text > li").count()
     assert page.evaluate("document.scrollingElement.scrollHeight") <= size[1]
     assert page.evaluate("document.scrollingElement.scrollWidth") <= size[0]
+
+
+@pytest.mark.parametrize("size", [(1024, 768), (1280, 720)], ids=["1024x768", "1280x720"])
+def test_every_slides_check_words_read_from_the_back_of_a_room(page: Page, size: tuple[int, int]) -> None:
+    """Passed, Failed, Not reached, ... on every slide that shows the checks: at least ROOM_MIN_PX (checks.css
+    draws them at 0.85 of the check's title, which was 14.5 px at 1280x720)."""
+    from moves.catalog import load_moves
+    from web.demo import SWITCHES
+
+    page.emulate_media(reduced_motion="reduce")
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    words: set[str] = set()
+    for url in ([f"/demo/step/{n}" for n in range(1, 7)] + [f"/demo/move/{m.slug}" for m in load_moves()]
+                + [f"/demo/switch/{key}" for key, *_ in SWITCHES]):
+        page.goto(url)
+        expect(page.locator("#deck")).to_have_attribute("data-fit", re.compile(r"^\d"))
+        assert check_text_sizes(page, ".check-word") == [], f"{url} at {size}"
+        words |= set(page.locator("[data-slide]:not([hidden]) .big-checks .check-word").all_inner_texts())
+    assert {"Passed", "Failed", "Not reached"} <= words, words  # the test saw every kind it is about
+
+
+LABELS_IN_BOXES_JS = """svg => [...svg.querySelectorAll('.seq-party')].map(g => {
+    const t = g.querySelector('.seq-party-name').getBoundingClientRect();
+    const b = g.querySelector('.seq-box').getBoundingClientRect();
+    // the box's own border (up to 4 units wide when its party answers) is drawn half inside it
+    const m = 2 * b.width / g.querySelector('.seq-box').width.baseVal.value;
+    return [g.dataset.party, t.left >= b.left + m && t.right <= b.right - m && t.top >= b.top + m
+      && t.bottom <= b.bottom - m, [t.left, t.right, t.top, t.bottom].map(Math.round),
+      [b.left, b.right, b.top, b.bottom].map(Math.round)]; })"""
+
+
+@pytest.mark.parametrize("size", [(1024, 768), (1280, 720), (390, 844)], ids=["1024x768", "1280x720", "390x844"])
+def test_every_lane_label_lies_inside_its_box(page: Page, size: tuple[int, int]) -> None:
+    """The parties' names in the deck's diagram (and the lesson's, the same drawing) stay inside their boxes:
+    "Redeemed store" was wider than its box at every size."""
+    page.emulate_media(reduced_motion="reduce")
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    layout = "wide" if size[0] > 640 else "narrow"
+    for url in [f"/demo/step/{n}" for n in range(1, 7)] + [LESSON]:
+        page.goto(url)
+        scope = "[data-slide]:not([hidden])" if url.startswith("/demo") else FIGURE  # the lesson: its shown step
+        svg = page.locator(f"{scope} .seq svg.seq-{layout}:visible").first
+        expect(svg).to_be_visible()
+        labels = svg.evaluate(LABELS_IN_BOXES_JS)
+        assert len(labels) == 5
+        outside = [label for label in labels if not label[1]]
+        assert outside == [], f"{url} at {size}: label [left, right, top, bottom] outside its box: {outside}"
 
 
 def in_viewport(locator: Locator) -> bool:
