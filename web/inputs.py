@@ -155,6 +155,11 @@ FIELDS: dict[str, dict[str, Field]] = {
     "classroom.play": {"move": Field(max_chars=64)},
     # the build lesson's pasted checker report (web/build.py refuses more than 64 KiB with its own words)
     "build.report": {"report": Field(max_chars=70_000, max_depth=None)},
+    # the in-page checker's files (web/build_runner.py): addressed by path alone, no fields
+    "build.runner.pyodide": {},
+    "build.runner.wheel": {},
+    "build.runner.checker": {},
+    "build.runner.worker": {},
 }
 #: Endpoints the guard leaves alone: the protocol endpoint checks its own bodies; static files read nothing.
 UNGUARDED = frozenset({"mcp.endpoint", "static"})

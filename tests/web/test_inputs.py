@@ -15,7 +15,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from moves.labcodec import peek
-from mrtr import b64decode_strict, b64encode, parse_claims
+from mrtr import b64decode_strict, b64encode, lone_surrogate_escape, parse_claims, utf8_problem
 from tests.corpus.hostile import Route
 from tests.corpus.pages import custom_form, page_routes
 from tests.web.helpers import HX, rendered
@@ -25,10 +25,8 @@ from web.inputs import (
     MAX_QUERY_BYTES,
     UNGUARDED,
     json_text_problem,
-    lone_surrogate_escape,
     text_problem,
     ticket_problem,
-    utf8_problem,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
