@@ -26,7 +26,9 @@ class LiveServer:
 def serve(app: Flask) -> Iterator[LiveServer]:
     """Serve ``app`` on a free 127.0.0.1 port from a daemon thread until the block ends."""
     server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="live-server", daemon=True)
+    # A short poll: shutdown() waits up to one poll interval, paid by every test that serves a page.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="live-server",
+                              daemon=True)
     thread.start()
     try:
         yield LiveServer(url=f"http://127.0.0.1:{server.server_port}", app=app, server=server)

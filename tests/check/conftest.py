@@ -99,7 +99,7 @@ def on_clock(clock: Any) -> Iterator[None]:
 def weak_http(*weak: str, ttl: int = 2) -> Iterator[str]:
     """The weak server over HTTP, weak in the named ways, on WEAK_CLOCK; yields its URL."""
     httpd = serve_http(WeakServer(set(weak), ttl=ttl, clock=WEAK_CLOCK), 0)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}/mcp"
@@ -210,7 +210,7 @@ def bad_server() -> Iterator[str]:
     httpd = BadServer(("127.0.0.1", 0), BadHandler)
     httpd.stop = threading.Event()
     httpd.seen = []
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}"
