@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +24,7 @@ DEFAULTS = CheckOptions()
 
 def timing_on(clock: Clock) -> Timing:
     """The late move's wait on the server's clock: sleeping moves the server's now instead of the test's."""
-    return Timing(clock=lambda: time.time() + clock.offset, sleep=clock.advance)
+    return Timing(clock=clock, sleep=clock.advance)
 
 
 @contextmanager
@@ -62,7 +61,7 @@ def check_stdio(name: str, tmp_path: Path, options: CheckOptions = DEFAULTS) -> 
     clock_file = tmp_path / f"{name}.clock"
     clock_file.write_text("0")
     clock = Clock(str(clock_file))
-    env = {**os.environ, "MUTANT_CLOCK_FILE": str(clock_file)}
+    env = {**os.environ, "MRTR_PEER_CLOCK_FILE": str(clock_file)}
     target = StdioTarget([sys.executable, str(SERVER), name], [("bob", "bob"), ("alice", "alice")], env=env,
                          timing=timing_on(clock), timeout=20)
     try:

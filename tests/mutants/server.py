@@ -15,10 +15,14 @@ The sound server (`Sound`) follows MCP 2026-07-28 MRTR and its requestState secu
 
 Each mutant is a subclass overriding one small method: the place where that mistake would live.
 
-Run: in-process over HTTP with `serve_http(server)` (bearer tokens bob-token and alice-token), or over
-stdio as `python tests/mutants/server.py [MUTANT]` with the principal in MRTR_PRINCIPAL. The clock is
-`time.time()` plus an offset: `server.clock.offset` in process, or a number in the file MUTANT_CLOCK_FILE
-names (read at each request) for a stdio process.
+This is the one flawed server of the tests: the mutation suite (tests/mutants), the checker's CLI and /check
+tests (tests/check) and the peers' by-hand ground truth (tests/peers) all start the servers below by name.
+
+Run: in process over HTTP with `serve_http(server)` (bearer tokens bob-token and alice-token); as a process,
+over stdio as `python tests/mutants/server.py [NAME]` with the principal in MRTR_PRINCIPAL, or over HTTP as
+`python tests/mutants/server.py [NAME] --http PORT` (POST to any path; it prints nothing). The clock is
+`time.time()` plus an offset: `server.clock.offset` in process, or a number in the file MRTR_PEER_CLOCK_FILE
+names (read at each request) for a process, the clock file every peer of tests/peers reads.
 """
 
 from __future__ import annotations
@@ -81,6 +85,9 @@ class Clock:
 
     def now(self) -> float:
         return time.time() + self.offset
+
+    #: Called for the time, like the app's FakeClock: the checker's `Timing(clock=c, sleep=c.advance)` takes either.
+    __call__ = now
 
 
 class Refused(Exception):
@@ -305,6 +312,14 @@ class AnyAnswerIsYes(Sound):
         return "no" if confirm is False else "yes"
 
 
+class MissingAnswerIsYes(Sound):
+    """Takes a retry without the answer for a yes: the handler reads "no answer" as "nothing to object to", so a
+    ticket alone, its question never answered, does the work."""
+
+    def decide(self, answer: Any) -> str:
+        return "yes" if answer is None else super().decide(answer)
+
+
 class DeclineAsksAgain(Sound):
     """Treats decline and cancel as no answer, so the user who said no is asked again forever."""
 
@@ -513,6 +528,7 @@ MUTANTS: dict[str, type[Sound]] = {
     "reveals-check": RevealsCheck,
     "process-key": ProcessKey,
     "missing-answer-is-an-error": MissingAnswerIsAnError,
+    "missing-answer-is-yes": MissingAnswerIsYes,
     "pre-answered": PreAnswered,
     "asks-without-capability": AsksWithoutCapability,
     "any-version": AnyVersion,
@@ -597,8 +613,8 @@ VARIANTS: dict[str, type[Sound]] = {"opaque": Opaque, "hangs-on-retry": HangsOnR
 ALL: dict[str, type[Sound]] = {**SOUND, **MUTANTS, **VARIANTS}
 
 
-def serve_http(server: Sound) -> ThreadingHTTPServer:
-    """An HTTP server on a free loopback port for `server` (call serve_forever in a thread)."""
+def serve_http(server: Sound, port: int = 0) -> ThreadingHTTPServer:
+    """An HTTP server for `server` on loopback `port` (0: a free one); call serve_forever (in a thread)."""
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
@@ -624,7 +640,7 @@ def serve_http(server: Sound) -> ThreadingHTTPServer:
             self.end_headers()
             self.wfile.write(data)
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     httpd.daemon_threads = True
     return httpd
 
@@ -643,9 +659,18 @@ def serve_stdio(server: Sound, principal: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    name = argv[0] if argv else "sound"
-    server = ALL[name](Clock(os.environ.get("MUTANT_CLOCK_FILE")))
-    serve_stdio(server, os.environ.get("MRTR_PRINCIPAL") or "bob")
+    """`[NAME] [--http PORT]`: server NAME (default sound) over stdio, or over HTTP on PORT."""
+    args = list(argv)
+    port = None
+    if "--http" in args:
+        at = args.index("--http")
+        port = int(args[at + 1])
+        del args[at:at + 2]
+    server = ALL[args[0] if args else "sound"](Clock(os.environ.get("MRTR_PEER_CLOCK_FILE")))
+    if port is None:
+        serve_stdio(server, os.environ.get("MRTR_PRINCIPAL") or "bob")
+    else:
+        serve_http(server, port).serve_forever()
     return 0
 
 
