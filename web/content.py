@@ -12,6 +12,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 from mdit_py_plugins.anchors import anchors_plugin
 
+from moves.catalog import DEFAULT_PATH as DEFAULT_MOVES
 from moves.catalog import Move, load_moves
 from mrtr_settings.environment import Settings
 from web.services import SETTINGS_KEY
@@ -286,11 +288,30 @@ def load_course(root: Path = DEFAULT_ROOT, moves_file: Path | None = None) -> Co
     return Course(_field(course, "title", str, where), _field(course, "summary", str, where), lessons, moves)
 
 
+def _fingerprint(root: Path, moves_file: Path | None) -> tuple[tuple[str, int, int], ...]:
+    """Every file the course is read from, with its size and modification time: a new value when any changes."""
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    files.append(moves_file if moves_file is not None else Path(str(DEFAULT_MOVES)))
+    return tuple((str(p), s.st_mtime_ns, s.st_size) for p in files for s in [p.stat()])
+
+
+@lru_cache(maxsize=8)
+def _course_for(root: Path, moves_file: Path | None, fingerprint: tuple[tuple[str, int, int], ...]) -> Course:
+    return load_course(root, moves_file)
+
+
 def init_app(app: Flask) -> None:
     """Load the course once, at start-up; `MRTR_CONTENT_DIR` points at another tree, `MRTR_MOVES_FILE`
-    at another moves file (tests)."""
+    at another moves file (tests). A process that builds several apps on the same unchanged files (the
+    workers of a server, the tests) reads and validates them once: the course is immutable."""
     settings: Settings = app.extensions[SETTINGS_KEY]
-    app.extensions["content"] = load_course(settings.content_dir or DEFAULT_ROOT, settings.moves_file)
+    root = settings.content_dir or DEFAULT_ROOT
+    try:
+        fingerprint = _fingerprint(root, settings.moves_file)
+    except OSError:  # a file that vanished while being listed: read for real, which says what is wrong
+        app.extensions["content"] = load_course(root, settings.moves_file)
+        return
+    app.extensions["content"] = _course_for(root, settings.moves_file, fingerprint)
 
 
 def get_content() -> Course:

@@ -67,6 +67,21 @@ def test_the_app_loads_the_course_once(app) -> None:
     assert app.extensions["content"].lesson(LESSON) is not None
 
 
+def test_apps_on_unchanged_files_share_one_course_and_an_edit_is_read_again(tree: Path) -> None:
+    def app_on(root: Path):
+        return create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory",
+                           "MRTR_CONTENT_DIR": str(root), "MRTR_MOVES_FILE": str(root / MOVES_TOML)})
+
+    first, second = app_on(tree), app_on(tree)
+    assert first.extensions["content"] is second.extensions["content"]  # read and validated once
+    edit(tree / "course.toml", 'title = "', 'title = "Edited: ')
+    edited = app_on(tree).extensions["content"]
+    assert edited is not first.extensions["content"] and edited.title.startswith("Edited: ")
+    edit(tree / QUIZ, "[[questions]]", "[[questions")  # a broken file is caught as it always was
+    with pytest.raises(ContentError, match="not valid TOML"):
+        app_on(tree)
+
+
 def test_markdown_headings_get_section_prefixed_anchors() -> None:
     lesson = load_course().lesson(LESSON)
     assert 'id="round-trip--one-deploy-two-replicas"' in lesson.section("round-trip").html
