@@ -1,9 +1,9 @@
-"""Servers the checker's tests point at: the app's own /mcp served for real, the weak server, and a
-misbehaving HTTP server with one bad answer per path.
+"""Servers the checker's tests point at: the app's own /mcp served for real, and a misbehaving HTTP server with
+one bad answer per path. The flawed MRTR servers are the mutation suite's (`tests.mutants.harness.running`).
 
 All listen on free 127.0.0.1 ports from daemon threads and stop when their fixture ends. No test waits for a
-ticket to expire: the app's clock is a FakeClock and the weak server's a MovingClock, and `on_clock` makes the
-checker's late move (the CLI's and /check's) wait by moving that clock.
+ticket to expire: the app's clock is a FakeClock and a mutant's a `tests.mutants.server.Clock`, and `on_clock`
+makes the checker's late move (the CLI's and /check's) wait by moving that clock.
 """
 
 from __future__ import annotations
@@ -15,43 +15,46 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
+from flask import Flask
 
 from app import create_app
 from moves import check as check_module
 from moves.targets.remote import Timing
 from mrtr import FakeClock
 from tests.browser.helpers import LiveServer, serve
-from tests.check.weak_server import WeakServer, serve_http
+from tests.conftest import APP_CONFIG
 from web import check_page
 
-APP_CONFIG: dict[str, Any] = {
-    "TESTING": True,
-    "MRTR_SECRET_KEYS": "check-test-key-0123456789abcdef0123456789abcdef",
-    "MRTR_STORE": "memory",
-}
 TOKENS = ["--token", "bob=bob-token", "--token", "alice=alice-token"]
-
-
-@pytest.fixture(scope="session", autouse=True)
-def check_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """/check saves its runs here instead of the user's state directory."""
-    APP_CONFIG["MRTR_CHECK_STATE_DIR"] = str(tmp_path_factory.mktemp("check-runs"))
-    yield
-    APP_CONFIG.pop("MRTR_CHECK_STATE_DIR", None)
 
 
 @pytest.fixture(scope="module")
 def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """The real app (create_app), its /mcp and /check answering on a loopback port, on a FakeClock that starts at
-    the real time (`app_clock`: run the late move inside `on_clock(app_clock)`). Its /check runs are kept in a
-    directory of this module's own, so they never count against another module's per-visitor limit."""
-    config = {**APP_CONFIG, "MRTR_CLOCK": FakeClock(time.time()),
-              "MRTR_CHECK_STATE_DIR": str(tmp_path_factory.mktemp("check-runs"))}
+    """The real app (create_app, on tests/conftest.py's APP_CONFIG), its /mcp and /check answering on a loopback
+    port, on a FakeClock that starts at the real time (`app_clock`: run the late move inside `on_clock(app_clock)`).
+    Its state (the /check runs among it) is kept in a directory of this module's own, so its runs never count
+    against another module's per-visitor limit. A test that needs no server uses the `make_app` fixture."""
+    state = tmp_path_factory.mktemp("state")
+    config = {**APP_CONFIG, "MRTR_CLOCK": FakeClock(time.time()), "MRTR_STATE_DIR": str(state),
+              "MRTR_CHECK_STATE_DIR": str(state / "check-runs")}
     with serve(create_app(config)) as live:
         yield live
+
+
+@pytest.fixture
+def make_app(make_app: Callable[..., Flask], tmp_path: Path) -> Callable[..., Flask]:
+    """tests/conftest.py's make_app (and so `app` and `client`), with /check's runs in this test's tmp_path too:
+    web/check_page.py keeps them in MRTR_CHECK_STATE_DIR, else under the process's state directory (the
+    environment's MRTR_STATE_DIR or ~/.local/state), not under the app's MRTR_STATE_DIR setting."""
+
+    def make(**config: Any) -> Flask:
+        return make_app(**{"MRTR_CHECK_STATE_DIR": str(tmp_path / "check-runs"), **config})
+
+    return make
 
 
 @pytest.fixture(scope="module")
@@ -65,53 +68,16 @@ def mcp_url(app_server: LiveServer) -> str:
     return app_server.url + "/mcp"
 
 
-class MovingClock:
-    """The system time plus an offset: the weak server's ticket clock and the checker's late-move wait share one,
-    so "waiting" past a ticket's exp moves the offset instead of the test's time."""
-
-    def __init__(self) -> None:
-        self.offset = 0.0
-
-    def __call__(self) -> float:
-        return time.time() + self.offset
-
-    def advance(self, seconds: float) -> None:
-        self.offset += seconds
-
-
-#: The clock of the weak servers these tests start; `python -m mrtr check` (main) waits on it (see `on_clock`).
-WEAK_CLOCK = MovingClock()
-
-
 @contextmanager
 def on_clock(clock: Any) -> Iterator[None]:
     """Within: the late move of `python -m mrtr check` and of /check waits on `clock` (the target server's: a
-    MovingClock, or the app's FakeClock; called for the time, `advance`d to wait), the only difference from a
+    mutant's Clock, or the app's FakeClock; called for the time, `advance`d to wait), the only difference from a
     user's run."""
     on = functools.partial(Timing, clock=clock, sleep=clock.advance)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(check_module, "Timing", on)
         patch.setattr(check_page, "Timing", on)
         yield
-
-
-@contextmanager
-def weak_http(*weak: str, ttl: int = 2) -> Iterator[str]:
-    """The weak server over HTTP, weak in the named ways, on WEAK_CLOCK; yields its URL."""
-    httpd = serve_http(WeakServer(set(weak), ttl=ttl, clock=WEAK_CLOCK), 0)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/mcp"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=10)
-
-
-@pytest.fixture
-def weak() -> Callable[..., Any]:
-    return weak_http
 
 
 # -- a server that answers badly, one way per path ---------------------------------------------------

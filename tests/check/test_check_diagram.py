@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bs4 import BeautifulSoup
+from flask import Flask
 
 from moves.catalog import load_moves
 from moves.check import exchange_of, run_check, short_ticket
@@ -19,7 +20,7 @@ from moves.labcodec import LabRing
 from moves.targets.in_process import lab_target
 from tests.browser.helpers import LiveServer
 from tests.check.catalogue import EDITED, REPLAY, STOLEN
-from tests.check.test_check_page import finish, form, make_app
+from tests.check.test_check_page import finish, form
 from tests.check.test_cli import assert_exact_schema
 from tests.moves.test_engine import messages_sent
 from web.check_page import SERVER_LANE, diagram_steps, redact
@@ -199,8 +200,7 @@ def test_a_server_that_echoes_the_token_never_gets_it_into_the_run_file_or_the_p
     assert "bob-token" not in stored + page and "alice-token" not in stored + page
 
 
-def test_diagrams_appear_once_the_run_is_over_so_a_poll_never_closes_an_open_one(tmp_path: Path) -> None:
-    app = make_app(MRTR_CHECK_STATE_DIR=str(tmp_path))
+def test_diagrams_appear_once_the_run_is_over_so_a_poll_never_closes_an_open_one(app: Flask) -> None:
     store = app.extensions["mrtr.check_runs"]
     run = store.start("203.0.113.60", "http://127.0.0.1:9/mcp", 5, 600)
     run.rows = [{"move": STOLEN.slug, "title": STOLEN.title, "expected": "refused", "observed": "refused",

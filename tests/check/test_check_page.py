@@ -1,6 +1,7 @@
 """/check, through the Flask test client: the form, what it refuses (SSRF, bad input, too many runs),
-live progress with and without JavaScript, and real runs against the app's own /mcp and the weak
-server, whose failing rows link to the lesson section on the defence."""
+live progress with and without JavaScript, and real runs against the app's own /mcp and the mutation suite's
+flawed servers, whose failing rows link to the lesson section on the defence. Apps come from the `make_app`,
+`app` and `client` fixtures of tests/conftest.py: each test's /check runs are kept in its own tmp_path."""
 
 from __future__ import annotations
 
@@ -16,13 +17,12 @@ from bs4 import BeautifulSoup
 from flask import Flask
 from flask.testing import FlaskClient
 
-from app import create_app
 from moves.check import MoveRow
 from moves.probes import ProbeResult
 from mrtr import FakeClock
 from tests.browser.helpers import LiveServer
 from tests.check.catalogue import MOVES, caught_by
-from tests.check.conftest import APP_CONFIG, on_clock
+from tests.check.conftest import on_clock
 from tests.mutants.harness import running
 from web.check_page import RUN_TTL, SECTIONS, STALE, CheckInputError, HostRules, Run, RunStore, vet_url
 
@@ -41,10 +41,6 @@ def resolver(table: dict[str, list[str]]) -> Callable[[str, int], list[str]]:
             raise OSError("not found")
         return table[host]
     return resolve
-
-
-def make_app(**config: Any) -> Flask:
-    return create_app({**APP_CONFIG, **config})
 
 
 def soup(response: Any) -> BeautifulSoup:
@@ -76,8 +72,8 @@ def finish(app: Flask, client: FlaskClient, response: Any) -> BeautifulSoup:
 # -- the form ------------------------------------------------------------------------------------------
 
 
-def test_the_form_has_labelled_fields_and_never_fills_in_a_token() -> None:
-    page = soup(make_app().test_client().get("/check"))
+def test_the_form_has_labelled_fields_and_never_fills_in_a_token(client: FlaskClient) -> None:
+    page = soup(client.get("/check"))
     for name in ("url", "owner_token", "other_token", "tool", "args", "skip_late", "late_after", "allow_replay"):
         field = page.find(attrs={"name": name})
         assert field is not None and page.find("label", attrs={"for": field["id"]}) is not None
@@ -102,7 +98,8 @@ def test_the_form_has_labelled_fields_and_never_fills_in_a_token() -> None:
     (form("http://127.0.0.1:9/mcp", late_after="0"), "between 0 and 300"),
     (form("http://127.0.0.1:9/mcp", late_after="301"), "between 0 and 300"),
 ])
-def test_bad_forms_get_a_400_panel_that_never_echoes_a_token(data: dict[str, str], words: str) -> None:
+def test_bad_forms_get_a_400_panel_that_never_echoes_a_token(make_app: Callable[..., Flask], data: dict[str, str],
+                                                            words: str) -> None:
     app = make_app(MRTR_CHECK_RESOLVER=resolver({"nowhere.invalid": []}))
     data = {**data, **{k: "secret-owner-XYZ" for k in ("owner_token",) if data[k] == "bob-token"}}
     for headers in ({}, HX):
@@ -115,8 +112,8 @@ def test_bad_forms_get_a_400_panel_that_never_echoes_a_token(data: dict[str, str
 
 @pytest.mark.parametrize("headers", [{"Origin": "https://evil.example"},
                                      {"Origin": "null", "Sec-Fetch-Site": "cross-site"}])
-def test_a_check_cannot_be_started_from_another_site(headers: dict[str, str]) -> None:
-    response = make_app().test_client().post("/check", data=form("http://127.0.0.1:9/mcp"), headers=headers)
+def test_a_check_cannot_be_started_from_another_site(client: FlaskClient, headers: dict[str, str]) -> None:
+    response = client.post("/check", data=form("http://127.0.0.1:9/mcp"), headers=headers)
     assert response.status_code == 400 and "not from another site" in response.get_data(as_text=True)
 
 
@@ -141,7 +138,7 @@ def test_listed_hosts_widen_the_rules_but_never_to_link_local_addresses() -> Non
     assert rules.allows("x", ipaddress.ip_address("127.0.0.1"))
 
 
-def test_a_public_deployment_checks_nothing_unless_hosts_are_listed() -> None:
+def test_a_public_deployment_checks_nothing_unless_hosts_are_listed(make_app: Callable[..., Flask]) -> None:
     app = make_app(MRTR_PUBLIC="1")
     page = soup(app.test_client().get("/check"))
     assert page.select_one("#check-disabled") is not None
@@ -158,8 +155,8 @@ def test_a_public_deployment_checks_nothing_unless_hosts_are_listed() -> None:
     {"environ_base": {"REMOTE_ADDR": "203.0.113.9"}},  # a visitor from elsewhere, whatever Host they send
     {"base_url": "http://127.0.0.1.nip.io/"},  # a name that merely starts like loopback
 ])
-def test_a_page_not_used_from_this_machine_is_public_without_the_flag(visit: dict[str, Any]) -> None:
-    client = make_app().test_client()
+def test_a_page_not_used_from_this_machine_is_public_without_the_flag(client: FlaskClient,
+                                                                    visit: dict[str, Any]) -> None:
     page = soup(client.get("/check", **visit))
     assert page.select_one("#check-disabled") is not None
     refused = client.post("/check", data=form("http://127.0.0.1:9/mcp"), **visit)
@@ -168,7 +165,8 @@ def test_a_page_not_used_from_this_machine_is_public_without_the_flag(visit: dic
     assert soup(client.get("/check")).select_one("#check-disabled") is None
 
 
-def test_the_public_flag_and_the_host_list_are_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_public_flag_and_the_host_list_are_read_from_the_environment(make_app: Callable[..., Flask],
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MRTR_PUBLIC", "1")
     assert soup(make_app().test_client().get("/check")).select_one("#check-disabled") is not None
     monkeypatch.setenv("MRTR_CHECK_HOSTS", "127.0.0.1")
@@ -228,8 +226,7 @@ def test_runs_are_shared_between_processes_through_their_files(tmp_path: Path) -
     assert not any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
 
 
-def test_an_unknown_run_is_404() -> None:
-    client = make_app().test_client()
+def test_an_unknown_run_is_404(client: FlaskClient) -> None:
     assert client.get("/check/runs/nope").status_code == 404
     assert client.get("/check/runs/" + "x" * 100).status_code == 404
 
@@ -255,8 +252,7 @@ def _running(app: Flask, probes: list[ProbeResult] | None = None) -> Run:
     return run
 
 
-def test_a_running_check_polls_with_htmx_and_refreshes_without_javascript() -> None:
-    app = make_app()
+def test_a_running_check_polls_with_htmx_and_refreshes_without_javascript(app: Flask) -> None:
     run = _running(app)
     page = app.test_client().get(f"/check/runs/{run.id}")
     html = soup(page)
@@ -278,8 +274,7 @@ def test_a_running_check_polls_with_htmx_and_refreshes_without_javascript() -> N
     assert "connection refused" in done.select_one(".check-error[role=alert]").get_text()
 
 
-def test_a_probe_failure_links_to_the_rule() -> None:
-    app = make_app()
+def test_a_probe_failure_links_to_the_rule(app: Flask) -> None:
     run = _running(app, [ProbeResult("capability", False, "asked anyway"), ProbeResult("version", True, "ok")])
     html = soup(app.test_client().get(f"/check/runs/{run.id}"))
     failing = html.select_one("tr[data-probe=capability] a.check-learn")
@@ -305,25 +300,25 @@ def test_checking_the_apps_own_mcp_holds_everywhere(app_server: LiveServer, app_
     assert "bob-token" not in text and "alice-token" not in text
 
 
-def test_checking_a_weak_server_links_each_failure_to_its_lesson_section(app_server: LiveServer,
-                                                                         weak: Callable[..., Any]) -> None:
+@pytest.mark.parametrize(("mutant", "check", "section"), [("no-principal", "principal", "checks-and-clock"),
+                                                      ("no-single-use", "single-use", "spec-rules")])
+def test_checking_a_flawed_server_links_each_failure_to_its_lesson_section(make_app: Callable[..., Flask], mutant: str,
+                                                                           check: str, section: str) -> None:
     app = make_app(MRTR_CHECK_RESOLVER=None)
     client = app.test_client()
-    with weak("principal", "single-use") as url:
+    with running(mutant) as (url, _server):
         html = finish(app, client, client.post("/check", data=form(url, skip_late="1"), headers={}))
     rows = {r["data-move"]: r for r in html.select("tr[data-move]")}
-    principal, single_use = caught_by("principal"), caught_by("single-use")
-    assert {m for m, r in rows.items() if r["data-verdict"] == "fail"} == principal | single_use
+    caught = caught_by(check)
+    assert {m for m, r in rows.items() if r["data-verdict"] == "fail"} == caught
     late = {m.slug for m in MOVES if m.timing == "past-expiry"}
     assert {m for m, r in rows.items() if r["data-verdict"] == "not-run"} == late
     for slug in late:  # a move that could not be shown says so in words, and never links to a lesson
         cell = rows[slug].select_one("td.cell")
         assert cell["data-state"] == "skipped" and cell.get_text(strip=True) == "not shown"
         assert rows[slug].select_one("a.check-learn") is None
-    for slug in principal:
-        assert rows[slug].select_one("a.check-learn")["href"] == f"/lessons/{LESSON}#checks-and-clock"
-    for slug in single_use:
-        assert rows[slug].select_one("a.check-learn")["href"] == f"/lessons/{LESSON}#spec-rules"
+    for slug in caught:
+        assert rows[slug].select_one("a.check-learn")["href"] == f"/lessons/{LESSON}#{section}"
     assert html.select_one("#check-status").get_text().startswith("FAIL")
 
 
@@ -337,10 +332,9 @@ def test_an_htmx_start_answers_with_the_polling_fragment_and_pushes_the_run_url(
     assert soup(started).select_one("#check-progress") is not None
 
 
-def test_an_unreachable_server_gets_an_error_panel() -> None:
+def test_an_unreachable_server_gets_an_error_panel(app: Flask) -> None:
     import socket
 
-    app = make_app()
     client = app.test_client()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -349,9 +343,9 @@ def test_an_unreachable_server_gets_an_error_panel() -> None:
     assert html.select_one("#check-status").get_text() == "The check could not run."
 
 
-def test_a_server_that_stops_answering_mid_run_shows_what_was_played_and_where_it_stopped(tmp_path: Path) -> None:
-    # A run directory of its own: the per-visitor limit is counted there.
-    app = make_app(MRTR_CHECK_TIMEOUT=0.3, MRTR_CHECK_STATE_DIR=str(tmp_path))
+def test_a_server_that_stops_answering_mid_run_shows_what_was_played_and_where_it_stopped(
+        make_app: Callable[..., Flask]) -> None:
+    app = make_app(MRTR_CHECK_TIMEOUT=0.3)
     client = app.test_client()
     with running("hangs-on-retry") as (url, _server):
         html = finish(app, client, client.post("/check", data=form(url, skip_late="1"), headers={}))
@@ -362,8 +356,9 @@ def test_a_server_that_stops_answering_mid_run_shows_what_was_played_and_where_i
     assert len(rows) == 1 and rows[0]["data-verdict"] == "fail"
 
 
-def test_a_late_move_whose_expiry_cannot_be_read_is_not_shown_and_says_which_field_runs_it(tmp_path: Path) -> None:
-    app = make_app(MRTR_CHECK_STATE_DIR=str(tmp_path))
+def test_a_late_move_whose_expiry_cannot_be_read_is_not_shown_and_says_which_field_runs_it(
+        make_app: Callable[..., Flask]) -> None:
+    app = make_app()
     client = app.test_client()
     with running("opaque") as (url, _server):
         html = finish(app, client, client.post("/check", data=form(url), headers={}))

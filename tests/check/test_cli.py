@@ -1,8 +1,9 @@
 """`python -m mrtr check` end to end: the app's own /mcp over HTTP and `python -m mrtr serve` over stdio
-pass every move and probe (exit 0, the JSON exactly as issue 10 specifies); the weak server is caught
-exactly where it is weak; bad input always ends in one clear line and exit 2, never a traceback.
+pass every move and probe (exit 0, the JSON exactly as issue 10 specifies); the mutation suite's flawed servers
+(tests/mutants/server.py) are caught exactly where they are flawed; bad input always ends in one clear line and
+exit 2, never a traceback.
 
-The late move waits on a clock the test moves (the app's MRTR_CLOCK, the weak server's clock); only
+The late move waits on a clock the test moves (the app's MRTR_CLOCK, a mutant server's clock); only
 `python -m mrtr serve` over stdio, which reads the system clock, really waits out its 2-second tickets.
 """
 
@@ -15,7 +16,6 @@ import socket
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +24,10 @@ import pytest
 from moves.catalog import EXPECTS, load_moves
 from moves.check import VERDICTS, ProgressBar, arguments_for, main, other_arguments_for
 from moves.target import Outcome
-from mrtr import FakeClock
+from mrtr import SIGNED_PREFIX, FakeClock
 from tests.check.catalogue import HONEST, caught_by, gated_by
-from tests.check.conftest import TOKENS, WEAK_CLOCK, on_clock
+from tests.check.conftest import TOKENS, on_clock
+from tests.mutants.harness import SERVER, running
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -139,18 +140,20 @@ def test_the_table_and_summary_line(mcp_url: str) -> None:
     assert "late move: waiting" not in err
 
 
-# -- the weak server -----------------------------------------------------------------------------------
+# -- flawed servers: the mutation suite's, each with one flaw ---------------------------------------------
 
 
-@pytest.mark.parametrize(("weaknesses", "moves", "probes"), [
-    (("principal", "single-use"), caught_by("principal") | caught_by("single-use"), set()),
-    (("reveal",), set(), {"same-error"}),
-    (("capability", "version", "result-type"), set(), {"capability", "version", "result-type"}),
-    (("asks-error",), caught_by("answer"), {"missing-answer"}),
+@pytest.mark.parametrize(("mutant", "moves", "probes"), [
+    ("no-principal", caught_by("principal"), set()),
+    ("no-single-use", caught_by("single-use"), set()),
+    ("reveals-check", set(), {"same-error"}),
+    ("asks-without-capability", set(), {"capability"}),
+    ("any-version", set(), {"version"}),
+    ("no-result-type", set(), {"result-type"}),
+    ("missing-answer-is-an-error", caught_by("answer"), {"missing-answer"}),
 ])
-def test_the_weak_server_is_caught_exactly_where_it_is_weak(weak: Callable[..., Any], weaknesses: tuple[str, ...],
-                                                             moves: set[str], probes: set[str]) -> None:
-    with weak(*weaknesses) as url:
+def test_a_flawed_server_is_caught_exactly_where_it_is_flawed(mutant: str, moves: set[str], probes: set[str]) -> None:
+    with running(mutant) as (url, _server):
         code, report = check_json(url, *TOKENS, "--skip-late")
     assert_exact_schema(report)
     assert failing(report) == (moves, probes)
@@ -159,32 +162,33 @@ def test_the_weak_server_is_caught_exactly_where_it_is_weak(weak: Callable[..., 
     assert code == 1 and report["ok"] is False
 
 
-def test_a_revealing_server_is_told_which_failures_its_error_gives_away(weak: Callable[..., Any]) -> None:
-    with weak("reveal") as url:
+def test_a_revealing_server_is_told_which_failures_its_error_gives_away() -> None:
+    with running("reveals-check") as (url, _server):
         _, report = check_json(url, *TOKENS, "--skip-late")
     detail = next(p["detail"] for p in report["probes"] if p["probe"] == "same-error")
     assert detail.startswith("the error gives away which check failed for ")
-    for words in ("bad signature", "wrong principal", "another request", "already redeemed"):
-        assert words in detail
+    for check in ("signature", "principal", "request", "single-use"):
+        assert f"the {check} check failed" in detail
 
 
-def test_the_late_move_waits_past_the_weak_servers_readable_expiry(weak: Callable[..., Any]) -> None:
-    with weak() as url, on_clock(WEAK_CLOCK):
+def test_the_late_move_waits_past_a_readable_expiry() -> None:
+    with running("sound") as (url, server), on_clock(server.clock):
         code, report = check_json(url, *TOKENS)
     assert code == 0 and failing(report) == (set(), set())
     assert all("past the ticket's exp" in m["detail"] for m in report["moves"] if m["move"] in LATE)
 
 
-def test_the_late_move_reads_exp_from_a_ticket_shape_the_engine_does_not(weak: Callable[..., Any]) -> None:
-    with weak("x9-prefix") as url, on_clock(WEAK_CLOCK):
+def test_the_late_move_reads_exp_from_a_ticket_shape_that_is_not_the_labs() -> None:
+    with running("sound") as (url, server), on_clock(server.clock):
+        assert server.mint("bob", {"env": "staging"}).split(".")[0] != SIGNED_PREFIX
         code, out, err = check(url, *TOKENS)
     assert code == 0, out + err
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[4:4 + len(SLUGS)]}
     assert "late move: waiting" in err and all(rows[slug] == ["refused", "refused", "PASS"] for slug in LATE)
 
 
-def test_allow_replay_turns_a_missing_redeemed_store_into_a_warning(weak: Callable[..., Any]) -> None:
-    with weak("single-use") as url:
+def test_allow_replay_turns_a_missing_redeemed_store_into_a_warning() -> None:
+    with running("no-single-use") as (url, _server):
         code, out, _ = check(url, *TOKENS, "--skip-late", "--allow-replay")
         strict, _, _ = check(url, *TOKENS, "--skip-late")
     assert code == 0 and strict == 1
@@ -194,17 +198,16 @@ def test_allow_replay_turns_a_missing_redeemed_store_into_a_warning(weak: Callab
     assert out.splitlines()[-1].endswith(f"({len(replayed)} warnings, {len(LATE)} not run)")
 
 
-@pytest.mark.external  # the weak server as a stdio process
-def test_the_weak_server_over_stdio_is_caught_too() -> None:
-    command = f"{sys.executable} {HERE / 'weak_server.py'} --stdio --weak principal"
-    code, report = check_json("--stdio", command, "--skip-late")
+@pytest.mark.external  # the mutant server as a stdio process
+def test_a_flawed_server_over_stdio_is_caught_too() -> None:
+    code, report = check_json("--stdio", f"{sys.executable} {SERVER} no-principal", "--skip-late")
     assert code == 1 and failing(report) == (caught_by("principal"), set())
     assert verdicts(report, "not-run") == LATE
 
 
-def test_junit_marks_failures_and_skips(weak: Callable[..., Any], tmp_path: Path) -> None:
-    junit = tmp_path / "weak.xml"
-    with weak("principal") as url:
+def test_junit_marks_failures_and_skips(tmp_path: Path) -> None:
+    junit = tmp_path / "flawed.xml"
+    with running("no-principal") as (url, _server):
         check(url, *TOKENS, "--skip-late", "--junit", str(junit))
     suite = ET.parse(junit).getroot().find("testsuite")
     cases = {c.get("name"): c for c in suite.iter("testcase")}
