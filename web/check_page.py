@@ -50,7 +50,6 @@ from moves.check import CheckError, CheckOptions, Events, run_check
 from moves.targets.http import HttpTarget
 from moves.targets.remote import DEFAULT_TIMEOUT, Timing
 from mrtr_settings.environment import Settings
-from mrtr_settings.keyfiles import default_state_dir
 from web import htmx
 from web.content import get_content
 from web.services import SETTINGS_KEY, get_services, get_settings
@@ -448,7 +447,7 @@ def _setup(state: Any) -> None:
     if settings.redis_url and not settings.check_state_dir:  # replicas on several hosts see every run
         app.extensions[RUNS_KEY] = RedisRunStore.from_url(settings.redis_url)
         return
-    directory = settings.check_state_dir or default_state_dir() / "check-runs"
+    directory = settings.check_state_dir or settings.state_directory() / "check-runs"
     app.extensions[RUNS_KEY] = RunStore(Path(directory))
 
 

@@ -52,7 +52,6 @@ from markupsafe import Markup, escape
 from werkzeug.wrappers import Response as BaseResponse
 
 from mrtr import RedeemedStore
-from mrtr_settings.keyfiles import default_state_dir
 from mrtr_stores.redeemed_sqlite import SqliteStore
 from web import error_pages, htmx
 from web.admission import held_slots
@@ -199,7 +198,7 @@ def classroom() -> Classroom:
             elif current_app.testing:  # a test app never writes to the user's state dir
                 path = Path(tempfile.mkdtemp(prefix="mrtr-class-")) / "classroom.sqlite3"
             else:
-                path = default_state_dir() / "classroom.sqlite3"
+                path = settings.state_directory() / "classroom.sqlite3"
             ttl = settings.class_ttl_hours * 3600
             found = Classroom(
                 store=ClassStore(path, clock=clock, ttl_seconds=ttl) if not settings.redis_url else

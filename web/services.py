@@ -77,7 +77,7 @@ def lab_tokens_for(tokens: Mapping[str, str]) -> tuple[dict[str, str], bool]:
 
 def build_services(settings: Settings, *, clock: Clock | None = None) -> Services:
     """The app's services from its settings; `clock` is a test seam (default: the system clock)."""
-    ring = ring_from_config(settings.secret_keys)
+    ring = ring_from_config(settings.secret_keys, settings.state_directory())
     catalog = lesson_catalog()
     if settings.conformance_fixtures:
         from mrtr_toolsets.conformance import conformance_catalog
