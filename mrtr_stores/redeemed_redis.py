@@ -11,7 +11,7 @@ read the clock). A relative TTL keeps the store correct under an injected clock;
 
 Redis that cannot be reached (down, timing out, refusing writes) raises `StoreUnavailable`,
 never a driver exception: single use then fails closed with a retryable error. A connection
-error is retried once (`CONNECT_RETRIES`: a pooled connection left over from before a Redis
+error is retried once (`mrtr_stores.redis_clients`: a pooled connection left over from before a Redis
 restart fails once); a timeout is not, since the SET may have landed. In that rare case the
 retry is refused as a replay, which is the safe side to err on.
 
@@ -24,16 +24,13 @@ import math
 from typing import Any
 
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from mrtr import StoreUnavailable
+from mrtr_stores.redis_clients import redis_client
 
 DEFAULT_PREFIX = "mrtr:redeemed:"
 #: Seconds to wait for Redis to accept a connection or answer a command before it counts as down.
 REDIS_TIMEOUT = 5.0
-#: Extra attempts after a connection error (not after a timeout), with no backoff.
-CONNECT_RETRIES = 1
 #: SCAN page size for `__len__`; a hint to Redis, not a limit.
 SCAN_COUNT = 1000
 
@@ -50,9 +47,7 @@ class RedisStore:
     @classmethod
     def from_url(cls, url: str, *, prefix: str = DEFAULT_PREFIX, timeout: float = REDIS_TIMEOUT) -> RedisStore:
         """Connect lazily to `url` (redis://host:port/db, rediss://…, unix://…)."""
-        retry = Retry(NoBackoff(), CONNECT_RETRIES, supported_errors=(redis.exceptions.ConnectionError,))
-        client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=retry)
-        return cls(client, prefix=prefix)
+        return cls(redis_client(url, timeout=timeout), prefix=prefix)
 
     def key(self, jti: str) -> str:
         return self.prefix + jti

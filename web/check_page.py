@@ -375,9 +375,9 @@ class RedisRunStore(RunStore):
 
     @classmethod
     def from_url(cls, url: str) -> RedisRunStore:
-        import redis  # only when Redis is configured
+        from mrtr_stores.redis_clients import redis_client  # only when Redis is configured
 
-        return cls(redis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0))
+        return cls(redis_client(url, timeout=2.0))
 
     def _write(self, run_id: str, text: str) -> None:
         pipe = self.client.pipeline()

@@ -155,10 +155,9 @@ class RedisClassStore:
     @classmethod
     def from_url(cls, url: str, *, clock: Callable[[], float], ttl_seconds: float,
                  timeout: float = 2.0) -> RedisClassStore:
-        import redis  # only when Redis is configured
+        from mrtr_stores.redis_clients import redis_client  # only when Redis is configured
 
-        client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
-        return cls(client, clock=clock, ttl_seconds=ttl_seconds)
+        return cls(redis_client(url, timeout=timeout), clock=clock, ttl_seconds=ttl_seconds)
 
     def _k(self, *parts: Any) -> str:
         return self.prefix + ":".join(str(p) for p in parts)

@@ -177,9 +177,9 @@ class RedisDirectory:
 
     @classmethod
     def from_url(cls, url: str, *, ttl: float = DEFAULT_TTL, timeout: float = 5.0) -> RedisDirectory:
-        import redis  # only when Redis is configured
+        from mrtr_stores.redis_clients import redis_client  # only when Redis is configured
 
-        return cls(redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout), ttl=ttl)
+        return cls(redis_client(url, timeout=timeout), ttl=ttl)
 
     def _do(self, work: Callable[[], T]) -> T:
         import redis
