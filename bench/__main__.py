@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from bench import cluster, micro, pages, pyodide, recorded, servers
+from bench import cluster, compared_servers, micro, page_weight, pyodide, recorded
 from loopback import loadgen
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -54,7 +54,7 @@ OURS = "ours-granian"
 class Config:
     name: str
     describe: str
-    start: Callable[[], servers.Served]
+    start: Callable[[], compared_servers.Served]
     sdk: bool
 
 
@@ -62,23 +62,26 @@ def configs(args: argparse.Namespace, env: dict[str, str]) -> list[Config]:
     w, t = args.workers, args.threads
     out = [
         Config(OURS, f"our app under granian, `scripts/production.sh` with WORKERS={w} THREADS={t}",
-               lambda: servers.granian_app(workers=w, threads=t, env=env, name=OURS), False),
+               lambda: compared_servers.granian_app(workers=w, threads=t, env=env, name=OURS), False),
         Config("ours-gunicorn", f"our app under `gunicorn -w {w} -k gthread --threads {args.gunicorn_threads}`",
-               lambda: servers.gunicorn_app(workers=w, threads=args.gunicorn_threads, env=env, name="ours-gunicorn"),
+               lambda: compared_servers.gunicorn_app(workers=w, threads=args.gunicorn_threads, env=env,
+                                                     name="ours-gunicorn"),
                False),
     ]
     if args.lean:
         out.append(Config("ours-flask-view", f"our app with /mcp through the Flask view (the lean WSGI entry "
                           f"removed) under granian, {w} x {t}",
-                          lambda: servers.flask_view_granian_app(workers=w, threads=t, env=env,
+                          lambda: compared_servers.flask_view_granian_app(workers=w, threads=t, env=env,
                                                                  name="ours-flask-view"), False))
     out += [
         Config("sdk-1", "SDK, one uvicorn process with `MCPServer.run(\"streamable-http\")`'s defaults (SSE allowed)",
-               lambda: servers.sdk_app(workers=1, name="sdk-1"), True),
+               lambda: compared_servers.sdk_app(workers=1, name="sdk-1"), True),
         Config("sdk-1-json", "SDK, one uvicorn process, `json_response=True, stateless_http=True`",
-               lambda: servers.sdk_app(workers=1, json_response=True, stateless=True, name="sdk-1-json"), True),
+               lambda: compared_servers.sdk_app(workers=1, json_response=True, stateless=True, name="sdk-1-json"),
+               True),
         Config(f"sdk-{w}-json", f"SDK, `uvicorn --workers {w}` sharing one `requestState` key, JSON, stateless",
-               lambda: servers.sdk_app(workers=w, json_response=True, stateless=True, name=f"sdk-{w}-json"), True),
+               lambda: compared_servers.sdk_app(workers=w, json_response=True, stateless=True,
+                                                name=f"sdk-{w}-json"), True),
     ]
     return out
 
@@ -142,7 +145,7 @@ def steal_between(before: tuple[int, int] | None, after: tuple[int, int] | None)
 
 
 class Target(Protocol):
-    """What the load generator is pointed at: a `servers.Served`, or a `cluster.Stack` of several."""
+    """What the load generator is pointed at: a `compared_servers.Served`, or a `cluster.Stack` of several."""
 
     name: str
 
@@ -196,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the report gives medians")
     p.add_argument("--clients", default="1,8,32", help="comma-separated concurrency levels")
     p.add_argument("--workers", type=int, default=2, help="server processes (ours, and the multi-worker SDK)")
-    p.add_argument("--threads", type=int, default=servers.production_threads(),
+    p.add_argument("--threads", type=int, default=compared_servers.production_threads(),
                    help="granian blocking threads per worker (ours; default: scripts/production.sh's)")
     p.add_argument("--gunicorn-threads", type=int, default=4, help="gunicorn gthread threads per worker (ours)")
     p.add_argument("--store", choices=["sqlite", "redis"], default="sqlite", help="our redeemed store")
@@ -251,14 +254,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:
         wanted = {n.strip() for n in args.only.split(",")}
         chosen = [c for c in chosen if c.name in wanted or c.name == OURS]
-    started_servers: list[servers.Served] = []
+    started_servers: list[compared_servers.Served] = []
     try:
         for config in chosen:
             started_servers.append(config.start())
         results = run_http(started_servers, levels, args.rounds, args.seconds, args.warmup)
         print("== page weight ==", flush=True)
         ours_served = next(s for s in started_servers if s.name == OURS)
-        weights = pages.weigh("127.0.0.1", ours_served.port)
+        weights = page_weight.weigh("127.0.0.1", ours_served.port)
         for w in weights:
             print(f"  {w.path:<40} {w.bytes / 1024:7.1f} KiB {w.requests:3d} requests (HTTP {w.status})")
     finally:

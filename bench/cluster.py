@@ -2,7 +2,7 @@
 
 * `ours-nginx` is the deployment scripts/cluster.sh runs, started here piece by piece the way the script
   starts them: redis-server with the script's arguments, REPLICAS replicas of scripts/production.sh
-  (through `servers.granian_app`, which runs the script itself) with the environment the script gives
+  (through `compared_servers.granian_app`, which runs the script itself) with the environment the script gives
   each replica (`replica_env`), and nginx with deploy/nginx.conf, its markers filled in as the script
   fills them (`render_nginx_conf`).
 * `ours-direct` is one of those replicas (its own Redis, the same environment) with no nginx.
@@ -16,7 +16,7 @@
 The script itself is not run because its nginx configuration cannot be changed from outside and the
 bench needs one change to it (`BENCH_RATE`): every client of the load generator comes from 127.0.0.1,
 so the per-client request rate deploy/nginx.conf sets for `/mcp` would answer the bench with 429
-within a second. Everything is a child process in its own process group (`servers.Served`), so
+within a second. Everything is a child process in its own process group (`compared_servers.Served`), so
 stopping a stack ends exactly what it started, and a stack that fails half-way stops what it had.
 """
 
@@ -31,8 +31,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import servers
-from bench.servers import ROOT, Served
+from bench import compared_servers
+from bench.compared_servers import ROOT, Served
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
@@ -138,8 +138,8 @@ def redis_options(port: int, directory: str) -> list[str]:
 
 def redis(name: str) -> Served:
     tmp = tempfile.TemporaryDirectory(prefix="mrtr-bench-redis-")
-    port = servers.free_port()
-    return servers.spawn(name, [REDIS_SERVER, *redis_options(port, tmp.name)], {}, port, tmp, children=0)
+    port = compared_servers.free_port()
+    return compared_servers.spawn(name, [REDIS_SERVER, *redis_options(port, tmp.name)], {}, port, tmp, children=0)
 
 
 def nginx(name: str, upstream_ports: Sequence[int]) -> Served:
@@ -148,7 +148,7 @@ def nginx(name: str, upstream_ports: Sequence[int]) -> Served:
     own directory instead of /var/log/nginx; nothing else differs from the script's command."""
     tmp = tempfile.TemporaryDirectory(prefix="mrtr-bench-nginx-")
     prefix = Path(tmp.name)
-    port = servers.free_port()
+    port = compared_servers.free_port()
     try:  # until spawn owns the directory (its Served removes it on stop), remove it here on any failure
         text = render_nginx_conf(prefix, port, upstream_ports)
         conf = prefix / "nginx.conf"
@@ -162,7 +162,7 @@ def nginx(name: str, upstream_ports: Sequence[int]) -> Served:
     except BaseException:
         tmp.cleanup()
         raise
-    return servers.spawn(name, base, {}, port, tmp, children=children)
+    return compared_servers.spawn(name, base, {}, port, tmp, children=children)
 
 
 def replica_env(index: int, redis_url: str) -> dict[str, str]:
@@ -171,7 +171,7 @@ def replica_env(index: int, redis_url: str) -> dict[str, str]:
 
 
 def _our_replica(name: str, index: int, redis_url: str, workers: int, threads: int) -> Served:
-    return servers.granian_app(workers=workers, threads=threads, env=replica_env(index, redis_url),
+    return compared_servers.granian_app(workers=workers, threads=threads, env=replica_env(index, redis_url),
                                name=f"{name}-replica-{index}")
 
 
@@ -197,12 +197,12 @@ def ours_direct(name: str, *, workers: int, threads: int) -> Stack:
 
 
 def sdk_nginx(name: str, *, replicas: int, workers: int) -> Stack:
-    """The SDK's replicas share `servers.BENCH_KEY`, so either can open the other's requestState. nginx
+    """The SDK's replicas share `compared_servers.BENCH_KEY`, so either can open the other's requestState. nginx
     forwards `Host: 127.0.0.1` (no port), which the SDK's loopback DNS-rebinding check refuses unless
     told; it is told, with the check left on."""
     def build(parts: list[Served]) -> Served:
         for i in range(1, replicas + 1):
-            parts.append(servers.sdk_app(workers=workers, json_response=True, stateless=True,
+            parts.append(compared_servers.sdk_app(workers=workers, json_response=True, stateless=True,
                                          allowed_hosts="127.0.0.1", name=f"{name}-replica-{i}"))
         parts.append(front := nginx(f"{name}-nginx", [p.port for p in parts]))
         return front
@@ -212,7 +212,7 @@ def sdk_nginx(name: str, *, replicas: int, workers: int) -> Stack:
 
 def floor_direct(name: str, *, workers: int, threads: int) -> Stack:
     def build(parts: list[Served]) -> Served:
-        parts.append(front := servers.floor_app(workers=workers, threads=threads, name=name))
+        parts.append(front := compared_servers.floor_app(workers=workers, threads=threads, name=name))
         return front
 
     return _build(name, build)
@@ -221,7 +221,7 @@ def floor_direct(name: str, *, workers: int, threads: int) -> Stack:
 def floor_nginx(name: str, *, replicas: int, workers: int, threads: int) -> Stack:
     def build(parts: list[Served]) -> Served:
         for i in range(1, replicas + 1):
-            parts.append(servers.floor_app(workers=workers, threads=threads, name=f"{name}-replica-{i}"))
+            parts.append(compared_servers.floor_app(workers=workers, threads=threads, name=f"{name}-replica-{i}"))
         parts.append(front := nginx(f"{name}-nginx", [p.port for p in parts]))
         return front
 

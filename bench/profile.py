@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from bench.servers import BENCH_KEY
+from bench.compared_servers import BENCH_KEY
 from loopback.loadgen import ACCEPT, deploy_request, flow_headers
 from web.deployment import without_lean_mcp
 

@@ -24,7 +24,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.servers import PRODUCTION_SERVER, SERVERS, production_app
+from bench.compared_servers import PRODUCTION_SERVER, SERVERS, production_app
 from loopback.loadgen import Conn, HTTPError, flow_headers, one_flow
 from mrtr_stores.redeemed_sqlite import SqliteStore
 

@@ -1,6 +1,6 @@
 """The load test's bounded twin: learners join and answer against the production server (gunicorn).
 
-Same code as `python -m bench.classroom` (which measures 200 learners and records p99), with a
+Same code as `python -m bench.class_load` (which measures 200 learners and records p99), with a
 small room and no timing asserted: every join and answer must succeed and the presenter's screen
 must count every answer, with two workers sharing one SQLite file.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.classroom import run
-from loopback.servers import gunicorn_app
+from bench.class_load import run
+from loopback.launchers import gunicorn_app
 
 pytestmark = pytest.mark.external  # the app under gunicorn
 

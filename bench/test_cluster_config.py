@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench import __main__ as bench_main
-from bench import cluster, floor, recorded, servers
+from bench import cluster, compared_servers, floor, recorded
 from loopback import loadgen
 
 CLUSTER_SH = cluster.CLUSTER_SH.read_text()
@@ -64,11 +64,11 @@ def test_redis_is_started_with_the_scripts_options() -> None:
 
 
 def test_the_floor_runs_under_production_sh_s_granian_options() -> None:
-    line = re.search(r'^exec "\$GRANIAN" (.*)$', _joined(servers.PRODUCTION_SH.read_text()), re.MULTILINE)
+    line = re.search(r'^exec "\$GRANIAN" (.*)$', _joined(compared_servers.PRODUCTION_SH.read_text()), re.MULTILINE)
     assert line is not None
     *options, app = shlex.split(line.group(1))
     assert app == "app:create_app"
-    argv = servers.production_granian_argv(port=8001, workers=3, threads=4, target="bench.floor:create_app")
+    argv = compared_servers.production_granian_argv(port=8001, workers=3, threads=4, target="bench.floor:create_app")
     expected = [{"$PORT": "8001", "$WORKERS": "3", "$THREADS": "4"}.get(o, o) for o in options if o != "$@"]
     assert argv[1:] == [*expected, "bench.floor:create_app"]
     assert argv[0].endswith("granian")
@@ -77,9 +77,9 @@ def test_the_floor_runs_under_production_sh_s_granian_options() -> None:
 def test_an_unknown_variable_in_production_sh_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     script = tmp_path / "production.sh"
     script.write_text('exec "$GRANIAN" --port "$PORT" --backlog "$BACKLOG" \\\n    app:create_app\n')
-    monkeypatch.setattr(servers, "PRODUCTION_SH", script)
+    monkeypatch.setattr(compared_servers, "PRODUCTION_SH", script)
     with pytest.raises(RuntimeError, match=r"\$BACKLOG"):
-        servers.production_granian_argv(port=1, workers=1, threads=2, target="x:y")
+        compared_servers.production_granian_argv(port=1, workers=1, threads=2, target="x:y")
 
 
 def _call(body: bytes) -> tuple[str, dict[str, str], bytes]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench.soak import Tally, learner
-from loopback.servers import PRODUCTION_SERVER, Served, production_app
+from loopback.launchers import PRODUCTION_SERVER, Served, production_app
 
 pytestmark = pytest.mark.external  # the app under granian (or gunicorn)
 

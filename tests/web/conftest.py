@@ -1,7 +1,7 @@
 """Fixtures for the web tests. `app`, `client`, `clock` and `make_app` come from tests/conftest.py.
 
 `production_server` names the HTTP server that tests of a real served app start it under (with
-`loopback.servers.production_app`): the production one by default; `MRTR_TEST_SERVERS=granian,gunicorn`
+`loopback.launchers.production_app`): the production one by default; `MRTR_TEST_SERVERS=granian,gunicorn`
 runs each such test under both. Any test using it is external (it starts that server).
 """
 
@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from loopback.servers import PRODUCTION_SERVER, SERVERS
+from loopback.launchers import PRODUCTION_SERVER, SERVERS
 from tests.conftest import TEST_KEY
 
 __all__ = ["TEST_KEY"]

@@ -16,7 +16,7 @@ from bs4 import BeautifulSoup
 from flask import Flask, template_rendered
 from flask.testing import FlaskClient
 
-from loopback.servers import Served
+from loopback.launchers import Served
 from moves.catalog import Move, load_moves
 from moves.engine import client_meta
 from moves.target import Outcome

@@ -20,8 +20,8 @@ from flask.testing import FlaskClient
 from werkzeug.test import EnvironBuilder
 
 from app import create_app
+from loopback.launchers import granian_app
 from loopback.loadgen import Conn, flow_headers, one_flow
-from loopback.servers import granian_app
 from mrtr_settings.environment import DEFAULT_HELD_STREAMS, ConfigError
 from web.admission import HELD_KEY, HeldSlots
 from web.mcp import RETRY_AFTER, SESSIONS_KEY

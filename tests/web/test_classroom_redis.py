@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from loopback.classroom import cookie_of, form_request, host_tally, start_class
+from loopback.class_driver import cookie_of, form_request, host_tally, start_class
+from loopback.launchers import Served, gunicorn_app
 from loopback.redis_server import RedisServer
-from loopback.servers import Served, gunicorn_app
 
 READ_TIMEOUT_S = 20  # far below the 60 s fallback poll
 

@@ -17,7 +17,7 @@ from flask.testing import FlaskClient
 from moves.labcodec import peek
 from mrtr import b64decode_strict, b64encode, lone_surrogate_escape, parse_claims, utf8_problem
 from tests.corpus.hostile import Route
-from tests.corpus.pages import custom_form, page_routes
+from tests.corpus.page_samples import custom_form, page_routes
 from tests.web.helpers import HX, rendered
 from web.inputs import (
     FIELDS,

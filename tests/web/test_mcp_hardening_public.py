@@ -26,8 +26,8 @@ import pytest
 from flask import Flask
 
 from app import create_app
+from loopback.launchers import Served, gunicorn_app
 from loopback.redis_server import REDIS_SERVER, RedisServer, _ping
-from loopback.servers import Served, gunicorn_app
 from mrtr import STORE_UNAVAILABLE_MESSAGE, FakeClock, KeyRing, MemoryStore, Server, StoreUnavailable, utf8_text
 from mrtr_stores.redeemed_redis import RedisStore
 from mrtr_stores.redeemed_sqlite import SqliteStore

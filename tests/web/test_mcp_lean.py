@@ -24,8 +24,8 @@ from flask import Flask, request_started
 from flask.testing import FlaskClient
 
 from app import create_app
+from loopback.launchers import production_app
 from loopback.loadgen import deploy_request, flow_headers
-from loopback.servers import production_app
 from mrtr import FakeClock
 from tests.corpus.hostile import corpus
 from tests.web import helpers

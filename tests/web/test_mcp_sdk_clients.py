@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from loopback.servers import Served, production_app
+from loopback.launchers import Served, production_app
 
 from .conftest import TEST_KEY
 

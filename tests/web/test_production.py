@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from loopback.launchers import PRODUCTION_SH, ROOT, Served, free_port, granian_app, wait_for_port, wait_until_settled
 from loopback.loadgen import Conn, flow_headers, one_flow, run_flows
-from loopback.servers import PRODUCTION_SH, ROOT, Served, free_port, granian_app, wait_for_port, wait_until_settled
 
 KEY = "production-key-0123456789abcdef0123456789abcdef"
 
@@ -111,7 +111,7 @@ def test_it_refuses_threads_that_a_held_legacy_call_could_use_up(settings: dict[
 
 def test_a_bench_server_is_handed_over_only_once_every_worker_has_loaded_the_app() -> None:
     """The port answers as soon as granian's main process listens; a run started before the second
-    worker has imported the app puts every connection on the first (bench.servers.wait_until_settled)."""
+    worker has imported the app puts every connection on the first (bench.compared_servers.wait_until_settled)."""
     with granian_app(workers=2, threads=2, extra_args=("--log-level", "info")) as served:
         log = served.log_path.read_text(errors="replace")
     assert "Started worker-1" in log and "Started worker-2" in log, log

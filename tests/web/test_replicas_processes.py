@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from loopback.launchers import Served, production_app
 from loopback.loadgen import ACCEPT, Conn, deploy_request, flow_headers, json_body
 from loopback.redis_server import RedisServer
-from loopback.servers import Served, production_app
 from mrtr_stores.redeemed_redis import RedisStore
 from mrtr_stores.redeemed_sqlite import SqliteStore
 

@@ -53,7 +53,7 @@ def path_samples(app: Flask) -> dict[str, dict[str, Any]]:
             elif arg in ("version", "name", "digest"):  # the in-page checker's files (no such file: 404)
                 values[arg] = "0"
             else:
-                raise LookupError(f"no sample for <{arg}> in {rule.rule}: add one to tests/corpus/pages.py")
+                raise LookupError(f"no sample for <{arg}> in {rule.rule}: add one to tests/corpus/page_samples.py")
         samples[rule.endpoint] = values
     return samples
 

@@ -4,7 +4,7 @@
 (`PRODUCTION_SERVER`, granian's WSGI interface) or under gunicorn's gthread workers, the previous
 choice, kept so the same tests and benchmarks can run under both (`granian_app`, `gunicorn_app`).
 All are plain child processes in their own process group, so `stop()` ends exactly what was started;
-`spawn` starts any other server the same way (the benchmark's SDK server and floor, in bench/servers.py).
+`spawn` starts any other server the same way (the benchmark's SDK server and floor, in bench/compared_servers.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A live class driven over HTTP, as a presenter's browser and a learner's phone would: start it, read its tally.
 
-Shared by bench/classroom.py (200 learners, measured) and the tests of a class served by real processes.
+Shared by bench/class_load.py (200 learners, measured) and the tests of a class served by real processes.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The benchmark's own servers, beside ours (loopback.servers, shared with the tests): our app with /mcp
+"""The benchmark's own servers, beside ours (loopback.launchers, shared with the tests): our app with /mcp
 through the Flask view, the official Python SDK's server, and the floor, each under granian or uvicorn on a free
-127.0.0.1 port, started and stopped as loopback.servers starts ours.
+127.0.0.1 port, started and stopped as loopback.launchers starts ours.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 import tempfile
 from collections.abc import Mapping
 
-from loopback.servers import (
+from loopback.launchers import (
     BENCH_KEY,
     PRODUCTION_SERVER,
     PRODUCTION_SH,
@@ -51,7 +51,7 @@ def flask_view_granian_app(*, workers: int = 2, threads: int = 8, env: Mapping[s
     port = free_port()
     argv = [str(VENV_BIN / "granian"), "--interface", "wsgi", "--factory", "--host", "127.0.0.1",
             "--port", str(port), "--workers", str(workers), "--blocking-threads", str(threads), "--no-ws",
-            "--workers-kill-timeout", "10", "--log-level", "warning", "bench.servers:create_flask_view_app"]
+            "--workers-kill-timeout", "10", "--log-level", "warning", "bench.compared_servers:create_flask_view_app"]
     return spawn(name, argv, our_env(tmp, env), port, tmp, children=workers)
 
 
