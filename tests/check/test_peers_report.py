@@ -19,13 +19,14 @@ import os
 import sys
 import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from flask import Flask
+from flask.testing import FlaskClient
 
-from app import create_app
 from moves import check as check_module
 from moves.catalog import load_moves
 from moves.check import CheckOptions, Report, main, run_check
@@ -36,9 +37,8 @@ from moves.targets.stdio import StdioTarget
 from mrtr import FakeClock
 from tests.browser.helpers import serve
 from tests.check.catalogue import EDITED, caught_by, gated_by
-from tests.check.conftest import APP_CONFIG
 from tests.peers import launch, wire
-from tests.peers.fixtures import *  # noqa: F403  (the peers' fixtures: sdk_py_http, weak_http_with, ...)
+from tests.peers.fixtures import *  # noqa: F403  (the peers' fixtures: sdk_py_http, mutant_http_with, ...)
 from tests.peers.truth import failing_moves
 
 EXPECTED: dict[str, dict[str, Any]] = tomllib.loads((launch.PEERS / "expectations.toml").read_text())
@@ -89,7 +89,7 @@ def assert_report_matches_ground_truth(report: Report, name: str) -> None:
     missing = next(p for p in report.probes if p.probe == "missing-answer")
     assert missing.ok == (not caught_by("answer") & set(truth["moves"])), missing.detail
     fails = {slug for slug, seen in truth["moves"].items() if seen != "not-run"}
-    assert report.ok == (not fails and truth["probes"] == EXPECTED["weak-none"]["probes"])
+    assert report.ok == (not fails and truth["probes"] == EXPECTED["mutant-sound"]["probes"])
 
 
 # -- targets on the peers' clocks ------------------------------------------------------------------
@@ -218,43 +218,36 @@ def test_allow_replay_turns_the_python_sdks_missing_redeemed_store_into_a_warnin
     assert [p.probe for p in report.probes if not p.ok] == ["capability"] and not report.ok
 
 
-# -- the weak servers: caught exactly where they are weak -----------------------------------------
+# -- the mutation suite's servers as peers: caught exactly where they are flawed ------------------------
 
 
-def test_the_weak_server_over_http_is_reported_as_it_really_behaves(weak_http: launch.HttpPeer) -> None:
-    report = check_http(weak_http)
-    assert_report_matches_ground_truth(report, "weak-http")
-    assert {r.move for r in report.moves if not r.ok} == caught_by("principal") | caught_by("single-use")
+def test_a_mutant_over_stdio_is_reported_as_it_really_behaves(mutant_stdio: launch.StdioPeer) -> None:
+    report = check_stdio(mutant_stdio)
+    assert_report_matches_ground_truth(report, "mutant-no-principal-stdio")
+    assert {r.move for r in report.moves if not r.ok} == caught_by("principal")
 
 
-def test_the_weak_server_over_stdio_is_reported_as_it_really_behaves(weak_stdio: launch.StdioPeer) -> None:
-    report = check_stdio(weak_stdio)
-    assert_report_matches_ground_truth(report, "weak-stdio")
+MUTANT_PEERS = [name for name, entry in EXPECTED.items() if entry["fixture"] == "mutant_http_with"]
+MUTANT_TABLE: dict[str, Any] = tomllib.loads((launch.MUTANTS_SERVER.parent / "expectations.toml").read_text())
 
 
-WEAK = [name for name, entry in EXPECTED.items() if entry["fixture"] == "weak_http_with"]
-
-
-@pytest.mark.parametrize("name", WEAK)
-def test_each_weakness_is_caught_exactly_where_it_is(weak_http_with, name: str) -> None:
-    entry = EXPECTED[name]
-    skip, flags = tuple(entry["weak_skip"]), tuple(entry.get("weak_flags", ()))
-    with weak_http_with(skip=skip, flags=flags) as peer:
+@pytest.mark.parametrize("name", MUTANT_PEERS)
+def test_each_flaw_is_caught_exactly_where_it_is(mutant_http_with, name: str) -> None:
+    mutant = EXPECTED[name]["mutant"]
+    with mutant_http_with(mutant) as peer:
         report = check_http(peer)
     assert_report_matches_ground_truth(report, name)
-    # The failing moves are those whose defence the server skips; the failing probes, its protocol flaw.
-    caught = set().union(*(caught_by(check) for check in skip)) if skip else set()
+    # The failing moves are those whose defence the server lacks; the failing probes, its protocol flaw.
+    caught = set().union(*(caught_by(check) for check in EXPECTED[name].get("lacks", [])))
     assert {r.move for r in report.moves if r.verdict == "fail"} == caught
     assert {r.move for r in report.moves if r.verdict == "not-run"} == gated_by(caught)
-    failing_probes = {p.probe for p in report.probes if not p.ok}
-    by_flag = {"ask-without-capability": "capability", "any-version": "version", "reveal-reasons": "same-error",
-               "omit-result-type": "result-type"}
-    assert failing_probes == {by_flag[f] for f in flags} | ({"missing-answer"} if "answer" in skip else set())
+    flawed = set(MUTANT_TABLE["mutants"].get(mutant, {}).get("probes", []))
+    assert {p.probe for p in report.probes if not p.ok} == flawed
 
 
-def test_a_skipped_signature_check_lets_the_edited_payload_through(weak_http_with) -> None:
-    # The engine edits work.env in the weak server's readable w1 payload: unchecked, the edit is believed.
-    with weak_http_with(skip=("signature",)) as peer:
+def test_a_missing_signature_check_lets_the_edited_payload_through(mutant_http_with) -> None:
+    # The engine edits work.env in the mutant's readable m1 payload: unchecked, the edit is believed.
+    with mutant_http_with("no-signature") as peer:
         row = next(r for r in check_http(peer).moves if r.move == EDITED.slug)
     assert (row.observed, row.verdict) == ("completed", "fail")
     assert row.detail.startswith("result: deployed to prod")
@@ -277,11 +270,11 @@ class MovableClock:
         self.fake.advance(seconds)
 
 
-@pytest.fixture(scope="module")
-def app_peer() -> Iterator[launch.HttpPeer]:
+@pytest.fixture
+def app_peer(make_app: Callable[..., Flask]) -> Iterator[launch.HttpPeer]:
     """The real app (create_app), its /mcp on a loopback port, on a clock the test moves."""
     clock = MovableClock()
-    with serve(create_app({**APP_CONFIG, "MRTR_TICKET_TTL": 120, "MRTR_CLOCK": clock.fake})) as live:
+    with serve(make_app(MRTR_TICKET_TTL=120, MRTR_CLOCK=clock.fake)) as live:
         yield launch.HttpPeer("app", live.url + "/mcp", clock, 120.0)  # type: ignore[arg-type]
 
 
@@ -315,8 +308,7 @@ def test_mrtr_serve_over_stdio_passes_every_move_and_probe(tmp_path: Path) -> No
     assert all(p.ok for p in report.probes)
 
 
-def test_every_page_links_to_check_in_the_site_navigation() -> None:
-    client = create_app(dict(APP_CONFIG)).test_client()
+def test_every_page_links_to_check_in_the_site_navigation(client: FlaskClient) -> None:
     for path in ("/", "/playground", "/check"):
         page = client.get(path)
         assert page.status_code == 200, path

@@ -8,25 +8,25 @@ HTTP peers (`HttpPeer`: `.url`, `.tokens` {"bob": "bob-token", "alice": "alice-t
     sdk_py_resolve_http  the same SDK, its Resolve dependency form               session-scoped
     sdk_ts_http          official TypeScript SDK, the SDK example's shape         session-scoped
     sdk_ts_lesson_http   official TypeScript SDK serving the lesson's snippet    session-scoped
-    weak_http            weak server skipping the principal and single-use checks session-scoped
-    weak_http_with       factory: `with weak_http_with(skip=(...,), flags=(...,)) as peer:` any weakness
+    mutant_http_with     factory: `with mutant_http_with("no-expiry") as peer:` a server of the mutation suite
+                         (tests/mutants/server.py: "sound", or a mutant with one flaw) as a process
 stdio peers (`StdioPeer`: `.command`, `.env(principal)` sets MRTR_PRINCIPAL, `.clock`, `.ttl`):
-    sdk_py_stdio, sdk_py_stdio_defaults (the SDK's default sealing: a key per process), weak_stdio
+    sdk_py_stdio, sdk_py_stdio_defaults (the SDK's default sealing: a key per process),
+    mutant_stdio (the mutant without a principal check: over stdio the principal is each process's)
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.peers import launch
 
 __all__ = ["peers_dir", "sdk_py_http", "sdk_py_resolve_http", "sdk_py_stdio", "sdk_py_stdio_defaults",
-           "sdk_ts_http", "sdk_ts_lesson_http", "weak_http", "weak_stdio", "weak_http_with"]
+           "sdk_ts_http", "sdk_ts_lesson_http", "mutant_stdio", "mutant_http_with"]
 
 
 @pytest.fixture(scope="session")
@@ -69,26 +69,15 @@ def sdk_ts_lesson_http(peers_dir: Path) -> Iterator[launch.HttpPeer]:
 
 
 @pytest.fixture(scope="session")
-def weak_http(peers_dir: Path) -> Iterator[launch.HttpPeer]:
-    with launch.weak_http(peers_dir) as peer:
-        yield peer
-
-
-@pytest.fixture(scope="session")
-def weak_stdio(peers_dir: Path) -> launch.StdioPeer:
-    return launch.weak_stdio(peers_dir)
+def mutant_stdio(peers_dir: Path) -> launch.StdioPeer:
+    return launch.mutant_stdio(peers_dir, "no-principal")
 
 
 @pytest.fixture
-def weak_http_with(tmp_path: Path) -> Any:
-    """`with weak_http_with(skip=("expiry",)) as peer:` a weak HTTP peer with exactly those weaknesses.
+def mutant_http_with(tmp_path: Path) -> Callable[[str], AbstractContextManager[launch.HttpPeer]]:
+    """`with mutant_http_with("no-expiry") as peer:` server NAME of tests/mutants/server.py over HTTP."""
 
-    `skip`: ticket checks to leave out; `flags`: protocol weaknesses from `launch.WEAK_FLAGS`.
-    """
-
-    def start(skip: tuple[str, ...] = (), flags: tuple[str, ...] = (), **kwargs: Any
-              ) -> AbstractContextManager[launch.HttpPeer]:
-        name = "weak-" + ("-".join((*skip, *flags)) or "none")
-        return launch.weak_http(tmp_path, skip=skip, flags=flags, name=name, **kwargs)
+    def start(mutant: str) -> AbstractContextManager[launch.HttpPeer]:
+        return launch.mutant_http(tmp_path, mutant)
 
     return start

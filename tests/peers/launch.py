@@ -21,8 +21,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.mutants.server import TTL as MUTANTS_TTL
+
 ROOT = Path(__file__).resolve().parents[2]
 PEERS = ROOT / "tests" / "peers"
+#: The tests' one flawed server, and how long its tickets live.
+MUTANTS_SERVER = ROOT / "tests" / "mutants" / "server.py"
 JS = ROOT / "tests" / "js"
 TOKENS = {"bob": "bob-token", "alice": "alice-token"}
 OWNER, OTHER = "bob", "alice"
@@ -182,30 +186,18 @@ def sdk_typescript_http(workdir: Path, variant: str = "docs", ttl: float = 120.0
         yield peer
 
 
-#: The weak server's protocol weaknesses (command-line flags without the dashes).
-WEAK_FLAGS = ("ask-without-capability", "any-version", "reveal-reasons", "omit-result-type")
-
-
-def weak_argv(transport: str, skip: tuple[str, ...], ttl: float, flags: tuple[str, ...] = ()) -> list[str]:
-    argv = [sys.executable, str(PEERS / "weak_server.py"), transport, "--ttl", str(ttl)]
-    for check in skip:
-        argv += ["--skip", check]
-    for flag in flags:
-        if flag not in WEAK_FLAGS:
-            raise ValueError(f"unknown weak-server flag {flag!r}")
-        argv.append(f"--{flag}")
-    return argv
-
-
 @contextmanager
-def weak_http(workdir: Path, skip: tuple[str, ...] = ("principal", "single-use"), ttl: float = 120.0,
-              name: str = "weak-http", flags: tuple[str, ...] = ()) -> Iterator[HttpPeer]:
+def mutant_http(workdir: Path, mutant: str = "sound", name: str | None = None) -> Iterator[HttpPeer]:
+    """Server `mutant` of the mutation suite (tests/mutants/server.py: the sound one or a mutant with one flaw)
+    as a process over HTTP."""
     port = free_port()
-    argv = [*weak_argv("http", skip, ttl, flags), "--port", str(port)]
-    with run_http(name, argv, workdir, ttl=ttl, port=port) as peer:
+    argv = [sys.executable, str(MUTANTS_SERVER), mutant, "--http", str(port)]
+    with run_http(name or f"mutant-{mutant}-http", argv, workdir, ttl=MUTANTS_TTL, port=port) as peer:
         yield peer
 
 
-def weak_stdio(workdir: Path, skip: tuple[str, ...] = ("principal", "single-use"), ttl: float = 120.0,
-               name: str = "weak-stdio", flags: tuple[str, ...] = ()) -> StdioPeer:
-    return StdioPeer(name, weak_argv("stdio", skip, ttl, flags), Clock(workdir / f"{name}.clock"), ttl)
+def mutant_stdio(workdir: Path, mutant: str = "sound", name: str | None = None) -> StdioPeer:
+    """The same over stdio, one process per principal."""
+    name = name or f"mutant-{mutant}-stdio"
+    return StdioPeer(name, [sys.executable, str(MUTANTS_SERVER), mutant], Clock(workdir / f"{name}.clock"),
+                     MUTANTS_TTL)

@@ -13,14 +13,18 @@ from typing import Any
 import pytest
 
 from moves.catalog import holds, load_moves
+from moves.engine import readable_claims
 from moves.target import Outcome
 from tests.check.catalogue import HONEST, PLAIN_REFUSALS, STOLEN, caught_by, gated_by, one
 from tests.peers import launch
 from tests.peers.truth import failing_moves, lacks
-from tests.peers.wire import play, probes
+from tests.peers.wire import edited, play, probes
 
 HERE = Path(__file__).resolve().parent
 EXPECTED: dict[str, dict[str, Any]] = tomllib.loads((HERE / "expectations.toml").read_text())
+#: What the mutation suite says of each of its servers (tests/mutants/expectations.toml).
+MUTANT_TABLE: dict[str, Any] = tomllib.loads((HERE.parent / "mutants" / "expectations.toml").read_text())
+MUTANT_PEERS = {name: entry for name, entry in EXPECTED.items() if "mutant" in entry}
 MOVES = load_moves()
 SLUGS = [m.slug for m in MOVES]
 OUTCOMES = {"completed", "ended", "refused", "asked-again", "not-run"}
@@ -28,6 +32,9 @@ CHECKS = ("signature", "principal", "expiry", "request", "answer", "single-use")
 
 
 PROBES = ("capability", "version", "uniform-refusals", "result-type")
+#: The checker's probe that each hand-sent probe stands for (the mutation suite's table names those).
+CHECKER_PROBE = {"capability": "capability", "version": "version", "uniform-refusals": "same-error",
+                 "result-type": "result-type"}
 
 
 def deviations(outcomes: dict[str, str]) -> dict[str, str]:
@@ -60,35 +67,50 @@ def test_the_table_lists_only_catalogue_moves_that_do_not_hold() -> None:
         assert tuple(entry["probes"]) == PROBES, name
 
 
-def test_a_weak_peer_fails_only_what_its_missing_checks_stop() -> None:
-    """A weak peer's failures are derived from the checks it was started without, never listed by hand: the
-    by-hand runs below then prove the catalogue's `stops_at` and `requires` right."""
-    assert failing_moves(EXPECTED["weak-none"]) == {}
-    for name, entry in EXPECTED.items():
-        if name.startswith("weak-"):
-            assert entry["moves"] == {} and "lacks" not in entry, name
+def test_a_mutant_peer_fails_only_what_its_missing_check_stops() -> None:
+    """A mutant peer's failures are derived from the one check it lacks, never listed by hand: the by-hand runs
+    below then prove the catalogue's `stops_at` and `requires` right, for every check."""
+    assert failing_moves(EXPECTED["mutant-sound"]) == {}
+    for name, entry in MUTANT_PEERS.items():
+        assert entry["moves"] == {} and "kinds" not in entry and len(lacks(entry)) <= 1, name
     for check in CHECKS:
-        assert set(failing_moves(EXPECTED[f"weak-{check}"])) == caught_by(check) | gated_by(caught_by(check))
+        entry = next(e for e in MUTANT_PEERS.values() if lacks(e) == [check] and e["fixture"] == "mutant_http_with")
+        assert set(failing_moves(entry)) == caught_by(check) | gated_by(caught_by(check))
 
 
-def test_each_protocol_weakness_fails_exactly_one_probe() -> None:
-    control = EXPECTED["weak-none"]["probes"]
-    for flag in launch.WEAK_FLAGS:
-        entry = EXPECTED[f"weak-{flag}"]
-        assert failing_moves(entry) == {}, flag
-        assert sum(entry["probes"][probe] != control[probe] for probe in PROBES) == 1, flag
+def test_each_protocol_flaw_fails_exactly_one_probe() -> None:
+    control = EXPECTED["mutant-sound"]["probes"]
+    flawed = [entry for entry in MUTANT_PEERS.values() if not lacks(entry) and entry["mutant"] != "sound"]
+    assert {CHECKER_PROBE[p] for entry in flawed for p in PROBES if entry["probes"][p] != control[p]} == set(
+        CHECKER_PROBE.values())
+    for entry in flawed:
+        assert failing_moves(entry) == {}, entry["mutant"]
+        assert sum(entry["probes"][probe] != control[probe] for probe in PROBES) == 1, entry["mutant"]
 
 
-@pytest.mark.parametrize("name", [name for name, entry in EXPECTED.items() if entry["fixture"] != "weak_http_with"])
+def test_a_mutant_peer_agrees_with_the_mutation_suites_table() -> None:
+    """The same server, the same flaw: what this table says it lacks and which probe it fails is what
+    tests/mutants/expectations.toml says (there, the checker's probes; `missing-answer` has no hand-sent probe)."""
+    control = EXPECTED["mutant-sound"]["probes"]
+    for name, entry in MUTANT_PEERS.items():
+        mutant = MUTANT_TABLE["mutants"].get(entry["mutant"])
+        if mutant is None:
+            assert entry["mutant"] in MUTANT_TABLE["controls"] and entry["probes"] == control, name
+            continue
+        assert lacks(entry) == mutant.get("lacks", []), name
+        hand = {CHECKER_PROBE[p] for p in PROBES if entry["probes"][p] != control[p]}
+        assert hand == set(mutant.get("probes", [])) - {"missing-answer"}, name
+
+
+@pytest.mark.parametrize("name", [name for name, entry in EXPECTED.items() if entry["fixture"] != "mutant_http_with"])
 def test_a_peer_does_what_the_table_says(request: pytest.FixtureRequest, name: str) -> None:
     peer = request.getfixturevalue(EXPECTED[name]["fixture"])
     assert observe(peer) == expected(name)
 
 
-@pytest.mark.parametrize("name", [name for name, entry in EXPECTED.items() if entry["fixture"] == "weak_http_with"])
-def test_a_weak_peer_does_what_the_table_says(weak_http_with, name: str) -> None:
-    entry = EXPECTED[name]
-    with weak_http_with(skip=tuple(entry["weak_skip"]), flags=tuple(entry.get("weak_flags", ()))) as peer:
+@pytest.mark.parametrize("name", [name for name, entry in EXPECTED.items() if entry["fixture"] == "mutant_http_with"])
+def test_a_mutant_peer_does_what_the_table_says(mutant_http_with, name: str) -> None:
+    with mutant_http_with(EXPECTED[name]["mutant"]) as peer:
         assert observe(peer) == expected(name)
 
 
@@ -123,6 +145,12 @@ def test_the_lesson_snippet_refuses_in_its_handler_with_a_tool_error(sdk_ts_less
         assert result["content"][0]["text"] == "Invalid or expired requestState"
 
 
-def test_a_weak_ticket_is_readable_and_signed(weak_http) -> None:
-    ticket = play(weak_http, HONEST).minted["result"]["requestState"]
-    assert ticket.startswith("w1.") and ticket.count(".") == 2
+def test_a_mutant_ticket_is_readable_and_the_hand_sent_edit_changes_its_payload(mutant_http_with) -> None:
+    with mutant_http_with("sound") as peer:
+        ticket = play(peer, HONEST).minted["result"]["requestState"]
+    assert ticket.startswith("m1.") and ticket.count(".") == 2
+    claims = readable_claims(ticket)
+    assert claims is not None and claims["work"] == {"env": "staging"}
+    changed = edited(ticket)
+    assert readable_claims(changed) == {**claims, "work": {"env": "prod"}}
+    assert changed.split(".")[2] == ticket.split(".")[2]

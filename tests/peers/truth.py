@@ -10,8 +10,8 @@ from tests.check.catalogue import caught_by, gated_by, matching
 
 
 def lacks(entry: dict[str, Any]) -> list[str]:
-    """The defences a peer lacks: `lacks`, or a weak peer's `weak_skip` (the checks it was started without)."""
-    return list(entry.get("lacks", entry.get("weak_skip", [])))
+    """The defences a peer lacks."""
+    return list(entry.get("lacks", []))
 
 
 def failing_moves(entry: dict[str, Any]) -> dict[str, str]:

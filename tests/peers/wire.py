@@ -173,7 +173,8 @@ def answers(kind: str, keys: list[str]) -> dict[str, Any] | None:
     answer = ANSWERS[kind]
     return None if answer is None else {key: answer for key in keys}
 NOT_A_YES = ("decline", "cancel", "wrong-type", "missing-key")
-#: What every peer here answers when it does the work (the by-hand stand-in for comparing with an accepted call).
+#: How every peer here begins its answer when it does the work (the by-hand stand-in for comparing with an
+#: accepted call); the mutation suite's servers go on with the deploy's number and id.
 WORK = "deployed to staging"
 
 
@@ -183,7 +184,7 @@ def read(reply: dict[str, Any], answer: str) -> str:
     seen = outcome(reply)
     if seen == "completed" and answer in NOT_A_YES:
         texts = [c.get("text") for c in reply["result"].get("content", []) if isinstance(c, dict)]
-        return "completed" if texts == [WORK] else "ended"
+        return "completed" if len(texts) == 1 and str(texts[0]).startswith(WORK) else "ended"
     return seen
 
 
