@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,14 +19,12 @@ from flask import Flask
 from flask.testing import FlaskClient
 from werkzeug.test import EnvironBuilder
 
-from app import create_app
 from loopback.launchers import granian_app
 from loopback.loadgen import Conn, flow_headers, one_flow
 from mrtr_settings.environment import DEFAULT_HELD_STREAMS, ConfigError
 from web.admission import HELD_KEY, HeldSlots
 from web.mcp import RETRY_AFTER, SESSIONS_KEY
 
-from .conftest import TEST_KEY
 from .helpers import (
     CONFIRM,
     DEADLINE_S,
@@ -91,17 +89,13 @@ def test_threads_racing_for_slots_never_hold_more_than_the_cap():
 # -- the setting -------------------------------------------------------------------------------------
 
 
-def make_app(**settings: str) -> Flask:
-    return create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory", **settings})
-
-
-def test_the_cap_has_its_default_and_the_setting_changes_it():
+def test_the_cap_has_its_default_and_the_setting_changes_it(make_app: Callable[..., Flask]):
     assert make_app().extensions[HELD_KEY].limit == DEFAULT_HELD_STREAMS == 1
     assert make_app(MRTR_HELD_STREAMS="7").extensions[HELD_KEY].limit == 7
 
 
 @pytest.mark.parametrize("value", ["-1", "two", "1.5"])
-def test_a_bad_cap_stops_the_app_with_its_name(value):
+def test_a_bad_cap_stops_the_app_with_its_name(make_app: Callable[..., Flask], value):
     with pytest.raises(ConfigError, match="MRTR_HELD_STREAMS"):
         make_app(MRTR_HELD_STREAMS=value)
 
@@ -110,9 +104,9 @@ def test_a_bad_cap_stops_the_app_with_its_name(value):
 
 
 @pytest.fixture
-def capped() -> Iterator[tuple[Flask, FlaskClient]]:
-    app = make_app()
-    yield app, app.test_client()
+def capped(app: Flask, client: FlaskClient) -> tuple[Flask, FlaskClient]:
+    """tests/conftest.py's app, with no setting of the cap, and its test client."""
+    return app, client
 
 
 def test_a_call_past_the_cap_is_refused_at_once_and_leaves_nothing_behind(capped):

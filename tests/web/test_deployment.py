@@ -2,45 +2,46 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from flask import Flask, request
 
-from app import create_app
-from mrtr import FakeClock
 from web.deployment import REPLICA_HEADER, replica_name
 
-TEST_KEY = "deployment-test-key-0123456789abcdefghijklmn"
 FORWARDED = {"X-Forwarded-For": "203.0.113.9", "X-Forwarded-Proto": "https", "X-Forwarded-Host": "lab.example"}
 MODERN_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
     "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}}}
 
 
-def make_app(tmp_path: Path, **extra: Any) -> Flask:
-    app = create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory",
-                      "MRTR_CLASS_DB": str(tmp_path / "class.sqlite3"), "MRTR_CLASS_CLOCK": FakeClock(1.79e9),
-                      **extra})
+@pytest.fixture
+def make_app(make_app: Callable[..., Flask]) -> Callable[..., Flask]:
+    """tests/conftest.py's make_app, each app with a view /_seen that shows what every view sees of the visitor."""
 
-    @app.get("/_seen")
-    def seen() -> str:  # what every view sees of the visitor
-        return f"{request.remote_addr} {request.scheme} {request.host}"
+    def make(**config: Any) -> Flask:
+        app = make_app(**config)
 
-    return app
+        @app.get("/_seen")
+        def seen() -> str:
+            return f"{request.remote_addr} {request.scheme} {request.host}"
+
+        return app
+
+    return make
 
 
 @pytest.mark.parametrize("path", ["/", "/playground", "/no-such-page", "/static/css/site.css"])
-def test_every_page_names_its_replica(tmp_path: Path, path: str) -> None:
-    app = make_app(tmp_path, MRTR_REPLICA_NAME="replica-a")
+def test_every_page_names_its_replica(make_app: Callable[..., Flask], path: str) -> None:
+    app = make_app(MRTR_REPLICA_NAME="replica-a")
     with app.test_client().get(path) as response:  # a static file's body is a file: close it
         assert response.headers[REPLICA_HEADER] == "replica-a"
 
 
-def test_mcp_names_its_replica_too(tmp_path: Path) -> None:
+def test_mcp_names_its_replica_too(make_app: Callable[..., Flask]) -> None:
     """/mcp is served beside Flask (web/mcp.py WsgiEntry), so the header must come from outside both."""
-    app = make_app(tmp_path, MRTR_REPLICA_NAME="replica-b")
+    app = make_app(MRTR_REPLICA_NAME="replica-b")
     response = app.test_client().post("/mcp", json=MODERN_CALL, headers={
         "Authorization": "Bearer bob-token", "Accept": "application/json, text/event-stream",
         "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"})
@@ -56,14 +57,14 @@ def test_the_default_name_is_the_host_and_port_and_names_are_header_safe() -> No
     assert len(replica_name("r" * 500, {})) == 64
 
 
-def test_forwarded_headers_are_ignored_unless_proxies_are_trusted(tmp_path: Path) -> None:
-    client = make_app(tmp_path).test_client()
+def test_forwarded_headers_are_ignored_unless_proxies_are_trusted(make_app: Callable[..., Flask]) -> None:
+    client = make_app().test_client()
     seen = client.get("/_seen", headers=FORWARDED, environ_base={"REMOTE_ADDR": "127.0.0.1"}).get_data(as_text=True)
     assert seen == "127.0.0.1 http localhost"
 
 
-def test_a_trusted_proxy_gives_the_visitors_address_scheme_and_host(tmp_path: Path) -> None:
-    client = make_app(tmp_path, MRTR_TRUSTED_PROXIES=1).test_client()
+def test_a_trusted_proxy_gives_the_visitors_address_scheme_and_host(make_app: Callable[..., Flask]) -> None:
+    client = make_app(MRTR_TRUSTED_PROXIES=1).test_client()
     seen = client.get("/_seen", headers=FORWARDED, environ_base={"REMOTE_ADDR": "127.0.0.1"}).get_data(as_text=True)
     assert seen == "203.0.113.9 https lab.example"
     # A client that forges its own X-Forwarded-For in front of the proxy's entry is not believed: only the
@@ -80,8 +81,8 @@ def _host_cookie(app: Flask, headers: dict[str, str]) -> str:
     return cookies[0]
 
 
-def test_class_cookies_are_secure_only_behind_a_trusted_https_proxy(tmp_path: Path) -> None:
-    assert "Secure" not in _host_cookie(make_app(tmp_path), FORWARDED)
-    assert "Secure" in _host_cookie(make_app(tmp_path, MRTR_TRUSTED_PROXIES=1), FORWARDED)
+def test_class_cookies_are_secure_only_behind_a_trusted_https_proxy(make_app: Callable[..., Flask]) -> None:
+    assert "Secure" not in _host_cookie(make_app(), FORWARDED)
+    assert "Secure" in _host_cookie(make_app(MRTR_TRUSTED_PROXIES=1), FORWARDED)
     plain = {**FORWARDED, "X-Forwarded-Proto": "http"}
-    assert "Secure" not in _host_cookie(make_app(tmp_path, MRTR_TRUSTED_PROXIES=1), plain)
+    assert "Secure" not in _host_cookie(make_app(MRTR_TRUSTED_PROXIES=1), plain)

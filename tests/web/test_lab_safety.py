@@ -21,7 +21,7 @@ import subprocess
 import threading
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from moves.labcodec import LabCodec, LabRing, lab_ring_from
 from moves.target import Outcome
 from moves.targets.in_process import lab_server
 from mrtr import FROZEN_TICKET_MESSAGE, FakeClock, KeyRing, Policy, TicketCodec, TicketRejected, Trace, b64encode
+from tests.conftest import APP_CONFIG
 from web.content import load_course
 
 SECRET_TOKENS = {"Zq7-bob-configured-token-4Kd9": "bob", "Zq7-alice-configured-token-8Pw2": "alice"}
@@ -63,9 +64,9 @@ def secret_forms(secret: str) -> set[str]:
 SECRET_FORMS = {form: secret for secret in [*SECRET_TOKENS, *SECRET_KEYS] for form in secret_forms(secret)}
 
 
-def make_app(clock: Any) -> Flask:
-    return create_app({"TESTING": True, "MRTR_SECRET_KEYS": ",".join(SECRET_KEYS), "MRTR_STORE": "memory",
-                       "MRTR_TOKENS": ",".join(f"{t}={p}" for t, p in SECRET_TOKENS.items()), "MRTR_CLOCK": clock})
+#: What the app under test is configured with over tests/conftest.py's APP_CONFIG: the secrets no page may show.
+SECRET_CONFIG = {"MRTR_SECRET_KEYS": ",".join(SECRET_KEYS),
+                 "MRTR_TOKENS": ",".join(f"{t}={p}" for t, p in SECRET_TOKENS.items())}
 
 
 SWITCH_COMBOS = [{"single_use": s, "sealed": z, "no_signature": n, "offset": o}
@@ -145,9 +146,11 @@ def walk(app: Flask) -> Iterator[tuple[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def walked() -> tuple[Flask, list[tuple[str, str]]]:
-    clock = FakeClock(EPOCH)
-    app = make_app(clock)
+def walked(tmp_path_factory: pytest.TempPathFactory) -> tuple[Flask, list[tuple[str, str]]]:
+    """One walk of every route for all the tests that read it: module-scoped, so it cannot take the `make_app`
+    fixture (a test's); it builds the app as make_app does, from tests/conftest.py's APP_CONFIG."""
+    app = create_app({**APP_CONFIG, **SECRET_CONFIG, "MRTR_CLOCK": FakeClock(EPOCH),
+                      "MRTR_STATE_DIR": str(tmp_path_factory.mktemp("state"))})
     pages = []
     for what, response in walk(app):
         assert response.status_code < 500, f"{what} answered {response.status_code}"
@@ -282,9 +285,9 @@ class FileClock:
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+def served(make_app: Callable[..., Flask], tmp_path: Path) -> Iterator[tuple[str, Path]]:
     clock_file = tmp_path / "slept"
-    app = make_app(FileClock(clock_file))
+    app = make_app(**SECRET_CONFIG, MRTR_CLOCK=FileClock(clock_file))
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
