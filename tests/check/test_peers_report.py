@@ -12,7 +12,6 @@ Only `python -m mrtr serve` (system clock, no hook) needs a short TTL and a real
 
 from __future__ import annotations
 
-import functools
 import io
 import json
 import os
@@ -20,6 +19,7 @@ import sys
 import time
 import tomllib
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,6 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from moves import check as check_module
 from moves.catalog import load_moves
 from moves.check import CheckOptions, Report, main, run_check
 from moves.engine import Call, play, readable_claims
@@ -37,6 +36,7 @@ from moves.targets.stdio import StdioTarget
 from mrtr import FakeClock
 from tests.browser.helpers import serve
 from tests.check.catalogue import EDITED, caught_by, gated_by
+from tests.check.conftest import on_clock
 from tests.peers import launch, wire
 from tests.peers.fixtures import *  # noqa: F403  (the peers' fixtures: sdk_py_http, mutant_http_with, ...)
 from tests.peers.truth import failing_moves
@@ -97,25 +97,20 @@ def assert_report_matches_ground_truth(report: Report, name: str) -> None:
 
 def peer_timing(peer: launch.HttpPeer | launch.StdioPeer, late_after: float | None = None) -> Timing:
     """The late move's wait on the peer's own clock: "sleeping" moves the peer's tickets' now instead."""
-    return Timing(late_after=late_after, clock=lambda: time.time() + peer.clock.offset, sleep=peer.clock.advance)
+    return Timing(late_after=late_after, clock=peer.clock, sleep=peer.clock.advance)
 
 
 def check_http(peer: launch.HttpPeer, late_after: float | None = None) -> Report:
-    target = HttpTarget(peer.url, peer.tokens, timing=peer_timing(peer, late_after), timeout=30)
-    try:
+    with closing(HttpTarget(peer.url, peer.tokens, timing=peer_timing(peer, late_after), timeout=30)) as target:
         return run_check(target)
-    finally:
-        target.close()
 
 
 def check_stdio(peer: launch.StdioPeer, late_after: float | None = None) -> Report:
     env = {**os.environ, "MRTR_PEER_CLOCK_FILE": str(peer.clock.path)}
-    target = StdioTarget(peer.command, [(peer.owner, peer.owner), (peer.other, peer.other)], env=env,
-                         principal_env=peer.principal_env, timing=peer_timing(peer, late_after), timeout=30)
-    try:
+    with closing(StdioTarget(peer.command, [(peer.owner, peer.owner), (peer.other, peer.other)], env=env,
+                             principal_env=peer.principal_env, timing=peer_timing(peer, late_after),
+                             timeout=30)) as target:
         return run_check(target)
-    finally:
-        target.close()
 
 
 # -- the official SDKs ----------------------------------------------------------------------------
@@ -185,15 +180,12 @@ def test_the_typescript_lesson_snippet_is_reported_as_it_really_behaves(sdk_ts_l
         assert not same.ok and slug in same.detail.split(";")[0]
 
 
-def test_the_cli_json_report_of_the_python_sdk_matches_the_ground_truth(sdk_py_http, tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    # The CLI builds its own Timing: give it the peer's clock (its only difference from a user's run).
-    monkeypatch.setattr(check_module, "Timing", functools.partial(Timing, clock=peer_timing(sdk_py_http).clock,
-                                                                 sleep=sdk_py_http.clock.advance))
+def test_the_cli_json_report_of_the_python_sdk_matches_the_ground_truth(sdk_py_http, tmp_path: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
     argv = [sdk_py_http.url, "--token", "bob=bob-token", "--token", "alice=alice-token", "--json",
             "--late-after", str(sdk_py_http.ttl + 5), "--junit", str(tmp_path / "junit.xml")]
-    assert main(argv, stdout=out, stderr=err, timeout=30) == 1, err.getvalue()
+    with on_clock(sdk_py_http.clock):  # the CLI's late move waits on the peer's clock
+        assert main(argv, stdout=out, stderr=err, timeout=30) == 1, err.getvalue()
     report = json.loads(out.getvalue())
     assert report["target"] == sdk_py_http.url and report["ok"] is False
     truth = failing_moves(EXPECTED["sdk-python-http"])
@@ -206,11 +198,8 @@ def test_the_cli_json_report_of_the_python_sdk_matches_the_ground_truth(sdk_py_h
 
 
 def test_allow_replay_turns_the_python_sdks_missing_redeemed_store_into_a_warning(sdk_py_http) -> None:
-    target = HttpTarget(sdk_py_http.url, sdk_py_http.tokens, timeout=30, timing=Timing(skip_late=True))
-    try:
+    with closing(HttpTarget(sdk_py_http.url, sdk_py_http.tokens, timeout=30, timing=Timing(skip_late=True))) as target:
         report = run_check(target, CheckOptions(allow_replay=True, skip_late=True))
-    finally:
-        target.close()
     verdicts = {r.move: r.verdict for r in report.moves}
     assert verdicts == {**{slug: "pass" for slug in SLUGS}, **{slug: "warn" for slug in caught_by("single-use")},
                         **{slug: "not-run" for slug in LATE}}
@@ -280,12 +269,9 @@ def app_peer(make_app: Callable[..., Flask]) -> Iterator[launch.HttpPeer]:
 
 def test_the_apps_own_mcp_passes_every_move_and_probe_as_the_same_moves_sent_by_hand_do(app_peer) -> None:
     fake = app_peer.clock.fake  # type: ignore[attr-defined]
-    target = HttpTarget(app_peer.url, app_peer.tokens, timeout=30,
-                        timing=Timing(clock=fake, sleep=fake.advance))
-    try:
+    with closing(HttpTarget(app_peer.url, app_peer.tokens, timeout=30,
+                            timing=Timing(clock=fake, sleep=fake.advance))) as target:
         report = run_check(target)
-    finally:
-        target.close()
     assert report.ok, report.table()
     assert [r.verdict for r in report.moves] == ["pass"] * len(MOVES)
     assert all(p.ok for p in report.probes)
@@ -298,11 +284,8 @@ def test_mrtr_serve_over_stdio_passes_every_move_and_probe(tmp_path: Path) -> No
     # `python -m mrtr serve` reads the system clock (no hook): a 2 s ticket, so the late wait is real but short.
     env = {**os.environ, "MRTR_TICKET_TTL": "2", "MRTR_STORE": "sqlite", "MRTR_STORE_PATH": str(tmp_path / "r.db"),
            "MRTR_SECRET_KEYS": "serve-test-key-0123456789abcdef0123456789abcdef"}
-    target = StdioTarget([sys.executable, "-m", "mrtr", "serve"], env=env, timeout=30)
-    try:
+    with closing(StdioTarget([sys.executable, "-m", "mrtr", "serve"], env=env, timeout=30)) as target:
         report = run_check(target)
-    finally:
-        target.close()
     assert report.ok, report.table()
     assert findings(report)["moves"] == {}
     assert all(p.ok for p in report.probes)

@@ -7,23 +7,22 @@ time-out and released when the test ends.
 
 from __future__ import annotations
 
-import functools
 import io
 import json
 import re
 import sys
 import xml.etree.ElementTree as ET
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from moves import check as check_module
 from moves.catalog import load_moves
 from moves.check import main
-from moves.targets.remote import Timing
+from tests.check.conftest import on_clock
 from tests.check.test_cli import PROBE_SLUGS, assert_exact_schema
-from tests.mutants.harness import SERVER, check_http, running, timing_on
+from tests.mutants.harness import SERVER, check_http, running
 from tests.mutants.server import TTL, Sound
 
 MOVES = load_moves()
@@ -37,10 +36,7 @@ def cli(*argv: str, timeout: float = 10.0, server: Sound | None = None) -> tuple
     """`python -m mrtr check ARGV`, in process; with `server`, its late move waits on that server's clock (the
     CLI builds its own Timing: this is its only difference from a user's run)."""
     out, err = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as patch:
-        if server is not None:
-            patch.setattr(check_module, "Timing", functools.partial(Timing, clock=timing_on(server.clock).clock,
-                                                                    sleep=server.clock.advance))
+    with on_clock(server.clock) if server is not None else nullcontext():
         code = main(list(argv), stdout=out, stderr=err, timeout=timeout)
     return code, out.getvalue(), err.getvalue()
 

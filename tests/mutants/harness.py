@@ -7,7 +7,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 from moves.catalog import Move
@@ -50,21 +50,13 @@ def check_http(name: str, options: CheckOptions = DEFAULTS, *, timeout: float = 
     with running(name) as (url, server):
         timing = timing_on(server.clock)
         timing.late_after = late_after
-        target = HttpTarget(url, TOKENS, timeout=timeout, timing=timing)
-        try:
+        with closing(HttpTarget(url, TOKENS, timeout=timeout, timing=timing)) as target:
             return run_check(target, options, moves=moves, secrets=[token for _, token in TOKENS])
-        finally:
-            target.close()
 
 
 def check_stdio(name: str, tmp_path: Path, options: CheckOptions = DEFAULTS) -> Report:
-    clock_file = tmp_path / f"{name}.clock"
-    clock_file.write_text("0")
-    clock = Clock(str(clock_file))
-    env = {**os.environ, "MRTR_PEER_CLOCK_FILE": str(clock_file)}
-    target = StdioTarget([sys.executable, str(SERVER), name], [("bob", "bob"), ("alice", "alice")], env=env,
-                         timing=timing_on(clock), timeout=20)
-    try:
+    clock = Clock.at_zero(tmp_path / f"{name}.clock")
+    env = {**os.environ, "MRTR_PEER_CLOCK_FILE": str(clock.path)}
+    with closing(StdioTarget([sys.executable, str(SERVER), name], [("bob", "bob"), ("alice", "alice")], env=env,
+                             timing=timing_on(clock), timeout=20)) as target:
         return run_check(target, options)
-    finally:
-        target.close()

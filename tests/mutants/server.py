@@ -77,6 +77,12 @@ class Clock:
                 return 0.0
         return self._offset
 
+    @classmethod
+    def at_zero(cls, path: Path) -> Clock:
+        """A clock kept in the file `path`, (re)set to no offset: the tests' side of a process's clock."""
+        path.write_text("0")
+        return cls(str(path))
+
     def advance(self, seconds: float) -> None:
         if self.path is not None:
             self.path.write_text(str(self.offset + seconds))
@@ -613,6 +619,14 @@ VARIANTS: dict[str, type[Sound]] = {"opaque": Opaque, "hangs-on-retry": HangsOnR
 ALL: dict[str, type[Sound]] = {**SOUND, **MUTANTS, **VARIANTS}
 
 
+def _message(raw: str | bytes) -> Any:
+    """The JSON read from one request, or None for what is not JSON (answered "Invalid request")."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
 def serve_http(server: Sound, port: int = 0) -> ThreadingHTTPServer:
     """An HTTP server for `server` on loopback `port` (0: a free one); call serve_forever (in a thread)."""
 
@@ -628,11 +642,7 @@ def serve_http(server: Sound, port: int = 0) -> ThreadingHTTPServer:
             if principal is None:
                 status, reply = 401, {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": "no token"}}
             else:
-                try:
-                    message = json.loads(body)
-                except ValueError:
-                    message = None
-                status, reply = server.handle(message, principal)
+                status, reply = server.handle(_message(body), principal)
             data = json.dumps(reply).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -649,11 +659,7 @@ def serve_stdio(server: Sound, principal: str) -> None:
     for line in sys.stdin:
         if not line.strip():
             continue
-        try:
-            message = json.loads(line)
-        except ValueError:
-            message = None
-        _, reply = server.handle(message, principal)
+        _, reply = server.handle(_message(line), principal)
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
 

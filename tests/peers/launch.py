@@ -3,8 +3,9 @@
 Each peer runs as its own process on a free 127.0.0.1 port (HTTP) or is described by the command
 that starts one process per principal (stdio). Readiness is a connect poll with a bounded deadline;
 processes are always terminated, then killed if they linger. Every peer reads its ticket clock from
-a file (MRTR_PEER_CLOCK_FILE) holding seconds to add to real time, so tests move past expiry with
-`advance()` instead of waiting. Owns no assertions about what a peer does: that is test_peers.py.
+a file (MRTR_PEER_CLOCK_FILE) holding seconds to add to real time (`peer.clock`, the mutation suite's
+Clock on that file), so tests move past expiry with `advance()` instead of waiting. Owns no assertions
+about what a peer does: that is test_peers.py.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.mutants.server import TTL as MUTANTS_TTL
+from tests.mutants.server import Clock
 
 ROOT = Path(__file__).resolve().parents[2]
 PEERS = ROOT / "tests" / "peers"
@@ -34,25 +36,15 @@ PRINCIPAL_ENV = "MRTR_PRINCIPAL"
 READY_DEADLINE = 60.0  # seconds; a peer that is not listening by then failed to start
 
 
-@dataclass
-class Clock:
-    """The file every peer adds to its real clock; `advance` moves all of that peer's tickets' "now"."""
+class Principals:
+    """Who mints the ticket (the owner) and who tries to spend it (the other), for every peer."""
 
-    path: Path
-
-    def __post_init__(self) -> None:
-        self.path.write_text("0")
-
-    @property
-    def offset(self) -> float:
-        return float(self.path.read_text() or 0)
-
-    def advance(self, seconds: float) -> None:
-        self.path.write_text(str(self.offset + seconds))
+    owner = OWNER
+    other = OTHER
 
 
 @dataclass
-class HttpPeer:
+class HttpPeer(Principals):
     """A peer listening on `url` (POST), with a bearer token per principal."""
 
     name: str
@@ -62,17 +54,9 @@ class HttpPeer:
     tokens: dict[str, str] = field(default_factory=lambda: dict(TOKENS))
     log: Path | None = None
 
-    @property
-    def owner(self) -> str:
-        return OWNER
-
-    @property
-    def other(self) -> str:
-        return OTHER
-
 
 @dataclass
-class StdioPeer:
+class StdioPeer(Principals):
     """A peer started once per principal: `command`, with `env(principal)` naming who is calling."""
 
     name: str
@@ -80,14 +64,6 @@ class StdioPeer:
     clock: Clock
     ttl: float
     principal_env: str = PRINCIPAL_ENV
-
-    @property
-    def owner(self) -> str:
-        return OWNER
-
-    @property
-    def other(self) -> str:
-        return OTHER
 
     @property
     def command_line(self) -> str:
@@ -141,7 +117,7 @@ def stop(proc: subprocess.Popen) -> None:
 @contextmanager
 def run_http(name: str, argv: list[str], workdir: Path, *, ttl: float, port: int) -> Iterator[HttpPeer]:
     """Start `argv` (which must listen on `port`), yield the peer once it listens, always stop it."""
-    clock = Clock(workdir / f"{name}.clock")
+    clock = Clock.at_zero(workdir / f"{name}.clock")
     log = workdir / f"{name}.log"
     env = {**os.environ, "MRTR_PEER_CLOCK_FILE": str(clock.path)}
     with log.open("wb") as sink:
@@ -173,7 +149,8 @@ def sdk_python_stdio(workdir: Path, ttl: float = 120.0, sdk_defaults: bool = Fal
     key shared by every process and the principal from MRTR_PRINCIPAL."""
     argv = [sys.executable, str(PEERS / "sdk_py_server.py"), "stdio", "--ttl", str(ttl)]
     name = "sdk-python-stdio-defaults" if sdk_defaults else "sdk-python-stdio"
-    return StdioPeer(name, [*argv, "--sdk-defaults"] if sdk_defaults else argv, Clock(workdir / f"{name}.clock"), ttl)
+    return StdioPeer(name, [*argv, "--sdk-defaults"] if sdk_defaults else argv,
+                     Clock.at_zero(workdir / f"{name}.clock"), ttl)
 
 
 @contextmanager
@@ -199,5 +176,5 @@ def mutant_http(workdir: Path, mutant: str = "sound", name: str | None = None) -
 def mutant_stdio(workdir: Path, mutant: str = "sound", name: str | None = None) -> StdioPeer:
     """The same over stdio, one process per principal."""
     name = name or f"mutant-{mutant}-stdio"
-    return StdioPeer(name, [sys.executable, str(MUTANTS_SERVER), mutant], Clock(workdir / f"{name}.clock"),
+    return StdioPeer(name, [sys.executable, str(MUTANTS_SERVER), mutant], Clock.at_zero(workdir / f"{name}.clock"),
                      MUTANTS_TTL)
