@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: Modules every test of which needs an outside process, and what it is.
 EXTERNAL_MODULES = {
-    "tests/peers/": "the SDK peers (Python and Node) and the weak server, each its own process",
+    "tests/peers/": "the SDK peers (Python and Node) and the mutation suite's servers, each its own process",
     "tests/deploy/": "scripts/cluster.sh and scripts/production.sh: nginx, granian, Redis",
     "tests/check/test_peers_report.py": "the checker against the peers' processes",
     "tests/web/test_conformance.py": "the MCP conformance suite, through npx",

@@ -12,14 +12,12 @@ import functools
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
-from flask import Flask
 
 from app import create_app
 from moves import check as check_module
@@ -43,18 +41,6 @@ def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]
               "MRTR_CHECK_STATE_DIR": str(state / "check-runs")}
     with serve(create_app(config)) as live:
         yield live
-
-
-@pytest.fixture
-def make_app(make_app: Callable[..., Flask], tmp_path: Path) -> Callable[..., Flask]:
-    """tests/conftest.py's make_app (and so `app` and `client`), with /check's runs in this test's tmp_path too:
-    web/check_page.py keeps them in MRTR_CHECK_STATE_DIR, else under the process's state directory (the
-    environment's MRTR_STATE_DIR or ~/.local/state), not under the app's MRTR_STATE_DIR setting."""
-
-    def make(**config: Any) -> Flask:
-        return make_app(**{"MRTR_CHECK_STATE_DIR": str(tmp_path / "check-runs"), **config})
-
-    return make
 
 
 @pytest.fixture(scope="module")
