@@ -12,7 +12,6 @@ import subprocess
 import sys
 import tarfile
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,6 @@ from flask import Flask
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
-from app import create_app
 from moves.catalog import DEFAULT_PATH
 from web import build_runner, pyodide_install
 from web.security import security_headers
@@ -29,17 +27,6 @@ ROOT = Path(__file__).resolve().parents[2]
 LESSON = "/lessons/build-the-checks"
 PLAIN_CSP = dict(security_headers())["Content-Security-Policy"]
 WASM_CSP = PLAIN_CSP.replace("script-src 'self';", "script-src 'self' 'wasm-unsafe-eval';")
-
-
-@pytest.fixture
-def app() -> Iterator[Flask]:
-    yield create_app({"TESTING": True, "MRTR_SECRET_KEYS": "build-runner-test-key-0123456789abcdef",
-                      "MRTR_STORE": "memory"})
-
-
-@pytest.fixture
-def client(app: Flask) -> FlaskClient:
-    return app.test_client()
 
 
 def get(client: FlaskClient, url: str) -> TestResponse:
