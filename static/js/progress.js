@@ -423,11 +423,14 @@
     restoreQuizzes();
   }
 
-  // A graded report is recorded as soon as it is swapped in, in the same task that shows "N of M steps
-  // done", not at settle (20 ms later): a reload in between would otherwise lose the steps.
+  // What a swap brings (a graded report, a played move, a quiz answer with its signed progress) is
+  // recorded as soon as it is in the page, in the same task that shows it ("N of M steps done", the new
+  // score), not at settle 20 ms later: a reload in between would otherwise lose it. Settle scans again
+  // (a no-op for what was recorded here: each element is marked seen).
   document.addEventListener("htmx:afterSwap", function (event) {
     var target = event.detail && event.detail.target;
-    if (target && target.isConnected && target !== document.body) { recordSteps(target); }
+    if (target === document.body) { return; }  // a boosted page load: init() runs at settle
+    scan(target && target.isConnected ? target : document);
   });
   document.addEventListener("htmx:afterSettle", function (event) {
     var target = event.detail && event.detail.target;
