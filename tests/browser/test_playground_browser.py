@@ -215,6 +215,23 @@ def test_keyboard_only(playground: Page) -> None:
     expect(page).to_have_url(re.compile(rf"single_use=0.*move={REPLAY.slug}"))
 
 
+def test_a_switch_flipped_the_moment_the_widget_is_swapped_still_reaches_the_server(page: Page) -> None:
+    """Two switches flipped back to back: the second lands in the widget the first one's answer swapped in,
+    before htmx would settle it. htmx wires up swapped-in forms at settle; widened here from 20 ms to a
+    minute, a widget that settled late would show the second switch flipped and never send it."""
+    page.goto("/playground")
+    expect(page.locator("[data-move]")).to_have_count(len(MOVES))
+    page.evaluate("() => { window.htmx.config.defaultSettleDelay = 60000; }")
+    page.get_by_label("Sealed tickets").check()
+    expect(page).to_have_url(re.compile(r"sealed=1"))
+    with page.expect_response(re.compile(r"/playground\?.*single_use=0")) as switched:
+        page.get_by_label("Single use").uncheck()
+    assert switched.value.ok
+    expect(page).to_have_url(re.compile(r"single_use=0.*sealed=1|sealed=1.*single_use=0"))
+    expect(page.get_by_label("Sealed tickets")).to_be_checked()
+    expect(page.get_by_label("Single use")).not_to_be_checked()
+
+
 def test_reduced_motion_shows_the_checks_at_once(browser: Browser, base_url: str) -> None:
     context = browser.new_context(base_url=base_url, reduced_motion="reduce")
     try:
