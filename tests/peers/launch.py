@@ -13,15 +13,14 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from loopback.launchers import free_port, wait_for_port
 from tests.mutants.server import TTL as MUTANTS_TTL
 from tests.mutants.server import Clock
 
@@ -74,12 +73,6 @@ class StdioPeer(Principals):
         return {**os.environ, self.principal_env: principal, "MRTR_PEER_CLOCK_FILE": str(self.clock.path)}
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def node() -> str:
     found = shutil.which("node")
     if not found or not (JS / "node_modules" / "@modelcontextprotocol" / "server").is_dir():
@@ -88,20 +81,11 @@ def node() -> str:
 
 
 def wait_listening(proc: subprocess.Popen, port: int, log: Path) -> None:
-    deadline = time.monotonic() + READY_DEADLINE
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"peer exited with {proc.returncode} before listening:\n{log.read_text()[-3000:]}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            # Not listening yet: block on the process for a moment instead of spinning.
-            try:
-                proc.wait(timeout=0.1)
-            except subprocess.TimeoutExpired:
-                pass
-    raise RuntimeError(f"peer not listening on {port} after {READY_DEADLINE:.0f} s:\n{log.read_text()[-3000:]}")
+    """loopback's wait for the port, with the end of the peer's log in the error when it never listens."""
+    try:
+        wait_for_port(port, proc, timeout=READY_DEADLINE)
+    except RuntimeError as failed:
+        raise RuntimeError(f"peer: {failed}:\n{log.read_text()[-3000:]}") from None
 
 
 def stop(proc: subprocess.Popen) -> None:
