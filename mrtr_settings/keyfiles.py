@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 from mrtr import MIN_KEY_LENGTH, KeyConfigError, KeyRing
+from mrtr_stores.secret_files import secret_file
 
 KEY_FILE_NAME = "secret.key"
 
@@ -22,28 +23,6 @@ def default_state_dir(environ: Mapping[str, str] = os.environ) -> Path:
         return Path(environ["MRTR_STATE_DIR"])
     base = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "mrtr-lab"
-
-
-def secret_file(path: Path, make: Callable[[], bytes]) -> bytes:
-    """The contents of the secret file `path`, made with `make()` on first use: mode 0600, never half written.
-
-    Every process of a machine that asks gets the same bytes: a private temp file is hard-linked into place,
-    and the link either creates the final name with the whole secret in it or fails because another process
-    won the race, whose file is then read.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists():
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(make())
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass
-        finally:
-            tmp.unlink()
-    return path.read_bytes()
 
 
 def load_or_create_key(path: Path) -> bytes:

@@ -13,9 +13,10 @@ Safety, owned here:
 - `MRTR_PUBLIC=1` (a public deployment) turns even loopback off unless `MRTR_CHECK_HOSTS` lists it.
 - Runs are rate-limited per visitor (`MRTR_CHECK_RUNS`, default 5 per `MRTR_CHECK_WINDOW` = 600 s,
   and one at a time), with at most `MAX_ACTIVE` runs at once for everyone.
-- A run goes on in a thread of the process that started it; its progress is saved as one JSON file
-  in `MRTR_CHECK_STATE_DIR` (default `<MRTR_STATE_DIR>/check-runs`), so every gunicorn worker can
-  draw it. Visitors are kept there as digests, never addresses; tokens are never written.
+- A run goes on in a thread of the process that started it; its progress is saved in the run store
+  (`mrtr_stores.check_runs`: SQLite in `MRTR_CHECK_STATE_DIR`, default `<MRTR_STATE_DIR>/check-runs`, or
+  Redis), so every worker and replica can draw it. Visitors are kept there as digests, never addresses;
+  tokens are never written.
 - A late move waits at most `MRTR_CHECK_MAX_WAIT` seconds (default 300) for a ticket to expire.
   (`MRTR_CHECK_RESOLVER`, a `(host, port) -> [addresses]` callable, is a test seam only.)
 - Tokens go into the run's target and nowhere else: never logged, never rendered, never kept
@@ -24,22 +25,14 @@ Safety, owned here:
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import ipaddress
 import json
 import logging
-import math
-import os
-import re
-import secrets
 import socket
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -49,7 +42,8 @@ from werkzeug.wrappers import Response as BaseResponse
 from moves.check import CheckError, CheckOptions, Events, run_check
 from moves.targets.http import HttpTarget
 from moves.targets.remote import DEFAULT_TIMEOUT, Timing
-from mrtr_settings.environment import Settings
+from mrtr_settings.stores import open_check_runs
+from mrtr_stores.check_runs import Run, RunRefused, RunStore, RunStoreDown
 from web import htmx
 from web.content import get_content
 from web.services import SETTINGS_KEY, get_services, get_settings
@@ -63,15 +57,9 @@ RUN_PAGE = "check/run.html"
 RUN_FRAGMENT = "check/_run.html"
 FORM_FRAGMENT = "check/_form.html"
 RUNS_KEY = "mrtr.check_runs"
-MAX_ACTIVE = 4
-MAX_RUNS_KEPT = 200
-RUN_TTL = 30 * 60.0
 MAX_FIELD = 4096
-#: A running run not saved for this long is taken as dead (its worker went away).
-STALE = 120.0
 #: How often the late wait's progress is saved (seconds).
 WAIT_SAVE_EVERY = 0.5
-_RUN_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
 #: The lesson section that explains each defence a failing row is about.
 SECTIONS: dict[str, str] = {
     "signature": "checks-and-clock",
@@ -238,217 +226,19 @@ def vet_url(url: str, host_rules: HostRules, resolve: Resolver = _resolve) -> tu
     return parts.geturl(), str(addresses[0])
 
 
-# -- runs --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Run:
-    """One run as every worker sees it: plain JSON-able fields, saved to the run store on each change."""
-
-    id: str
-    visitor: str
-    url: str
-    started: float
-    updated: float = 0.0
-    state: str = "running"  # running, done, error
-    phase: str = "Starting"
-    total: int = 0
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    probes: list[dict[str, Any]] = field(default_factory=list)
-    waited: float = 0.0
-    wait_total: float = 0.0
-    waiting: bool = False
-    summary: str = ""
-    error: str = ""
-    finished: float = 0.0
-
-    @property
-    def running(self) -> bool:
-        return self.state == "running"
-
-
-class RunStore:
-    """The runs, one JSON file each in `directory`, so every worker process of the app sees every run
-    (the run itself goes on in the process that started it). The per-visitor limit is kept there too,
-    under a file lock. A run whose process went away stops being updated and reads as failed after
-    `STALE` seconds. Replicas on several hosts use `RedisRunStore`, which keeps the same in Redis.
-    """
-
-    def __init__(self, directory: Path, clock: Callable[[], float] = time.time) -> None:
-        self.directory = directory
-        self.clock = clock
-        self.threads: dict[str, threading.Thread] = {}  # this process's runs, for tests and shutdown
-
-    # -- where runs are kept: the four primitives a store provides, and its lock ------------------------
-
-    def _path(self, run_id: str) -> Path:
-        return self.directory / f"{run_id}.json"
-
-    def _write(self, run_id: str, text: str) -> None:
-        tmp = self.directory / f".{run_id}.{os.getpid()}.{threading.get_ident()}.tmp"
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, self._path(run_id))
-
-    def _read(self, run_id: str) -> str | None:
-        try:
-            return self._path(run_id).read_text(encoding="utf-8")
-        except OSError:
-            return None
-
-    def _ids(self) -> list[str]:
-        return [p.stem for p in self.directory.glob("*.json")]
-
-    def _forget(self, run_id: str) -> None:
-        self._path(run_id).unlink(missing_ok=True)
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        with open(self.directory / ".lock", "a+b") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            yield
-
-    # -- runs ----------------------------------------------------------------------------------------
-
-    def save(self, run: Run) -> None:
-        run.updated = self.clock()
-        self._write(run.id, json.dumps(dict(run.__dict__)))
-
-    def get(self, run_id: str) -> Run | None:
-        if not _RUN_ID.fullmatch(run_id):
-            return None
-        text = self._read(run_id)
-        try:
-            run = Run(**json.loads(text)) if text is not None else None
-        except (ValueError, TypeError):
-            return None
-        if run is not None and run.running and self.clock() - run.updated > STALE:
-            run.state, run.error = "error", "The run stopped: the process running it went away."
-        return run
-
-    def _all(self) -> list[Run]:
-        found = [self.get(run_id) for run_id in self._ids()]
-        return [r for r in found if r is not None]
-
-    def start(self, visitor: str, url: str, limit: int, window: float) -> Run:
-        now = self.clock()
-        with self._locked():
-            runs = self._evict(self._all(), now, max(RUN_TTL, window))
-            if any(r.running and r.visitor == visitor for r in runs):
-                raise CheckInputError("A check you started is still running: wait for it to finish first.")
-            if sum(r.running for r in runs) >= MAX_ACTIVE:
-                raise CheckInputError("The checker is busy with other people's runs; try again in a minute.")
-            starts = sorted(r.started for r in runs if r.visitor == visitor and now - r.started < window)
-            if len(starts) >= limit:
-                wait = max(1, math.ceil(window - (now - starts[-limit])))
-                raise CheckInputError(f"You have started {limit} checks recently; try again in {wait} s.")
-            run = Run(secrets.token_urlsafe(16), visitor, url, now)
-            self.save(run)
-            return run
-
-    def _evict(self, runs: list[Run], now: float, ttl: float) -> list[Run]:
-        """Forget finished runs after `ttl` (never shorter than the rate limit's window), and the oldest
-        past MAX_RUNS_KEPT."""
-        keep = []
-        finished = sorted((r for r in runs if not r.running), key=lambda r: r.finished)
-        excess = max(0, len(runs) - MAX_RUNS_KEPT)
-        for run in finished:
-            if now - max(run.finished, run.started) > ttl or excess > 0:
-                excess -= 1
-                self._forget(run.id)
-            else:
-                keep.append(run)
-        return keep + [r for r in runs if r.running]
-
-
-class RedisRunStore(RunStore):
-    """The same runs and limits in Redis, for replicas on several hosts: a key per run (kept a day at most) and
-    a set of run ids; `start` holds a short Redis lock so two replicas never both admit one visitor's run."""
-
-    LOCK_MS = 5000
-    KEEP_S = 24 * 3600
-
-    def __init__(self, client: Any, clock: Callable[[], float] = time.time, prefix: str = "mrtr:check:") -> None:
-        super().__init__(Path("."), clock)
-        self.client = client
-        self.prefix = prefix
-
-    @classmethod
-    def from_url(cls, url: str) -> RedisRunStore:
-        from mrtr_stores.redis_clients import redis_client  # only when Redis is configured
-
-        return cls(redis_client(url, timeout=2.0))
-
-    def _write(self, run_id: str, text: str) -> None:
-        pipe = self.client.pipeline()
-        pipe.set(f"{self.prefix}run:{run_id}", text, ex=self.KEEP_S)
-        pipe.sadd(f"{self.prefix}runs", run_id)
-        pipe.execute()
-
-    def _read(self, run_id: str) -> str | None:
-        raw = self.client.get(f"{self.prefix}run:{run_id}")
-        return raw.decode() if isinstance(raw, bytes) else raw
-
-    def _ids(self) -> list[str]:
-        ids = [i.decode() if isinstance(i, bytes) else str(i) for i in self.client.smembers(f"{self.prefix}runs")]
-        gone = [i for i in ids if not self.client.exists(f"{self.prefix}run:{i}")]
-        if gone:
-            self.client.srem(f"{self.prefix}runs", *gone)
-        return [i for i in ids if i not in gone]
-
-    def _forget(self, run_id: str) -> None:
-        pipe = self.client.pipeline()
-        pipe.delete(f"{self.prefix}run:{run_id}")
-        pipe.srem(f"{self.prefix}runs", run_id)
-        pipe.execute()
-
-    def start(self, visitor: str, url: str, limit: int, window: float) -> Run:
-        import redis
-
-        try:
-            return super().start(visitor, url, limit, window)
-        except redis.exceptions.RedisError as exc:
-            log.warning("check: the run store in Redis is unavailable: %s", exc)
-            raise CheckInputError("The checker cannot reach its store right now; try again shortly.") from None
-
-    def get(self, run_id: str) -> Run | None:
-        import redis
-
-        try:
-            return super().get(run_id)
-        except redis.exceptions.RedisError as exc:
-            log.warning("check: the run store in Redis is unavailable: %s", exc)
-            return None
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        name, token = f"{self.prefix}lock", secrets.token_hex(8)
-        deadline = time.monotonic() + self.LOCK_MS / 1000
-        while not self.client.set(name, token, nx=True, px=self.LOCK_MS):
-            if time.monotonic() > deadline:
-                raise CheckInputError("The checker is busy; try again in a moment.")
-            time.sleep(0.01)  # another replica is admitting a run: a few milliseconds
-        try:
-            yield
-        finally:
-            if self.client.get(name) in (token, token.encode()):
-                self.client.delete(name)
-
-
 def runs() -> RunStore:
     store: RunStore = current_app.extensions[RUNS_KEY]
     return store
 
 
+#: This process's runs going on, by id: their threads, for tests and shutdown.
+THREADS: dict[str, threading.Thread] = {}
+
+
 @bp.record_once
 def _setup(state: Any) -> None:
     app: Flask = state.app
-    settings: Settings = app.extensions[SETTINGS_KEY]
-    if settings.redis_url and not settings.check_state_dir:  # replicas on several hosts see every run
-        app.extensions[RUNS_KEY] = RedisRunStore.from_url(settings.redis_url)
-        return
-    directory = settings.check_state_dir or settings.state_directory() / "check-runs"
-    app.extensions[RUNS_KEY] = RunStore(Path(directory))
+    app.extensions[RUNS_KEY] = open_check_runs(app.extensions[SETTINGS_KEY])
 
 
 # -- the form ----------------------------------------------------------------------------------------
@@ -581,7 +371,7 @@ def start_check() -> BaseResponse | Response:
             # (one run at a time still holds)
             limit = max(limit, LOCAL_RUNS)
         run = runs().start(_visitor(), url, limit, window)
-    except CheckInputError as exc:
+    except (CheckInputError, RunRefused) as exc:
         form.error = str(exc)
         return _page(form, 400)
     options = CheckOptions(tool=form.tool or None, arguments=arguments, allow_replay=form.allow_replay,
@@ -592,7 +382,7 @@ def start_check() -> BaseResponse | Response:
     thread = threading.Thread(target=_execute, args=(app, store, run, url, address, (owner, other), options, moves,
                                                      late_after),
                               name=f"check-{run.id[:6]}", daemon=True)
-    store.threads[run.id] = thread
+    THREADS[run.id] = thread
     thread.start()
     log.info("check run %s started for %s", run.id[:6], url)
     target = url_for("check.run_page", run_id=run.id)
@@ -612,8 +402,8 @@ def _execute(app: Flask, store: RunStore, run: Run, url: str, address: str, toke
     def save() -> None:
         try:
             store.save(run)
-        except OSError as exc:
-            log.error("check run %s: could not save progress: %s", run.id[:6], exc.strerror)
+        except RunStoreDown as exc:
+            log.error("check run %s: could not save progress: %s", run.id[:6], exc)
 
     def phase(text: str) -> None:
         with lock:
@@ -672,7 +462,7 @@ def _execute(app: Flask, store: RunStore, run: Run, url: str, address: str, toke
             run.waiting = False
             run.finished = store.clock()
             save()
-        store.threads.pop(run.id, None)
+        THREADS.pop(run.id, None)
 
 
 # -- the exchange as a sequence diagram -----------------------------------------------------------------

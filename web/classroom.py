@@ -10,7 +10,7 @@ HttpOnly, SameSite=Strict cookie scoped to the class) or, when `MRTR_INSTRUCTOR_
 token. A learner holds a per-learner token (cookie, or `Authorization: Bearer` for curl). Learners
 never see others' answers; the presenter's tally is for the room. The attack round's tickets are
 signed on the class's own lab keys (web.classroom_round), never on a key `/mcp` accepts. This module
-never writes SQL (web.classroom_store) and never touches the protocol except through ClassLab.
+never writes SQL or talks to Redis (mrtr_stores.classes) and never touches the protocol except through ClassLab.
 
 Settings (read by `mrtr_settings.environment`; a test config overrides the environment): MRTR_CLASS_DB (default:
 classroom.sqlite3 in the state dir), MRTR_CLASS_TTL_HOURS (12), MRTR_INSTRUCTOR_TOKEN, MRTR_REDIS_URL (live updates
@@ -29,7 +29,6 @@ import secrets
 import tempfile
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -52,13 +51,9 @@ from markupsafe import Markup, escape
 from werkzeug.wrappers import Response as BaseResponse
 
 from mrtr import RedeemedStore
-from mrtr_stores.redeemed_sqlite import SqliteStore
-from web import error_pages, htmx
-from web.admission import held_slots
-from web.classroom_live import LocalBus, make_bus
-from web.classroom_redis import RedisClassStore, RedisRateLimit
-from web.classroom_round import THROUGH, Attempt, ClassLab, check_order, class_ring, is_replay
-from web.classroom_store import (
+from mrtr_settings.stores import open_classes, open_rate_limit
+from mrtr_stores.class_notices import LocalBus, make_bus
+from mrtr_stores.classes import (
     MAX_LEARNERS,
     NICKNAME_MAX,
     ClassFull,
@@ -67,9 +62,15 @@ from web.classroom_store import (
     ClassStore,
     ClassStoreUnavailable,
     Learner,
+    LocalRateLimit,
+    RateLimit,
     check_nickname,
     normalize_code,
 )
+from mrtr_stores.redeemed_sqlite import SqliteStore
+from web import error_pages, htmx
+from web.admission import held_slots
+from web.classroom_round import THROUGH, Attempt, ClassLab, check_order, class_ring, is_replay
 from web.content import Lesson, Question, get_content
 from web.moveviews import grouped
 from web.services import get_services, get_settings
@@ -111,36 +112,8 @@ NO_CLASS = "No open class has that code. Check the code on the screen."
 
 
 @dataclass
-class RateLimit:
-    """A sliding window per key, in this process (each process holds its own)."""
-
-    limit: int
-    window: float
-    hits: dict[Any, deque[float]] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def exhausted(self, key: Any, now: float) -> bool:
-        """Whether `key` has no hit left in the window now (nothing is recorded)."""
-        with self.lock:
-            seen = self.hits.get(key)
-            return seen is not None and sum(1 for t in seen if t > now - self.window) >= self.limit
-
-    def allow(self, key: Any, now: float) -> bool:
-        with self.lock:
-            if len(self.hits) > 10_000:
-                self.hits = {k: v for k, v in self.hits.items() if v and v[-1] > now - self.window}
-            seen = self.hits.setdefault(key, deque())
-            while seen and seen[0] <= now - self.window:
-                seen.popleft()
-            if len(seen) >= self.limit:
-                return False
-            seen.append(now)
-            return True
-
-
-@dataclass
 class Classroom:
-    store: ClassStore | RedisClassStore
+    store: ClassStore
     bus: LocalBus
     lab_path: Path
     clock: Callable[[], float]
@@ -148,11 +121,11 @@ class Classroom:
     poll_seconds: float
     stream_seconds: float
     max_classes: int
-    answers: RateLimit | RedisRateLimit = field(default_factory=lambda: RateLimit(*LIMITS["answers"]))
-    starts: RateLimit | RedisRateLimit = field(default_factory=lambda: RateLimit(*LIMITS["starts"]))
-    joins: RateLimit | RedisRateLimit = field(default_factory=lambda: RateLimit(*LIMITS["joins"]))
-    class_joins: RateLimit | RedisRateLimit = field(default_factory=lambda: RateLimit(*LIMITS["class_joins"]))
-    guesses: RateLimit | RedisRateLimit = field(default_factory=lambda: RateLimit(*LIMITS["guesses"]))
+    answers: RateLimit = field(default_factory=lambda: LocalRateLimit(*LIMITS["answers"]))
+    starts: RateLimit = field(default_factory=lambda: LocalRateLimit(*LIMITS["starts"]))
+    joins: RateLimit = field(default_factory=lambda: LocalRateLimit(*LIMITS["joins"]))
+    class_joins: RateLimit = field(default_factory=lambda: LocalRateLimit(*LIMITS["class_joins"]))
+    guesses: RateLimit = field(default_factory=lambda: LocalRateLimit(*LIMITS["guesses"]))
     labs: dict[str, ClassLab] = field(default_factory=dict)
     #: The attack round's redeemed store, opened on first use: SQLite beside the class file, or Redis.
     spent_store: Callable[[], RedeemedStore] | None = None
@@ -201,8 +174,7 @@ def classroom() -> Classroom:
                 path = settings.state_directory() / "classroom.sqlite3"
             ttl = settings.class_ttl_hours * 3600
             found = Classroom(
-                store=ClassStore(path, clock=clock, ttl_seconds=ttl) if not settings.redis_url else
-                RedisClassStore.from_url(settings.redis_url, clock=clock, ttl_seconds=ttl),
+                store=open_classes(settings, path=path, clock=clock, ttl_seconds=ttl),
                 bus=make_bus(settings.redis_url),
                 lab_path=path.with_name(path.stem + "-redeemed.sqlite3"),
                 clock=clock,
@@ -211,11 +183,11 @@ def classroom() -> Classroom:
                 stream_seconds=settings.class_stream_seconds,
                 max_classes=settings.max_classes,
             )
-            if isinstance(found.store, RedisClassStore):  # replicas on several hosts: all a replica needs is in Redis
-                url = settings.redis_url or ""
-                for name, (limit, window) in LIMITS.items():  # one window per limit for every replica
-                    setattr(found, name, RedisRateLimit(found.store.client, limit, window,
-                                                        prefix=f"{RATE_PREFIX}{name}:"))
+            for name, (limit, window) in LIMITS.items():  # with Redis, one window per limit for every replica
+                setattr(found, name, open_rate_limit(settings, found.store, limit, window,
+                                                     prefix=f"{RATE_PREFIX}{name}:"))
+            if settings.redis_url:  # replicas on several hosts: all a replica needs is in Redis
+                url = settings.redis_url
                 found.spent_store = lambda: _redis_spent(url)
             current_app.extensions["classroom"] = found
     return found

@@ -6,12 +6,12 @@ score calls); this module wires it to the app:
 * `/lti/login` (OIDC login initiation), `/lti/launch` (the redirect/launch URL), `/lti/jwks` (the tool's
   public key), `/lti/config.json` (a Canvas-style configuration). Without `MRTR_LTI_PLATFORMS` every
   `/lti/*` address answers a 404 page saying so, and no key is generated.
-* A verified launch is kept under a random reference (web/lti_store.py) and the browser is sent to a
+* A verified launch is kept under a random reference (mrtr_stores.lti) and the browser is sent to a
   GET page for it, so a reload never re-posts the id_token (whose nonce is spent).
 * Deep linking: the instructor picks a lesson's quiz, one question or the build lesson; the platform
   gets one content item with a line item whose scoreMaximum is the number of questions or steps.
 * Scores: the quiz's first-try score once every question of the link is answered, the build lesson's
-  verified steps after each pasted checker report; written to SQLite before posting, retried on later
+  verified steps after each pasted checker report; written to the LTI store before posting, retried on later
   LTI requests until the platform accepts them. A launch without the AGS score scope sends nothing.
 
 Cookies (pylti1p3's state and session id) are `Secure; SameSite=None; HttpOnly` and scoped to `/lti/`,
@@ -22,7 +22,6 @@ registered platforms' origins only; the deep-linking return page may post to the
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -46,9 +45,11 @@ from pylti1p3.tool_config.dict import ToolConfDict
 from werkzeug.wrappers import Response as BaseResponse
 
 from mrtr_settings.lti_platforms import LtiPlatform
+from mrtr_settings.stores import open_lti
+from mrtr_stores.lti import LtiStore, LtiStoreDown, PendingScore, public_pem
 from web import build, embed, htmx, inputs, quiz
 from web.content import Lesson, Question, get_content
-from web.lti_store import DB_FILE, LtiDb, PendingScore, SqliteLaunchStorage, load_or_create_private_key, public_pem
+from web.lti_launch_data import StoreLaunchData
 from web.security import allow_form_posts_to, allow_framing_by
 from web.services import get_settings
 
@@ -72,7 +73,7 @@ RETRIES_PER_REQUEST = 2
 #: Pages a platform shows inside its iframe: framed by the registered platforms only.
 FRAMED = frozenset({"lti.launch", "lti.activity", "lti.answer", "lti.build_report", "lti.pick", "lti.pick_post"})
 
-#: `?launch=`: the reference a verified launch is kept under (web/lti_store.py), carried by the pages after it.
+#: `?launch=`: the reference a verified launch is kept under (mrtr_stores.lti), carried by the pages after it.
 _LAUNCH = inputs.Field(max_chars=64)
 # The inputs guard (web/inputs.py) declares per endpoint what a view reads; an id_token is longer than
 # an undeclared field may be, and the quiz and build fields are exactly those of their own pages.
@@ -119,10 +120,10 @@ def _cookies(req: FlaskRequest) -> _Cookies:
 class Tool:
     platforms: tuple[LtiPlatform, ...]
     conf: ToolConfDict
-    db: LtiDb
+    db: LtiStore
 
-    def storage(self) -> SqliteLaunchStorage:
-        return SqliteLaunchStorage(self.db)
+    def storage(self) -> StoreLaunchData:
+        return StoreLaunchData(self.db)
 
     def registration(self, issuer: str, client_id: str) -> Any:
         return self.conf.find_registration_by_params(issuer, client_id)
@@ -145,8 +146,8 @@ def get_tool() -> Tool | None:
     with _build_lock:
         tool = current_app.extensions.get(EXTENSION)
         if tool is None:
-            state_dir = get_settings().state_directory()
-            private = load_or_create_private_key(state_dir)
+            db = open_lti(get_settings(), current_app.config.get("LTI_CLOCK"))  # the clock: a test seam
+            private = db.private_key()
             public = public_pem(private)
             by_issuer: dict[str, list[dict[str, Any]]] = {}
             for p in platforms:
@@ -159,8 +160,6 @@ def get_tool() -> Tool | None:
             for p in platforms:
                 conf.set_private_key(p.issuer, private, client_id=p.client_id)
                 conf.set_public_key(p.issuer, public, client_id=p.client_id)
-            clock = current_app.config.get("LTI_CLOCK")  # a test seam, like MRTR_CLOCK
-            db = LtiDb(state_dir / DB_FILE, clock) if clock else LtiDb(state_dir / DB_FILE)
             tool = Tool(platforms, conf, db)
             current_app.extensions[EXTENSION] = tool
     return tool
@@ -234,7 +233,7 @@ def activity(item: Any) -> Activity | None:
 
 
 def _lti_request() -> FlaskRequest:
-    return FlaskRequest(session={})  # type: ignore[no-untyped-call]  # launch data lives in SQLite, never in Flask's session
+    return FlaskRequest(session={})  # type: ignore[no-untyped-call]  # launch data lives in the LTI store, never in Flask's session
 
 
 @bp.route("/login", methods=["GET", "POST"])
@@ -251,7 +250,7 @@ def login() -> Any:
         return _page(400, "This login could not start", "The course site's login request is incomplete or comes "
                      "from a platform this tool does not know. Ask your course administrator to check the "
                      "registration.")
-    except sqlite3.Error:
+    except LtiStoreDown:
         raise  # the tool's own storage failed: a server error (logged), not the platform's fault
     except Exception as exc:  # pylti1p3 raises bare Exception for an unknown issuer or client id
         log.info("LTI login refused: %s", type(exc).__name__)
@@ -318,7 +317,7 @@ def launch() -> Response | BaseResponse:
         message.set_jwt_verify_options({"verify_aud": False, "require": ["exp", "iat"]})  # type: ignore[dict-item]
         body = dict(message.validate().get_launch_data())
         issuer, client_id = message.get_iss(), message.get_client_id()
-    except sqlite3.Error:
+    except LtiStoreDown:
         raise  # the tool's own storage failed: a server error (logged), not a refused launch
     except Exception as exc:  # pylti1p3 raises LtiException, and bare errors for odd claims: all a client's doing
         return _refused(exc)

@@ -71,18 +71,11 @@ from mrtr import (
     utf8_text,
 )
 from mrtr_settings.environment import Settings
+from mrtr_settings.stores import open_sessions
+from mrtr_stores.sessions import DirectoryDown, LocalDirectory, SessionDirectory, process_tag, tag_of
 from web import security
 from web.admission import HELD_KEY, HeldSlots
 from web.services import SETTINGS_KEY, Services, get_services
-from web.session_directory import (
-    Directory,
-    DirectoryDown,
-    LocalDirectory,
-    RedisDirectory,
-    SqliteDirectory,
-    process_tag,
-    tag_of,
-)
 
 bp = Blueprint("mcp", __name__)
 log = logging.getLogger("mrtr.http")
@@ -179,9 +172,10 @@ class Sessions:
     def __init__(self, limit: int = MAX_SESSIONS, idle_timeout: float = SESSION_IDLE_TIMEOUT,
                  clock: Callable[[], float] = time.monotonic, per_principal: int = MAX_SESSIONS_PER_PRINCIPAL,
                  new_id: Callable[[], str] = lambda: secrets.token_urlsafe(32),
-                 directory: Directory | None = None, tag: str = "", wall: Callable[[], float] = time.time) -> None:
-        #: Where every process finds a session, and the mailbox for answers (web/session_directory.py).
-        self.directory: Directory = directory or LocalDirectory()
+                 directory: SessionDirectory | None = None, tag: str = "",
+                 wall: Callable[[], float] = time.time) -> None:
+        #: Where every process finds a session, and the mailbox for answers (mrtr_stores.sessions).
+        self.directory: SessionDirectory = directory or LocalDirectory()
         #: This process's name in the ids of the questions it asks (only with a shared directory).
         self.tag = tag
         self.wall = wall  # the directory's expiry times are wall-clock times, shared by every process
@@ -357,23 +351,12 @@ def session_ids(replica: str | None) -> Callable[[], str]:
     return lambda: f"{prefix}.{secrets.token_urlsafe(32)}"
 
 
-def open_directory(settings: Settings) -> Directory:
-    """Where sessions are shared: nowhere with the memory store (one process), else beside the redeemed store."""
-    kind = settings.store_kind
-    if kind == "memory":
-        return LocalDirectory()
-    if kind == "redis" and settings.redis_url:
-        return RedisDirectory.from_url(settings.redis_url, ttl=SESSION_IDLE_TIMEOUT)
-    folder = settings.store_path.parent if settings.store_path is not None else settings.state_directory()
-    return SqliteDirectory(folder / "legacy-sessions.sqlite3", ttl=SESSION_IDLE_TIMEOUT)
-
-
 @bp.record_once
 def _setup(state: Any) -> None:
     app: Flask = state.app
     settings: Settings = app.extensions[SETTINGS_KEY]
     app.extensions[SESSIONS_KEY] = Sessions(new_id=session_ids(settings.replica_name),
-                                            directory=open_directory(settings),
+                                            directory=open_sessions(settings, ttl=SESSION_IDLE_TIMEOUT),
                                             tag=process_tag(settings.replica_name))
 
 

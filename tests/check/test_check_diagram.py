@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import threading
+from contextlib import closing
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,15 @@ from web.widgets import sequence_model
 
 RING = LabRing.public("check-diagram-key-0123456789abcdefghijkl")
 MOVES = {m.slug: m for m in load_moves()}
+
+
+def stored_run(app: Flask, run_id: str) -> str:
+    """The run as the app's SQLite run store keeps it on disk, once no token is found in any of the store's files."""
+    store = app.extensions["mrtr.check_runs"]
+    kept = b"".join(p.read_bytes() for p in Path(store.directory).iterdir() if p.is_file())
+    assert b"bob-token" not in kept and b"alice-token" not in kept
+    with closing(sqlite3.connect(store.path)) as db:
+        return str(db.execute("SELECT run FROM runs WHERE id = ?", (run_id,)).fetchone()[0])
 
 
 def kept(slug: str) -> list[dict[str, Any]]:
@@ -124,9 +135,7 @@ def test_a_finished_report_draws_each_move_from_its_real_exchange(app_server: Li
     started = client.post("/check", data=form(app_server.url + "/mcp", skip_late="1"))
     run_id = started.headers["Location"].rsplit("/", 1)[1]
     html: BeautifulSoup = finish(app_server.app, client, started)
-    stored_text = (Path(app_server.app.extensions["mrtr.check_runs"].directory) / f"{run_id}.json").read_text()
-    assert "bob-token" not in stored_text and "alice-token" not in stored_text
-    stored = json.loads(stored_text)
+    stored = json.loads(stored_run(app_server.app, run_id))
     exchanges = html.select("section.check-exchanges details.check-exchange")
     assert [d["data-exchange"] for d in exchanges] == [r["data-move"] for r in html.select("tr[data-move]")]
     for details in exchanges:
@@ -195,7 +204,7 @@ def test_a_server_that_echoes_the_token_never_gets_it_into_the_run_file_or_the_p
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=10)
-    stored = (Path(app_server.app.extensions["mrtr.check_runs"].directory) / f"{run_id}.json").read_text()
+    stored = stored_run(app_server.app, run_id)
     assert "who is Bearer [token]?" in stored and "who is Bearer [token]?" in page
     assert "bob-token" not in stored + page and "alice-token" not in stored + page
 

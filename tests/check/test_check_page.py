@@ -20,11 +20,12 @@ from flask.testing import FlaskClient
 from moves.check import MoveRow
 from moves.probes import ProbeResult
 from mrtr import FakeClock
+from mrtr_stores.check_runs import Run
 from tests.browser.helpers import LiveServer
 from tests.check.catalogue import MOVES, caught_by
 from tests.check.conftest import on_clock
 from tests.mutants.harness import running
-from web.check_page import RUN_TTL, SECTIONS, STALE, CheckInputError, HostRules, Run, RunStore, vet_url
+from web.check_page import SECTIONS, THREADS, CheckInputError, HostRules, vet_url
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = "when-the-server-needs-input"
@@ -53,7 +54,7 @@ def form(url: str, **extra: str) -> dict[str, str]:
 
 def join(app: Flask, run_id: str) -> None:
     """Wait for a run's thread to end (it ran in this process): no sleeping."""
-    thread = app.extensions["mrtr.check_runs"].threads.get(run_id)
+    thread = THREADS.get(run_id)
     if thread is not None:
         thread.join(timeout=120)
         assert not thread.is_alive()
@@ -173,57 +174,6 @@ def test_the_public_flag_and_the_host_list_are_read_from_the_environment(make_ap
     page = soup(make_app().test_client().get("/check"))
     assert page.select_one("#check-disabled") is None
     assert "operator listed" in page.select_one(".check-note").get_text()
-
-
-def test_runs_are_rate_limited_per_visitor_and_one_at_a_time(tmp_path: Path) -> None:
-    now = [100.0]
-    registry = RunStore(tmp_path / "runs", clock=lambda: now[0])
-
-    def done(run: Run) -> None:
-        run.state, run.finished = "done", now[0]
-        registry.save(run)
-
-    first = registry.start("v1", "u", limit=2, window=60)
-    with pytest.raises(CheckInputError, match="still running"):
-        registry.start("v1", "u", limit=2, window=60)
-    done(first)
-    done(registry.start("v1", "u", limit=2, window=60))
-    with pytest.raises(CheckInputError, match="try again in 60 s"):
-        registry.start("v1", "u", limit=2, window=60)
-    done(registry.start("v2", "u", limit=2, window=60))  # someone else is not limited
-    now[0] += 60
-    assert registry.start("v1", "u", limit=2, window=60).running
-    for n in range(3):
-        registry.start(f"w{n}", "u", limit=2, window=60)
-    with pytest.raises(CheckInputError, match="busy"):
-        registry.start("w9", "u", limit=2, window=60)
-
-
-def test_a_run_whose_process_went_away_reads_as_failed_and_old_runs_are_forgotten(tmp_path: Path) -> None:
-    now = [100.0]
-    registry = RunStore(tmp_path, clock=lambda: now[0])
-    run = registry.start("v1", "http://127.0.0.1:9/mcp", limit=5, window=60)
-    assert registry.get(run.id).running
-    now[0] += STALE + 1
-    stale = registry.get(run.id)
-    assert stale.state == "error" and "went away" in stale.error
-    registry.start("v1", "u", limit=5, window=60)  # the dead run no longer blocks its visitor
-    now[0] += RUN_TTL + 1
-    registry.start("v2", "u", limit=5, window=60)
-    assert registry.get(run.id) is None
-    assert registry.get("../../etc/passwd") is None and registry.get("x" * 100) is None
-
-
-def test_runs_are_shared_between_processes_through_their_files(tmp_path: Path) -> None:
-    one, two = RunStore(tmp_path), RunStore(tmp_path)
-    run = one.start("v1", "u", limit=5, window=60)
-    run.rows.append({"move": "honest", "title": "Honest retry", "expected": "completed", "observed": "completed",
-                     "verdict": "pass", "detail": "", "stops_at": ""})
-    one.save(run)
-    assert two.get(run.id).rows == run.rows
-    with pytest.raises(CheckInputError, match="still running"):
-        two.start("v1", "u", limit=5, window=60)
-    assert not any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
 
 
 def test_an_unknown_run_is_404(client: FlaskClient) -> None:

@@ -16,9 +16,9 @@ from flask.testing import FlaskClient
 from moves.catalog import holds
 from moves.target import Outcome
 from mrtr import FakeClock
+from mrtr_stores import classes
 from tests.conftest import APP_CONFIG
 from tests.web.helpers import honest_move, stopped_move
-from web import classroom_store
 from web.admission import HELD_KEY
 from web.content import load_course
 
@@ -93,7 +93,7 @@ def test_control_link_is_shown_once_and_stored_hashed(app: Flask, host: FlaskCli
     assert 'data-join-code="' + code in page.get_data(as_text=True)
     with sqlite3.connect(db_path) as db:
         dump = "\n".join(db.iterdump())
-    assert secret not in dump and classroom_store.digest(secret) in dump
+    assert secret not in dump and classes.digest(secret) in dump
     # The link works from another device, and leaves the address bar at once.
     other = app.test_client()
     assert other.get(f"/class/{code}/host").status_code == 403
@@ -150,7 +150,7 @@ def test_nickname_rules(app: Flask, code: str, nickname: str, message: str) -> N
 
 def test_unknown_code_and_full_class(app: Flask, code: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert app.test_client().post("/join", data={"code": "ZZZZZZ", "nickname": "Bo"}).status_code == 404
-    monkeypatch.setattr(classroom_store, "MAX_LEARNERS", 2)
+    monkeypatch.setattr(classes, "MAX_LEARNERS", 2)
     join(app, code, "One")
     join(app, code, "Two")
     full = app.test_client().post("/join", data={"code": code, "nickname": "Three"})
@@ -158,7 +158,7 @@ def test_unknown_code_and_full_class(app: Flask, code: str, monkeypatch: pytest.
 
 
 def test_at_most_500_learners_by_default() -> None:
-    assert classroom_store.MAX_LEARNERS == 500
+    assert classes.MAX_LEARNERS == 500
 
 
 def test_nicknames_are_escaped_everywhere(app: Flask, host: FlaskClient, code: str) -> None:

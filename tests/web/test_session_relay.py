@@ -5,7 +5,6 @@ the one whose call waits for it, and a session ended anywhere is gone everywhere
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from app import create_app
+from mrtr_stores.sessions import DirectoryDown, LocalDirectory, tag_of
 from tests.web.helpers import (
     CONFIRM,
     INITIALIZED,
@@ -23,13 +23,6 @@ from tests.web.helpers import (
     start_call,
 )
 from web.mcp import SESSIONS_KEY
-from web.session_directory import (
-    DirectoryDown,
-    LocalDirectory,
-    SqliteDirectory,
-    process_tag,
-    tag_of,
-)
 
 KEY = "relay-test-key-0123456789abcdefghijklmnopqrstuv"
 LIST = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}}
@@ -146,90 +139,3 @@ def test_with_the_memory_store_sessions_stay_in_their_process(tmp_path: Path) ->
     response, _stream, asked = start_call(client, sid, 3)
     response.close()
     assert asked["id"] == 1
-
-
-# -- the directory itself ---------------------------------------------------------------------------
-
-
-def test_sqlite_directory_keeps_sessions_until_their_expiry_and_refreshes_on_use(tmp_path: Path) -> None:
-    directory = SqliteDirectory(tmp_path / "d.sqlite3", ttl=100)
-    directory.put("s1", "bob", {"version": "2025-11-25", "capabilities": {}}, now=1000)
-    assert directory.get("s1", now=1050) == ("bob", {"version": "2025-11-25", "capabilities": {}})
-    assert directory.get("s1", now=1149) is not None  # the read at 1050 moved its expiry to 1150
-    assert directory.get("s1", now=1250) is None
-    directory.put("s2", "bob", {}, now=0)
-    directory.delete("s2")
-    assert directory.get("s2", now=1) is None
-
-
-def test_sqlite_mailbox_delivers_each_answer_once_in_order(tmp_path: Path) -> None:
-    directory = SqliteDirectory(tmp_path / "d.sqlite3")
-    for n in range(50):
-        directory.post("tag-a", "s1", {"id": n}, now=0)
-    directory.post("tag-b", "s2", {"id": "other"}, now=0)
-    taken: list[int] = []
-    lock = threading.Lock()
-
-    def take() -> None:
-        got = [m["id"] for _sid, m in directory.take("tag-a", now=1)]
-        with lock:
-            taken.extend(got)
-
-    threads = [threading.Thread(target=take) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert sorted(taken) == list(range(50))  # none twice, none lost
-    assert directory.take("tag-b", now=1) == [("s2", {"id": "other"})]
-
-
-def test_answers_nobody_takes_are_dropped_after_a_while(tmp_path: Path) -> None:
-    directory = SqliteDirectory(tmp_path / "d.sqlite3")
-    directory.post("gone-process", "s1", {"id": 1}, now=0)
-    directory.take("someone-else", now=10_000)  # any take sweeps what expired
-    assert directory.take("gone-process", now=10_001) == []
-
-
-def test_an_unusable_directory_file_says_so(tmp_path: Path) -> None:
-    (tmp_path / "d.sqlite3").mkdir()
-    with pytest.raises(DirectoryDown, match="d.sqlite3"):
-        SqliteDirectory(tmp_path / "d.sqlite3")
-
-
-def test_process_tags_and_question_ids() -> None:
-    tag = process_tag("replica-1")
-    assert tag.startswith("replica-1.") and tag.count(".") == 2
-    assert process_tag("a b.c") != process_tag("a b.c")  # a nonce: two processes never share a tag
-    assert tag_of(f"{tag}-12") == tag
-    assert tag_of(12) is None and tag_of("12") is None and tag_of("x-y") is None and tag_of(f"{tag}-x") is None
-
-
-@pytest.mark.external  # four processes
-def test_processes_that_set_up_the_same_new_directory_at_once_all_get_it(tmp_path: Path) -> None:
-    """Workers start together and open the same new file: switching it to WAL does not wait for SQLite's busy
-    timeout, so each must try again instead of failing to start (seen with granian's two workers). Four
-    processes meet at a barrier and open a new file at once, twenty times over."""
-    import multiprocessing
-
-    context = multiprocessing.get_context("fork")
-    failures: list[str] = []
-    for round_no in range(20):
-        path = str(tmp_path / f"sessions-{round_no}.sqlite3")
-        barrier, results = context.Barrier(4), context.Queue()
-        workers = [context.Process(target=_open_at_once, args=(path, barrier, results)) for _ in range(4)]
-        for process in workers:
-            process.start()
-        for process in workers:
-            process.join(timeout=30)
-        failures += [r for r in (results.get(timeout=10) for _ in workers) if r != "ok"]
-    assert failures == []
-
-
-def _open_at_once(path: str, barrier: Any, results: Any) -> None:
-    barrier.wait(timeout=20)
-    try:
-        SqliteDirectory(path)
-        results.put("ok")
-    except DirectoryDown as exc:
-        results.put(str(exc))

@@ -10,7 +10,6 @@ from flask import Flask
 
 from app import create_app
 from tests.conftest import APP_CONFIG
-from web.check_page import RUNS_KEY
 
 
 def test_the_generated_key_and_every_store_live_under_the_configured_state_dir(tmp_path: Path, monkeypatch) -> None:
@@ -24,7 +23,7 @@ def test_the_generated_key_and_every_store_live_under_the_configured_state_dir(t
     assert client.get("/check").status_code == 200
     assert client.post("/class/start").status_code == 201  # the live class opens its database
     assert (state / "classroom.sqlite3").is_file()
-    assert app.extensions[RUNS_KEY].directory == state / "check-runs"  # where /check keeps its runs
+    assert (state / "check-runs" / "runs.sqlite3").is_file()  # where /check keeps its runs
     assert (state / "secret.key").is_file() and oct((state / "secret.key").stat().st_mode & 0o777) == "0o600"
     assert (state / "redeemed.sqlite3").is_file()
     assert not home.exists(), sorted(str(p) for p in home.rglob("*"))

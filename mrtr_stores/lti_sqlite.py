@@ -1,15 +1,13 @@
-"""What the LTI tool keeps on disk, in the state directory (never in git): its RSA key and one SQLite file.
+"""The LTI tool's store on one machine, in the state directory (never in git): its key and one SQLite file (the
+contract: `mrtr_stores.lti.LtiStore`).
 
-* `lti-tool-key.pem`: the tool's private key, generated on first use (mode 0600, written atomically as
-  mrtr/keys.py writes the signing key), shared by every process on the machine. Only its public half
-  ever leaves this module's callers (the JWKS); the private PEM is handed to pylti1p3 and nothing else.
-* `lti.sqlite3`:
-  - `kv`: pylti1p3's launch data storage (OIDC nonces, state, launch bodies), with expiry. A nonce is
-    *consumed* when checked, so an id_token can be launched once only.
-  - `launches`: what a verified launch leaves for the pages that follow it (who, which activity, the
-    AGS endpoint claim, the deep-linking settings), under a random reference.
-  - `scores`: scores waiting for the platform. A score is written here before it is posted and marked
-    sent only when the platform accepted it, so a failed post is retried later and never lost.
+* `lti-tool-key.pem`: the tool's private key, generated on first use (mode 0600, written whole, as the ticket key
+  is: `mrtr_stores.secret_files`), shared by every process on the machine.
+* `lti.sqlite3` (mode 0600: learners' ids and pending scores): `kv` (pylti1p3's launch data, with expiry),
+  `launches` (what a verified launch leaves for the pages after it) and `scores` (the queue for the platform).
+
+Every method opens its own connection, so any thread or process may use the store. Every SQLite failure is
+`LtiStoreDown`.
 """
 
 from __future__ import annotations
@@ -19,70 +17,46 @@ import os
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from pylti1p3.launch_data_storage.base import LaunchDataStorage
-
-from mrtr_settings.keyfiles import secret_file
+from mrtr_stores.failures import failures_become
+from mrtr_stores.lti import (
+    LAUNCH_LIFETIME,
+    MAX_ERROR,
+    Clock,
+    LtiStoreDown,
+    PendingScore,
+    new_private_key,
+    retry_wait,
+)
+from mrtr_stores.secret_files import secret_file
 
 KEY_FILE = "lti-tool-key.pem"
 DB_FILE = "lti.sqlite3"
-#: Retries back off from this many seconds, doubling, up to an hour.
-FIRST_RETRY = 30.0
-MAX_RETRY = 3600.0
-#: A launch's pages keep working this long after the launch (a long lab session).
-LAUNCH_LIFETIME = 12 * 3600
-
-Clock = Callable[[], float]
+#: How long a write waits for another process's lock (seconds).
+BUSY_TIMEOUT = 10.0
 
 
-def load_or_create_private_key(state_dir: Path) -> str:
-    """The tool's private key as PEM text, generated on first use (mode 0600, atomically)."""
-    def make() -> bytes:
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                 serialization.NoEncryption())
-
-    return secret_file(state_dir / KEY_FILE, make).decode("ascii")
+def _down(store: SqliteLtiStore, exc: BaseException) -> LtiStoreDown:
+    return LtiStoreDown(f"the LTI store {store.path}: {type(exc).__name__}: {exc}")
 
 
-def public_pem(private_pem: str) -> str:
-    key = serialization.load_pem_private_key(private_pem.encode("ascii"), password=None)
-    return key.public_key().public_bytes(serialization.Encoding.PEM,
-                                         serialization.PublicFormat.SubjectPublicKeyInfo).decode("ascii")
+@failures_become(sqlite3.Error, _down)
+class SqliteLtiStore:
+    """The key and the SQLite file in `state_dir`."""
 
-
-@dataclass(frozen=True)
-class PendingScore:
-    key: str
-    issuer: str
-    client_id: str
-    endpoint: dict[str, Any]
-    user_id: str
-    given: float
-    maximum: float
-    activity: str
-    grading: str
-    timestamp: str
-    attempts: int
-
-
-class LtiDb:
-    """The SQLite file; every method opens its own connection, so any thread or process may use it."""
-
-    def __init__(self, path: Path, clock: Clock = time.time) -> None:
-        self.path = path
+    def __init__(self, state_dir: Path, clock: Clock = time.time) -> None:
+        self.state_dir = Path(state_dir)
+        self.path = path = self.state_dir / DB_FILE
         self.clock = clock
+        self._key: str | None = None
         path.parent.mkdir(parents=True, exist_ok=True)
         # Learners' ids and pending scores live here: readable by the app's user only, like the key.
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
-        db = sqlite3.connect(path, timeout=10)
+        db = sqlite3.connect(path, timeout=BUSY_TIMEOUT)
         try:
             db.executescript("""
                 CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL, expires REAL);
@@ -98,7 +72,7 @@ class LtiDb:
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=10, isolation_level=None)
+        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None)
         try:
             db.execute("BEGIN IMMEDIATE")
             yield db
@@ -109,6 +83,11 @@ class LtiDb:
             raise
         finally:
             db.close()
+
+    def private_key(self) -> str:
+        if self._key is None:
+            self._key = secret_file(self.state_dir / KEY_FILE, new_private_key).decode("ascii")
+        return self._key
 
     # -- pylti1p3's key-value storage -----------------------------------------------------------------
 
@@ -189,10 +168,10 @@ class LtiDb:
                        (score.key, score.given, score.timestamp))
 
     def mark_failed(self, score: PendingScore, error: str) -> None:
-        wait = min(FIRST_RETRY * 2 ** score.attempts, MAX_RETRY)
+        wait = retry_wait(score.attempts)
         with self._db() as db:
             db.execute("UPDATE scores SET attempts = attempts + 1, next_try = ?, last_error = ? "
-                       "WHERE key = ? AND timestamp = ?", (self.clock() + wait, error[:200], score.key,
+                       "WHERE key = ? AND timestamp = ?", (self.clock() + wait, error[:MAX_ERROR], score.key,
                                                           score.timestamp))
 
     def score_state(self, key: str) -> tuple[float, bool, int] | None:
@@ -200,25 +179,3 @@ class LtiDb:
         with self._db() as db:
             row = db.execute("SELECT given, sent, attempts FROM scores WHERE key = ?", (key,)).fetchone()
         return (row[0], bool(row[1]), row[2]) if row else None
-
-
-class SqliteLaunchStorage(LaunchDataStorage[Any]):
-    """pylti1p3's launch data storage on `LtiDb`: keys are prefixed with the browser's LTI session id
-    (the `lti1p3-session-id` cookie pylti1p3 sets at login), so one browser cannot read another's state."""
-
-    def __init__(self, db: LtiDb) -> None:
-        super().__init__()
-        self._lti_db = db
-
-    def can_set_keys_expiration(self) -> bool:
-        return True
-
-    def get_value(self, key: str) -> Any:
-        return self._lti_db.kv_get(self._prepare_key(key))
-
-    def set_value(self, key: str, value: Any, exp: int | None = None) -> None:
-        self._lti_db.kv_set(self._prepare_key(key), value, exp)
-
-    def check_value(self, key: str) -> bool:
-        # pylti1p3 calls this for the nonce only: spending it here is what makes a replayed id_token fail.
-        return self._lti_db.kv_take(self._prepare_key(key))

@@ -1,41 +1,30 @@
-"""The live class's two stores keep the same contract: SQLite (the embedded default) and Redis (replicas on several
-hosts). Every test runs against both; the Redis ones against a real redis-server on loopback, with the clock
-injected, so a class's end is reached without waiting."""
+"""The live class's two stores keep one contract (`mrtr_stores.classes.ClassStore`): SQLite (the embedded default)
+and Redis (replicas on several hosts). Every test runs against both; the Redis ones against a real redis-server on
+loopback, with the clock injected, so a class's end is reached without waiting. The class's limits
+(`RateLimit`) keep theirs in this process and in Redis."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from loopback.redis_server import RedisServer
 from mrtr import FakeClock
-from web.classroom_redis import RedisClassStore, RedisRateLimit
-from web.classroom_store import MAX_LEARNERS, ClassFull, ClassroomError, ClassStore
+from mrtr_stores import classes
+from mrtr_stores.classes import MAX_LEARNERS, ClassFull, ClassroomError, ClassStoreUnavailable, LocalRateLimit
+from mrtr_stores.classes_redis import RedisClassStore, RedisRateLimit
+from mrtr_stores.classes_sqlite import SqliteClassStore
+from tests.stores.conftest import BACKENDS, away_redis, on_new_thread, spoil
 
 TTL = 3600.0
 
 
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    with RedisServer() as server:
-        yield server.url
-
-
-@pytest.fixture(params=["sqlite", pytest.param("redis", marks=pytest.mark.external)])
-def store(request: pytest.FixtureRequest, clock: FakeClock, tmp_path: Path) -> Iterator[Any]:
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, clock: FakeClock, tmp_path: Path) -> Any:
     if request.param == "sqlite":
-        yield ClassStore(tmp_path / "class.sqlite3", clock=clock, ttl_seconds=TTL)
-        return
-    import redis
-
-    url = request.getfixturevalue("redis_url")
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    yield RedisClassStore(client, clock=clock, ttl_seconds=TTL)
-    client.close()
+        return SqliteClassStore(tmp_path / "class.sqlite3", clock=clock, ttl_seconds=TTL)
+    return RedisClassStore(request.getfixturevalue("redis_client"), clock=clock, ttl_seconds=TTL)
 
 
 def test_a_class_is_found_by_its_code_and_id(store: Any) -> None:
@@ -72,11 +61,7 @@ def test_learners_join_with_unique_nicknames_and_are_found_by_token(store: Any) 
 
 
 def test_a_full_class_refuses_one_more(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    import web.classroom_redis
-    import web.classroom_store
-
-    monkeypatch.setattr(web.classroom_store, "MAX_LEARNERS", 2)
-    monkeypatch.setattr(web.classroom_redis, "MAX_LEARNERS", 2)
+    monkeypatch.setattr(classes, "MAX_LEARNERS", 2)  # both backends read the one cap
     row = store.create(lesson="l", host_secret=None)
     store.join(row, "One")
     store.join(row, "Two")
@@ -141,19 +126,6 @@ def test_a_class_ends_with_its_ttl_and_delete_removes_everything(store: Any, clo
     assert store.learners(other.id) == [] and store.tally(other.id, "q1") == {}
 
 
-def test_the_redis_rate_limit_is_one_window_for_every_replica(redis_url: str, clock: FakeClock) -> None:
-    import redis
-
-    first, second = redis.Redis.from_url(redis_url), redis.Redis.from_url(redis_url)
-    a, b = RedisRateLimit(first, 3, 10.0), RedisRateLimit(second, 3, 10.0)  # two replicas, one Redis
-    now = clock()
-    assert [a.allow("client-1", now), b.allow("client-1", now), a.allow("client-1", now)] == [True] * 3
-    assert not b.allow("client-1", now) and b.allow("client-2", now)
-    assert a.allow("client-1", now + 10.5)  # the window slid past the first hits
-    first.close()
-    second.close()
-
-
 def test_the_presenter_locks_the_class_and_removes_a_learner_with_all_they_sent(store: Any, clock: FakeClock) -> None:
     row = store.create(lesson="l", host_secret=None)
     ana, _ = store.join(row, "Ana")
@@ -173,3 +145,49 @@ def test_the_presenter_locks_the_class_and_removes_a_learner_with_all_they_sent(
     assert store.heat(row.id) == {("tampered", "signature"): 1}
     assert [r[1] for r in store.export_rows(row.id)] == ["Ana", "Ana"]
     store.join(row, "Bot")  # the nickname is free again (the lock is the route's business, not the store's)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_class_store_that_is_away_says_so(backend: str, clock: FakeClock, tmp_path: Path) -> None:
+    if backend == "sqlite":
+        store: Any = SqliteClassStore(tmp_path / "class.sqlite3", clock=clock, ttl_seconds=TTL)
+        spoil(tmp_path / "class.sqlite3")
+        with pytest.raises(ClassStoreUnavailable, match="class.sqlite3"):
+            on_new_thread(lambda: store.by_code("ABCDEF"))
+    else:
+        store = RedisClassStore(away_redis(), clock=clock, ttl_seconds=TTL)
+        with pytest.raises(ClassStoreUnavailable, match="Redis"):
+            store.create(lesson="l", host_secret=None)
+
+
+# -- the class's limits -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["local", pytest.param("redis", marks=pytest.mark.external)])
+def limits(request: pytest.FixtureRequest) -> Any:
+    """Two replicas' views of one limit of 3 hits per 10 s: in this process both are the one object."""
+    if request.param == "local":
+        one = LocalRateLimit(3, 10.0)
+        return one, one
+    import redis
+
+    client = request.getfixturevalue("redis_client")  # an empty database
+    other = redis.Redis.from_url(request.getfixturevalue("redis_url"))  # another replica's connection
+    request.addfinalizer(other.close)
+    return RedisRateLimit(client, 3, 10.0), RedisRateLimit(other, 3, 10.0)
+
+
+def test_a_limit_is_one_sliding_window_per_key(limits: Any, clock: FakeClock) -> None:
+    a, b = limits
+    now = clock()
+    assert [a.allow("client-1", now), b.allow("client-1", now + 1), a.allow("client-1", now + 2)] == [True] * 3
+    assert b.exhausted("client-1", now + 2) and not b.exhausted("client-2", now + 2)
+    assert not b.allow("client-1", now + 3) and b.allow("client-2", now + 3)
+    assert a.allow("client-1", now + 10.5)  # the window slid past the first hit
+    assert not a.allow("client-1", now + 10.6)  # ... and only past the first
+    assert a.limit == 3 and a.window == 10.0
+
+
+def test_a_redis_limit_that_is_away_says_so() -> None:
+    with pytest.raises(ClassStoreUnavailable, match="Redis"):
+        RedisRateLimit(away_redis(), 3, 10.0).allow("client-1", 0.0)

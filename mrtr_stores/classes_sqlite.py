@@ -1,34 +1,41 @@
-"""Where a live class keeps its state: classes, learners, answers and attempts, in one SQLite file.
+"""A live class in one SQLite file (the contract: `mrtr_stores.classes.ClassStore`), shared by the processes of
+one machine (WAL mode, one connection per thread).
 
-Several processes on one machine share the file (WAL mode, one connection per thread). Every change
-bumps the class's `version` (the presenter's live views re-render when it moves); a presenter action
-also bumps `stage` (learners' pages re-render only then). Secrets are stored as SHA-256 hashes only.
-A class and everything in it is deleted once it is older than the TTL; time comes from an injected
-clock. This module never renders, never reads a request and never signs a ticket.
+A class and everything in it is deleted once it is older than the TTL, swept at most every 30 s on the injected
+clock. Every SQLite failure becomes `ClassStoreUnavailable` and drops the thread's connection (the file may have
+been fixed or replaced by the next request).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import re
 import secrets
 import sqlite3
-import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mrtr_stores import classes
+from mrtr_stores.classes import (
+    CODE_ALPHABET,
+    CODE_LENGTH,
+    NICKNAME_TAKEN,
+    ClassroomError,
+    ClassRow,
+    ClassStoreUnavailable,
+    Learner,
+    check_nickname,
+    class_full,
+    digest,
+    host_ok,
+    normalize_code,
+)
+from mrtr_stores.failures import failures_become
 from mrtr_stores.sqlite_files import PerThread
 
-#: Join codes avoid letters and digits that read alike on a projector (0/O, 1/I/L).
-CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
-CODE_LENGTH = 6
-MAX_LEARNERS = 500
-NICKNAME_MAX = 24
-#: Letters (any script), digits, spaces and . _ - ' ; nothing that could pass for markup or a control.
-_NICKNAME = re.compile(r"^[^\W_][\w .'-]*$", re.UNICODE)
+#: How long a write waits for another process's lock before the store counts as down (seconds).
+BUSY_TIMEOUT = 15.0
+#: The sweep of classes past their TTL runs at most this often (seconds, on the store's clock).
+PURGE_EVERY = 30.0
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS classes (
@@ -51,68 +58,9 @@ CREATE INDEX IF NOT EXISTS classes_created ON classes (created);
 """
 
 
-class ClassroomError(ValueError):
-    """Input a learner or presenter can fix; the message is safe to show them."""
-
-
-class ClassFull(ClassroomError):
-    pass
-
-
-class ClassStoreUnavailable(Exception):
-    """The shared class store (Redis) cannot be reached: nothing was changed, and the request may be retried."""
-
-
-def digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
-
-
-def normalize_code(raw: str | None) -> str:
-    return "".join(ch for ch in (raw or "").upper() if ch.isalnum())[:16]
-
-
-def check_nickname(raw: str | None) -> str:
-    """The nickname as it will be shown, or ClassroomError saying which rule it breaks."""
-    name = unicodedata.normalize("NFC", " ".join((raw or "").split()))
-    if not name:
-        raise ClassroomError("Choose a nickname: it is how the class will see you.")
-    if len(name) > NICKNAME_MAX:
-        raise ClassroomError(f"A nickname is at most {NICKNAME_MAX} characters.")
-    if not _NICKNAME.match(name):
-        raise ClassroomError("Use letters, digits, spaces and . _ - ' only, starting with a letter or digit.")
-    return name
-
-
-@dataclass(frozen=True)
-class ClassRow:
-    id: str
-    code: str
-    host_hash: str | None
-    lesson: str
-    created: float
-    version: int
-    stage: int
-    question_no: int
-    question_id: str | None
-    revealed: bool
-    round_open: bool
-    single_use: bool
-    first_replay: str | None
-    #: The presenter closed the class to new learners (those already in stay).
-    locked: bool = False
-
-
-@dataclass(frozen=True)
-class Learner:
-    id: int
-    class_id: str
-    nickname: str
-    created: float
-    ticket: str | None
-
-    @property
-    def principal(self) -> str:
-        return f"learner-{self.id}"
+def _unavailable(store: SqliteClassStore, exc: BaseException) -> ClassStoreUnavailable:
+    store._connections.drop()  # the file may be fixed or replaced by the next request
+    return ClassStoreUnavailable(f"SQLite {store.path}: {type(exc).__name__}: {str(exc)[:120]}")
 
 
 _CLASS_COLS = ("id, code, host_hash, lesson, created, version, stage, question_no, question_id, revealed,"
@@ -128,7 +76,8 @@ def _class(row: tuple[Any, ...] | None) -> ClassRow | None:
     return ClassRow(*values)
 
 
-class ClassStore:
+@failures_become(sqlite3.Error, _unavailable)
+class SqliteClassStore:
     """All class data in one SQLite file. Thread-safe (a connection per thread); process-safe (WAL)."""
 
     def __init__(self, path: str | Path, *, clock: Callable[[], float], ttl_seconds: float) -> None:
@@ -137,7 +86,7 @@ class ClassStore:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.clock = clock
         self.ttl = ttl_seconds
-        self._connections = PerThread(self.path, busy_timeout=15)
+        self._connections = PerThread(self.path, busy_timeout=BUSY_TIMEOUT)
         self._purged_at = float("-inf")
         db = self._db()
         db.executescript(SCHEMA)
@@ -156,7 +105,7 @@ class ClassStore:
     def purge(self, *, force: bool = False) -> int:
         """Delete every class older than the TTL, with its learners, answers and attempts."""
         now = self.clock()
-        if not force and now - self._purged_at < 30:
+        if not force and now - self._purged_at < PURGE_EVERY:
             return 0
         self._purged_at = now
         db = self._db()
@@ -211,7 +160,7 @@ class ClassStore:
                                          (class_id,)).fetchone())
 
     def host_ok(self, row: ClassRow, secret: str | None) -> bool:
-        return bool(secret) and row.host_hash is not None and hmac.compare_digest(row.host_hash, digest(secret or ""))
+        return host_ok(row, secret)
 
     def version(self, class_id: str) -> int | None:
         found = self._db().execute("SELECT version FROM classes WHERE id = ?", (class_id,)).fetchone()
@@ -248,13 +197,13 @@ class ClassStore:
         db.execute("BEGIN IMMEDIATE")
         try:
             count = db.execute("SELECT COUNT(*) FROM learners WHERE class_id = ?", (row.id,)).fetchone()[0]
-            if count >= MAX_LEARNERS:
-                raise ClassFull(f"This class is full ({MAX_LEARNERS} learners).")
+            if count >= classes.MAX_LEARNERS:
+                raise class_full()
             try:
                 cur = db.execute("INSERT INTO learners (class_id, nickname, nick_key, token_hash, created) "
                                  "VALUES (?,?,?,?,?)", (row.id, name, name.casefold(), digest(token), self.clock()))
             except sqlite3.IntegrityError:
-                raise ClassroomError("Someone in this class already uses that nickname; pick another.") from None
+                raise ClassroomError(NICKNAME_TAKEN) from None
             db.execute("UPDATE classes SET version = version + 1 WHERE id = ?", (row.id,))
             db.execute("COMMIT")
         except BaseException:

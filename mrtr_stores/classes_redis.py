@@ -1,6 +1,7 @@
-"""A live class kept in Redis, so replicas on several hosts serve the same class: `RedisClassStore` does what
-`ClassStore` does (web/classroom_store.py, the SQLite default), method for method, and `RedisRateLimit` counts
-per-client and per-class limits for every replica at once.
+"""A live class kept in Redis, so replicas on several hosts serve the same class (the contract:
+`mrtr_stores.classes.ClassStore`, which `SqliteClassStore`, the embedded default, keeps too); and
+`RedisRateLimit`, the class's limits per client and per class counted for every replica at once (the contract:
+`mrtr_stores.classes.RateLimit`).
 
 Keys, under one prefix: `c:<id>` (a hash: the class row), `code:<code>` (the join code's class id),
 `l:<id>` (learners by id, JSON), `nick:<id>` and `tok:<id>` (nickname and token hash to learner id),
@@ -10,35 +11,40 @@ class expires with the class, as a time to live counted on the injected clock (R
 compared with it), so Redis forgets a class without a sweep; `classes` (a sorted set by creation) counts
 the classes still open. The steps that must not interleave (a join checking the class's size and nickname,
 the first replay, a rate-limit hit) are one Lua script each. Secrets are stored as SHA-256 hashes only, as
-in SQLite. Never renders, never reads a request.
+in SQLite. Every Redis failure is `ClassStoreUnavailable`. Imports `redis`: imported only when Redis is configured.
 """
 
 from __future__ import annotations
 
-import functools
-import hmac
 import json
 import math
 import secrets
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
-from web.classroom_store import (
+import redis
+
+from mrtr_stores import classes
+from mrtr_stores.classes import (
     CODE_ALPHABET,
     CODE_LENGTH,
-    MAX_LEARNERS,
-    ClassFull,
+    NICKNAME_TAKEN,
     ClassroomError,
     ClassRow,
     ClassStoreUnavailable,
     Learner,
     check_nickname,
+    class_full,
     digest,
+    host_ok,
     normalize_code,
 )
+from mrtr_stores.failures import failures_become
+from mrtr_stores.redis_clients import redis_client
 
 PREFIX = "mrtr:class:"
-T = TypeVar("T")
+#: Seconds a Redis command or connection may take before the class store counts as down.
+REDIS_TIMEOUT = 2.0
 
 #: KEYS: learners, nick, tok, class; ARGV: max, nick_key, token_hash, learner json, id, ms the class has left.
 #: Returns the new learner id, -1 when the class is full, -2 when the nickname is taken.
@@ -95,7 +101,6 @@ return 1
 """
 
 
-
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -116,30 +121,11 @@ def _row(raw: dict[Any, Any]) -> ClassRow | None:
     )
 
 
-def _redis_errors(cls: type[T]) -> type[T]:
-    """Every public method of `cls` raises ClassStoreUnavailable, never a driver exception, when Redis fails."""
-
-    def guard(method: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(method)
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return method(*args, **kwargs)
-            except Exception as exc:
-                import redis  # loaded by then: only a Redis store gets here
-
-                if isinstance(exc, redis.exceptions.RedisError):
-                    raise ClassStoreUnavailable(f"Redis: {type(exc).__name__}: {str(exc)[:120]}") from exc
-                raise
-
-        return guarded
-
-    for name, value in list(vars(cls).items()):
-        if callable(value) and not name.startswith("_") and not isinstance(value, classmethod | staticmethod):
-            setattr(cls, name, guard(value))
-    return cls
+def _unavailable(store: Any, exc: BaseException) -> ClassStoreUnavailable:
+    return ClassStoreUnavailable(f"Redis: {type(exc).__name__}: {str(exc)[:120]}")
 
 
-@_redis_errors
+@failures_become(redis.exceptions.RedisError, _unavailable)
 class RedisClassStore:
     """All class data in Redis, shared by every replica that talks to the same server."""
 
@@ -154,9 +140,7 @@ class RedisClassStore:
 
     @classmethod
     def from_url(cls, url: str, *, clock: Callable[[], float], ttl_seconds: float,
-                 timeout: float = 2.0) -> RedisClassStore:
-        from mrtr_stores.redis_clients import redis_client  # only when Redis is configured
-
+                 timeout: float = REDIS_TIMEOUT) -> RedisClassStore:
         return cls(redis_client(url, timeout=timeout), clock=clock, ttl_seconds=ttl_seconds)
 
     def _k(self, *parts: Any) -> str:
@@ -234,7 +218,7 @@ class RedisClassStore:
         return _row(self.client.hgetall(self._k("c", class_id)))
 
     def host_ok(self, row: ClassRow, secret: str | None) -> bool:
-        return bool(secret) and row.host_hash is not None and hmac.compare_digest(row.host_hash, digest(secret or ""))
+        return host_ok(row, secret)
 
     def version(self, class_id: str) -> int | None:
         found = self.client.hget(self._k("c", class_id), "version")
@@ -279,12 +263,12 @@ class RedisClassStore:
         record.update(nick_key=name.casefold(), token_hash=digest(token))  # what removing the learner undoes
         result = int(self._join(
             keys=[self._k("l", row.id), self._k("nick", row.id), self._k("tok", row.id), self._k("c", row.id)],
-            args=[MAX_LEARNERS, name.casefold(), digest(token), json.dumps(record), learner_id,
+            args=[classes.MAX_LEARNERS, name.casefold(), digest(token), json.dumps(record), learner_id,
                   self._left_ms(row)]))
         if result == -1:
-            raise ClassFull(f"This class is full ({MAX_LEARNERS} learners).")
+            raise class_full()
         if result == -2:
-            raise ClassroomError("Someone in this class already uses that nickname; pick another.")
+            raise ClassroomError(NICKNAME_TAKEN)
         return learner, token
 
     @staticmethod
@@ -406,7 +390,7 @@ class RedisClassStore:
         return rows
 
 
-@_redis_errors
+@failures_become(redis.exceptions.RedisError, _unavailable)
 class RedisRateLimit:
     """A sliding window per key, counted in Redis, so the limit holds across every replica: one sorted set
     per key, trimmed to the window on each hit; the set expires with the window."""

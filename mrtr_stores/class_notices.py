@@ -6,6 +6,7 @@ notice is also published on the channel `mrtr:class:<id>` and one listener threa
 (started on first use, so after gunicorn forks) turns messages from other processes into local
 wake-ups. Streams also re-read the store every `poll_seconds`, so a lost notice only delays a view.
 Notices carry no data: nothing secret or personal crosses Redis. Never renders, never reads a request.
+It lives with the stores because it is Redis I/O, which the web app never does itself.
 """
 
 from __future__ import annotations

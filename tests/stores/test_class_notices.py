@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from web.classroom_live import BACKOFF_FIRST, BACKOFF_MAX, CHANNEL_PREFIX, RedisBus
+from mrtr_stores.class_notices import BACKOFF_FIRST, BACKOFF_MAX, CHANNEL_PREFIX, RedisBus
 
 STEP_S = 10.0  # a bound on each hand-over between the listener thread and the test, never a sleep
 

@@ -1,0 +1,89 @@
+"""The 2025-11-25 sessions every process of a deployment can see, and the mailbox that carries a client's
+answer to the process holding the call it answers: the contract (`SessionDirectory`) and the one-process backend.
+
+A legacy session is opened by one process, but its next request may reach any worker or replica. The
+directory keeps what another process needs to go on with a session (its principal and the core's
+`session_state()`), so any process can serve it; the mailbox relays a client's answer to a shim question
+(a JSON-RPC response, whose id names the process that asked) to that process, whose waiting stream takes
+it out. Three backends, chosen like the redeemed store (`mrtr_settings.stores.open_sessions`): `LocalDirectory`
+(one process: nothing to share), `SqliteDirectory` (`sessions_sqlite`: the processes of one machine) and
+`RedisDirectory` (`sessions_redis`: replicas on several hosts).
+
+Stores never read the clock: callers pass `now`. Every failure of a shared backend is `DirectoryDown`,
+never a driver exception, so /mcp answers 503 and stays up. It never holds a token or a key.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from typing import Any, Protocol
+
+#: How long an unused session stays in the directory (seconds): web/mcp_sessions.py's SESSION_IDLE_TIMEOUT.
+DEFAULT_TTL = 30 * 60.0
+#: How long an answer waits in the mailbox for its process before it is dropped (seconds).
+MAILBOX_TTL = 600.0
+#: The most bytes of one relayed message (the /mcp body limit is smaller).
+MAX_MESSAGE = 1024 * 1024
+
+
+class DirectoryDown(Exception):
+    """The shared directory could not be read or written; the message says which and why."""
+
+
+class SessionDirectory(Protocol):
+    """Where every process finds a 2025-11-25 session, and the mailbox of each process."""
+
+    #: False when there is nothing to share (one process): callers then skip the directory entirely.
+    shared: bool
+
+    def put(self, sid: str, principal: str, state: dict[str, Any], now: float) -> None:
+        """Keep (or replace) session `sid` for the directory's time to live from `now`."""
+
+    def get(self, sid: str, now: float) -> tuple[str, dict[str, Any]] | None:
+        """The session's principal and state, its time to live renewed; None when unknown or expired."""
+
+    def delete(self, sid: str) -> None:
+        """Forget the session everywhere (nothing happens for an unknown one)."""
+
+    def post(self, tag: str, sid: str, message: dict[str, Any], now: float) -> None:
+        """Leave `message` (for session `sid`) in the mailbox of the process `tag`; DirectoryDown past MAX_MESSAGE."""
+
+    def take(self, tag: str, now: float) -> list[tuple[str, dict[str, Any]]]:
+        """Everything in `tag`'s mailbox, oldest first, emptied in the same step (no answer is taken twice)."""
+
+
+def process_tag(replica: str | None) -> str:
+    """A name for this process that no other process of the deployment has: the replica, the pid, a nonce.
+    It prefixes the ids of the questions this process asks, so an answer names the process to relay it to."""
+    prefix = "".join(c for c in (replica or "") if c.isascii() and (c.isalnum() or c in "-_"))[:40]
+    return f"{prefix or 'p'}.{os.getpid()}.{secrets.token_hex(3)}"
+
+
+def tag_of(request_id: Any) -> str | None:
+    """The process tag in a question's id (`<tag>-<n>`), or None for an id no tagged process gave."""
+    if not isinstance(request_id, str) or "-" not in request_id:
+        return None
+    tag, _, number = request_id.rpartition("-")
+    return tag if number.isdigit() and tag.count(".") == 2 else None
+
+
+class LocalDirectory:
+    """One process: every session lives in it, so there is nothing to look up or relay."""
+
+    shared = False
+
+    def put(self, sid: str, principal: str, state: dict[str, Any], now: float) -> None:
+        pass
+
+    def get(self, sid: str, now: float) -> tuple[str, dict[str, Any]] | None:
+        return None
+
+    def delete(self, sid: str) -> None:
+        pass
+
+    def post(self, tag: str, sid: str, message: dict[str, Any], now: float) -> None:
+        raise DirectoryDown("no shared directory: an answer for another process cannot be relayed")
+
+    def take(self, tag: str, now: float) -> list[tuple[str, dict[str, Any]]]:
+        return []

@@ -1,0 +1,96 @@
+"""The 2025-11-25 session directory and its mailbox in one SQLite file, shared by the processes of one machine
+(the contract: `mrtr_stores.sessions.SessionDirectory`).
+
+Every SQLite failure becomes `DirectoryDown`, never a driver exception. Expiry is measured on the `now` the
+caller passes; expired sessions and answers are deleted on later writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from mrtr_stores.sessions import DEFAULT_TTL, MAILBOX_TTL, MAX_MESSAGE, DirectoryDown
+from mrtr_stores.sqlite_files import PerThread
+
+T = TypeVar("T")
+
+#: How long a SQLite write waits for another process's lock (seconds).
+BUSY_TIMEOUT = 5.0
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS sessions (sid TEXT PRIMARY KEY, principal TEXT NOT NULL, state TEXT NOT NULL, "
+    "expires REAL NOT NULL) WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS sessions_expires ON sessions (expires)",
+    "CREATE TABLE IF NOT EXISTS mailbox (n INTEGER PRIMARY KEY AUTOINCREMENT, tag TEXT NOT NULL, "
+    "sid TEXT NOT NULL, message TEXT NOT NULL, expires REAL NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS mailbox_tag ON mailbox (tag, n)",
+)
+
+
+class SqliteDirectory:
+    """Sessions and the mailbox in one SQLite file, shared by the processes of one machine."""
+
+    shared = True
+
+    def __init__(self, path: str | Path, *, ttl: float = DEFAULT_TTL) -> None:
+        self.path = str(path)
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.ttl = ttl
+        self._connections = PerThread(self.path, busy_timeout=BUSY_TIMEOUT, schema=_SCHEMA)
+        self._run(lambda db: None)  # a bad path shows at start-up
+
+    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        return self._connections.run(
+            work, lambda exc: DirectoryDown(f"the session directory {self.path}: {type(exc).__name__}: {exc}"))
+
+    def put(self, sid: str, principal: str, state: dict[str, Any], now: float) -> None:
+        def work(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM sessions WHERE expires <= ?", (now,))
+            db.execute("INSERT OR REPLACE INTO sessions (sid, principal, state, expires) VALUES (?, ?, ?, ?)",
+                       (sid, principal, json.dumps(state), now + self.ttl))
+
+        self._run(work)
+
+    def get(self, sid: str, now: float) -> tuple[str, dict[str, Any]] | None:
+        def work(db: sqlite3.Connection) -> tuple[str, dict[str, Any]] | None:
+            row = db.execute("SELECT principal, state FROM sessions WHERE sid = ? AND expires > ?",
+                             (sid, now)).fetchone()
+            if row is None:
+                return None
+            db.execute("UPDATE sessions SET expires = ? WHERE sid = ?", (now + self.ttl, sid))
+            return str(row[0]), json.loads(row[1])
+
+        return self._run(work)
+
+    def delete(self, sid: str) -> None:
+        self._run(lambda db: db.execute("DELETE FROM sessions WHERE sid = ?", (sid,)))
+
+    def post(self, tag: str, sid: str, message: dict[str, Any], now: float) -> None:
+        text = json.dumps(message, separators=(",", ":"))
+        if len(text) > MAX_MESSAGE:
+            raise DirectoryDown("an answer too large to relay")
+        self._run(lambda db: db.execute("INSERT INTO mailbox (tag, sid, message, expires) VALUES (?, ?, ?, ?)",
+                                        (tag, sid, text, now + MAILBOX_TTL)))
+
+    def take(self, tag: str, now: float) -> list[tuple[str, dict[str, Any]]]:
+        def work(db: sqlite3.Connection) -> list[tuple[str, dict[str, Any]]]:
+            # Read and delete in one write transaction, so two threads never take the same answer.
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                rows = db.execute("SELECT n, sid, message FROM mailbox WHERE tag = ? ORDER BY n", (tag,)).fetchall()
+                if rows:
+                    db.execute("DELETE FROM mailbox WHERE tag = ? AND n <= ?", (tag, rows[-1][0]))
+                db.execute("DELETE FROM mailbox WHERE expires <= ?", (now,))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            return [(str(sid), json.loads(message)) for _, sid, message in rows]
+
+        return self._run(work)
+
+
