@@ -236,13 +236,14 @@ def _prompt(name: str, description: str, handler: Handler, *arguments: str) -> P
     )
 
 
-def conformance_catalog() -> Catalog:
+def _content_tools() -> list[Tool]:
+    """The tools whose results carry each kind of content, or a tool error."""
     embedded = {
         "uri": "test://embedded-resource",
         "mimeType": "text/plain",
         "text": "This is an embedded resource content.",
     }
-    tools = [
+    return [
         _tool(
             "test_simple_text",
             "Returns one text block.",
@@ -288,6 +289,12 @@ def conformance_catalog() -> Catalog:
             "Always fails as a tool error.",
             _fixed(text_result("This tool intentionally returns an error for testing", is_error=True)),
         ),
+    ]
+
+
+def _behaviour_tools() -> list[Tool]:
+    """The tools that report progress, log nothing, carry a 2020-12 schema or a header parameter, or need sampling."""
+    return [
         _tool("test_tool_with_progress", "Reports progress 0, 50, 100 of 100.", _progress),
         _tool(
             "test_logging_tool",
@@ -311,6 +318,12 @@ def conformance_catalog() -> Catalog:
             },
         ),
         _tool("test_missing_capability", "Needs sampling: without it the answer is -32021.", _missing_capability),
+    ]
+
+
+def _input_required_tools() -> list[Tool]:
+    """The tools that ask the client with `input_required`: one question, several, several rounds, a ticket."""
+    return [
         _tool(
             "test_streaming_elicitation",
             "Asks for a name with input_required, never on the stream.",
@@ -352,7 +365,10 @@ def conformance_catalog() -> Catalog:
             "test_input_required_result_capabilities", "Asks only what the request's capabilities allow.", _capabilities
         ),
     ]
-    prompts = [
+
+
+def _prompts() -> list[Prompt]:
+    return [
         _prompt(
             "test_simple_prompt",
             "A prompt without arguments.",
@@ -380,7 +396,10 @@ def conformance_catalog() -> Catalog:
             _one_round({"user_context": CONTEXT_Q}, _prompt_result),
         ),
     ]
-    resources = [
+
+
+def _resources() -> list[Resource]:
+    return [
         Resource(
             "test://static-text",
             "static-text",
@@ -405,9 +424,13 @@ def conformance_catalog() -> Catalog:
             mime_type="image/png",
         ),
     ]
+
+
+def conformance_catalog() -> Catalog:
+    """Every fixture the suite calls by name, with the resource template."""
     return Catalog(
-        tools={t.name: t for t in tools},
-        prompts={p.name: p for p in prompts},
-        resources={r.uri: r for r in resources},
+        tools={t.name: t for t in [*_content_tools(), *_behaviour_tools(), *_input_required_tools()]},
+        prompts={p.name: p for p in _prompts()},
+        resources={r.uri: r for r in _resources()},
         templates={TEMPLATE.uri_template: TEMPLATE},
     )

@@ -123,7 +123,7 @@ FIELDS: dict[str, dict[str, Field]] = {
     "embed.question": {"progress": _PROGRESS, "origin": _ORIGIN},
     "embed.answer": {"single": Field(max_chars=8), "origin": _ORIGIN, "choice": Field(max_chars=64),
                      "progress": _PROGRESS},
-    # /check answers over-long fields with its own panel (web/check_page.py MAX_FIELD = 4096), so the guard's
+    # /check answers over-long fields with its own panel (web/check_limits.py MAX_FIELD = 4096), so the guard's
     # limit sits above it: the guard stops only what the page itself could not handle.
     "check.check_page": {},
     "check.start_check": {name: Field(max_chars=8192) for name in ("url", "tool", "args", "owner_token",

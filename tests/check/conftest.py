@@ -25,7 +25,7 @@ from moves.targets.remote import Timing
 from mrtr import FakeClock
 from tests.browser.helpers import LiveServer, serve
 from tests.conftest import APP_CONFIG
-from web import check_page
+from web import check_runner
 
 TOKENS = ["--token", "bob=bob-token", "--token", "alice=alice-token"]
 
@@ -62,7 +62,7 @@ def on_clock(clock: Any) -> Iterator[None]:
     on = functools.partial(Timing, clock=clock, sleep=clock.advance)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(check_module, "Timing", on)
-        patch.setattr(check_page, "Timing", on)
+        patch.setattr(check_runner, "Timing", on)
         yield
 
 

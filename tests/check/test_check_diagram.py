@@ -25,7 +25,8 @@ from tests.check.catalogue import EDITED, REPLAY, STOLEN
 from tests.check.test_check_page import finish, form
 from tests.check.test_cli import assert_exact_schema
 from tests.moves.test_engine import messages_sent
-from web.check_page import SERVER_LANE, diagram_steps, redact
+from web.check_page import SERVER_LANE, diagram_steps
+from web.check_runner import redact
 from web.widgets import sequence_model
 
 RING = LabRing.public("check-diagram-key-0123456789abcdefghijkl")

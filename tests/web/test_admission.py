@@ -23,7 +23,8 @@ from loopback.launchers import granian_app
 from loopback.loadgen import Conn, flow_headers, one_flow
 from mrtr_settings.environment import DEFAULT_HELD_STREAMS, ConfigError
 from web.admission import HELD_KEY, HeldSlots
-from web.mcp import RETRY_AFTER, SESSIONS_KEY
+from web.mcp import SESSIONS_KEY
+from web.mcp_wire import RETRY_AFTER
 
 from .helpers import (
     CONFIRM,

@@ -32,14 +32,9 @@ from mrtr import STORE_UNAVAILABLE_MESSAGE, FakeClock, KeyRing, MemoryStore, Ser
 from mrtr_stores.redeemed_redis import RedisStore
 from mrtr_stores.redeemed_sqlite import SqliteStore
 from mrtr_toolsets.lesson import lesson_catalog
-from web.mcp import (
-    KEEPALIVE_INTERVAL,
-    MAX_PENDING_CALLS_PER_SESSION,
-    MAX_SESSIONS,
-    MAX_SESSIONS_PER_PRINCIPAL,
-    SESSIONS_KEY,
-    Sessions,
-)
+from web.mcp import SESSIONS_KEY
+from web.mcp_legacy import KEEPALIVE_INTERVAL, MAX_PENDING_CALLS_PER_SESSION
+from web.mcp_sessions import MAX_SESSIONS, MAX_SESSIONS_PER_PRINCIPAL, Sessions
 
 from .conftest import TEST_KEY
 from .helpers import (

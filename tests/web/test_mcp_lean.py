@@ -31,7 +31,7 @@ from tests.corpus.hostile import corpus
 from tests.web import helpers
 from tests.web.conftest import TEST_KEY
 from tests.web.test_mcp_http import *  # noqa: F403 - the MCP HTTP tests, run again through the twin client
-from web import mcp, security
+from web import mcp, mcp_sessions, security
 from web.deployment import without_lean_mcp
 
 KEEP_ALIVE = b": keep-alive\n\n"
@@ -43,7 +43,7 @@ def deterministic(app: Flask) -> Flask:
     sids = (f"session-{n:040d}" for n in itertools.count())
     server = app.extensions["mrtr"].server
     server.jti = server.codec.jti = lambda: next(jti)
-    app.extensions[mcp.SESSIONS_KEY] = mcp.Sessions(new_id=lambda: next(sids))
+    app.extensions[mcp.SESSIONS_KEY] = mcp_sessions.Sessions(new_id=lambda: next(sids))
     return app
 
 

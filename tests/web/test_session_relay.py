@@ -118,7 +118,7 @@ def test_a_directory_that_is_down_leaves_held_sessions_working_and_gives_others_
 
 
 def test_a_session_replaced_by_a_newer_one_is_gone_on_every_worker(pair: tuple[FlaskClient, FlaskClient]) -> None:
-    from web.mcp import MAX_SESSIONS_PER_PRINCIPAL
+    from web.mcp_sessions import MAX_SESSIONS_PER_PRINCIPAL
 
     a, b = pair
     oldest = open_session(a)

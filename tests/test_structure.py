@@ -1,0 +1,76 @@
+"""Modules with one job, held by a measure: no module of a product package over MAX_MODULE_LINES lines, no function
+or method over MAX_FUNCTION_LINES (its signature, docstring and body; decorators aside), read with `ast`.
+
+ALLOWED names the files other developers are changing as this limit lands (issue 35); each is to be brought under
+the limits and taken off the list, and nothing else may be added to it without a reason as good."""
+
+from __future__ import annotations
+
+import ast
+from fnmatch import fnmatch
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+#: Every package that ships or serves (tests, bench and loopback are the harness, not the product).
+PRODUCT = ("mrtr", "mrtr_cli", "mrtr_settings", "mrtr_stores", "mrtr_toolsets", "moves", "web")
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 60
+#: Files exempt for now, as glob patterns relative to the repository, and who is changing them.
+ALLOWED = {
+    "moves/*": "the checker's moves and engine (issue 31)",
+    "moves/*/*": "the checker's targets (issue 31)",
+    "mrtr/calls.py": "the answer rule (issue 31)",
+    "web/build*.py": "the build lesson's page (issue 34)",
+    "web/demo.py": "the deck and the presenter view (issue 34)",
+    "web/playground.py": "the playground's behaviour (issue 34)",
+    "web/classroom.py": "the presenter view's routes (issue 34)",
+    "web/lti.py": "the LTI key set cache (issue 33)",
+    "web/widgets.py": "the lessons' live figures (issue 32)",
+    "web/quiz.py": "the quizzes (issue 32)",
+    "web/lessons.py": "the lesson pages (issue 32)",
+}
+
+
+def _product_files() -> list[Path]:
+    return sorted(p for package in PRODUCT for p in (ROOT / package).rglob("*.py"))
+
+
+def _allowed(path: Path) -> bool:
+    name = path.relative_to(ROOT).as_posix()
+    return any(fnmatch(name, pattern) for pattern in ALLOWED)
+
+
+def oversized(source: str, name: str = "<source>") -> list[str]:
+    """What in `source` breaks the limits, one line each: the module's length, then each long function's."""
+    found = []
+    lines = source.count("\n") + (0 if source.endswith("\n") or not source else 1)
+    if lines > MAX_MODULE_LINES:
+        found.append(f"{name}: {lines} lines (at most {MAX_MODULE_LINES})")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if length > MAX_FUNCTION_LINES:
+                found.append(f"{name}:{node.lineno} {node.name}: {length} lines (at most {MAX_FUNCTION_LINES})")
+    return found
+
+
+def test_no_product_module_or_function_is_over_the_limits() -> None:
+    found = [line for path in _product_files() if not _allowed(path)
+             for line in oversized(path.read_text(encoding="utf-8"), path.relative_to(ROOT).as_posix())]
+    assert found == [], "split these into parts with one job each:\n" + "\n".join(found)
+
+
+def test_every_allowance_names_files_that_exist() -> None:
+    names = [p.relative_to(ROOT).as_posix() for p in _product_files()]
+    stale = [pattern for pattern in ALLOWED if not any(fnmatch(n, pattern) for n in names)]
+    assert stale == [], f"allowances for files that are gone: {stale}"
+
+
+def test_the_measure_counts_module_lines_and_whole_functions_and_methods() -> None:
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES - 1))  # with its def: exactly the limit
+    assert oversized(f"def fits():\n{body}") == []
+    assert oversized(f"def over():\n{body}    y = 0\n") == ["<source>:1 over: 61 lines (at most 60)"]
+    method = "class C:\n    def m(self):\n" + "".join(f"        x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    assert oversized(method) == ["<source>:2 m: 61 lines (at most 60)"]
+    assert oversized("x = 1\n" * MAX_MODULE_LINES) == []
+    assert oversized("x = 1\n" * (MAX_MODULE_LINES + 1)) == ["<source>: 601 lines (at most 600)"]
