@@ -19,6 +19,7 @@ from .errors import (  # noqa: E402
     FROZEN_TICKET_MESSAGE,
     HEADER_MISMATCH,
     INTERNAL_ERROR,
+    INVALID_INPUT_RESPONSE,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -28,6 +29,7 @@ from .errors import (  # noqa: E402
     UNSUPPORTED_VERSION,
     HeaderMismatch,
     InternalError,
+    MalformedAnswer,
     ProtocolError,
     StoreUnavailable,
     TicketRejected,
@@ -115,7 +117,8 @@ __all__ = [
     "META_VERSION", "META_CAPABILITIES", "META_CLIENT_INFO", "META_SERVER_INFO", "INPUT_REQUIRED_METHODS",
     "MAX_MESSAGE_BYTES", "MAX_JSON_DEPTH", "shape_problem",
     # errors on the wire
-    "ProtocolError", "InternalError", "HeaderMismatch", "TicketRejected", "StoreUnavailable",
+    "ProtocolError", "InternalError", "HeaderMismatch", "TicketRejected", "StoreUnavailable", "MalformedAnswer",
+    "INVALID_INPUT_RESPONSE",
     "FROZEN_TICKET_MESSAGE", "STORE_UNAVAILABLE_MESSAGE", "PARSE_ERROR", "INVALID_REQUEST", "METHOD_NOT_FOUND",
     "INVALID_PARAMS", "INTERNAL_ERROR", "HEADER_MISMATCH", "MISSING_CAPABILITY", "UNSUPPORTED_VERSION",
     # tickets and their checks

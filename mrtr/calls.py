@@ -3,8 +3,10 @@
 What this module owns: `call`, which finds the tool, prompt or resource, checks the shape of the
 arguments and answers, opens and binds a ticket when one came back (signature, then principal,
 expiry and request), and runs the handler; and `Outcome`, what a call gives back. Both eras call
-it: the modern one once per request, the legacy shim once per round. It never turns an exception
-into a wire error and never builds a response.
+it: the modern one once per request, the legacy shim once per round. A handler that reads the answers
+(`CallContext.answers`) gets the spec's answer rule: a missing answer is asked again, a malformed one
+raises `MalformedAnswer` (an error of its own, never the frozen ticket refusal). It never turns an
+exception into a wire error and never builds a response.
 """
 
 from __future__ import annotations

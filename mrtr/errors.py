@@ -110,6 +110,21 @@ class TicketRejected(InvalidParams):
         self.reason = reason
 
 
+#: The reason a malformed answer's error carries, so a client tells it from the frozen ticket refusal.
+INVALID_INPUT_RESPONSE = "invalid_input_response"
+
+
+class MalformedAnswer(InvalidParams):
+    """An answer in inputResponses is there but does not fit its question (spec, MRTR "Error Handling": malformed
+    input SHOULD get an error). Unlike a ticket failure it says what is wrong: the client sent the answer, and a
+    client must be able to tell "fix your answer" from "your requestState was refused"."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"Invalid inputResponses: {reason}", {"reason": INVALID_INPUT_RESPONSE, "key": key})
+        self.key = key
+        self.reason = reason
+
+
 #: What a client is told when the redeemed store cannot be reached: nothing happened, try again.
 STORE_UNAVAILABLE_MESSAGE = (
     "Temporarily unavailable: the server could not record this requestState as used, so nothing was done. "

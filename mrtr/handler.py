@@ -13,9 +13,9 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .errors import InvalidParams, MissingCapability, StoreUnavailable, TicketRejected
+from .errors import InvalidParams, MalformedAnswer, MissingCapability, StoreUnavailable, TicketRejected
 from .messages import JSON, JSONObject, notification_message
-from .questions import answer_problem, has_capability, required_capability
+from .questions import answers_problem, has_capability, required_capability
 from .redeemed import RedeemedStore
 from .tickets import TicketCodec, Trace
 
@@ -123,36 +123,32 @@ class CallContext:
         return InputRequired(questions, token)
 
     def answers(self, questions: dict[str, JSONObject]) -> dict[str, JSONObject] | None:
-        """The client's answers to `questions`, or None when one is missing or malformed.
+        """The client's answers to `questions`, or None when one is missing (the handler asks again).
 
         With a ticket present this runs the last two checks: answer included, then (when the
         answer is there and single use is on) not already redeemed.
 
         Raises:
+            MalformedAnswer: an answer is there but does not fit its question (the spec's SHOULD: an error,
+                never the frozen ticket refusal; the ticket is not spent).
             TicketRejected: the ticket was already redeemed.
             StoreUnavailable: the redeemed store cannot be reached; the ticket is not spent
                 (HTTP 503, a retryable error, never the frozen ticket error).
         """
         self.answered = True
         responses = self.input_responses or {}
-        problem = None
-        answers: dict[str, JSONObject] = {}
-        for key, request in questions.items():
-            if key not in responses:
-                problem = f"no answer for {key!r}"
-                break
-            reply = responses[key]
-            problem = answer_problem(request, reply)
-            if problem or not isinstance(reply, dict):
-                problem = f"{key!r}: {problem}"
-                break
-            answers[key] = reply
-        if self.state is None:
-            return None if problem else answers
-        if problem:
-            self.trace.record("answer", "fail", f"{problem}; the server asks again")
+        problem = answers_problem(questions, responses)
+        if problem is not None and self.state is not None:
+            then = "the server asks again" if problem.kind == "missing" else "the client gets an error saying so"
+            self.trace.record("answer", "fail", f"{problem.reason}; {then}")
             self.trace.skip_rest("no answer to redeem")
+        if problem is not None and problem.kind == "malformed":
+            raise MalformedAnswer(problem.key, problem.reason)
+        if problem is not None:
             return None
+        answers = {key: reply for key in questions if isinstance(reply := responses.get(key), dict)}
+        if self.state is None:
+            return answers
         said = ", ".join(f"{k}: {a.get('action', 'answered')}" for k, a in answers.items())
         self.trace.record("answer", "pass", said)
         if not self._policy.single_use:

@@ -1,13 +1,17 @@
 """Embedded input requests (the questions in `inputRequests`) and the answers a client sends back.
 
 What this module owns: the builders of the three kinds of question (`elicit_form`, `sample`,
-`list_roots`), which client capability each needs, and `answer_problem`, which says why an
-answer cannot be used. It never sees a ticket, a connection or a handler.
+`list_roots`), which client capability each needs, and the answer rule (spec, MRTR "Error Handling"):
+`answer_problem` says why an answer cannot be used, and `answers_problem` whether the answers to a round's
+questions are complete, missing one (the server asks again) or malformed (the server SHOULD answer an error, one
+a client can tell from the frozen ticket refusal). It never sees a ticket, a connection or a handler.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
 
 from .messages import JSON, JSONObject, as_list, as_object
 
@@ -96,4 +100,31 @@ def answer_problem(request: JSONObject, answer: JSON) -> str | None:
     roots = answer.get("roots")
     if not isinstance(roots, list) or not all(isinstance(r, dict) and isinstance(r.get("uri"), str) for r in roots):
         return "a roots answer needs a list of roots with uris"
+    return None
+
+
+@dataclass(frozen=True)
+class AnswerProblem:
+    """Why the answers to a round cannot be used: one is `missing` (ask again) or `malformed` (an error)."""
+
+    kind: Literal["missing", "malformed"]
+    key: str
+    reason: str
+
+
+def answers_problem(questions: dict[str, JSONObject], responses: JSONObject) -> AnswerProblem | None:
+    """The first problem with `responses` as answers to `questions`, or None when every question is answered.
+
+    A key that is absent, or whose answer is null, is missing: the spec says ask again, not an error. An answer
+    that is there but does not fit its question (not an elicitation result, an accept without content, a field of
+    the wrong type, a required field left out) is malformed: the spec says it SHOULD get a JSON-RPC error. Keys
+    that were never asked are ignored, as the spec says.
+    """
+    for key, request in questions.items():
+        reply = responses.get(key)
+        if reply is None:
+            return AnswerProblem("missing", key, f"no answer for {key!r}")
+        problem = answer_problem(request, reply)
+        if problem:
+            return AnswerProblem("malformed", key, f"{key!r}: {problem}")
     return None

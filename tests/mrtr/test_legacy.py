@@ -6,7 +6,15 @@ import json
 
 import pytest
 
-from mrtr import METHOD_NOT_FOUND, Catalog, Tool, elicit_form
+from mrtr import (
+    FROZEN_TICKET_MESSAGE,
+    INVALID_INPUT_RESPONSE,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    Catalog,
+    Tool,
+    elicit_form,
+)
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
@@ -50,19 +58,34 @@ def test_the_shim_serves_decline(server):
     assert done.response["result"]["content"][0]["text"].startswith("nothing was deployed")
 
 
-def test_a_malformed_legacy_answer_is_asked_again_then_bounded(server):
+def test_a_malformed_legacy_answer_ends_the_call_with_an_error_that_says_so(server):
+    """The answer rule holds in both eras: an answer that does not fit its question gets a clear error (spec,
+    MRTR "Error Handling": SHOULD), never the frozen ticket refusal, and nothing is deployed."""
     conn = session(server)
     [request] = conn.receive(CALL).messages
-    again = conn.receive(answer(request, {"action": "accept", "content": {"confirm": "perhaps"}}))
-    [request2] = again.messages
-    assert request2["method"] == "elicitation/create" and request2["id"] != request["id"]
-    for _ in range(20):
-        out = conn.receive(answer(request2, {"action": "accept", "content": {}}))
+    done = conn.receive(answer(request, {"action": "accept", "content": {"confirm": "perhaps"}}))
+    error = done.response["error"]
+    assert done.response["id"] == 2 and error["code"] == INVALID_PARAMS
+    assert error["message"] != FROZEN_TICKET_MESSAGE and "'confirm' should be a boolean" in error["message"]
+    assert error["data"] == {"reason": INVALID_INPUT_RESPONSE, "key": "confirm"}
+
+
+def test_a_tool_that_keeps_asking_is_given_up_on_after_the_shims_round_limit(server):
+    def stubborn(ctx):
+        question = {"again": elicit_form("Once more?", {"type": "object", "properties": {}})}
+        return ctx.ask(question, work={}, step="again")
+
+    server.catalog = Catalog(tools={"stubborn": Tool("stubborn", "", stubborn)})
+    conn = session(server)
+    out = conn.receive({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "stubborn"}})
+    for _ in range(server.shim_max_rounds + 5):
         if out.response:
             break
-        [request2] = out.messages
+        [request] = out.messages
+        assert request["method"] == "elicitation/create"
+        out = conn.receive(answer(request, {"action": "accept", "content": {}}))
     assert out.response["result"]["isError"] is True
-    assert "rounds" in out.response["result"]["content"][0]["text"]
+    assert f"gave up after {server.shim_max_rounds} rounds" in out.response["result"]["content"][0]["text"]
 
 
 def test_a_client_error_answer_ends_the_call_cleanly(server):

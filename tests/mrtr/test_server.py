@@ -7,8 +7,10 @@ import json
 import pytest
 
 from mrtr import (
+    FROZEN_TICKET_MESSAGE,
     INPUT_REQUIRED_METHODS,
     INTERNAL_ERROR,
+    INVALID_INPUT_RESPONSE,
     INVALID_PARAMS,
     INVALID_REQUEST,
     MAX_MESSAGE_BYTES,
@@ -158,16 +160,34 @@ def test_accepting_with_the_box_unticked_deploys_nothing(server, clock):
     assert "nothing was deployed" in _retry(server, clock, answer).response["result"]["content"][0]["text"]
 
 
-@pytest.mark.parametrize("answer", [
-    {}, {"other": {"action": "accept"}}, {"confirm": 12345}, {"confirm": None}, {"confirm": {"action": "maybe"}},
-    {"confirm": {"action": "accept"}}, {"confirm": {"action": "accept", "content": {"confirm": "yes"}}},
-    {"confirm": {"action": "accept", "content": {}}},
-], ids=repr)
-def test_a_missing_or_malformed_answer_is_asked_again(server, clock, answer):
-    """Spec SHOULD (MRTR error handling): re-ask with a new input_required, not an error."""
+@pytest.mark.parametrize("answer", [{}, {"other": {"action": "accept"}}, {"confirm": None}], ids=repr)
+def test_a_missing_answer_is_asked_again_and_spends_nothing(server, clock, answer):
+    """Spec SHOULD (MRTR "Error Handling"): a missing required answer gets a new input_required, not an error."""
     exchange = _retry(server, clock, answer)
     assert exchange.response["result"]["resultType"] == "input_required"
     assert exchange.trace.outcome_of("answer") == "fail"
+    assert "the server asks again" in json.dumps(exchange.trace.as_dicts())
+
+
+@pytest.mark.parametrize(("answer", "why"), [
+    ({"confirm": 12345}, "not an object"), ({"confirm": {"action": "maybe"}}, "no valid action"),
+    ({"confirm": {"action": "accept"}}, "content object"),
+    ({"confirm": {"action": "accept", "content": {"confirm": "yes"}}}, "'confirm' should be a boolean"),
+    ({"confirm": {"action": "accept", "content": {}}}, "missing the required field 'confirm'"),
+], ids=repr)
+def test_a_malformed_answer_gets_an_error_of_its_own_and_spends_nothing(server, clock, answer, why):
+    """Spec SHOULD (MRTR "Error Handling"): malformed input gets a JSON-RPC error. It must not be the frozen ticket
+    refusal, or a client could not tell "fix your answer" from "your requestState was refused"; and the ticket is
+    not spent, so the same ticket with a good answer still deploys."""
+    first = handle(server, deploy())
+    ticket = first.response["result"]["requestState"]
+    exchange = handle(server, deploy(id=2, requestState=ticket, inputResponses=answer))
+    error = error_of(exchange)
+    assert error["code"] == INVALID_PARAMS and error["message"] != FROZEN_TICKET_MESSAGE and why in error["message"]
+    assert error["data"] == {"reason": INVALID_INPUT_RESPONSE, "key": "confirm"}
+    assert exchange.http_status == 200 and exchange.trace.outcome_of("answer") == "fail"
+    again = handle(server, deploy(id=3, requestState=ticket, inputResponses=ACCEPT))
+    assert again.response["result"]["content"][0]["text"] == "deployed to staging"
 
 
 def test_unknown_extra_answers_are_ignored(server, clock):

@@ -14,7 +14,7 @@ import pytest
 from moves.catalog import load_moves
 from moves.engine import play
 from moves.target import Outcome, Reply, Role
-from mrtr import CHECK_TITLES, FROZEN_TICKET_MESSAGE
+from mrtr import CHECK_TITLES, FROZEN_TICKET_MESSAGE, INVALID_INPUT_RESPONSE
 
 from .helpers import post
 
@@ -56,7 +56,11 @@ def test_each_move_over_http(app, client, clock, move, caplog):
     last = result.steps[-1].reply
     assert last.http_status == 200
     body = last.response
-    if result.outcome == Outcome.REFUSED:
+    if result.outcome == Outcome.REFUSED and move.stops_at == "answer":
+        # The answer rule: a malformed answer gets an error of its own, which a client tells from a ticket refusal.
+        assert body["error"]["code"] == -32602 and body["error"]["message"] != FROZEN_TICKET_MESSAGE
+        assert body["error"]["data"] == {"reason": INVALID_INPUT_RESPONSE, "key": "confirm"}
+    elif result.outcome == Outcome.REFUSED:
         assert body["error"] == {
             "code": -32602,
             "message": FROZEN_TICKET_MESSAGE,

@@ -19,7 +19,7 @@ from flask.testing import FlaskClient
 
 from moves.catalog import holds
 from moves.target import Outcome
-from mrtr import CHECK_TITLES, CHECKS, FROZEN_TICKET_MESSAGE
+from mrtr import CHECK_TITLES, CHECKS, FROZEN_TICKET_MESSAGE, INVALID_INPUT_RESPONSE
 from tests.web.helpers import honest_move, move_where, rendered, stopped_move
 from web.content import load_course
 from web.moveviews import grouped
@@ -135,10 +135,15 @@ def test_every_move_under_every_switch(client: FlaskClient, slug: str, switch: s
     elif verdict == "refused":
         assert f"refused at {CHECK_TITLES[stops_at]}" in text
         answer = json.loads(page.select_one(".pg-answer pre").get_text())
-        assert answer["error"] == {"code": -32602, "message": FROZEN_TICKET_MESSAGE,
-                                   "data": {"reason": "invalid_request_state"}}
         log = page.select_one(".pg-log").get_text(" ", strip=True)
-        assert f"requestState rejected at “{CHECK_TITLES[stops_at]}”" in log
+        if stops_at == "answer":  # a malformed answer gets an error of its own, never the frozen ticket refusal
+            assert answer["error"]["code"] == -32602 and answer["error"]["message"] != FROZEN_TICKET_MESSAGE
+            assert answer["error"]["data"] == {"reason": INVALID_INPUT_RESPONSE, "key": "confirm"}
+            assert "requestState rejected" not in log
+        else:
+            assert answer["error"] == {"code": -32602, "message": FROZEN_TICKET_MESSAGE,
+                                       "data": {"reason": "invalid_request_state"}}
+            assert f"requestState rejected at “{CHECK_TITLES[stops_at]}”" in log
     else:
         assert "asked again" in text
 
@@ -412,7 +417,8 @@ def test_custom_move_as_prefilled_deploys(client: FlaskClient) -> None:
     ({"at": "121"}, "expiry", "refused"),
     ({"arguments": '{"env": "prod"}'}, "request", "refused"),
     ({"answer": "none"}, "answer", "asked-again"),
-    ({"answer": "raw", "answer_raw": '{"confirm": {"action": "accept"}}'}, "answer", "asked-again"),
+    ({"answer": "raw", "answer_raw": '{"confirm": {"action": "accept"}}'}, "answer", "refused"),
+    ({"answer": "raw", "answer_raw": '{"other": {"action": "accept"}}'}, "answer", "asked-again"),
     ({"ticket": "t1.not-a-ticket.sig"}, "signature", "refused"),
 ])
 def test_custom_move_reaches_each_check(client: FlaskClient, changes: dict[str, str], stops_at: str,
