@@ -12,7 +12,7 @@ from playwright.sync_api import Browser, Page, Route, expect
 
 from moves.catalog import holds
 from moves.target import Outcome
-from mrtr import CHECK_TITLES, CHECKS
+from mrtr import CHECK_TITLES, CHECKS, FROZEN_TICKET_MESSAGE
 from tests.browser.helpers import assert_no_axe_violations
 from tests.web.helpers import honest_move, stopped_move
 from web.content import load_course
@@ -72,7 +72,9 @@ def test_every_move_lights_up_the_right_checks(playground: Page, axe: Axe) -> No
         assert_checks(page, expected(STOPS_AT[slug] if verdict in ("refused", "asked-again") else None))
         if STOPS_AT[slug] and verdict == "refused":
             expect(page.locator("#pg-verdict")).to_contain_text(f"refused at {CHECK_TITLES[STOPS_AT[slug]]}")
-            expect(page.locator(".pg-answer pre")).to_contain_text("Invalid or expired requestState")
+            # a ticket failure is the frozen error; an answer that does not fit its question names the key
+            wire = "Invalid inputResponses: 'confirm'" if STOPS_AT[slug] == "answer" else FROZEN_TICKET_MESSAGE
+            expect(page.locator(".pg-answer pre")).to_contain_text(wire)
         expect(page.locator("#pg-status")).to_contain_text(page.locator("#pg-verdict strong").inner_text())
         expect(page.locator(f"[data-note='{slug}']")).to_be_visible()
         expect(page).to_have_url(re.compile(rf"/playground\?.*move={slug}$"))

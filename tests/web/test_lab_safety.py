@@ -36,7 +36,7 @@ from moves.catalog import holds
 from moves.labcodec import LabCodec, LabRing, lab_ring_from
 from moves.target import Outcome
 from moves.targets.in_process import lab_server
-from mrtr import FROZEN_TICKET_MESSAGE, FakeClock, KeyRing, Policy, TicketCodec, TicketRejected, Trace, b64encode
+from mrtr import FROZEN_TICKET_MESSAGE, INVALID_INPUT_RESPONSE, FakeClock, KeyRing, Policy, TicketCodec, TicketRejected, Trace, b64encode
 from tests.conftest import APP_CONFIG
 from web.content import load_course
 
@@ -316,7 +316,12 @@ def last_response(output: str) -> dict[str, Any]:
 
 def outcome_on_mcp(response: dict[str, Any]) -> str:
     if "error" in response:
-        assert (response["error"]["code"], response["error"]["message"]) == (-32602, FROZEN_TICKET_MESSAGE)
+        error = response["error"]
+        # a ticket failure is the frozen error; an answer that does not fit its question gets its own
+        if (error.get("data") or {}).get("reason") == INVALID_INPUT_RESPONSE:
+            assert error["code"] == -32602 and error["message"].startswith("Invalid inputResponses: "), error
+        else:
+            assert (error["code"], error["message"]) == (-32602, FROZEN_TICKET_MESSAGE)
         return "refused"
     if response["result"].get("resultType") == "input_required":
         return "asked-again"
