@@ -47,7 +47,6 @@ EXTERNAL_MODULES = {
     "tests/web/test_classroom_redis.py": "redis-server",
     "tests/web/test_production.py": "scripts/production.sh (granian)",
     "tests/mrtr/test_redis_store.py": "redis-server",
-    "tests/packaging/": "pip builds and installs the wheel in a new virtual environment",
     # The build lesson's servers run as the learner runs them: `python server.py` over stdio, or node.
     "tests/lessons/test_build_servers.py": "the checker over stdio against the lesson's server processes",
     "tests/lessons/test_build_mistakes.py": "the checker over stdio against the lesson's server processes",
@@ -70,7 +69,8 @@ EXTERNAL_TESTS = {
         "the servers as stdio processes",
 }
 #: Fixtures that start an outside process.
-EXTERNAL_FIXTURES = frozenset({"served", "body_server", "redis_url", "production_server"})
+EXTERNAL_FIXTURES = frozenset({"served", "body_server", "redis_url", "production_server",
+                               "installed"})  # tests/packaging: pip builds and installs the wheel in a new venv
 
 #: What the fast tier may start: the linters it runs, all of them Python requirements.
 LINTERS = frozenset({"ruff", "mypy", "importlinter", "lint-imports"})
