@@ -162,6 +162,10 @@ def _markdown(section_id: str) -> MarkdownIt:
         return f"{section_id}--{words}" if words else section_id
 
     anchors_plugin(md, min_level=2, max_level=4, slug_func=slug)
+    md.enable("table")
+    # A wide table scrolls inside its own box at 390 px; the box takes focus so a keyboard can scroll it.
+    md.add_render_rule("table_open", lambda *_: '<div class="table-wrap" tabindex="0"><table>\n')
+    md.add_render_rule("table_close", lambda *_: "</table>\n</div>\n")
     return md
 
 
