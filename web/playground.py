@@ -643,8 +643,13 @@ def custom_note(step: Step, checks: list[CheckView], outcome: Outcome, offset: i
     when = f"at t = {step.at:g} s" + (f" (your time plus the {offset} s clock offset)" if offset else "")
     failed = next((c for c in checks if c.outcome == "fail"), None)
     if failed is not None:
+        # The answer rule: a missing answer is asked again, a malformed one gets its own error; only a ticket
+        # failure gets the frozen one.
+        told = ("the server asked the question again" if outcome == Outcome.ASKED_AGAIN
+                else "the client got -32602 Invalid inputResponses, an error about its answer, not the ticket refusal"
+                if failed.name == "answer" else "the client saw only the frozen -32602")
         text = (f"Your retry, sent {when}, stopped at “{failed.title}”: {failed.detail}. The checks run in order, "
-                "so none after it looked at this retry, and the client saw only the frozen -32602.")
+                f"so none after it looked at this retry, and {told}.")
         return NoteView(text, str(outcome), failed.name)
     if all(c.outcome == "skipped" for c in checks):
         text = (f"Your retry, sent {when}, never reached the ticket checks: {checks[0].detail}. "

@@ -87,3 +87,23 @@ def test_a_note_that_names_the_refusing_check_says_so_in_its_data() -> None:
             named = [TITLE_OF[t] for t in QUOTED.findall(note.text) if t in TITLE_OF]
             if named and note.outcome in (Outcome.REFUSED, Outcome.ASKED_AGAIN):
                 assert note.stopped_at in named, (move.slug, note.text[:60])
+
+
+@pytest.mark.parametrize(("changes", "says", "label"), [
+    ({"answer": "raw", "answer_raw": '{"confirm": {"action": "accept", "content": {"confirm": "yes"}}}'},
+     "Invalid inputResponses", "failed"),
+    ({"answer": "none"}, "asked the question again", "asked again"),
+    ({"arguments": '{"env": "prod"}'}, "frozen -32602", "passed"),
+], ids=["malformed", "missing", "ticket"])
+def test_your_own_retry_is_told_what_the_client_really_got(client, changes: dict[str, str], says: str,  # noqa: ANN001
+                                                             label: str) -> None:
+    from bs4 import BeautifulSoup
+
+    from tests.web.test_playground import HX, custom_form
+
+    page = BeautifulSoup(client.post("/playground/custom", data={**custom_form(client), **changes}, headers=HX)
+                         .get_data(as_text=True), "html.parser")
+    assert says in page.select_one("[data-note]").get_text()
+    answer = page.select_one("ol.checks li[data-check='answer'] .check-outcome")
+    if label != "passed":  # a ticket refusal stops before the answer is read
+        assert answer.get_text() == label
