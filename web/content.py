@@ -60,6 +60,9 @@ class Choice:
     id: str
     text: str
     why: str = ""  # for a wrong choice: why it is wrong (shown when the learner picks it)
+    #: For a wrong choice: the belief a learner really holds that it stands for (quiz data only, never shown as
+    #: a hint; tests/web/test_quiz_guessing.py requires one for every wrong choice).
+    belief: str = ""
 
 
 @dataclass(frozen=True)
@@ -197,10 +200,11 @@ def _load_questions(path: Path, section_ids: set[str]) -> tuple[Question, ...]:
         choices = []
         for j, choice in enumerate(_tables(raw, "choices", where), 1):
             why = choice.get("why", "")
-            if not isinstance(why, str):
-                raise ContentError(f"{where} choice #{j}: 'why' must be a string")
+            belief = choice.get("belief", "")
+            if not isinstance(why, str) or not isinstance(belief, str):
+                raise ContentError(f"{where} choice #{j}: 'why' and 'belief' must be strings")
             choices.append(Choice(_field(choice, "id", str, f"{where} choice #{j}"),
-                                  _field(choice, "text", str, f"{where} choice #{j}"), why.strip()))
+                                  _field(choice, "text", str, f"{where} choice #{j}"), why.strip(), belief.strip()))
         if len(choices) < 2:
             raise ContentError(f"{where}: needs at least two choices")
         _unique([c.id for c in choices], "choice id", where)

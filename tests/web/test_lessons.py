@@ -243,7 +243,7 @@ def test_hostile_lesson_text_is_escaped(tmp_path: Path) -> None:
     hostile = '<script>alert("x")</script>'
     meta, quiz = root / LESSON / "meta.toml", root / LESSON / "quiz.toml"
     meta.write_text(meta.read_text().replace('title = "Recap"', f"title = 'Recap {hostile}'", 1))
-    old_prompt = 'prompt = "Why does a server have to protect the integrity of requestState?"'
+    old_prompt = 'prompt = "When does the spec require a server to protect the integrity of its requestState?"'
     quiz.write_text(quiz.read_text().replace(old_prompt, f"prompt = '{hostile} Why?'", 1))
     app = create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory",
                       "MRTR_CONTENT_DIR": str(root)})
