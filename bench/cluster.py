@@ -131,11 +131,19 @@ def _build(name: str, build: Callable[[list[Served]], Served]) -> Stack:
     return Stack(name, front, parts)
 
 
+def redis_maxmemory() -> str:
+    """scripts/cluster.sh's default REDIS_MAXMEMORY, read from the script so it is written down once."""
+    match = re.search(r'^REDIS_MAXMEMORY="\$\{REDIS_MAXMEMORY:-(\w+)\}"$', CLUSTER_SH.read_text(), re.MULTILINE)
+    if match is None:
+        raise RuntimeError(f"no REDIS_MAXMEMORY default found in {CLUSTER_SH}")
+    return match.group(1)
+
+
 def redis_options(port: int, directory: str) -> list[str]:
     """redis-server's options as scripts/cluster.sh gives them: loopback, no persistence, its own directory
     (tests/bench compares them with the script's)."""
     return ["--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", directory,
-            "--loglevel", "warning"]
+            "--maxmemory", redis_maxmemory(), "--maxmemory-policy", "noeviction", "--loglevel", "warning"]
 
 
 def redis(name: str) -> Served:

@@ -191,6 +191,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("MRTR_REPLICA_NAME", _text, "the name every response carries in its MRTR-Replica header"),
     Setting("MRTR_TRUSTED_PROXIES", parse_proxies,
             "proxies in front whose X-Forwarded-* headers are believed: a count, or their addresses/CIDRs"),
+    Setting("MRTR_REDIS_WAITERS", _whole(1), "threads of one process waiting inside Redis at once; the rest hear 503"),
     Setting("MRTR_LTI_PLATFORMS", _lti_platforms, "LTI 1.3 platforms (JSON, or a JSON file's path); unset: no LTI"),
 )
 
@@ -232,6 +233,7 @@ class Settings:
     max_classes: int = 200
     replica_name: str | None = None
     trusted_proxies: int | tuple[ProxyNetwork, ...] = 0
+    redis_waiters: int = 1
     lti_platforms: tuple[LtiPlatform, ...] = ()
 
     @property

@@ -30,11 +30,11 @@ from mrtr_stores.lti import (
     new_private_key,
     retry_wait,
 )
-from mrtr_stores.redis_clients import redis_client
+from mrtr_stores.redis_clients import REQUEST_TIMEOUT, redis_client
 
 PREFIX = "mrtr:lti:"
 #: Seconds a Redis command or connection may take before the LTI store counts as down.
-REDIS_TIMEOUT = 5.0
+REDIS_TIMEOUT = REQUEST_TIMEOUT  # on a request's path: well under a second (mrtr_stores/redis_clients.py)
 
 #: KEYS: the score's hash, the due set. ARGV: score key, given, activity, grading, keep best (1/0), record json,
 #: timestamp. Returns 0 when the score changes nothing queued or sent (or is lower, keeping the best), else 1.

@@ -14,7 +14,8 @@
 #
 # Other knobs: LISTEN_HOST (default 127.0.0.1), REPLICA_PORT (the first replica's, default 8101),
 # REDIS_PORT (default 6390), WORKERS and THREADS (per replica, as scripts/production.sh takes them),
-# NGINX_USER (nginx's worker user when started as root, default nobody).
+# NGINX_USER (nginx's worker user when started as root, default nobody), REDIS_MAXMEMORY (Redis's memory cap,
+# default 256mb; full, it refuses writes and evicts nothing).
 #
 # Behind a TLS proxy (docs/deploy-tls-proxy.md), set MRTR_TRUSTED_PROXIES to that proxy's addresses or
 # networks (comma-separated, like 10.0.0.5,2001:db8::/48): nginx then takes the visitor's address from the
@@ -31,6 +32,7 @@ REPLICA_PORT="${REPLICA_PORT:-8101}"
 REDIS_PORT="${REDIS_PORT:-6390}"
 PYTHON="${PYTHON:-python3}"
 NGINX_USER="${NGINX_USER:-nobody}"
+REDIS_MAXMEMORY="${REDIS_MAXMEMORY:-256mb}"
 export MRTR_MAX_BODY="${MRTR_MAX_BODY:-262144}"
 TRUSTED="${MRTR_TRUSTED_PROXIES:-}"
 
@@ -117,8 +119,12 @@ trap 'stop; exit 143' TERM
 trap stop EXIT
 
 say "Starting redis-server on 127.0.0.1:$REDIS_PORT"
+# A memory cap, and `noeviction`: every spent ticket is a key with a time-to-live, which is exactly what the
+# volatile-* policies evict first (and allkeys-* evict anything), and an evicted spent ticket is a replay. Full,
+# Redis refuses writes instead (a retryable 503, nothing forgotten); every key the app writes expires by itself
+# and everything a visitor can make it store is capped, so it drains (docs/security-notes.md).
 redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save '' --appendonly no --dir "$RUN_DIR" \
-    --loglevel warning &
+    --maxmemory "$REDIS_MAXMEMORY" --maxmemory-policy noeviction --loglevel warning &
 PIDS+=($!)
 
 servers=""
