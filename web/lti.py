@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -49,6 +49,7 @@ from mrtr_settings.stores import open_lti
 from mrtr_stores.lti import LtiStore, LtiStoreDown, PendingScore, public_pem
 from web import build, embed, htmx, inputs, quiz
 from web.content import Lesson, Question, get_content
+from web.lti_keys import KeySetCache, KeySetUnavailable
 from web.lti_launch_data import StoreLaunchData
 from web.security import allow_form_posts_to, allow_framing_by
 from web.services import get_settings
@@ -112,6 +113,19 @@ class _Cookies(FlaskCookieService):
                                 samesite="None")
 
 
+class _Launch(FlaskMessageLaunch):
+    """pylti1p3's launch, its platform keys from the tool's cache instead of a fetch per launch."""
+
+    key_sets: KeySetCache
+
+    def fetch_public_key(self, key_set_url: str) -> Any:
+        kid = (self._jwt.get("header") or {}).get("kid")
+        try:
+            return self.key_sets.get(key_set_url, kid if isinstance(kid, str) else None, self._requests_session)
+        except KeySetUnavailable as exc:
+            raise LtiException(f"Error during fetch of the key set: {exc}") from exc  # the "keys" refusal
+
+
 def _cookies(req: FlaskRequest) -> _Cookies:
     return _Cookies(req)  # type: ignore[no-untyped-call]  # pylti1p3's Flask adapter has no annotations
 
@@ -121,6 +135,8 @@ class Tool:
     platforms: tuple[LtiPlatform, ...]
     conf: ToolConfDict
     db: LtiStore
+    #: The platforms' key sets, fetched once and kept (web/lti_keys.py): a forged launch fetches nothing.
+    key_sets: KeySetCache = field(default_factory=KeySetCache)
 
     def storage(self) -> StoreLaunchData:
         return StoreLaunchData(self.db)
@@ -160,7 +176,7 @@ def get_tool() -> Tool | None:
             for p in platforms:
                 conf.set_private_key(p.issuer, private, client_id=p.client_id)
                 conf.set_public_key(p.issuer, public, client_id=p.client_id)
-            tool = Tool(platforms, conf, db)
+            tool = Tool(platforms, conf, db, KeySetCache(db.clock))
             current_app.extensions[EXTENSION] = tool
     return tool
 
@@ -311,8 +327,9 @@ def launch() -> Response | BaseResponse:
     tool = _tool()
     req = _lti_request()
     try:
-        message = FlaskMessageLaunch(req, tool.conf, cookie_service=_cookies(req),  # type: ignore[no-untyped-call]
-                                     launch_data_storage=tool.storage(), requests_session=_NoRedirects())
+        message = _Launch(req, tool.conf, cookie_service=_cookies(req),  # type: ignore[no-untyped-call]
+                          launch_data_storage=tool.storage(), requests_session=_NoRedirects())
+        message.key_sets = tool.key_sets
         # pylti1p3 leaves audience to validate_registration; exp and iat must be present, not just valid.
         message.set_jwt_verify_options({"verify_aud": False, "require": ["exp", "iat"]})  # type: ignore[dict-item]
         body = dict(message.validate().get_launch_data())
