@@ -148,7 +148,7 @@ class RedisLtiStore:
 
     def record_score(self, score: PendingScore, *, keep_best: bool) -> bool:
         record = json.dumps({"issuer": score.issuer, "client_id": score.client_id, "endpoint": score.endpoint,
-                             "user_id": score.user_id, "maximum": score.maximum})
+                             "user_id": score.user_id, "maximum": score.maximum, "comment": score.comment})
         return bool(self._record(keys=self._score_keys(score.key),
                                  args=[score.key, repr(float(score.given)), score.activity, score.grading,
                                        int(keep_best), record, score.timestamp]))
@@ -160,7 +160,7 @@ class RedisLtiStore:
         record = json.loads(found["record"])
         return PendingScore(key, record["issuer"], record["client_id"], record["endpoint"], record["user_id"],
                             float(found["given"]), float(record["maximum"]), found["activity"], found["grading"],
-                            found["timestamp"], int(found["attempts"]))
+                            found["timestamp"], int(found["attempts"]), str(record.get("comment", "")))
 
     def due_scores(self, limit: int, key: str | None = None) -> list[PendingScore]:
         now = self.clock()

@@ -21,6 +21,8 @@ registered platforms' origins only; the deep-linking return page may post to the
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import threading
 from dataclasses import dataclass, field
@@ -71,6 +73,12 @@ AGS_SCOPES = ("https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
 PLATFORM_TIMEOUT = 5.0
 #: Queued scores retried per LTI request: bounded, so a platform that is down slows no page for long.
 RETRIES_PER_REQUEST = 2
+#: The comment a build score carries to the platform: the checker runs in the learner's browser, so the steps it
+#: reports done are the learner's own account, not something this server observed.
+SELF_REPORTED = ("Build steps are self-reported: the checker runs in the learner's own browser and this score is "
+                 "what its report says.")
+#: pylti1p3's browser session cookie (set at login): a launch's pages that post a score must come from it.
+SESSION_COOKIE = "lti1p3-session-id"
 #: Pages a platform shows inside its iframe: framed by the registered platforms only.
 FRAMED = frozenset({"lti.launch", "lti.activity", "lti.answer", "lti.build_report", "lti.pick", "lti.pick_post"})
 
@@ -341,7 +349,7 @@ def launch() -> Response | BaseResponse:
     if not _audience_ok(body, client_id):
         return _refused(LtiException("Client id not registered"))
     base = {"iss": issuer, "client_id": client_id, "deployment_id": body.get(CLAIM + "deployment_id"),
-            "user": body.get("sub")}
+            "user": body.get("sub"), "browser": _browser()}
     if message.is_deep_link_launch():
         settings = body.get(DL_CLAIM)
         if not isinstance(settings, dict) or not isinstance(settings.get("deep_link_return_url"), str):
@@ -435,10 +443,24 @@ def pick_post() -> Response | str:
 # -- the activity pages and their scores ----------------------------------------------------------------
 
 
-def _resource(ref: str) -> tuple[dict[str, Any], Activity] | Response:
+def _browser() -> str | None:
+    """The browser session this request comes from, as a digest (pylti1p3's session cookie, set at login)."""
+    session = request.cookies.get(SESSION_COOKIE)
+    return hashlib.sha256(session.encode()).hexdigest() if session else None
+
+
+def _resource(ref: str, *, scoring: bool = False) -> tuple[dict[str, Any], Activity] | Response:
+    """The launch `ref` opened and its activity. `scoring`: the request may post a score, so it must come from the
+    browser the launch was verified in (holding `?launch=` is not enough)."""
     data = _launch(ref, "resource")
     if isinstance(data, Response):
         return data
+    launched_in, here = data.get("browser"), _browser()
+    if scoring and not (isinstance(launched_in, str) and here and hmac.compare_digest(launched_in, here)):
+        log.info("LTI: a score post for a launch from another browser session was refused")
+        return _page(403, "Open this activity from your course",
+                     "This activity was opened in another browser session, so nothing is scored here. Open it again "
+                     "from your course.")
     chosen = activity(data.get("item"))
     if chosen is None:
         return _page(404, "This activity is gone", "The activity this link opened is no longer in the course.")
@@ -480,7 +502,7 @@ def answer(slug: str, qid: str) -> Response:
     """The quiz's own check (web.quiz.check); once every question of the link has a first answer, that
     first-try score is the one kept and sent."""
     ref = _ref()
-    found = _resource(ref)
+    found = _resource(ref, scoring=True)
     if isinstance(found, Response):
         return found
     data, chosen = found
@@ -504,7 +526,7 @@ def build_report() -> Response:
     """Grade a pasted checker report as the lesson does (web.build.grade); the steps it shows done are the score,
     and a later, worse report never lowers it."""
     ref = _ref()
-    found = _resource(ref)
+    found = _resource(ref, scoring=True)
     if isinstance(found, Response):
         return found
     data, chosen = found
@@ -516,7 +538,8 @@ def build_report() -> Response:
     except build.ReportError as exc:
         grading, error = None, str(exc)
     if grading is not None:
-        record_score(data, chosen, grading.done, complete=grading.done == len(lesson_build.steps), keep_best=True)
+        record_score(data, chosen, grading.done, complete=grading.done == len(lesson_build.steps), keep_best=True,
+                     comment=SELF_REPORTED)
     return Response(render_template("lti/build.html", ref=ref, chosen=chosen, build=lesson_build, grading=grading,
                                     error=error, lti_score=_score_status(data, chosen)), 400 if error else 200)
 
@@ -533,7 +556,8 @@ def _score_key(data: dict[str, Any], chosen: Activity) -> str | None:
     return "\n".join((data["iss"], data["client_id"], ags["lineitem"], data["user"]))
 
 
-def record_score(data: dict[str, Any], chosen: Activity, given: int, *, complete: bool, keep_best: bool) -> None:
+def record_score(data: dict[str, Any], chosen: Activity, given: int, *, complete: bool, keep_best: bool,
+                 comment: str = "") -> None:
     """Keep the score, then try to post it (AGS: Completed/FullyGraded once done, else InProgress/Pending)."""
     key = _score_key(data, chosen)
     if key is None:
@@ -542,7 +566,7 @@ def record_score(data: dict[str, Any], chosen: Activity, given: int, *, complete
     stamp = datetime.fromtimestamp(tool.db.clock(), UTC).isoformat(timespec="milliseconds")
     score = PendingScore(key, data["iss"], data["client_id"], data["ags"], data["user"], float(given),
                          float(chosen.maximum), "Completed" if complete else "InProgress",
-                         "FullyGraded" if complete else "Pending", stamp, 0)
+                         "FullyGraded" if complete else "Pending", stamp, 0, comment)
     if tool.db.record_score(score, keep_best=keep_best):
         flush_scores(tool, 1, key=key)
 
@@ -557,6 +581,8 @@ def flush_scores(tool: Tool, limit: int, key: str | None = None) -> None:
             grade = (Grade().set_score_given(score.given).set_score_maximum(score.maximum)
                      .set_activity_progress(score.activity).set_grading_progress(score.grading)
                      .set_timestamp(score.timestamp).set_user_id(score.user_id))
+            if score.comment:
+                grade.set_comment(score.comment)
             ags.put_grade(grade)
         except Exception as exc:  # the platform is down, refuses, or redirects: keep the score for a retry
             status = getattr(getattr(exc, "response", None), "status_code", None)
