@@ -244,6 +244,50 @@
     }
   };
 
+  /* The bar stays in view at the bottom of the visible screen, except where it would cover the editor the
+     learner is typing in: then it docks (data-bar="docked": back in the page's flow below the steps). The
+     visible screen is the visual viewport, which a phone's keyboard shortens: --keyboard lifts the stuck bar
+     above it. Worked out again on focus, scroll, resize and typing, once a frame at most. */
+  function placeBar(root) {
+    var bar = $(root, ".build-run-bar");
+    if (!bar || bar.hidden) { return; }
+    var view = window.visualViewport;
+    var visibleBottom = view ? view.offsetTop + view.height : window.innerHeight;
+    var keyboard = Math.max(0, window.innerHeight - visibleBottom);
+    document.documentElement.style.setProperty("--keyboard", keyboard + "px");  // CSSOM: allowed by the CSP
+    var focused = document.activeElement;
+    var editor = focused && focused.matches && focused.matches("textarea[data-editor]") && root.contains(focused)
+      ? focused.closest(".code-editor") : null;
+    root.setAttribute("data-bar", "docked");  // measure where the bar sits in the flow (no paint in between)
+    var natural = bar.getBoundingClientRect();
+    var stuckTop = visibleBottom - natural.height;
+    var covers = false;
+    if (editor && natural.top > stuckTop) {  // it would stick: would it be over the editor?
+      var box = editor.getBoundingClientRect();
+      covers = box.bottom > stuckTop && box.top < visibleBottom;
+    }
+    root.setAttribute("data-bar", covers ? "docked" : "stuck");
+  }
+
+  function watchBar(root) {
+    var pending = false;
+    function later() {
+      if (pending) { return; }
+      pending = true;
+      window.requestAnimationFrame(function () { pending = false; placeBar(root); });
+    }
+    root.addEventListener("focusin", function () { placeBar(root); });  // at once: before the keyboard's first key
+    root.addEventListener("focusout", later);
+    root.addEventListener("input", later);
+    window.addEventListener("scroll", later, { passive: true });
+    window.addEventListener("resize", later);
+    if (window.visualViewport) {
+      window.visualViewport.addEventListener("resize", later);
+      window.visualViewport.addEventListener("scroll", later);
+    }
+    placeBar(root);
+  }
+
   function init(scope) {
     var roots = (scope && scope.matches && scope.matches("[data-build-runner]")) ? [scope]
       : (scope || document).querySelectorAll("[data-build-runner]");
@@ -253,6 +297,7 @@
       root.mrtrRunner = runner;
       all(root, "[data-runner-only]").forEach(function (el) { el.hidden = false; });
       runner.button.addEventListener("click", function () { runner.start(); });
+      watchBar(root);
     });
   }
 
