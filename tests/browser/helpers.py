@@ -68,8 +68,9 @@ _TEXT_SIZES = """(selector) => {
       range.selectNodeContents(node);
       const box = range.getBoundingClientRect();
       if (box.width === 0 || box.height === 0) { continue; }
+      const cls = el.className && typeof el.className === "string" ? "." + el.className : "";
       out.push([parseFloat(getComputedStyle(el).fontSize), node.textContent.trim().slice(0, 40),
-                el.tagName.toLowerCase() + (el.className && typeof el.className === "string" ? "." + el.className : "")]);
+                el.tagName.toLowerCase() + cls]);
     }
   }
   return out;
@@ -92,7 +93,8 @@ _TARGETS = """(selector) => {
         const left = Math.min(l.left, box.left), top = Math.min(l.top, box.top);
         box = {width: Math.max(l.right, box.right) - left, height: Math.max(l.bottom, box.bottom) - top};
       }
-      out.push([box.width, box.height, (el.getAttribute("name") || el.id || el.textContent || el.tagName).trim().slice(0, 40)]);
+      const name = el.getAttribute("name") || el.id || el.textContent || el.tagName;
+      out.push([box.width, box.height, name.trim().slice(0, 40)]);
     }
   }
   return out;

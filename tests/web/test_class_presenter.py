@@ -63,7 +63,7 @@ def test_demo_names_this_browsers_open_classes_and_a_forged_list_opens_nothing(a
 def test_a_refused_start_says_when_and_offers_the_open_classes(app: Flask, clock: FakeClock) -> None:
     host = app.test_client()
     codes = []
-    for n in range(START_LIMIT):
+    for _ in range(START_LIMIT):
         codes.append(start(host)[0])
         clock.advance(600)
     refused = host.post("/class/start")
