@@ -165,3 +165,12 @@ def test_the_limits_are_the_numbers_the_code_holds() -> None:
         assert value == stated, f"limits.md says {cells[0]} is {cells[1]!r}; {module}.py {name} = {value}"
         checked.append(name)
     assert len(checked) >= 10, checked
+
+
+def test_the_code_map_names_every_module() -> None:
+    """Module names are unique across the packages (the house rule), so the code map may name each by its file."""
+    named = {Path(p).name for p in re.findall(r"`([\w/]+\.py)`", text(DOCS / "architecture.md"))}
+    modules = [p.relative_to(ROOT) for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))
+               if p.name != "__init__.py"]
+    missing = [str(m) for m in modules if m.name not in named]
+    assert not missing, f"docs/architecture.md's code map does not name {missing}"
