@@ -138,6 +138,13 @@ def test_the_lesson_recipe_is_served(tmp_path: Path, make_app: Callable[..., Fla
     course = load_course(tree)
     lesson = next(lesson for lesson in course.lessons if lesson.slug == "sealed-or-signed")
     assert [s.id for s in lesson.sections] == ["what-sealing-adds", "quick-check"] and len(lesson.questions) == 1
+    for question in lesson.questions:  # the quiz rules every lesson's quiz keeps (tests/web/test_quiz_guessing.py)
+        for choice in question.choices:
+            assert not re.search(r"\b(because|since|so that)\b", choice.text, re.I), choice.text
+            if choice.id == question.answer:
+                assert not choice.belief, "the right answer holds no misconception"
+            else:
+                assert len(choice.belief) >= 20 and choice.why, "a wrong option needs a belief and a why"
     client = make_app(MRTR_CONTENT_DIR=str(tree)).test_client()
     page = client.get("/lessons/sealed-or-signed")
     assert page.status_code == 200 and "What sealing adds" in page.get_data(as_text=True)
