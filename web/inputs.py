@@ -144,6 +144,7 @@ FIELDS: dict[str, dict[str, Field]] = {
     "classroom.start": {"token": Field(max_chars=256)},
     "classroom.claim": {},
     "classroom.host": {},
+    "classroom.presenter": {},
     "classroom.host_events": {},
     "classroom.push_question": {},
     "classroom.reveal": {},

@@ -407,3 +407,28 @@ def test_an_htmx_answer_swaps_the_feedback_and_the_score_line(app: Flask, client
     assert response.status_code == 200 and fragment.select_one("html") is None
     assert fragment.select_one("#lti-score[hx-swap-oob=true]")["data-lti-accepted"] == "true"
     assert fragment.select_one(".verdict-ok") is not None
+
+
+# -- who may post a score -------------------------------------------------------------------------------------
+
+
+def test_only_the_launchs_own_browser_posts_a_build_score_and_it_says_steps_are_self_reported(
+        app: Flask, client: FlaskClient, platform: Platform) -> None:
+    page = follow(client, launch(client, platform, item=f"build/{BUILD_LESSON}"))
+    action = soup(page).select_one("form[action*=build-report]")["action"]
+    stranger = app.test_client()  # holds `?launch=` (from a shared link, a log, a screenshot), not the session
+    refused = stranger.post(action, data={"report": _report(["tampered"])}, base_url=TOOL)
+    assert refused.status_code == 403 and "another browser session" in refused.get_data(as_text=True)
+    assert platform.scores == []
+    assert client.post(action, data={"report": _report(["tampered"])}, base_url=TOOL).status_code == 200
+    [score] = platform.scores
+    assert score["scoreGiven"] == 1 and "self-reported" in score["comment"]
+
+
+def test_a_quiz_answer_from_another_browser_scores_nothing(app: Flask, client: FlaskClient,
+                                                           platform: Platform) -> None:
+    page = follow(client, launch(client, platform, item=f"quiz/{QUIZ_LESSON}"))
+    form = soup(page).select_one("form[hx-post]")
+    response = app.test_client().post(form["action"].split("#")[0], data={"choice": "a", "progress": ""},
+                                      base_url=TOOL)
+    assert response.status_code == 403 and platform.scores == []
