@@ -107,12 +107,19 @@ JOIN_CLASS_LIMIT, JOIN_CLASS_WINDOW = 60, 60.0
 #: million; at 10 guesses per 10 minutes a client needs about 8 years on average, and has 1 chance in about
 #: 6,000 within a class's 12 hours.
 GUESS_LIMIT, GUESS_WINDOW = 10, 600.0
+#: Presenter live views (SSE) opened or reopened per class and per visitor a minute. A view reconnects every 30 s
+#: (MRTR_CLASS_STREAM_SECONDS), or every 2 s when the process holds its most streams; two screens of one class fit
+#: easily. Past it the view is told to come back in STREAM_BACKOFF seconds, at the cost of a few bytes: 500 views
+#: of one class had slowed `GET /` to 2 s by reconnecting.
+STREAM_CLASS_LIMIT, STREAM_CLIENT_LIMIT, STREAM_WINDOW = 60, 60, 60.0
+STREAM_BACKOFF = 30
 #: Every limit of the class, by the Classroom field that holds it.
 LIMITS: dict[str, tuple[int, float]] = {
     "answers": (ANSWER_LIMIT, ANSWER_WINDOW), "starts": (START_LIMIT, START_WINDOW),
     "all_starts": (ALL_START_LIMIT, START_WINDOW),
     "joins": (JOIN_CLIENT_LIMIT, JOIN_CLIENT_WINDOW), "class_joins": (JOIN_CLASS_LIMIT, JOIN_CLASS_WINDOW),
     "guesses": (GUESS_LIMIT, GUESS_WINDOW),
+    "class_streams": (STREAM_CLASS_LIMIT, STREAM_WINDOW), "client_streams": (STREAM_CLIENT_LIMIT, STREAM_WINDOW),
 }
 NO_CLASS = "No open class has that code. Check the code on the screen."
 #: The one key of the site-wide start limit.
@@ -135,6 +142,8 @@ class Classroom:
     joins: RateLimit = field(default_factory=lambda: LocalRateLimit(*LIMITS["joins"]))
     class_joins: RateLimit = field(default_factory=lambda: LocalRateLimit(*LIMITS["class_joins"]))
     guesses: RateLimit = field(default_factory=lambda: LocalRateLimit(*LIMITS["guesses"]))
+    class_streams: RateLimit = field(default_factory=lambda: LocalRateLimit(*LIMITS["class_streams"]))
+    client_streams: RateLimit = field(default_factory=lambda: LocalRateLimit(*LIMITS["client_streams"]))
     labs: dict[str, ClassLab] = field(default_factory=dict)
     #: The attack round's redeemed store, opened on first use: SQLite beside the class file, or Redis.
     spent_store: Callable[[], RedeemedStore] | None = None
@@ -382,6 +391,13 @@ def host_events(code: str) -> Response:
     """Server-sent events: the tally, heatmap and roster as HTML fragments whenever the class changes."""
     row = _host(code)
     cr = classroom()
+    now = cr.clock()
+    if not cr.class_streams.allow(row.id, now) or not cr.client_streams.allow(_client(), now):
+        # Too many views of this class, or from this visitor: nothing rendered, and the browser waits a while.
+        response = Response(f"retry: {STREAM_BACKOFF * 1000}\n\n: too many live views; this one waits\n\n",
+                            mimetype="text/event-stream")
+        response.headers["X-Accel-Buffering"] = "no"
+        return response
 
     def fragments(current: ClassRow) -> Iterator[str]:
         context = _host_context(current)

@@ -21,6 +21,8 @@ from web.classroom import (
     JOIN_CLIENT_LIMIT,
     START_LIMIT,
     START_WINDOW,
+    STREAM_BACKOFF,
+    STREAM_CLASS_LIMIT,
 )
 
 
@@ -83,8 +85,8 @@ def _without_codes(response: Any, *codes: str) -> tuple[int, str, str]:
 
 
 CLASS_ROUTES = [("GET", "/class/{}/host"), ("GET", "/class/{}/host/events"), ("GET", "/class/{}/host/results.csv"),
-                ("POST", "/class/{}/host/question"), ("POST", "/class/{}/host/reveal"), ("POST", "/class/{}/host/round"),
-                ("POST", "/class/{}/host/single-use"), ("POST", "/class/{}/host/lock"),
+                ("POST", "/class/{}/host/question"), ("POST", "/class/{}/host/reveal"),
+                ("POST", "/class/{}/host/round"), ("POST", "/class/{}/host/single-use"), ("POST", "/class/{}/host/lock"),
                 ("POST", "/class/{}/host/remove"), ("POST", "/class/{}/host/end"), ("GET", "/class/{}/control/x"),
                 ("GET", "/class/{}/me"), ("GET", "/class/{}/me/live"), ("POST", "/class/{}/answer"),
                 ("POST", "/class/{}/play")]
@@ -174,3 +176,16 @@ def test_the_presenter_locks_the_class_and_removes_a_learner(app: Flask) -> None
     assert host.post(f"/class/{code}/host/remove", data={"learner": "x"}).status_code == 400
     assert host.post(f"/class/{code}/host/lock", data={"locked": "0"}).status_code == 303
     assert join(client_at(app, "203.0.113.33"), code, "Late") == 303
+
+
+def test_live_views_per_class_and_per_visitor_are_capped_and_cost_little_past_the_cap(app: Flask) -> None:
+    """A presenter who opens view after view of a class: past the cap each is a few bytes telling the browser to
+    come back later, nothing rendered; another class and another visitor are not held back."""
+    host = client_at(app, "198.51.100.50")
+    code = start(host)
+    views = [host.get(f"/class/{code}/host/events").get_data(as_text=True) for _ in range(STREAM_CLASS_LIMIT + 1)]
+    assert all("event: tally" in v for v in views[:STREAM_CLASS_LIMIT])
+    assert views[-1].startswith(f"retry: {STREAM_BACKOFF * 1000}") and "event:" not in views[-1]
+    other = client_at(app, "198.51.100.51")
+    other_code = start(other)
+    assert "event: tally" in other.get(f"/class/{other_code}/host/events").get_data(as_text=True)
