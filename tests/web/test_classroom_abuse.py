@@ -86,7 +86,8 @@ def _without_codes(response: Any, *codes: str) -> tuple[int, str, str]:
 
 CLASS_ROUTES = [("GET", "/class/{}/host"), ("GET", "/class/{}/host/events"), ("GET", "/class/{}/host/results.csv"),
                 ("POST", "/class/{}/host/question"), ("POST", "/class/{}/host/reveal"),
-                ("POST", "/class/{}/host/round"), ("POST", "/class/{}/host/single-use"), ("POST", "/class/{}/host/lock"),
+                ("POST", "/class/{}/host/round"), ("POST", "/class/{}/host/single-use"),
+                ("POST", "/class/{}/host/lock"),
                 ("POST", "/class/{}/host/remove"), ("POST", "/class/{}/host/end"), ("GET", "/class/{}/control/x"),
                 ("GET", "/class/{}/me"), ("GET", "/class/{}/me/live"), ("POST", "/class/{}/answer"),
                 ("POST", "/class/{}/play")]
