@@ -89,6 +89,7 @@ CLASS_ROUTES = [("GET", "/class/{}/host"), ("GET", "/class/{}/host/events"), ("G
                 ("POST", "/class/{}/host/round"), ("POST", "/class/{}/host/single-use"),
                 ("POST", "/class/{}/host/lock"),
                 ("POST", "/class/{}/host/remove"), ("POST", "/class/{}/host/end"), ("GET", "/class/{}/control/x"),
+                ("GET", "/class/{}/presenter"),
                 ("GET", "/class/{}/me"), ("GET", "/class/{}/me/live"), ("POST", "/class/{}/answer"),
                 ("POST", "/class/{}/play")]
 
