@@ -104,7 +104,9 @@ http {{
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
     tmp = tmp_path_factory.mktemp("tls-chain")
-    with running_cluster(tmp, {"MRTR_TRUSTED_PROXIES": "127.0.0.1", "MRTR_MAX_BODY": str(MAX_BODY)}) as cluster:
+    # Live views end after 2 s (not 30): a flood of them must not keep the test waiting.
+    with running_cluster(tmp, {"MRTR_TRUSTED_PROXIES": "127.0.0.1", "MRTR_MAX_BODY": str(MAX_BODY),
+                               "MRTR_CLASS_STREAM_SECONDS": "2"}) as cluster:
         prefix = tmp / "terminator"
         prefix.mkdir()
         prefix.chmod(0o711)  # started as root, nginx's workers must reach the temp folders it makes here
@@ -257,4 +259,5 @@ def test_one_byte_over_the_limit_gets_a_clean_413_from_nginx(chain: Chain) -> No
     at_limit = https(chain, "POST", "/mcp", source="127.0.0.29", body=b"{" + b" " * (MAX_BODY - 1),
                      headers=flow_headers(BOB))
     assert at_limit.status != 413 and at_limit.headers.get(REPLICA_HEADER)
+
 
