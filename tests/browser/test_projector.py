@@ -5,6 +5,7 @@ own page, which a reload brings back)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,34 @@ def test_the_join_screen_reads_from_the_back_and_hides_the_control_link(
     assert_text_at_least(page, 16, "main")
     page.screenshot(path=tmp_path / f"class-question-{size[0]}x{size[1]}-{scheme}.png")
     assert_no_axe_violations(page, axe)
+
+
+@pytest.mark.parametrize("size", PROJECTORS.values(), ids=PROJECTORS.keys())
+def test_every_deck_slide_reads_at_16px_and_move_slides_use_the_width(
+        page: Page, axe: Axe, size: tuple[int, int], tmp_path: Path) -> None:
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    page.goto("/demo")
+    deck = page.locator("[data-deck]")
+    count = int(deck.get_attribute("data-count") or 0)
+    for n in range(count):
+        slide = page.locator(f'[data-slide="{n}"]')
+        expect(slide).to_be_visible()
+        expect(deck).to_have_attribute("data-fit", re.compile(r"\d"))
+        assert_text_at_least(page, 16, "main")
+        kind = slide.get_attribute("data-kind")
+        if kind in ("move", "switch"):
+            checks = slide.locator(".big-checks").bounding_box()
+            assert checks and checks["x"] + checks["width"] > 0.85 * size[0], (n, checks)  # not the left 60% only
+        page.keyboard.press("j")  # the raw JSON, read at the same size
+        expect(slide.locator("details[data-raw]")).to_have_attribute("open", "")
+        assert_text_at_least(page, 16, "main")
+        if n == 8:
+            page.screenshot(path=tmp_path / f"deck-raw-{size[0]}x{size[1]}.png")
+        page.keyboard.press("j")
+        expect(slide.locator("details[data-raw]")).not_to_have_attribute("open", "")
+        if n in (0, 8):
+            page.screenshot(path=tmp_path / f"deck-{n}-{size[0]}x{size[1]}.png")
+            for scheme in ("light", "dark"):
+                page.emulate_media(color_scheme=scheme)
+                assert_no_axe_violations(page, axe)
+        page.keyboard.press("ArrowRight")
