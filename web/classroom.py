@@ -72,6 +72,7 @@ from web import class_presenter, error_pages, htmx
 from web.admission import held_slots
 from web.classroom_round import THROUGH, Attempt, ClassLab, check_order, class_ring, is_replay
 from web.content import Lesson, Question, get_content
+from web.deployment import visitor_key
 from web.moveviews import grouped
 from web.services import get_services, get_settings
 
@@ -430,8 +431,9 @@ def host_events(code: str) -> Response:
 
 
 def _client() -> str:
-    """Whom per-client limits count: the visitor's address (behind MRTR_TRUSTED_PROXIES, the real one)."""
-    return request.remote_addr or "unknown"
+    """Whom per-client limits count: the visitor's address (behind MRTR_TRUSTED_PROXIES, the real one), an IPv6
+    visitor's /64."""
+    return visitor_key(request.remote_addr)
 
 
 def _slow_down(message: str, retry_after: int) -> Response:
