@@ -75,7 +75,7 @@ def test_answer_with_the_keyboard_only(page: Page) -> None:
 def test_quiz_embedded_in_the_lesson_works_and_passes_axe(page: Page, axe: Axe) -> None:
     page.emulate_media(reduced_motion="reduce")
     page.goto(f"/lessons/{SLUG}#quick-check")
-    q = [q for q in QUESTIONS if not q.free][-1]
+    q = [q for q in QUESTIONS if q.choices and not q.free][-1]  # the last one answered by picking an option
     item = page.locator(f"#q-{q.id}")
     item.get_by_label(choice_text(q, q.answer)).check()
     item.get_by_role("button", name=re.compile("Check answer")).click()
@@ -173,47 +173,3 @@ def test_a_predict_question_links_to_the_playground_after_answering(page: Page) 
     check(page, q, q.answer)
     link = page.locator(f"#feedback-{q.id}").get_by_role("link", name="Run it in the playground")
     expect(link).to_have_attribute("href", q.try_it)
-
-
-def _task(kind: str):  # noqa: ANN202
-    return next(q for q in QUESTIONS if q.task is not None and q.task.kind == kind)
-
-
-def test_the_doing_items_work_by_keyboard_at_390_px_in_both_themes(page: Page, axe: Axe) -> None:
-    """Order the checks with the keyboard alone, then fix the raw retry; the lab's server grades both."""
-    from mrtr import CHECK_TITLES, CHECKS
-
-    page.set_viewport_size({"width": 390, "height": 844})
-    page.emulate_media(reduced_motion="reduce")
-    page.goto(QUIZ)
-    order = _task("order")
-    for n, check_name in enumerate(CHECKS):
-        select = page.locator(f"#q-{order.id}-order-{n}")
-        select.focus()
-        select.select_option(label=CHECK_TITLES[check_name])
-    page.keyboard.press("Tab")
-    expect(page.locator(f"#q-{order.id} button[type=submit]")).to_be_focused()
-    page.keyboard.press("Enter")
-    feedback = page.locator(f"#feedback-{order.id}")
-    expect(feedback).to_contain_text("Correct.")
-    expect(feedback).to_contain_text("Played on the lab server")
-    retry = _task("raw-retry")
-    box = page.locator(f"#q-{retry.id}-retry")
-    text = box.input_value().replace('"prod"', '"staging"').replace('"yes"', "true")
-    box.fill(text)
-    page.locator(f"#q-{retry.id}").get_by_role("button", name=re.compile("Send it to the server")).click()
-    expect(page.locator(f"#feedback-{retry.id}")).to_contain_text("deployed to staging")
-    assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing forces a side scroll
-    for scheme in ("light", "dark"):
-        page.emulate_media(color_scheme=scheme)
-        assert_no_axe_violations(page, axe)
-
-
-def test_without_javascript_the_raw_retry_posts_and_the_server_grades_it(no_js_page: Page) -> None:
-    page = no_js_page
-    page.set_viewport_size({"width": 1280, "height": 720})
-    page.goto(QUIZ)
-    retry = _task("raw-retry")
-    page.locator(f"#q-{retry.id}").get_by_role("button", name=re.compile("Send it to the server")).click()
-    expect(page.locator(f"#feedback-{retry.id}")).to_contain_text("Not quite.")
-    expect(page.locator(f"#feedback-{retry.id}")).to_contain_text("error -32602")
