@@ -51,6 +51,11 @@ EXPECTS: tuple[Outcome, ...] = (Outcome.COMPLETED, Outcome.REFUSED, Outcome.ASKE
 REQUIRES: tuple[str, ...] = ("single-use",)
 #: The last round a move may be played on (the engine follows a flow for at most this many round trips).
 MAX_ROUND = 8
+#: How the copies of a burst (`copies` > 1: the same retry sent several times at once) are numbered: all under the
+#: move's one request id, or each under an id of its own.
+COPY_IDS: tuple[str, ...] = ("same", "distinct")
+#: The most copies a burst may send at once.
+MAX_COPIES = 32
 NOTE_TICKETS: tuple[str, ...] = ("signed", "sealed")
 
 #: The shapes a junk ticket takes, in the order they are sent. `{prefix}` is the minted ticket's text up to
@@ -139,6 +144,10 @@ class Move:
     shows: str = ""
     #: The round of the flow the move is played on: the rounds before it are answered honestly first.
     round: int = 1
+    #: How many identical copies of the retry are sent at once (1: one retry). With more, exactly one copy may do
+    #: the work and every other must get `expect` (moves.engine `play`).
+    copies: int = 1
+    copy_ids: Literal["same", "distinct"] = "same"
     notes: tuple[MoveNote, ...] = field(default=(), compare=False)
 
     def note_for(self, outcome: Outcome | str, stopped_at: str | None = None, *,
@@ -153,7 +162,7 @@ class Move:
     @property
     def group(self) -> str:
         """What the move varies, one of GROUPS: a retry sent before it, the answer, or else the ticket."""
-        if self.before is not None:
+        if self.before is not None or self.copies > 1:
             return "sequence"
         if self.answer != "accept":
             return "answer"
@@ -174,6 +183,7 @@ class Move:
         refused |= {"principal"} if self.sender == "other" else set()
         refused |= {"expiry"} if self.timing == "past-expiry" else set()
         refused |= {"request"} if self.request == "other" else set()
+        refused |= {"single-use"} if self.copies > 1 else set()  # every copy but the one that does the work
         # A retry on a ticket its `before` move already spent (a completed retry on the same ticket).
         spent = self.before is not None and self.before_ticket == "same" and self.before.expect == Outcome.COMPLETED
         return frozenset(refused | ({"single-use"} if spent else set()))
@@ -205,6 +215,8 @@ _FIELDS: dict[str, tuple[type | tuple[type, ...], tuple[Any, ...] | None, bool]]
     "before_ticket": (str, BEFORE_TICKETS, False),
     "shows": (str, None, False),
     "round": (int, None, False),
+    "copies": (int, None, False),
+    "copy_ids": (str, COPY_IDS, False),
     "notes": (list, None, False),
 }
 
@@ -251,6 +263,14 @@ def _move(raw: dict[str, Any], where: str, general: tuple[MoveNote, ...]) -> dic
         raise ValueError(f"{where}: field 'at' must be between 0 and 86400 seconds")
     if not 1 <= raw.get("round", 1) <= MAX_ROUND:
         raise ValueError(f"{where}: field 'round' must be between 1 and {MAX_ROUND}")
+    if not 1 <= raw.get("copies", 1) <= MAX_COPIES:
+        raise ValueError(f"{where}: field 'copies' must be between 1 and {MAX_COPIES}")
+    if raw.get("copies", 1) > 1 and (raw["ticket"] != "as-issued" or raw["answer"] != "accept"
+                                     or raw["request"] != "same" or raw["expect"] != "refused" or "before" in raw):
+        raise ValueError(f"{where}: copies sent at once are honest retries (ticket as-issued, answer accept, the same "
+                         "request, no 'before') of which one does the work: expect 'refused' for the others")
+    if "copy_ids" in raw and raw.get("copies", 1) == 1:
+        raise ValueError(f"{where}: field 'copy_ids' needs 'copies' above 1")
     if raw["ticket"] == "junk" and raw["answer"] not in ("accept", "none"):
         raise ValueError(f"{where}: a junk ticket goes with answer 'accept' or 'none'")
     if raw["ticket"] == "absent" and raw["answer"] == "none":
@@ -327,14 +347,15 @@ def find(moves: tuple[Move, ...], slug: str) -> Move | None:
 def stopped_by(moves: tuple[Move, ...], check: str) -> Move | None:
     """The first move a sound server stops at `check` alone (what a page shows when that check is switched
     off), or None."""
-    return next((m for m in moves if m.stops_at == check and m.before is None
+    return next((m for m in moves if m.stops_at == check and m.before is None and m.copies == 1
                  and m.ticket in ("as-issued", "edit-work")), None)
 
 
 def first_stopped_by(moves: tuple[Move, ...], check: str) -> Move | None:
     """`stopped_by`'s plain move, else the first one sent after another (a replay is sent after the retry it
-    repeats); never a junk one."""
-    return stopped_by(moves, check) or next((m for m in moves if m.stops_at == check and m.ticket != "junk"), None)
+    repeats); never a junk one, nor copies sent at once."""
+    return stopped_by(moves, check) or next((m for m in moves if m.stops_at == check and m.ticket != "junk"
+                                             and m.copies == 1), None)
 
 
 #: The groups moves are listed in, by what they vary (`Move.group`), in this order.
@@ -356,6 +377,9 @@ def facts(move: Move, *, caller: str, arguments: dict[str, Any], other_arguments
     sent = other_arguments if move.request == "other" and other_arguments is not None else arguments
     rows = [("Caller", caller), ("Sent at", f"t = {move.at:g} s (expires at {ttl} s)"), ("Ticket", ticket),
             ("Answer", ANSWER_WORDS[move.answer]), ("Arguments", ", ".join(f"{k}: {v}" for k, v in sent.items()))]
+    if move.copies > 1:
+        ids = "the same id" if move.copy_ids == "same" else "an id of its own each"
+        rows.append(("Copies", f"{move.copies} identical retries sent at once, under {ids}; one may do the work"))
     if move.before is not None:
         where = "on a ticket of its own" if move.before_ticket == "new" else "on the same ticket"
         who = owner if move.before.sender == "owner" else "the other user"

@@ -597,14 +597,8 @@ def _retries(move: Move, target: Target, call: Call, ticket: str, requests: dict
     answers = answers_of(move.answer, requests, supplied_answers(call, round_n))
     request_id = move.request_id if move.request_id is not None else RETRY_ID
     sent = Sent([], [])
-    for label, sent_ticket in _tickets_of(move, ticket):
-        params: dict[str, Any] = {"name": call.tool, "arguments": arguments}
-        if sent_ticket is not None:
-            params["requestState"] = sent_ticket
-        if answers is not None:
-            params["inputResponses"] = copy.deepcopy(answers)
-        message = modern_request(request_id, "tools/call", params, call)
-        step = Step(move.sender, move.at, message, target.send(move.sender, message), label)
+    for label, message, reply in _send(move, target, call, arguments, answers, ticket, request_id):
+        step = Step(move.sender, move.at, message, reply, label)
         sent.steps.append(step)
         if move.answer != "accept":
             sent.finals.append(step)
@@ -618,6 +612,51 @@ def _retries(move: Move, target: Target, call: Call, ticket: str, requests: dict
         if walk.stuck and not sent.stuck:
             sent.stuck = walk.stuck
     return sent
+
+
+def _send(move: Move, target: Target, call: Call, arguments: dict[str, Any], answers: dict[str, Any] | None,
+          ticket: str, request_id: int) -> list[tuple[str, dict[str, Any], Reply]]:
+    """Build and send the move's retries: one per ticket shape, or `copies` identical ones at once (a target's
+    `send_burst`: separate connections, or lines written before any answer is read; one after another on a target
+    that has none). Returns (label, message, reply) for each."""
+    messages: list[tuple[str, dict[str, Any]]] = []
+    for label, sent_ticket in _tickets_of(move, ticket):
+        params: dict[str, Any] = {"name": call.tool, "arguments": arguments}
+        if sent_ticket is not None:
+            params["requestState"] = sent_ticket
+        if answers is not None:
+            params["inputResponses"] = copy.deepcopy(answers)
+        messages.append((label, modern_request(request_id, "tools/call", params, call)))
+    if move.copies == 1:
+        return [(label, message, target.send(move.sender, message)) for label, message in messages]
+    label, message = messages[0]
+    copies = [(f"copy {n} of {move.copies}", {**copy.deepcopy(message), "id": request_id if move.copy_ids == "same"
+                                               else request_id * 100 + n}) for n in range(1, move.copies + 1)]
+    burst = getattr(target, "send_burst", None)
+    sent = [m for _, m in copies]
+    replies = burst(move.sender, sent) if burst is not None else [target.send(move.sender, m) for m in sent]
+    return [(label, m, reply) for (label, m), reply in zip(copies, replies, strict=True)]
+
+
+def _burst_judged(move: Move, finals: list[Step]) -> tuple[Outcome, Step, bool, str]:
+    """Copies sent at once: exactly one may do the work, and every other must get what the move expects."""
+    done = [s for s in finals if outcome_of(s.reply) == Outcome.COMPLETED]
+    ids = "the same id" if move.copy_ids == "same" else "ids of their own"
+    if len(done) > 1:
+        return Outcome.COMPLETED, done[1], False, f"{len(done)} of the {len(finals)} identical retries sent at once " \
+            f"under {ids} did the work: {_describe(done[-1].reply, Outcome.COMPLETED)}"
+    if not done:
+        return outcome_of(finals[0].reply), finals[0], False, (
+            f"none of the {len(finals)} identical honest retries sent at once under {ids} did the work (one should): "
+            f"{_describe(finals[0].reply, outcome_of(finals[0].reply))}")
+    others = [s for s in finals if s is not done[0]]
+    outcome, step, ok, note = _judged(move, others)
+    if not ok:
+        return outcome, step, False, f"one of the {len(finals)} copies did the work, and another got " \
+            f"{_describe(step.reply, outcome)}"
+    detail = (f"one of the {len(finals)} identical retries sent at once under {ids} did the work; the other "
+              f"{len(others)} got {_describe(step.reply, outcome)}")
+    return outcome, step, True, detail + (f"; {note}" if note else "")
 
 
 def _judged(move: Move, steps: list[Step]) -> tuple[Outcome, Step, bool, str]:
@@ -659,9 +698,9 @@ def _not_run(move: Move, detail: str, minted: Step | None, steps: list[Step], ti
 
 
 def needs_completed_flow(move: Move) -> bool:
-    """Whether the move can only show its check on a flow the checker can finish: it expects the work, or a retry
-    that does the work goes first."""
-    return move.expect == Outcome.COMPLETED or (move.before is not None and (
+    """Whether the move can only show its check on a flow the checker can finish: it expects the work, one of its
+    copies must do it, or a retry that does the work goes first."""
+    return move.expect == Outcome.COMPLETED or move.copies > 1 or (move.before is not None and (
         move.before.expect == Outcome.COMPLETED or move.before_ticket == "new"))
 
 
@@ -733,6 +772,9 @@ def play(move: Move, target: Target, call: Call | None = None, *, on_progress: P
         result = _not_run(move, f"not shown: {mine.stuck}", minted, steps, ticket)
         result.stuck, result.rounds = mine.stuck, rounds
         return result
+    if move.copies > 1:
+        outcome, step, ok, detail = _burst_judged(move, mine.finals)
+        return MoveResult(move, outcome, ok, detail, minted, steps, ticket, rounds=rounds)
     outcome, step, ok, note = _judged(move, mine.finals)
     detail = _describe(step.reply, outcome)
     if len(mine.finals) > 1:

@@ -23,7 +23,7 @@ MOVES = load_moves()
 
 def messages_sent(move: Move) -> int:
     """The retries (and second round ones) a move sends, from its catalogue entry alone."""
-    own = len(JUNK_SHAPES) if move.ticket == "junk" else 1
+    own = len(JUNK_SHAPES) if move.ticket == "junk" else move.copies
     if move.before is None:
         return own
     return own + messages_sent(move.before) + (1 if move.before_ticket == "new" else 0)

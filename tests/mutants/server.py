@@ -471,6 +471,25 @@ class SpendsFirst(Sound):
         pass  # done in open()
 
 
+#: How long the check-then-act mutant's work takes (a real deploy takes a while): copies arriving within it race.
+RACE_WINDOW = 0.25
+
+
+class CheckThenAct(Sound):
+    """Single use checked, then the work, then the record: each of several identical retries arriving together
+    passes the check before any of them has written the ticket down, so all of them deploy."""
+
+    def spend(self, *args: Any) -> None:
+        pass  # recorded after the work instead
+
+    def work(self, claims: dict[str, Any]) -> dict[str, Any]:
+        time.sleep(RACE_WINDOW)
+        result = super().work(claims)
+        with self.lock:
+            self.redeemed.add(claims.get("jti"))
+        return result
+
+
 class KeyedOnRequestId(Sound):
     """Remembers which (ticket, JSON-RPC id) pairs were served, like a retransmission filter: the very same retry
     is refused, the same retry under a new id deploys again."""
@@ -622,6 +641,7 @@ MUTANTS: dict[str, type[Sound]] = {
     "missing-confirm-is-yes": MissingConfirmIsYes,
     "spends-first": SpendsFirst,
     "keyed-on-request-id": KeyedOnRequestId,
+    "check-then-act": CheckThenAct,
     "keyed-on-request": KeyedOnRequest,
     "junk-leaks": JunkLeaks,
     "no-signature": NoSignature,
@@ -769,18 +789,31 @@ def serve_http(server: Sound, port: int = 0) -> ThreadingHTTPServer:
             self.end_headers()
             self.wfile.write(data)
 
+    # A backlog for the checker's copies sent at once (the default 5 would make the rest wait for a SYN retry).
+    ThreadingHTTPServer.request_queue_size = 64
     httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     httpd.daemon_threads = True
     return httpd
 
 
 def serve_stdio(server: Sound, principal: str) -> None:
-    for line in sys.stdin:
-        if not line.strip():
-            continue
+    """One line, one request, each handled in a thread of its own as it arrives (as an async server would), so
+    lines written together are served together; replies go out whole, in the order they are ready."""
+    out = threading.Lock()
+
+    def serve(line: str) -> None:
         _, reply = server.handle(_message(line), principal)
-        sys.stdout.write(json.dumps(reply) + "\n")
-        sys.stdout.flush()
+        with out:
+            sys.stdout.write(json.dumps(reply) + "\n")
+            sys.stdout.flush()
+
+    workers = []
+    for line in sys.stdin:
+        if line.strip():
+            workers.append(threading.Thread(target=serve, args=(line,), daemon=True))
+            workers[-1].start()
+    for worker in workers:
+        worker.join(timeout=30)
 
 
 def main(argv: list[str]) -> int:

@@ -199,7 +199,8 @@ def _keys(minted: dict[str, Any]) -> list[str]:
 
 
 def _retries(move: Move, ticket: str, keys: list[str]) -> list[dict[str, Any]]:
-    """The move's retries as plain JSON-RPC: one, or one per junk shape."""
+    """The move's retries as plain JSON-RPC: one, one per junk shape, or the move's copies (sent here one after
+    another: the by-hand truth is about what a peer does with each, not about a race)."""
     arguments = OTHER_ARGS if move.request == "other" else ARGS
     rid = move.request_id if move.request_id is not None else 3
     tickets: list[str | None]
@@ -209,6 +210,9 @@ def _retries(move: Move, ticket: str, keys: list[str]) -> list[dict[str, Any]]:
         tickets = [None]  # answers, and no requestState at all
     else:
         tickets = [edited(ticket) if move.ticket == "edit-work" else ticket]
+    if move.copies > 1:
+        ids = [rid if move.copy_ids == "same" else rid * 100 + n for n in range(1, move.copies + 1)]
+        return [call(i, arguments, state=tickets[0], answers=answers(move.answer, keys)) for i in ids]
     return [call(rid, arguments, state=sent, answers=answers(move.answer, keys)) for sent in tickets]
 
 
@@ -218,6 +222,11 @@ def _send(hand: Hand, peer: HttpPeer | StdioPeer, move: Move, ticket: str, keys:
     sender = peer.owner if move.sender == "owner" else peer.other
     replies = [hand.send(sender, message) for message in _retries(move, ticket, keys)]
     seen = [read(reply, move.answer) for reply in replies]
+    if move.copies > 1:  # exactly one copy may do the work; the outcome is then the others'
+        done = seen.count("completed")
+        if done != 1:
+            return ("completed" if done else seen[0]), replies
+        seen.remove("completed")
     return next((o for o in seen if not holds(move.expect, Outcome(o))[0]), seen[-1]), replies
 
 
