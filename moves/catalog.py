@@ -34,7 +34,10 @@ TIMINGS: tuple[str, ...] = ("in-time", "past-expiry")
 #: junk: not a ticket at all, sent in every shape of `JUNK_SHAPES` in turn; absent: no requestState at all, the
 #: answers attached anyway (a handler that reads inputResponses before it asks for the ticket can be
 #: "pre-answered" on round one).
-TICKETS: tuple[str, ...] = ("as-issued", "edit-work", "junk", "absent")
+#: edit-each: each field of a readable payload edited in turn, one retry per field, the old signature kept (an
+#: unreadable ticket gets one flipped character instead); unsigned: the ticket with its signature part emptied, then
+#: removed (and a JWT header's alg set to "none").
+TICKETS: tuple[str, ...] = ("as-issued", "edit-work", "junk", "absent", "edit-each", "unsigned")
 #: accept: every question answered from its schema; none: no inputResponses; decline / cancel: the user
 #: said no / dismissed the question; wrong-type: accepted, each field of the wrong JSON type;
 #: missing-key: accepted with the required fields left out.
@@ -128,7 +131,7 @@ class Move:
     sender: Role
     at: float
     timing: Literal["in-time", "past-expiry"]
-    ticket: Literal["as-issued", "edit-work", "junk", "absent"]
+    ticket: Literal["as-issued", "edit-work", "junk", "absent", "edit-each", "unsigned"]
     answer: str
     request: Literal["same", "other"]
     expect: Outcome
@@ -178,7 +181,7 @@ class Move:
         """Every check a sound server's ticket checks fail for this move's own retry, not only the first
         (`stops_at`): with one check removed, the move is still refused while another remains. "unreadable" is
         the failure before any check can read a junk ticket."""
-        refused = {"signature"} if self.ticket in ("edit-work", "junk") else set()
+        refused = {"signature"} if self.ticket in ("edit-work", "junk", "edit-each", "unsigned") else set()
         refused |= {"unreadable"} if self.ticket == "junk" else set()
         refused |= {"principal"} if self.sender == "other" else set()
         refused |= {"expiry"} if self.timing == "past-expiry" else set()
@@ -271,8 +274,8 @@ def _move(raw: dict[str, Any], where: str, general: tuple[MoveNote, ...]) -> dic
                          "request, no 'before') of which one does the work: expect 'refused' for the others")
     if "copy_ids" in raw and raw.get("copies", 1) == 1:
         raise ValueError(f"{where}: field 'copy_ids' needs 'copies' above 1")
-    if raw["ticket"] == "junk" and raw["answer"] not in ("accept", "none"):
-        raise ValueError(f"{where}: a junk ticket goes with answer 'accept' or 'none'")
+    if raw["ticket"] in ("junk", "edit-each", "unsigned") and raw["answer"] not in ("accept", "none"):
+        raise ValueError(f"{where}: a {raw['ticket']} ticket goes with answer 'accept' or 'none'")
     if raw["ticket"] == "absent" and raw["answer"] == "none":
         raise ValueError(f"{where}: an absent ticket goes with an answer (without one the retry is round one again)")
     own = tuple(_note(n, raw["slug"], f"{where}: note {i}") for i, n in enumerate(raw.get("notes", []), 1))
@@ -291,7 +294,8 @@ def _resolve(values: dict[str, dict[str, Any]], slug: str, where: str, seen: tup
             loop = " -> ".join((*seen, slug, before))
             raise ValueError(f"{where}: move {slug!r}: field 'before' makes a loop ({loop})")
         resolved = _resolve(values, before, where, (*seen, slug))
-        if resolved.before is not None or resolved.ticket in ("junk", "absent") or resolved.answer in NOT_A_YES:
+        if resolved.before is not None or resolved.ticket in ("junk", "absent", "edit-each", "unsigned") \
+                or resolved.answer in NOT_A_YES:
             raise ValueError(f"{where}: move {slug!r}: field 'before' must name a move of one plain retry "
                              f"({before!r} has its own 'before', a junk or absent ticket or an answer that is "
                              "not a yes)")
@@ -364,7 +368,9 @@ GROUPS: tuple[str, ...] = ("ticket", "answer", "sequence")
 
 #: How each part of a move reads on a page ("Ticket: payload edited (work.env = prod)").
 TICKET_WORDS = {"as-issued": "as issued", "edit-work": "payload edited ({path} = {value})",
-                "junk": "not a ticket: junk in several shapes", "absent": "none at all (no requestState)"}
+                "junk": "not a ticket: junk in several shapes", "absent": "none at all (no requestState)",
+                "edit-each": "each payload field edited in turn, old signature kept",
+                "unsigned": "signature part emptied, then removed"}
 ANSWER_WORDS = {"accept": "yes (accepted)", "none": "none", "decline": "no (declined)",
                 "cancel": "dismissed (cancelled)", "wrong-type": "accepted, confirm as the text \"yes\"",
                 "missing-key": "accepted, with the required field left out"}

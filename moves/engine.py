@@ -562,8 +562,72 @@ def mint_round(target: Target, call: Call, at: float = 0.0, label: str = "round 
     return Minted(step, walk.ticket, walk.requests, "", walk.steps, False, walk.seen, walk.rounds)
 
 
-def _tickets_of(move: Move, ticket: str) -> list[tuple[str, str | None]]:
-    """(label, ticket) for each retry the move sends; None: no requestState at all."""
+def _changed(value: Any, owner: str, other: str) -> tuple[Any, bool] | None:
+    """An attacker's edit of one payload value, and whether the other principal sends it (the owner's name
+    rewritten to the other's); None when the value is nothing to edit (null, a list)."""
+    if isinstance(value, bool):
+        return not value, False
+    if isinstance(value, int | float):
+        return value + 3600, False  # a later expiry, a later issue time: what a thief would want
+    if isinstance(value, str):
+        if value == owner:
+            return other, True
+        last = value[-1:] if value else ""
+        return (value[:-1] + ("B" if last == "A" else "A")) if last.isalnum() else value + "A", False
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            changed = _changed(inner, owner, other) if isinstance(inner, str) else None
+            if changed is not None:
+                return {**value, key: changed[0]}, changed[1]
+    return None
+
+
+def edits_of(ticket: str, owner: str = "", other: str = "") -> list[tuple[str, str, Role]]:
+    """Each field of a readable payload edited in turn under the old signature: (label, ticket, sender). An
+    unreadable ticket gets one flipped character (one retry)."""
+    claims = readable_claims(ticket)
+    parts = _payload_part(ticket)
+    if claims is None or parts is None:
+        return [("one character flipped (the ticket is unreadable)", flip_one_character(ticket), "owner")]
+    head, payload, sig = parts
+    edits: list[tuple[str, str, Role]] = []
+    for name, value in list(claims.items())[:16]:
+        changed = _changed(value, owner, other)
+        if changed is None:
+            continue
+        body = _encode_claims(head, payload, {**claims, name: changed[0]})
+        edits.append((f"edited {str(name)[:30]}", f"{head}.{body}.{sig}", "other" if changed[1] else "owner"))
+    return edits or [("one character flipped (nothing to edit)", flip_one_character(ticket), "owner")]
+
+
+def unsigned_of(ticket: str) -> list[tuple[str, str]]:
+    """The ticket with its signature part emptied, then removed; a JWT whose header names its alg also comes with
+    alg "none" (the mistake of taking an unsigned ticket as valid)."""
+    head, dot, _sig = ticket.rpartition(".")
+    if not dot:
+        return [("signature appended empty", ticket + "."), ("signature part removed", ticket[: len(ticket) // 2])]
+    shapes = [("signature emptied", f"{head}."), ("signature part removed", head)]
+    first, _, rest = head.partition(".")
+    try:
+        header = json.loads(base64.urlsafe_b64decode(first + "=" * (-len(first) % 4)))
+    except (ValueError, RecursionError):
+        header = None
+    if isinstance(header, dict) and "alg" in header and rest:
+        none = b64encode(json.dumps({**header, "alg": "none"}, separators=(",", ":")).encode())
+        shapes.append(("alg none", f"{none}.{rest}."))
+    return shapes
+
+
+def _tickets_of(move: Move, ticket: str, owner: str = "", other: str = "") -> list[tuple[str, str | None, Role]]:
+    """(label, ticket, sender) for each retry the move sends; None: no requestState at all."""
+    if move.ticket == "edit-each":
+        return [(label, edited, role) for label, edited, role in edits_of(ticket, owner, other)]
+    if move.ticket == "unsigned":
+        return [(label, shape, move.sender) for label, shape in unsigned_of(ticket)]
+    return [(label, sent, move.sender) for label, sent in _plain_tickets_of(move, ticket)]
+
+
+def _plain_tickets_of(move: Move, ticket: str) -> list[tuple[str, str | None]]:
     if move.ticket == "absent":
         return [("retry without a ticket", None)]
     if move.ticket == "edit-work":
@@ -597,13 +661,13 @@ def _retries(move: Move, target: Target, call: Call, ticket: str, requests: dict
     answers = answers_of(move.answer, requests, supplied_answers(call, round_n))
     request_id = move.request_id if move.request_id is not None else RETRY_ID
     sent = Sent([], [])
-    for label, message, reply in _send(move, target, call, arguments, answers, ticket, request_id):
-        step = Step(move.sender, move.at, message, reply, label)
+    for label, message, role, reply in _send(move, target, call, arguments, answers, ticket, request_id):
+        step = Step(role, move.at, message, reply, label)
         sent.steps.append(step)
         if move.answer != "accept":
             sent.finals.append(step)
             continue
-        walk = _walk(target, call, move.sender, step, seen=seen or set(requests), round_n=round_n,
+        walk = _walk(target, call, role, step, seen=seen or set(requests), round_n=round_n,
                      arguments=arguments, label=f"{label}, then ")
         sent.steps += walk.steps
         sent.finals.append(walk.last)
@@ -615,27 +679,27 @@ def _retries(move: Move, target: Target, call: Call, ticket: str, requests: dict
 
 
 def _send(move: Move, target: Target, call: Call, arguments: dict[str, Any], answers: dict[str, Any] | None,
-          ticket: str, request_id: int) -> list[tuple[str, dict[str, Any], Reply]]:
+          ticket: str, request_id: int) -> list[tuple[str, dict[str, Any], Role, Reply]]:
     """Build and send the move's retries: one per ticket shape, or `copies` identical ones at once (a target's
     `send_burst`: separate connections, or lines written before any answer is read; one after another on a target
-    that has none). Returns (label, message, reply) for each."""
-    messages: list[tuple[str, dict[str, Any]]] = []
-    for label, sent_ticket in _tickets_of(move, ticket):
+    that has none). Returns (label, message, sender, reply) for each."""
+    messages: list[tuple[str, dict[str, Any], Role]] = []
+    for label, sent_ticket, role in _tickets_of(move, ticket, target.owner, target.other):
         params: dict[str, Any] = {"name": call.tool, "arguments": arguments}
         if sent_ticket is not None:
             params["requestState"] = sent_ticket
         if answers is not None:
             params["inputResponses"] = copy.deepcopy(answers)
-        messages.append((label, modern_request(request_id, "tools/call", params, call)))
+        messages.append((label, modern_request(request_id, "tools/call", params, call), role))
     if move.copies == 1:
-        return [(label, message, target.send(move.sender, message)) for label, message in messages]
-    label, message = messages[0]
+        return [(label, message, role, target.send(role, message)) for label, message, role in messages]
+    label, message, _role = messages[0]
     copies = [(f"copy {n} of {move.copies}", {**copy.deepcopy(message), "id": request_id if move.copy_ids == "same"
                                                else request_id * 100 + n}) for n in range(1, move.copies + 1)]
     burst = getattr(target, "send_burst", None)
     sent = [m for _, m in copies]
     replies = burst(move.sender, sent) if burst is not None else [target.send(move.sender, m) for m in sent]
-    return [(label, m, reply) for (label, m), reply in zip(copies, replies, strict=True)]
+    return [(label, m, move.sender, reply) for (label, m), reply in zip(copies, replies, strict=True)]
 
 
 def _burst_judged(move: Move, finals: list[Step]) -> tuple[Outcome, Step, bool, str]:

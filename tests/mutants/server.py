@@ -526,6 +526,28 @@ class NoSignature(Sound):
         pass
 
 
+class PartialSignature(Sound):
+    """Signs only the saved work: the principal, expiry, ticket id and request digest ride along unsigned, so any
+    holder can rewrite them (a longer life, a fresh id for a replay, another caller's name)."""
+
+    def sign(self, body: str) -> str:
+        try:
+            claims = json.loads(_unb64(body))
+        except ValueError:
+            claims = None
+        work = claims.get("work") if isinstance(claims, dict) else body
+        return super().sign(json.dumps(work, sort_keys=True))
+
+
+class UnsignedAccepted(Sound):
+    """Verifies a signature only when one is there: a ticket whose signature part is empty is taken as it is (the
+    JWT "alg: none" mistake)."""
+
+    def check_signature(self, body: str, mac: str) -> None:
+        if mac:
+            super().check_signature(body, mac)
+
+
 class NoPrincipal(Sound):
     """Never compares the ticket's sub with the caller: a stolen ticket works for anyone."""
 
@@ -645,6 +667,8 @@ MUTANTS: dict[str, type[Sound]] = {
     "keyed-on-request": KeyedOnRequest,
     "junk-leaks": JunkLeaks,
     "no-signature": NoSignature,
+    "partial-signature": PartialSignature,
+    "unsigned-accepted": UnsignedAccepted,
     "no-principal": NoPrincipal,
     "no-expiry": NoExpiry,
     "no-request-check": NoRequestCheck,

@@ -21,7 +21,7 @@ from typing import Any
 
 from moves.catalog import JUNK_SHAPES, Move, holds, load_moves
 from moves.target import Outcome
-from tests.peers.launch import HttpPeer, StdioPeer, stop
+from tests.peers.launch import OTHER, OWNER, HttpPeer, StdioPeer, stop
 
 VERSION = "2026-07-28"
 ARGS = {"env": "staging"}
@@ -198,6 +198,55 @@ def _keys(minted: dict[str, Any]) -> list[str]:
     return list(minted["result"].get("inputRequests") or {"confirm": None})
 
 
+def _edited_each(ticket: str) -> list[tuple[str, bool]]:
+    """Each top-level field of a readable payload changed in turn, old signature kept: (ticket, sent by the other
+    principal). Numbers an hour on, the owner's name turned into the other's, other text with its last character
+    changed, an object's first text field; an unreadable ticket gets one flipped character."""
+    parts = ticket.split(".")
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4))) if len(parts) == 3 \
+            else None
+    except ValueError:
+        claims = None
+    if not isinstance(claims, dict):
+        return [(edited(ticket), False)]
+
+    def changed(value: Any) -> tuple[Any, bool] | None:
+        if isinstance(value, bool):
+            return not value, False
+        if isinstance(value, int | float):
+            return value + 3600, False
+        if isinstance(value, str):
+            if value == OWNER:
+                return OTHER, True
+            return (value[:-1] + ("B" if value[-1:] == "A" else "A")) if value[-1:].isalnum() else value + "A", False
+        if isinstance(value, dict):
+            inner = next(((k, v) for k, v in value.items() if isinstance(v, str)), None)
+            return ({**value, inner[0]: changed(inner[1])[0]}, False) if inner else None  # type: ignore[index]
+        return None
+
+    out = []
+    for name, value in claims.items():
+        edit = changed(value)
+        if edit is not None:
+            body = base64.urlsafe_b64encode(json.dumps({**claims, name: edit[0]}).encode()).rstrip(b"=").decode()
+            out.append((f"{parts[0]}.{body}.{parts[2]}", edit[1]))
+    return out
+
+
+def _unsigned(ticket: str) -> list[str]:
+    head = ticket.rpartition(".")[0]
+    return [f"{head}.", head] if head else [ticket + ".", ticket[: len(ticket) // 2]]
+
+
+def _senders(move: Move, ticket: str) -> list[bool]:
+    """Whether the other principal sends each of the move's retries (an edit of the owner's name is sent by the
+    other), in the order of `_retries`."""
+    if move.ticket == "edit-each":
+        return [other for _, other in _edited_each(ticket)]
+    return [move.sender == "other"] * len(_retries(move, ticket, ["confirm"]))
+
+
 def _retries(move: Move, ticket: str, keys: list[str]) -> list[dict[str, Any]]:
     """The move's retries as plain JSON-RPC: one, one per junk shape, or the move's copies (sent here one after
     another: the by-hand truth is about what a peer does with each, not about a race)."""
@@ -208,6 +257,10 @@ def _retries(move: Move, ticket: str, keys: list[str]) -> list[dict[str, Any]]:
         tickets = [shape.replace("{prefix}", ticket.partition(".")[0][:16]) for _, shape in JUNK_SHAPES]
     elif move.ticket == "absent":
         tickets = [None]  # answers, and no requestState at all
+    elif move.ticket == "edit-each":
+        tickets = [edit for edit, _ in _edited_each(ticket)]
+    elif move.ticket == "unsigned":
+        tickets = list(_unsigned(ticket))
     else:
         tickets = [edited(ticket) if move.ticket == "edit-work" else ticket]
     if move.copies > 1:
@@ -219,8 +272,8 @@ def _retries(move: Move, ticket: str, keys: list[str]) -> list[dict[str, Any]]:
 def _send(hand: Hand, peer: HttpPeer | StdioPeer, move: Move, ticket: str, keys: list[str]
           ) -> tuple[str, list[dict[str, Any]]]:
     """Send the move's own retries; the outcome is the first that does not hold, else the last."""
-    sender = peer.owner if move.sender == "owner" else peer.other
-    replies = [hand.send(sender, message) for message in _retries(move, ticket, keys)]
+    replies = [hand.send(peer.other if other else peer.owner, message)
+               for message, other in zip(_retries(move, ticket, keys), _senders(move, ticket), strict=True)]
     seen = [read(reply, move.answer) for reply in replies]
     if move.copies > 1:  # exactly one copy may do the work; the outcome is then the others'
         done = seen.count("completed")
