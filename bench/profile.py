@@ -34,9 +34,14 @@ from web.deployment import without_lean_mcp
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
+#: The process environment, read once: granian copies it into every environ in Rust, so reading
+#: `os.environ` again per request here would count the harness's work as the app's.
+_PROCESS_ENV = dict(os.environ)
+
+
 def environ(body: bytes, headers: dict[str, str]) -> dict[str, Any]:
     """The environ granian would pass: its WSGI adapter starts every one from a copy of `os.environ`."""
-    env: dict[str, Any] = {**os.environ,
+    env: dict[str, Any] = {**_PROCESS_ENV,
         "REQUEST_METHOD": "POST", "SCRIPT_NAME": "", "PATH_INFO": "/mcp", "QUERY_STRING": "",
         "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "8000", "SERVER_PROTOCOL": "HTTP/1.1",
         "REMOTE_ADDR": "127.0.0.1", "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(body),
@@ -78,10 +83,14 @@ def flow(app: WSGIApp, request_id: int, headers: dict[str, str]) -> None:
         raise RuntimeError(f"flow {request_id} failed: {status} {data[:200]!r}")
 
 
-def build(kind: str, tmp: str) -> WSGIApp:
+def build(kind: str, tmp: str, *, store: str = "sqlite") -> WSGIApp:
+    if kind == "floor":
+        from bench import floor
+
+        return floor.app  # canned answers: what the harness itself costs per flow
     from app import create_app
 
-    config = {"MRTR_SECRET_KEYS": BENCH_KEY, "MRTR_STORE": "sqlite",
+    config = {"MRTR_SECRET_KEYS": BENCH_KEY, "MRTR_STORE": store,
               "MRTR_STORE_PATH": str(Path(tmp) / "redeemed.sqlite3")}
     app = create_app(config)
     if kind == "lean":
@@ -95,14 +104,16 @@ def build(kind: str, tmp: str) -> WSGIApp:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.profile", description=__doc__.splitlines()[0])
     p.add_argument("--flows", type=int, default=1000)
-    p.add_argument("--app", choices=["lean", "flask"], default="lean",
-                   help="lean: the app as served (/mcp beside Flask); flask: /mcp through the Flask view")
+    p.add_argument("--app", choices=["lean", "flask", "floor"], default="lean",
+                   help="lean: the app as served (/mcp beside Flask); flask: /mcp through the Flask view; "
+                   "floor: bench/floor.py's canned answers (the harness's own cost)")
+    p.add_argument("--store", choices=["sqlite", "memory"], default="sqlite", help="the redeemed store")
     p.add_argument("--no-profile", action="store_true", help="only the CPU time per flow")
     p.add_argument("--top", type=int, default=30)
     args = p.parse_args(argv)
     headers = flow_headers("bob-token")
     with tempfile.TemporaryDirectory(prefix="mrtr-profile-") as tmp:
-        app = build(args.app, tmp)
+        app = build(args.app, tmp, store=args.store)
         for i in range(50):  # warm-up
             flow(app, 2 * i + 2, headers)
         rid = 10**6
