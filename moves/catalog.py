@@ -29,7 +29,11 @@ DEFAULT_PATH: Traversable = files("moves") / "moves.toml"
 # -- the vocabulary ---------------------------------------------------------------------------------
 
 SENDERS: tuple[str, ...] = ("owner", "other")
-TIMINGS: tuple[str, ...] = ("in-time", "past-expiry")
+#: near-expiry: sent at about 80% of the ticket's life (`NEAR_EXPIRY`): remote targets really wait until then (of
+#: the readable exp, or of --late-after), or skip the move when the lifetime is unknown.
+TIMINGS: tuple[str, ...] = ("in-time", "past-expiry", "near-expiry")
+#: How far into a ticket's life a near-expiry move is sent.
+NEAR_EXPIRY = 0.8
 #: as-issued: the minted ticket untouched; edit-work: the readable payload edited, old signature kept;
 #: junk: not a ticket at all, sent in every shape of `JUNK_SHAPES` in turn; absent: no requestState at all, the
 #: answers attached anyway (a handler that reads inputResponses before it asks for the ticket can be
@@ -41,7 +45,12 @@ TICKETS: tuple[str, ...] = ("as-issued", "edit-work", "junk", "absent", "edit-ea
 #: accept: every question answered from its schema; none: no inputResponses; decline / cancel: the user
 #: said no / dismissed the question; wrong-type: accepted, each field of the wrong JSON type;
 #: missing-key: accepted with the required fields left out.
-ANSWERS: tuple[str, ...] = ("accept", "none", "decline", "cancel", "wrong-type", "missing-key")
+#: wrong-key: the accepted answers sent under keys the server never asked (the asked keys missing); extra-key: the
+#: accepted answers, with an unknown extra key placed first (the spec says a server ignores it).
+ANSWERS: tuple[str, ...] = ("accept", "none", "decline", "cancel", "wrong-type", "missing-key", "wrong-key",
+                            "extra-key")
+#: Answers that say yes to every question asked: a flow goes on to its next round after them.
+YES_ANSWERS: frozenset[str] = frozenset({"accept", "extra-key"})
 #: Answers whose result the engine compares with an accepted call's to tell "did the work" from "ended".
 NOT_A_YES: frozenset[str] = frozenset({"decline", "cancel", "wrong-type", "missing-key"})
 REQUESTS: tuple[str, ...] = ("same", "other")
@@ -130,7 +139,7 @@ class Move:
     summary: str
     sender: Role
     at: float
-    timing: Literal["in-time", "past-expiry"]
+    timing: Literal["in-time", "past-expiry", "near-expiry"]
     ticket: Literal["as-issued", "edit-work", "junk", "absent", "edit-each", "unsigned"]
     answer: str
     request: Literal["same", "other"]
@@ -299,8 +308,9 @@ def _resolve(values: dict[str, dict[str, Any]], slug: str, where: str, seen: tup
             raise ValueError(f"{where}: move {slug!r}: field 'before' must name a move of one plain retry "
                              f"({before!r} has its own 'before', a junk or absent ticket or an answer that is "
                              "not a yes)")
-        if resolved.timing == "past-expiry":
-            raise ValueError(f"{where}: move {slug!r}: field 'before' names a past-expiry move, which cannot go first")
+        if resolved.timing != "in-time":
+            raise ValueError(f"{where}: move {slug!r}: field 'before' names a {resolved.timing} move, which cannot "
+                             "go first")
         if resolved.at >= raw["at"]:
             raise ValueError(f"{where}: move {slug!r}: its 'before' move ({before}) must be sent earlier than 'at'")
     elif "before_ticket" in raw:
@@ -372,6 +382,8 @@ TICKET_WORDS = {"as-issued": "as issued", "edit-work": "payload edited ({path} =
                 "edit-each": "each payload field edited in turn, old signature kept",
                 "unsigned": "signature part emptied, then removed"}
 ANSWER_WORDS = {"accept": "yes (accepted)", "none": "none", "decline": "no (declined)",
+                "wrong-key": "yes, under a key the server never asked",
+                "extra-key": "yes, with an unknown extra key beside it",
                 "cancel": "dismissed (cancelled)", "wrong-type": "accepted, confirm as the text \"yes\"",
                 "missing-key": "accepted, with the required field left out"}
 

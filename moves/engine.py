@@ -32,8 +32,11 @@ from mrtr import (
     read_payload,
 )
 
-from .catalog import JUNK_SHAPES, NOT_A_YES, Move
+from .catalog import JUNK_SHAPES, NEAR_EXPIRY, NOT_A_YES, YES_ANSWERS, Move
 from .target import Outcome, Progress, Reply, Role, Target
+
+#: The key an answer goes under that no server asked for (wrong-key and extra-key answers).
+UNASKED = "mrtr-check-unasked"
 
 #: JSON-RPC ids: round one, and a retry whose move names none.
 MINT_ID = 2
@@ -373,6 +376,10 @@ def answers_of(kind: str, input_requests: dict[str, Any], supplied: dict[str, An
     accepted = answers_for(input_requests, supplied)
     if kind == "accept":
         return accepted
+    if kind == "wrong-key":
+        return {f"{key}-{UNASKED}": answer for key, answer in accepted.items()}
+    if kind == "extra-key":
+        return {UNASKED: {"action": "accept", "content": {}}, **accepted}
     if kind in ("decline", "cancel"):
         return {key: {"action": kind} for key in accepted}
     changed: dict[str, Any] = {}
@@ -664,7 +671,7 @@ def _retries(move: Move, target: Target, call: Call, ticket: str, requests: dict
     for label, message, role, reply in _send(move, target, call, arguments, answers, ticket, request_id):
         step = Step(role, move.at, message, reply, label)
         sent.steps.append(step)
-        if move.answer != "accept":
+        if move.answer not in YES_ANSWERS:
             sent.finals.append(step)
             continue
         walk = _walk(target, call, role, step, seen=seen or set(requests), round_n=round_n,
@@ -824,8 +831,13 @@ def play(move: Move, target: Target, call: Call | None = None, *, on_progress: P
                 return _not_run(move, f"not shown: this move needs the {first.slug} retry to go first and get "
                                       f"{first.expect}, but it got {_describe(step.reply, outcome)}; the "
                                       f"{first.slug} move itself shows why", minted, steps, ticket)
-        if not target.advance(move.at, past_expiry=move.timing == "past-expiry", expires_at=expires_at,
-                              on_progress=on_progress):
+        near = getattr(target, "near_expiry", None) if move.timing == "near-expiry" else None
+        if near is not None:
+            waited = near(move.at, NEAR_EXPIRY, expires_at=expires_at, on_progress=on_progress)
+        else:
+            waited = target.advance(move.at, past_expiry=move.timing == "past-expiry", expires_at=expires_at,
+                                    on_progress=on_progress)
+        if not waited:
             return _not_run(move, "skipped: the move waits past the ticket's expiry", minted, steps, ticket)
         mine = _retries(move, target, call, ticket, requests, round_n, start.seen)
     except ValueError as exc:

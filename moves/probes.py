@@ -112,6 +112,17 @@ class Recorder:
             expires_at = ticket_expiry(self.last_ticket)
         return self.target.advance(seconds, past_expiry=past_expiry, expires_at=expires_at, on_progress=on_progress)
 
+    def near_expiry(self, seconds: float, fraction: float, *, expires_at: float | None,
+                    on_progress: Any = None) -> bool:
+        """The target's real wait to `fraction` of the ticket's life when it has one, else its clock moved to
+        `seconds` (an in-process server's exact clock)."""
+        if expires_at is None and self.last_ticket:
+            expires_at = ticket_expiry(self.last_ticket)
+        near = getattr(self.target, "near_expiry", None)
+        if near is None:
+            return self.target.advance(seconds, past_expiry=False, expires_at=expires_at, on_progress=on_progress)
+        return bool(near(seconds, fraction, expires_at=expires_at, on_progress=on_progress))
+
     def close(self) -> None:
         self.target.close()
 

@@ -181,6 +181,11 @@ class StdioTarget:
                 on_progress: Progress | None = None) -> bool:
         return self.timing.advance(seconds, past_expiry=past_expiry, expires_at=expires_at, on_progress=on_progress)
 
+    def near_expiry(self, seconds: float, fraction: float, *, expires_at: float | None,
+                    on_progress: Progress | None = None) -> bool:
+        """A remote server's clock cannot be moved: wait, for real, until `fraction` of the ticket's life."""
+        return self.timing.near_expiry(fraction, expires_at=expires_at, on_progress=on_progress)
+
     def close(self) -> None:
         procs, self._procs = self._procs, {}
         for process in procs.values():

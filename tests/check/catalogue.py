@@ -26,7 +26,7 @@ def caught_by(feature: str) -> set[str]:
     themselves."""
     return {m.slug for m in MOVES if (m.before is None and m.expect == "refused" and m.refused_by == {feature})
             or (m.before is None and m.expect != "refused" and m.stops_at == feature
-                and m.answer in ("accept", "none") and m.ticket == "as-issued")
+                and m.answer in ("accept", "none", "wrong-key") and m.ticket == "as-issued")
             or m.requires == feature}
 
 

@@ -416,6 +416,15 @@ class AnyAnswerIsYes(Sound):
         return "no" if confirm is False else "yes"
 
 
+class FirstKeyWins(Sound):
+    """Reads the answer from whichever key comes first, not from the key it asked: a yes under any key deploys, and
+    an extra key placed first is read instead of the answer."""
+
+    @staticmethod
+    def answer_of(responses: Any) -> Any:
+        return next(iter(responses.values()), None) if isinstance(responses, dict) else None
+
+
 class MissingAnswerIsYes(Sound):
     """Takes a retry without the answer for a yes: the handler reads "no answer" as "nothing to object to", so a
     ticket alone, its question never answered, does the work."""
@@ -488,6 +497,31 @@ class CheckThenAct(Sound):
         with self.lock:
             self.redeemed.add(claims.get("jti"))
         return result
+
+
+class ForgetsEarly(Sound):
+    """Keeps each redemption for 10 s although tickets live 60 s (a cache with its own short expiry): a replay
+    late in the ticket's life goes through."""
+
+    KEEP = 10
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.spent_at: dict[Any, float] = {}
+
+    def check_unspent(self, claims: dict[str, Any], message: dict[str, Any], principal: str,
+                      arguments: dict[str, Any]) -> None:
+        with self.lock:
+            for key, at in list(self.spent_at.items()):
+                if self.clock.now() - at > self.KEEP:
+                    self.redeemed.discard(key)
+                    del self.spent_at[key]
+        super().check_unspent(claims, message, principal, arguments)
+
+    def spend(self, claims: dict[str, Any], message: dict[str, Any], principal: str,
+              arguments: dict[str, Any]) -> None:
+        super().spend(claims, message, principal, arguments)
+        self.spent_at[self.redeemed_key(claims, message, principal, arguments)] = self.clock.now()
 
 
 class KeyedOnRequestId(Sound):
@@ -664,6 +698,7 @@ MUTANTS: dict[str, type[Sound]] = {
     "spends-first": SpendsFirst,
     "keyed-on-request-id": KeyedOnRequestId,
     "check-then-act": CheckThenAct,
+    "forgets-early": ForgetsEarly,
     "keyed-on-request": KeyedOnRequest,
     "junk-leaks": JunkLeaks,
     "no-signature": NoSignature,
@@ -677,6 +712,7 @@ MUTANTS: dict[str, type[Sound]] = {
     "process-key": ProcessKey,
     "missing-answer-is-an-error": MissingAnswerIsAnError,
     "missing-answer-is-yes": MissingAnswerIsYes,
+    "first-key-wins": FirstKeyWins,
     "pre-answered": PreAnswered,
     "asks-without-capability": AsksWithoutCapability,
     "any-version": AnyVersion,

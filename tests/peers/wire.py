@@ -19,7 +19,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-from moves.catalog import JUNK_SHAPES, Move, holds, load_moves
+from moves.catalog import JUNK_SHAPES, NEAR_EXPIRY, Move, holds, load_moves
 from moves.target import Outcome
 from tests.peers.launch import OTHER, OWNER, HttpPeer, StdioPeer, stop
 
@@ -170,6 +170,10 @@ ANSWERS: dict[str, dict[str, Any] | None] = {
 
 
 def answers(kind: str, keys: list[str]) -> dict[str, Any] | None:
+    if kind == "wrong-key":  # the yes under keys never asked
+        return {f"{key}-never-asked": ANSWERS["accept"] for key in keys}
+    if kind == "extra-key":  # an unknown key first, then the yes
+        return {"never-asked": {"action": "accept", "content": {}}, **{key: ANSWERS["accept"] for key in keys}}
     answer = ANSWERS[kind]
     return None if answer is None else {key: answer for key in keys}
 NOT_A_YES = ("decline", "cancel", "wrong-type", "missing-key")
@@ -309,6 +313,8 @@ def play(peer: HttpPeer | StdioPeer, move: Move | str) -> Played:
                 return Played("not-run", minted, replies)
         if move.timing == "past-expiry":
             peer.clock.advance(peer.ttl + 5)
+        elif move.timing == "near-expiry":  # late in the ticket's life, still in time
+            peer.clock.advance(peer.ttl * NEAR_EXPIRY)
         seen, mine = _send(hand, peer, move, ticket, keys)
         replies += mine
         if move.sender == "other" and holds(move.expect, Outcome(seen))[0] and not _owner_again(peer):
