@@ -13,7 +13,6 @@ raise `TicketRejected`, whose message is frozen; the reason goes to the trace an
 
 from __future__ import annotations
 
-import base64
 import binascii
 import hashlib
 import hmac
@@ -59,6 +58,9 @@ _SALT = b"mrtr.requestState.v1"
 _SEAL_INFO = b"mrtr.requestState.seal.v1"
 
 
+_new_tuple = tuple.__new__
+
+
 class Check(NamedTuple):
     """One check's result. A tuple, because a verification builds several per request."""
 
@@ -79,7 +81,8 @@ class Trace:
     checks: list[Check] = field(default_factory=list)
 
     def record(self, name: str, outcome: Outcome, detail: str = "", why: SkipReason = "") -> None:
-        self.checks.append(Check(name, outcome, detail, why if outcome == "skipped" else ""))
+        # tuple.__new__ directly: a NamedTuple's own __new__ is Python code, run four times per verification.
+        self.checks.append(_new_tuple(Check, (name, outcome, detail, why if outcome == "skipped" else "")))
 
     def skip_rest(self, detail: str, why: SkipReason = "not-reached") -> None:
         done = {c.name for c in self.checks}
@@ -114,8 +117,12 @@ def read_payload(text: str) -> JSON:
     return value
 
 
+_TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
+
 def b64encode(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+    """Unpadded base64url (binascii directly: `base64.urlsafe_b64encode` is two more Python calls)."""
+    return binascii.b2a_base64(raw, newline=False).translate(_TO_URLSAFE).rstrip(b"=").decode("ascii")
 
 
 _ALPHABET = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")}

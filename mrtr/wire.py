@@ -244,3 +244,14 @@ def canonical_bytes(value: JSON) -> bytes:
             if out.isascii() and b"\x7f" not in out and b"null" not in out and not _holds_float(out):
                 return out
     return _STDLIB_CANONICAL.encode(value).encode("ascii")
+
+
+def nesting_bound(text: str | bytes) -> int:
+    """An upper bound on how deep the JSON in `text` nests: its count of `{` and `[`, strings included.
+
+    Each level needs an opening bracket of its own, so a message whose text holds no more brackets than
+    a depth limit cannot pass it, and the parsed value need not be walked (two scans in C instead).
+    """
+    if isinstance(text, bytes):
+        return text.count(b"{") + text.count(b"[")
+    return text.count("{") + text.count("[")
