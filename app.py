@@ -8,6 +8,7 @@ from typing import Any
 from flask import Flask
 
 from mrtr_settings.environment import read_settings
+from mrtr_settings.stores import configure_redis
 from web import admission, blueprints, compress, deployment, htmx, mcp, security
 from web.services import SETTINGS_KEY, build_services
 
@@ -46,6 +47,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     if settings.max_body:
         app.config["MAX_CONTENT_LENGTH"] = settings.max_body
     app.extensions[SETTINGS_KEY] = settings
+    configure_redis(settings)  # before any store connects: how many threads may wait on Redis at once
     app.extensions["mrtr"] = build_services(settings, clock=app.config.get("MRTR_CLOCK"))
     admission.init_app(app, settings.held_streams)
     security.init_app(app)

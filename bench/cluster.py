@@ -42,7 +42,7 @@ CLUSTER_SH = ROOT / "scripts" / "cluster.sh"
 #: raised so far that it never refuses the bench's clients, who all share one address. The zone stays
 #: and nginx still counts every request in it, so its cost is measured; only the refusals are gone.
 BENCH_RATE = "1000000r/s"
-_PAGES_RATE = re.compile(r"(limit_req_zone \$binary_remote_addr zone=pages:\S+ rate=)\d+r/[sm];")
+_PAGES_RATE = re.compile(r"(limit_req_zone \$visitor zone=pages:\S+ rate=)\d+r/[sm];")
 
 
 def cluster_replicas() -> int:
@@ -69,6 +69,8 @@ def render_nginx_conf(prefix: Path, port: int, upstream_ports: Sequence[int]) ->
         "@STICKY@": indent.join(f"~^replica-{i}\\. replica_{i};" for i in range(1, len(upstream_ports) + 1)),
         "@UPSTREAMS_ONE@": "\n    ".join(f"upstream replica_{i} {{ server 127.0.0.1:{p}; keepalive 8; }}"
                                          for i, p in enumerate(upstream_ports, start=1)),
+        # No proxy in front, the script's default body limit, and nginx's own user (the bench's bodies are small).
+        "@USER@": "", "@REAL_IP@": "", "@TRUSTED_GEO@": "", "@MAX_BODY@": "262144",
     }
     for marker, value in fills.items():
         text = text.replace(marker, value)
@@ -129,11 +131,19 @@ def _build(name: str, build: Callable[[list[Served]], Served]) -> Stack:
     return Stack(name, front, parts)
 
 
+def redis_maxmemory() -> str:
+    """scripts/cluster.sh's default REDIS_MAXMEMORY, read from the script so it is written down once."""
+    match = re.search(r'^REDIS_MAXMEMORY="\$\{REDIS_MAXMEMORY:-(\w+)\}"$', CLUSTER_SH.read_text(), re.MULTILINE)
+    if match is None:
+        raise RuntimeError(f"no REDIS_MAXMEMORY default found in {CLUSTER_SH}")
+    return match.group(1)
+
+
 def redis_options(port: int, directory: str) -> list[str]:
     """redis-server's options as scripts/cluster.sh gives them: loopback, no persistence, its own directory
     (tests/bench compares them with the script's)."""
     return ["--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", directory,
-            "--loglevel", "warning"]
+            "--maxmemory", redis_maxmemory(), "--maxmemory-policy", "noeviction", "--loglevel", "warning"]
 
 
 def redis(name: str) -> Served:
@@ -153,6 +163,7 @@ def nginx(name: str, upstream_ports: Sequence[int]) -> Served:
         text = render_nginx_conf(prefix, port, upstream_ports)
         conf = prefix / "nginx.conf"
         conf.write_text(text)
+        (prefix / "temp").mkdir()  # nginx makes the temp folders themselves, not their parent
         base = [NGINX, "-p", str(prefix), "-e", str(prefix / "error.log"), "-c", str(conf)]
         checked = subprocess.run([*base, "-t", "-q"], capture_output=True, text=True, timeout=30)
         if checked.returncode != 0:

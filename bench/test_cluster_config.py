@@ -59,7 +59,8 @@ def test_replicas_get_the_environment_the_script_gives_them() -> None:
 
 def test_redis_is_started_with_the_scripts_options() -> None:
     line = next(x for x in _joined(CLUSTER_SH).splitlines() if x.startswith("redis-server "))
-    script = [w.replace("$REDIS_PORT", "6390").replace("$RUN_DIR", "/d") for w in shlex.split(line)[1:-1]]
+    script = [w.replace("$REDIS_PORT", "6390").replace("$RUN_DIR", "/d").replace("$REDIS_MAXMEMORY", "256mb")
+              for w in shlex.split(line)[1:-1]]
     assert cluster.redis_options(6390, "/d") == script
 
 

@@ -49,6 +49,8 @@ BEFORE_TICKETS: tuple[str, ...] = ("same", "new")
 EXPECTS: tuple[Outcome, ...] = (Outcome.COMPLETED, Outcome.REFUSED, Outcome.ASKED_AGAIN, Outcome.ENDED,
                                 Outcome.NOT_DONE)
 REQUIRES: tuple[str, ...] = ("single-use",)
+#: The last round a move may be played on (the engine follows a flow for at most this many round trips).
+MAX_ROUND = 8
 NOTE_TICKETS: tuple[str, ...] = ("signed", "sealed")
 
 #: The shapes a junk ticket takes, in the order they are sent. `{prefix}` is the minted ticket's text up to
@@ -135,6 +137,8 @@ class Move:
     before_ticket: Literal["same", "new"] = "same"
     #: The check this move shows, in a sentence ("the redeemed store is keyed on the ticket"), for reports.
     shows: str = ""
+    #: The round of the flow the move is played on: the rounds before it are answered honestly first.
+    round: int = 1
     notes: tuple[MoveNote, ...] = field(default=(), compare=False)
 
     def note_for(self, outcome: Outcome | str, stopped_at: str | None = None, *,
@@ -200,6 +204,7 @@ _FIELDS: dict[str, tuple[type | tuple[type, ...], tuple[Any, ...] | None, bool]]
     "before": (str, None, False),
     "before_ticket": (str, BEFORE_TICKETS, False),
     "shows": (str, None, False),
+    "round": (int, None, False),
     "notes": (list, None, False),
 }
 
@@ -244,6 +249,8 @@ def _move(raw: dict[str, Any], where: str, general: tuple[MoveNote, ...]) -> dic
         raise ValueError(f"{where}: field 'slug' must be lower-case letters, digits and hyphens")
     if not 0 <= raw["at"] <= 86_400:
         raise ValueError(f"{where}: field 'at' must be between 0 and 86400 seconds")
+    if not 1 <= raw.get("round", 1) <= MAX_ROUND:
+        raise ValueError(f"{where}: field 'round' must be between 1 and {MAX_ROUND}")
     if raw["ticket"] == "junk" and raw["answer"] not in ("accept", "none"):
         raise ValueError(f"{where}: a junk ticket goes with answer 'accept' or 'none'")
     if raw["ticket"] == "absent" and raw["answer"] == "none":

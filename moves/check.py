@@ -70,6 +70,8 @@ class CheckOptions:
     other_arguments: dict[str, Any] | None = None  # default: the arguments with one string changed
     allow_replay: bool = False  # a failed single-use move is a warning, not a failure
     skip_late: bool = False  # the past-expiry move is not run (set the target's Timing too)
+    #: Answers the checker cannot make up (`--answers`): by question key, or by round number ("2") then key.
+    answers: dict[str, Any] | None = None
 
 
 #: The verdicts a move row can have, in the JSON and JUnit contracts (see the README).
@@ -130,6 +132,10 @@ class Report:
     timed_out_probe: str = ""
     #: Values that must never reach any output (the bearer tokens; a server may echo them back).
     secrets: tuple[str, ...] = field(default=(), repr=False)
+    #: The rounds an honest call of the tool went through (`Flow.summary`), and why the checker could not finish
+    #: it ("" when it did).
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    flow_stuck: str = ""
 
     @property
     def ok(self) -> bool:
@@ -173,7 +179,12 @@ class Report:
     def table(self) -> str:
         args = json.dumps(self.arguments, ensure_ascii=False)
         other = json.dumps(self.other_arguments, ensure_ascii=False) if self.other_arguments is not None else "none"
-        lines = [f"Target: {self.target}", f"Tool:   {self.tool} {args} (other request: {other})", ""]
+        lines = [f"Target: {self.target}", f"Tool:   {self.tool} {args} (other request: {other})"]
+        if len(self.rounds) > 1 or self.flow_stuck:
+            asked = "; ".join(", ".join(r["keys"]) for r in self.rounds)
+            lines.append(f"Rounds: {len(self.rounds)} ({asked})" + (f"; not finished: {self.flow_stuck}"
+                                                                    if self.flow_stuck else ""))
+        lines.append("")
         width = max([len("move"), *(len(r.move) for r in self.moves)]) + 2
         lines.append(f"{'MOVE':<{width}}{'EXPECTED':<13}{'SERVER DID':<13}VERDICT")
         for r in self.moves:
@@ -412,7 +423,7 @@ def _round_one(target: Target, call: Call, next_id: Callable[[], int]) -> tuple[
 
 
 def _choose(target: Target, tools: list[dict[str, Any]], options: CheckOptions, base: Call,
-            next_id: Callable[[], int]) -> tuple[Call, dict[str, Any]]:
+            next_id: Callable[[], int]) -> Call:
     names = [t["name"] for t in tools]
     by_name = {t["name"]: t for t in tools}
     if options.tool is not None:
@@ -432,10 +443,10 @@ def _choose(target: Target, tools: list[dict[str, Any]], options: CheckOptions, 
         arguments = options.arguments if options.arguments is not None else arguments_for(schema)
         call = replace(base, tool=name, arguments=arguments,
                        other_arguments=options.other_arguments if options.other_arguments is not None
-                       else other_arguments_for(arguments, schema))
+                       else other_arguments_for(arguments, schema), answers=dict(options.answers or {}))
         asks, why = _round_one(target, call, next_id)
         if asks:
-            return call, schema if isinstance(schema, dict) else {}
+            return call
         tried.append(f"{name} {why}")
     if len(candidates) == 1:
         raise CheckError(f"tools/call {tried[0]}: it must ask for input (input_required with a requestState) "
@@ -469,7 +480,7 @@ def run_check(target: Target, options: CheckOptions = CheckOptions(), *, moves: 
         tools = _tools(recorder, Call(), "owner", next_id)
         _tools(recorder, Call(), "other", next_id)
         events.phase("calling the tool")
-        call, _schema = _choose(recorder, tools, options, Call(), next_id)
+        call = _choose(recorder, tools, options, Call(), next_id)
     except TargetTimedOut as exc:
         raise CheckError(f"{target.label} did not answer in time ({exc.context}): {exc.why}") from None
     report = Report(target.label, call.tool, dict(call.arguments),
@@ -495,6 +506,10 @@ def run_check(target: Target, options: CheckOptions = CheckOptions(), *, moves: 
         row = _move_row(result, move, options, target)
         row.seconds = clock() - started
         results.append(result)
+        if len(result.rounds) > len(report.rounds):
+            report.rounds = [{"round": n, "keys": [str(k)[:60] for k in list(r)[:20]]}
+                             for n, r in enumerate(result.rounds, 1)]
+        report.flow_stuck = report.flow_stuck or result.stuck
         report.moves.append(row)
         events.move_done(row, index, total)
     for slug, probe in (("capability", probe_capability), ("version", probe_version),
@@ -559,6 +574,10 @@ def _parser(out: IO[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--args", metavar="JSON", help="the tool's arguments, a JSON object")
     p.add_argument("--other-args", metavar="JSON", help="the arguments of the other request (default: --args "
                                                         "with one string changed)")
+    p.add_argument("--answers", metavar="JSON",
+                   help="answers the checker cannot make up, by question key ('{\"code\": {\"code\": \"1234\"}}') "
+                        "or by round then key ('{\"2\": {\"login\": {\"action\": \"accept\"}}}'); a form "
+                        "question's value is its content, any other is sent as the answer")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     p.add_argument("--allow-replay", action="store_true",
@@ -580,6 +599,16 @@ def _json_object(text: str | None, flag: str) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         raise CheckError(f"{flag} must be a JSON object, like '{{\"env\": \"staging\"}}'")
     return value
+
+
+def _answers(text: str | None) -> dict[str, Any] | None:
+    """`--answers`: an object by question key, or by round number then key (each round's an object)."""
+    answers = _json_object(text, "--answers")
+    for key, value in (answers or {}).items():
+        if key.isdigit() and not (1 <= int(key) <= 8 and isinstance(value, dict)):
+            raise CheckError(f"--answers: round {key!r} must be a number from 1 to 8 and its answers an object by "
+                             "question key")
+    return answers
 
 
 def _tokens(values: list[str]) -> list[tuple[str, str]]:
@@ -685,7 +714,8 @@ def main(argv: Sequence[str], *, stdout: IO[str] | None = None, stderr: IO[str] 
         secrets = [value.partition("=")[2] for value in args.token if value.partition("=")[2]]
         options = CheckOptions(tool=args.tool, arguments=_json_object(args.args, "--args"),
                                other_arguments=_json_object(args.other_args, "--other-args"),
-                               allow_replay=args.allow_replay, skip_late=args.skip_late)
+                               allow_replay=args.allow_replay, skip_late=args.skip_late,
+                               answers=_answers(args.answers))
         target = build_target(args, timeout=timeout)
         tty = err.isatty()
         events = Events(

@@ -74,6 +74,9 @@ class Call:
     other_arguments: dict[str, Any] | None = field(default_factory=_default_other)
     client_name: str = "mrtr-lab"
     capabilities: dict[str, Any] = field(default_factory=_default_capabilities)
+    #: Answers the author supplied (`--answers`): by key for any round, or by round number ("2") then key.
+    #: A value for a form question without "action" is its content (sent as an accept); any other is sent as is.
+    answers: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -89,6 +92,10 @@ class MoveResult:
     note: str = ""
     #: Calls played only to judge the move (an accepted call to compare with, the owner from a second process).
     controls: list[Step] = field(default_factory=list)
+    #: The questions of each round the move's own flow went through, round one first.
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    #: Why the checker could not follow the flow to its end ("" when it could, or did not need to).
+    stuck: str = ""
 
     @property
     def stopped_at(self) -> str | None:
@@ -160,10 +167,48 @@ def _value_for(schema: Any) -> Any:
     return text + "y" * max(0, min(minimum, 10_000) - len(text))
 
 
-def answers_for(input_requests: dict[str, Any]) -> dict[str, Any]:
-    """Accept answers that satisfy each input request's requestedSchema (every property filled)."""
+def _is_form(request: Any) -> bool:
+    """Whether an input request is a form elicitation (the only kind the checker answers from its schema)."""
+    request = as_object(request)
+    params = as_object(request.get("params", request))
+    return request.get("method", "elicitation/create") == "elicitation/create" \
+        and params.get("mode", "form") == "form" and isinstance(params.get("requestedSchema"), dict)
+
+
+def _supplied(value: Any, request: Any) -> Any:
+    if _is_form(request) and isinstance(value, dict) and "action" not in value:
+        return {"action": "accept", "content": copy.deepcopy(value)}
+    return copy.deepcopy(value)
+
+
+def supplied_answers(call: Call, round_n: int) -> dict[str, Any]:
+    """The author's answers (`Call.answers`) for round `round_n`: those given for any round, then the round's."""
+    general = {k: v for k, v in call.answers.items() if not k.isdigit()}
+    return {**general, **as_object(call.answers.get(str(round_n)))}
+
+
+def unanswerable(input_requests: dict[str, Any], supplied: dict[str, Any] | None = None) -> str | None:
+    """Why the checker cannot answer these questions itself ("'login' (a url-mode elicitation)"), or None."""
+    for key, request in (input_requests or {}).items():
+        if key in (supplied or {}) or _is_form(request):
+            continue
+        request = as_object(request)
+        method = request.get("method", "elicitation/create")
+        mode = as_object(request.get("params", request)).get("mode", "form")
+        kind = f"a {str(mode)[:20]}-mode elicitation" if method == "elicitation/create" else \
+            f"a {str(method)[:40]} request"
+        return f"{str(key)[:40]!r} ({kind})"
+    return None
+
+
+def answers_for(input_requests: dict[str, Any], supplied: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Accept answers that satisfy each input request's requestedSchema (every property filled); a key in
+    `supplied` (the author's `--answers`) gets that answer instead."""
     answers: dict[str, Any] = {}
     for key, request in (input_requests or {}).items():
+        if supplied and key in supplied:
+            answers[key] = _supplied(supplied[key], request)
+            continue
         params = request.get("params", request) if isinstance(request, dict) else {}
         schema = params.get("requestedSchema") if isinstance(params, dict) else None
         props = schema.get("properties", {}) if isinstance(schema, dict) else {}
@@ -316,7 +361,8 @@ def _describe(reply: Reply, outcome: Outcome) -> str:
     return f"{prefix}: {text[:200]}" if text else prefix
 
 
-def answers_of(kind: str, input_requests: dict[str, Any]) -> dict[str, Any] | None:
+def answers_of(kind: str, input_requests: dict[str, Any], supplied: dict[str, Any] | None = None
+               ) -> dict[str, Any] | None:
     """The inputResponses an `answer` kind sends (see moves/catalog.py), or None for "none".
 
     Raises:
@@ -324,7 +370,7 @@ def answers_of(kind: str, input_requests: dict[str, Any]) -> dict[str, Any] | No
     """
     if kind == "none":
         return None
-    accepted = answers_for(input_requests)
+    accepted = answers_for(input_requests, supplied)
     if kind == "accept":
         return accepted
     if kind in ("decline", "cancel"):
@@ -379,16 +425,141 @@ def work_of(reply: Reply) -> str | None:
     return _VOLATILE.sub("#", " ".join(body.split()))
 
 
-def _mint(target: Target, call: Call, at: float, label: str) -> tuple[Step, str | None, dict[str, Any], str]:
-    """Round one as the owner: the step, the ticket (None when none came), the questions, and why not."""
+#: The most round trips one flow may take, state-only retries included (the TypeScript SDK's shim stops at 8,
+#: its client and the Python client at 10).
+MAX_ROUNDS = 8
+#: JSON-RPC ids of the honest retries that carry a flow on to its next round (plus the hop's number).
+FOLLOW_ID = 50
+
+
+def asked_of(reply: Reply) -> tuple[str | None, dict[str, Any]] | None:
+    """An input_required result's (requestState or None, inputRequests), or None when the reply is no such result."""
+    response = reply.response or {}
+    result = as_object(response.get("result"))
+    if "error" in response or result.get("resultType") != "input_required":
+        return None
+    ticket = result.get("requestState")
+    return (ticket if isinstance(ticket, str) and ticket else None), as_object(result.get("inputRequests"))
+
+
+
+
+def _keys(requests: dict[str, Any]) -> str:
+    return ", ".join(repr(str(k)[:40]) for k in list(requests)[:4]) or "nothing"
+
+
+@dataclass
+class Walk:
+    """How far an honest flow went from one reply: the steps sent after it, the last reply, and either the round
+    reached (its ticket and questions, when one was asked for), the flow's end, or why the checker stopped."""
+
+    steps: list[Step]
+    last: Step
+    round: int
+    ticket: str | None = None
+    requests: dict[str, Any] = field(default_factory=dict)
+    #: Each round's questions, round one first.
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    #: Every question key asked in the flow so far.
+    seen: set[str] = field(default_factory=set)
+    #: Why the checker, not the server, stopped the flow (a question it cannot answer, the round bound), or "".
+    stuck: str = ""
+
+
+def _walk(target: Target, call: Call, role: Role, step: Step, *, seen: set[str], round_n: int,
+          arguments: dict[str, Any], until: int | None = None, label: str = "") -> Walk:
+    """Carry a flow on from `step`'s reply as an honest client: a question under a key not asked before in this
+    flow (`seen`) is the next round, answered from its schema or the author's `--answers`; a result carrying only
+    requestState is retried with it and no answers (load shedding). Questions under keys already asked are the
+    same questions asked again (a missing answer, or a server starting over), never a new round. Stops at round
+    `until` before answering it, at the flow's end (anything but input_required with a ticket), at a question asked
+    again, or at the bound."""
+    steps: list[Step] = []
+    rounds: list[dict[str, Any]] = []
+    seen = set(seen)
+    honest_sent = False
+    for hop in range(MAX_ROUNDS + 1):
+        got = asked_of(step.reply)
+        if got is None or got[0] is None:
+            return Walk(steps, step, round_n, rounds=rounds, seen=seen)
+        ticket, requests = got
+        if requests and set(map(str, requests)) <= seen:
+            stuck = ""
+            if honest_sent:
+                stuck = (f"round {round_n} asks {_keys(requests)} again after the checker's answers, so the flow "
+                         f"cannot go on; pass the answers the server accepts with --answers "
+                         f"'{{\"{round_n}\": {{\"{str(next(iter(requests)))[:40]}\": ...}}}}'")
+            return Walk(steps, step, round_n, ticket, requests, rounds, seen, stuck)
+        if requests:
+            round_n += 1
+            rounds.append(requests)
+            seen |= set(map(str, requests))
+            if until is not None and round_n >= until:
+                return Walk(steps, step, round_n, ticket, requests, rounds, seen)
+            if round_n > MAX_ROUNDS:
+                break
+        if hop == MAX_ROUNDS:
+            break
+        answers = None
+        if requests:
+            supplied = supplied_answers(call, round_n)
+            why = unanswerable(requests, supplied)
+            if why is not None:
+                return Walk(steps, step, round_n, ticket, requests, rounds, seen,
+                            f"round {round_n} asks {why}, which the checker cannot answer by itself; pass its answer "
+                            f"with --answers '{{\"{round_n}\": {{\"{str(next(iter(requests)))[:40]}\": ...}}}}'")
+            answers = answers_for(requests, supplied)
+        params: dict[str, Any] = {"name": call.tool, "arguments": arguments, "requestState": ticket}
+        if answers is not None:
+            params["inputResponses"] = answers
+        message = modern_request(FOLLOW_ID + hop, "tools/call", params, call)
+        what = f"round {round_n} answered" if answers is not None else "state-only retry"
+        step = Step(role, step.at, message, target.send(role, message), f"{label}{what}")
+        steps.append(step)
+        honest_sent = True
+    return Walk(steps, step, round_n, rounds=rounds, seen=seen,
+                stuck=f"the flow went on past {MAX_ROUNDS} rounds, so the checker stopped following it")
+
+
+@dataclass
+class Minted:
+    """Round one as the owner, carried on honestly to the round a move is played on."""
+
+    first: Step
+    #: The round's ticket and questions; None when there is none (then `why` says why).
+    ticket: str | None
+    requests: dict[str, Any]
+    why: str = ""
+    #: The steps after the first (honest answers to earlier rounds, state-only retries).
+    hops: list[Step] = field(default_factory=list)
+    #: True when the checker, not the server, stopped short (a question it cannot answer): not-run, never a fail.
+    stuck: bool = False
+    #: Every question key asked up to this round.
+    seen: set[str] = field(default_factory=set)
+    #: The questions of each round up to this one.
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    #: True when the checker stopped following the flow (not when the flow simply ended before the round).
+    walk_stuck: bool = False
+
+
+def mint_round(target: Target, call: Call, at: float = 0.0, label: str = "round one", round_n: int = 1) -> Minted:
+    """Call the tool as the owner and carry the flow honestly to round `round_n` (state-only retries followed)."""
     first = modern_request(MINT_ID, "tools/call", {"name": call.tool, "arguments": call.arguments}, call)
     step = Step("owner", at, first, target.send("owner", first), label)
-    result = as_object((step.reply.response or {}).get("result"))
-    ticket = result.get("requestState")
-    if result.get("resultType") != "input_required" or not isinstance(ticket, str) or not ticket:
-        why = step.reply.transport_error or _describe(step.reply, outcome_of(step.reply))
-        return step, None, {}, f"round one did not answer input_required with a requestState: {why}"
-    return step, ticket, as_object(result.get("inputRequests")), ""
+    walk = _walk(target, call, "owner", step, seen=set(), round_n=0, arguments=call.arguments, until=round_n,
+                 label=f"{label}: ")
+    if walk.stuck:
+        return Minted(step, None, {}, walk.stuck, walk.steps, True, rounds=walk.rounds, walk_stuck=True)
+    if walk.ticket is None or walk.round < round_n:
+        if walk.round == 0:
+            last = walk.last.reply
+            why = last.transport_error or _describe(last, outcome_of(last))
+            return Minted(step, None, {}, f"round one did not answer input_required with a requestState: {why}",
+                          walk.steps)
+        return Minted(step, None, {}, f"the flow ended after {walk.round} round{'s' * (walk.round != 1)}, so "
+                                      f"there is no round {round_n} to play this move on", walk.steps, True,
+                      rounds=walk.rounds)
+    return Minted(step, walk.ticket, walk.requests, "", walk.steps, False, walk.seen, walk.rounds)
 
 
 def _tickets_of(move: Move, ticket: str) -> list[tuple[str, str | None]]:
@@ -403,17 +574,29 @@ def _tickets_of(move: Move, ticket: str) -> list[tuple[str, str | None]]:
     return [("retry", ticket)]
 
 
-def _retries(move: Move, target: Target, call: Call, ticket: str, requests: dict[str, Any]) -> list[Step]:
-    """Send the move's own retry (one per junk shape) and return the steps. Raises ValueError when the move
-    cannot be built against this tool (no other arguments, no field to answer wrongly)."""
+@dataclass
+class Sent:
+    """A move's own retries: every step sent, the reply each one's flow ended on, and why the checker stopped."""
+
+    steps: list[Step]
+    finals: list[Step]
+    stuck: str = ""
+    #: The rounds each retry's flow went on to (after the move's own round).
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _retries(move: Move, target: Target, call: Call, ticket: str, requests: dict[str, Any],
+             round_n: int = 1, seen: set[str] | None = None) -> Sent:
+    """Send the move's own retry (one per junk shape); an accepted answer's flow is followed to its end. Raises
+    ValueError when the move cannot be built against this tool (no other arguments, no field to answer wrongly)."""
     arguments = call.arguments
     if move.request == "other":
         if call.other_arguments is None:
             raise ValueError("the tool has no argument to change for another request; pass --other-args")
         arguments = call.other_arguments
-    answers = answers_of(move.answer, requests)
+    answers = answers_of(move.answer, requests, supplied_answers(call, round_n))
     request_id = move.request_id if move.request_id is not None else RETRY_ID
-    steps = []
+    sent = Sent([], [])
     for label, sent_ticket in _tickets_of(move, ticket):
         params: dict[str, Any] = {"name": call.tool, "arguments": arguments}
         if sent_ticket is not None:
@@ -421,8 +604,20 @@ def _retries(move: Move, target: Target, call: Call, ticket: str, requests: dict
         if answers is not None:
             params["inputResponses"] = copy.deepcopy(answers)
         message = modern_request(request_id, "tools/call", params, call)
-        steps.append(Step(move.sender, move.at, message, target.send(move.sender, message), label))
-    return steps
+        step = Step(move.sender, move.at, message, target.send(move.sender, message), label)
+        sent.steps.append(step)
+        if move.answer != "accept":
+            sent.finals.append(step)
+            continue
+        walk = _walk(target, call, move.sender, step, seen=seen or set(requests), round_n=round_n,
+                     arguments=arguments, label=f"{label}, then ")
+        sent.steps += walk.steps
+        sent.finals.append(walk.last)
+        if len(walk.rounds) > len(sent.rounds):
+            sent.rounds = walk.rounds
+        if walk.stuck and not sent.stuck:
+            sent.stuck = walk.stuck
+    return sent
 
 
 def _judged(move: Move, steps: list[Step]) -> tuple[Outcome, Step, bool, str]:
@@ -435,20 +630,27 @@ def _judged(move: Move, steps: list[Step]) -> tuple[Outcome, Step, bool, str]:
     return outcome, step, ok, note
 
 
-def _control(target: Target, call: Call, at: float, role: Role, label: str) -> tuple[list[Step], Step | None, str]:
-    """An honest call of the same request, start to finish: a new ticket as the owner, answered yes, sent by
-    `role`. Returns the steps, the completed retry (None when it did not complete) and what went wrong."""
-    mint, ticket, requests, why = _mint(target, call, at, f"{label}: round one")
-    if ticket is None:
-        return [mint], None, why
-    params = {"name": call.tool, "arguments": call.arguments, "requestState": ticket,
-              "inputResponses": answers_for(requests)}
+def _control(target: Target, call: Call, at: float, role: Role, label: str,
+             round_n: int = 1) -> tuple[list[Step], Step | None, str]:
+    """An honest call of the same request, start to finish: a new ticket as the owner, answered yes (from round
+    `round_n` on, sent by `role`). Returns the steps, the completed retry (None when it did not complete) and what
+    went wrong."""
+    minted = mint_round(target, call, at, f"{label}: round one", round_n)
+    if minted.ticket is None:
+        return [minted.first, *minted.hops], None, minted.why
+    params = {"name": call.tool, "arguments": call.arguments, "requestState": minted.ticket,
+              "inputResponses": answers_for(minted.requests, supplied_answers(call, round_n))}
     message = modern_request(RETRY_ID, "tools/call", params, call)
     step = Step(role, at, message, target.send(role, message), f"{label}: retry")
-    outcome = outcome_of(step.reply)
+    walk = _walk(target, call, role, step, seen=minted.seen, round_n=round_n, arguments=call.arguments,
+                 label=f"{label}: ")
+    steps = [minted.first, *minted.hops, step, *walk.steps]
+    outcome = outcome_of(walk.last.reply)
+    if walk.stuck:
+        return steps, None, walk.stuck
     if outcome != Outcome.COMPLETED:
-        return [mint, step], None, step.reply.transport_error or _describe(step.reply, outcome)
-    return [mint, step], step, ""
+        return steps, None, walk.last.reply.transport_error or _describe(walk.last.reply, outcome)
+    return steps, walk.last, ""
 
 
 def _not_run(move: Move, detail: str, minted: Step | None, steps: list[Step], ticket: str | None,
@@ -456,38 +658,58 @@ def _not_run(move: Move, detail: str, minted: Step | None, steps: list[Step], ti
     return MoveResult(move, Outcome.NOT_RUN, False, detail, minted, steps, ticket, controls=controls or [])
 
 
-def play(move: Move, target: Target, call: Call | None = None, *, on_progress: Progress | None = None) -> MoveResult:
-    """Mint a ticket as the owner, then play `move` against it on `target` (its `before` move first).
+def needs_completed_flow(move: Move) -> bool:
+    """Whether the move can only show its check on a flow the checker can finish: it expects the work, or a retry
+    that does the work goes first."""
+    return move.expect == Outcome.COMPLETED or (move.before is not None and (
+        move.before.expect == Outcome.COMPLETED or move.before_ticket == "new"))
+
+
+def play(move: Move, target: Target, call: Call | None = None, *, on_progress: Progress | None = None
+         ) -> MoveResult:
+    """Mint a ticket as the owner, carry the flow honestly to the move's round, then play `move` against that
+    round's ticket on `target` (its `before` move first).
 
     A move is only judged when it really exercised what it shows: its `before` move must have got what a
     sound server gives it, a not-a-yes answer's complete result is compared with an accepted call's, and a
     refusal of the other principal counts only when the owner's ticket works from a second process of the
-    owner. Otherwise the result is NOT_RUN, with the reason in its detail.
+    owner. A flow the checker cannot finish (a question it cannot answer, the round bound) leaves the move not
+    run, saying which round and which key. Otherwise the result is NOT_RUN, with the reason in its detail.
     """
     call = call or Call()
+    round_n = move.round
     target.begin()
-    minted, ticket, requests, why = _mint(target, call, 0.0, "round one")
+    start = mint_round(target, call, 0.0, "round one", round_n)
+    minted, ticket, requests, steps = start.first, start.ticket, start.requests, list(start.hops)
     if ticket is None:
-        return MoveResult(move, Outcome.ERROR, False, why, minted, [], None)
+        if start.stuck:
+            result = _not_run(move, f"not shown: {start.why}", minted, steps, None)
+            result.rounds = start.rounds
+            result.stuck = start.why if start.walk_stuck else ""
+            return result
+        return MoveResult(move, Outcome.ERROR, False, start.why, minted, steps, None)
     expires_at = _expires_at(ticket)
-    steps: list[Step] = []
     try:
         first = move.before
         if first is not None:
             if not target.advance(first.at, past_expiry=False, expires_at=expires_at, on_progress=on_progress):
                 return _not_run(move, "the target skipped the wait", minted, steps, ticket)
-            on, on_requests = ticket, requests
+            on, on_requests, on_seen = ticket, requests, start.seen
             if move.before_ticket == "new":
-                mint2, on2, on_requests, why = _mint(target, call, first.at, f"{first.slug}: round one")
-                steps.append(mint2)
-                if on2 is None:
-                    return _not_run(move, f"not shown: a second call could not start ({why})", minted, steps, ticket)
-                on = on2
-            earlier = _retries(first, target, call, on, on_requests)
-            for step in earlier:
+                second = mint_round(target, call, first.at, f"{first.slug}: round one", round_n)
+                steps += [second.first, *second.hops]
+                if second.ticket is None:
+                    return _not_run(move, f"not shown: a second call could not start ({second.why})", minted, steps,
+                                    ticket)
+                on, on_requests, on_seen = second.ticket, second.requests, second.seen
+            earlier = _retries(first, target, call, on, on_requests, round_n, on_seen)
+            for step in earlier.steps:
                 step.label = f"{first.slug}: {step.label}"
-            steps += earlier
-            outcome, step, ok, _note = _judged(first, earlier)
+            steps += earlier.steps
+            if earlier.stuck:
+                return _not_run(move, f"not shown: the {first.slug} retry goes first, and {earlier.stuck}", minted,
+                                steps, ticket)
+            outcome, step, ok, _note = _judged(first, earlier.finals)
             if not ok and move.before_ticket == "new" and not move.holds(outcome)[0]:
                 # On a ticket of its own, the earlier retry is one of the two calls this move is about (two
                 # separate calls of the same request): its refusal is this move's evidence, not a missing
@@ -502,17 +724,22 @@ def play(move: Move, target: Target, call: Call | None = None, *, on_progress: P
         if not target.advance(move.at, past_expiry=move.timing == "past-expiry", expires_at=expires_at,
                               on_progress=on_progress):
             return _not_run(move, "skipped: the move waits past the ticket's expiry", minted, steps, ticket)
-        mine = _retries(move, target, call, ticket, requests)
+        mine = _retries(move, target, call, ticket, requests, round_n, start.seen)
     except ValueError as exc:
         return _not_run(move, f"not run: {exc}", minted, steps, ticket)
-    steps += mine
-    outcome, step, ok, note = _judged(move, mine)
+    steps += mine.steps
+    rounds = [*start.rounds, *mine.rounds]
+    if mine.stuck:
+        result = _not_run(move, f"not shown: {mine.stuck}", minted, steps, ticket)
+        result.stuck, result.rounds = mine.stuck, rounds
+        return result
+    outcome, step, ok, note = _judged(move, mine.finals)
     detail = _describe(step.reply, outcome)
-    if len(mine) > 1:
-        detail = f"{step.label}: {detail}" if not ok or note else f"all {len(mine)} shapes: {detail}"
+    if len(mine.finals) > 1:
+        detail = f"{step.label}: {detail}" if not ok or note else f"all {len(mine.finals)} shapes: {detail}"
     controls: list[Step] = []
     if outcome == Outcome.COMPLETED and move.answer in NOT_A_YES:
-        controls, accepted, why = _control(target, call, move.at, "owner", "an accepted call")
+        controls, accepted, why = _control(target, call, move.at, "owner", "an accepted call", round_n)
         if accepted is None:
             return _not_run(move, "not shown: an honest, accepted call of the same request did not complete "
                                   f"({why}), so there is nothing to tell the work from", minted, steps, ticket,
@@ -525,10 +752,11 @@ def play(move: Move, target: Target, call: Call | None = None, *, on_progress: P
         else:
             detail = f"did the work: {detail}, the same result as an accepted call's"
     if ok and move.sender == "other":
-        controls, again, why = _control(target, call, move.at, "owner-again", "the owner from a second process")
+        controls, again, why = _control(target, call, move.at, "owner-again", "the owner from a second process",
+                                        round_n)
         if again is None:
             return _not_run(move, f"not shown: the owner's own honest retry of a fresh call, sent from a second "
                                   f"process or connection, got {why}; tickets here only work where they were "
                                   f"minted (or honest retries are refused), so {target.other}'s refusal does not "
                                   "show a check of the principal", minted, steps, ticket, controls)
-    return MoveResult(move, outcome, ok, detail, minted, steps, ticket, note=note, controls=controls)
+    return MoveResult(move, outcome, ok, detail, minted, steps, ticket, note=note, controls=controls, rounds=rounds)

@@ -19,10 +19,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from moves.engine import Call, MoveResult, answers_for, modern_request
+from moves.engine import Call, MoveResult, answers_for, mint_round, modern_request, supplied_answers
 from moves.target import Outcome, Reply, Role, Target
 from moves.targets.remote import ticket_expiry
-from mrtr import as_object
 
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 UNSUPPORTED_VERSION = "1900-01-01"
@@ -181,14 +180,13 @@ def probe_version(target: Target, call: Call, next_id: Callable[[], int]) -> Pro
 def probe_missing_answer(target: Target, call: Call, next_id: Callable[[], int]) -> ProbeResult:
     params = {"name": call.tool, "arguments": call.arguments}
     target.begin()
-    first = target.send("owner", modern_request(next_id(), "tools/call", params, call))
-    asked = input_required(first)
-    ticket = asked.get("requestState") if asked else None
-    if not asked or not isinstance(ticket, str):
-        return ProbeResult("missing-answer", False, f"round one got {describe(first)}, so there was nothing to "
-                                                    "answer")
-    questions = as_object(asked.get("inputRequests"))
-    answers = answers_for(questions)
+    minted = mint_round(target, call)  # a result carrying only requestState is followed to the question
+    ticket = minted.ticket
+    if ticket is None:
+        got = describe((minted.hops or [minted.first])[-1].reply)
+        return ProbeResult("missing-answer", False, f"round one got {got}, so there was nothing to answer")
+    questions = minted.requests
+    answers = answers_for(questions, supplied_answers(call, 1))
     left_out = next(iter(questions), None)
     partial = {k: v for k, v in answers.items() if k != left_out}
     retry = modern_request(next_id(), "tools/call", {**params, "inputResponses": partial, "requestState": ticket},

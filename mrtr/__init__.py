@@ -68,7 +68,7 @@ from .protocol import (  # noqa: E402
     shape_problem,
 )
 from .questions import elicit_form, list_roots, sample  # noqa: E402
-from .redeemed import MemoryStore, RedeemedStore  # noqa: E402
+from .redeemed import Claim, ClaimingStore, MemoryStore, RedeemedStore  # noqa: E402
 from .server import Server  # noqa: E402
 from .tickets import (  # noqa: E402
     CHECK_TITLES,
@@ -109,7 +109,7 @@ from .wire import (  # noqa: E402
 __all__ = [
     # the server and its parts
     "Server", "Connection", "Exchange", "Policy", "KeyRing", "KeyConfigError", "MIN_KEY_LENGTH",
-    "RedeemedStore", "MemoryStore", "Clock", "FakeClock", "system_clock", "FIXED_EPOCH",
+    "RedeemedStore", "ClaimingStore", "Claim", "MemoryStore", "Clock", "FakeClock", "system_clock", "FIXED_EPOCH",
     # what a server offers, and how a handler asks
     "Catalog", "Tool", "Prompt", "Resource", "ResourceTemplate", "Handler", "CallContext", "InputRequired",
     "elicit_form", "sample", "list_roots",

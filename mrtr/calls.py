@@ -64,7 +64,12 @@ def call(conv: Conversation, method: str, params: JSONObject, caps: JSONObject, 
         check_binding(claims, trace, principal=conv.principal, now=now, method=method, target=target,
                       arguments=arguments)
         ctx.state = claims
-    result = entry.handler(ctx)
+    try:
+        result = entry.handler(ctx)
+    except BaseException:
+        ctx.settle(done=False)  # a claimed ticket stays unspent: the work did not happen
+        raise
+    ctx.settle(done=True)
     if ctx.state is not None and trace.first_failure is None and not isinstance(result, InputRequired):
         conv.note(f"requestState accepted: ticket {ctx.state.get('jti')} for {conv.principal}")
     if ctx.state is not None and not ctx.answered:

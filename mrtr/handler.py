@@ -10,13 +10,14 @@ built and tested on its own. It must never parse wire messages or choose an era.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import InvalidParams, MalformedAnswer, MissingCapability, StoreUnavailable, TicketRejected
 from .messages import JSON, JSONObject, notification_message
 from .questions import answers_problem, has_capability, required_capability
-from .redeemed import RedeemedStore
+from .redeemed import ClaimingStore, RedeemedStore
 from .tickets import TicketCodec, Trace
 
 log = logging.getLogger("mrtr")
@@ -74,6 +75,8 @@ class CallContext:
         #: verified ticket claims, or None when the request carried no ticket
         self.state: JSONObject | None = None
         self.answered = False  # whether the handler read the answers (else the last checks are not needed)
+        #: (jti, exp, attempt) while this call holds a claim on its ticket (a ClaimingStore): `settle` ends it
+        self._claim: tuple[str, float, str] | None = None
         self._codec = codec
         self._store = store
         self._policy = policy
@@ -166,6 +169,8 @@ class CallContext:
         if not isinstance(exp, int | float):  # the expiry check let it through, so this cannot happen
             raise TicketRejected("single-use", "ticket has no expiry to keep its id until")
         try:
+            if isinstance(self._store, ClaimingStore):
+                return self._claim_ticket(str(state.get("jti")), float(exp))
             return self._store.redeem(str(state.get("jti")), float(exp), self.now)
         except StoreUnavailable as exc:
             detail = "the redeemed store is unavailable: nothing was done and the ticket is not spent"
@@ -173,3 +178,29 @@ class CallContext:
             self._note(f"single use not checked for ticket {state.get('jti')}: {detail}")
             log.warning("redeemed store unavailable, request refused with a retryable error: %s", exc.reason)
             raise
+
+    def _claim_ticket(self, jti: str, exp: float) -> bool:
+        """Claim the ticket for this attempt; another attempt in progress is "try again", not "spent"."""
+        store = self._store
+        assert isinstance(store, ClaimingStore)
+        attempt = secrets.token_hex(8)
+        found = store.claim(jti, exp, self.now, attempt)
+        if found == "busy":
+            raise StoreUnavailable(f"ticket {jti} is held by another attempt in progress")
+        if found == "claimed":
+            self._claim = (jti, exp, attempt)
+        return found == "claimed"
+
+    def settle(self, done: bool) -> None:
+        """End this call's claim, if it holds one: committed when the work is done, released when it failed (so
+        the same request may be tried again). Never raises: the store delivers it later if it must."""
+        if self._claim is None:
+            return
+        jti, exp, attempt = self._claim
+        self._claim = None
+        store = self._store
+        assert isinstance(store, ClaimingStore)
+        if done:
+            store.commit(jti, exp, self.now, attempt)
+        else:
+            store.release(jti, attempt)

@@ -6,19 +6,44 @@ after. An id is kept only until its ticket's expiry: after that the expiry check
 ticket anyway, so eviction is safe and memory stays flat. Stores never read the clock; the
 caller passes `now`. A store that cannot answer raises `StoreUnavailable`, never a driver
 exception. Stores on disk or in Redis live in `mrtr_stores`; this module opens nothing.
+
+A store whose answer can be lost on the way back (Redis over a network: a command that timed out may
+still land once Redis wakes up) also offers `ClaimingStore`: `claim` before the work, `commit` after it,
+`release` when the work failed. A redeem in one step, answered "unavailable" although it landed, would
+leave the ticket spent while the client was told to retry; a claim that landed unseen is instead released
+(or runs out), so the retry still completes, exactly once. The reasoning is in docs/security-notes.md.
 """
 
 from __future__ import annotations
 
 import heapq
 import threading
-from typing import Protocol
+from typing import Literal, Protocol, runtime_checkable
+
+#: What a claim found: the ticket is now this attempt's (until commit or release), it was spent, or another
+#: attempt holds it right now (the caller answers "retry", never "spent": that attempt may still fail).
+Claim = Literal["claimed", "spent", "busy"]
 
 
 class RedeemedStore(Protocol):
     def redeem(self, jti: str, exp: float, now: float) -> bool: ...
 
     def __len__(self) -> int: ...
+
+
+@runtime_checkable
+class ClaimingStore(Protocol):
+    """A redeemed store that spends a ticket in two steps around the work (see the module's docstring).
+
+    `claim` raises `StoreUnavailable` when the store cannot answer; `commit` and `release` never raise: a store
+    that cannot reach its backend keeps them and delivers them once it can (a claim also runs out by itself).
+    """
+
+    def claim(self, jti: str, exp: float, now: float, attempt: str) -> Claim: ...
+
+    def commit(self, jti: str, exp: float, now: float, attempt: str) -> None: ...
+
+    def release(self, jti: str, attempt: str) -> None: ...
 
 
 class MemoryStore:

@@ -13,6 +13,7 @@ settings: they reach the app through its test config only and are read where the
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -111,6 +112,30 @@ def _ports(name: str, raw: Any) -> str:
     return ",".join(str(int(p)) for p in ports)
 
 
+#: A trusted proxy: its address, or the network it speaks from.
+ProxyNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def parse_proxies(name: str, raw: Any) -> int | tuple[ProxyNetwork, ...]:
+    """MRTR_TRUSTED_PROXIES: a hop count (`1`: one proxy in front, whoever it is) or the proxies' addresses and
+    networks (`10.0.0.5,2001:db8::/48`: believe X-Forwarded-* only when the peer is one of them)."""
+    text = str(raw).strip()
+    if text.isdigit():
+        return int(text)
+    networks = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(part, strict=False))
+        except ValueError:
+            raise ConfigError(f"{name} is a number of proxies, or addresses and networks (10.0.0.5, "
+                              f"192.0.2.0/24, 2001:db8::/48) separated by commas; got {part!r}") from None
+    if not networks:
+        raise ConfigError(f"{name} names no proxy; got {raw!r}")
+    return tuple(networks)
+
+
 def _tokens(name: str, raw: Any) -> dict[str, str]:
     return parse_tokens(str(raw), name)
 
@@ -164,7 +189,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("MRTR_CLASS_STREAM_SECONDS", _seconds, "an SSE stream's life before the browser reconnects"),
     Setting("MRTR_MAX_CLASSES", _whole(1), "classes open at once"),
     Setting("MRTR_REPLICA_NAME", _text, "the name every response carries in its MRTR-Replica header"),
-    Setting("MRTR_TRUSTED_PROXIES", _whole(0), "proxies in front whose X-Forwarded-* headers are believed"),
+    Setting("MRTR_TRUSTED_PROXIES", parse_proxies,
+            "proxies in front whose X-Forwarded-* headers are believed: a count, or their addresses/CIDRs"),
+    Setting("MRTR_REDIS_WAITERS", _whole(1), "threads of one process waiting inside Redis at once; the rest hear 503"),
     Setting("MRTR_LTI_PLATFORMS", _lti_platforms, "LTI 1.3 platforms (JSON, or a JSON file's path); unset: no LTI"),
 )
 
@@ -205,7 +232,8 @@ class Settings:
     class_stream_seconds: float = 30.0
     max_classes: int = 200
     replica_name: str | None = None
-    trusted_proxies: int = 0
+    trusted_proxies: int | tuple[ProxyNetwork, ...] = 0
+    redis_waiters: int = 1
     lti_platforms: tuple[LtiPlatform, ...] = ()
 
     @property

@@ -29,6 +29,14 @@ SESSIONS_FILE = "legacy-sessions.sqlite3"
 CHECK_RUNS_DIR = "check-runs"
 
 
+def configure_redis(settings: Settings) -> None:
+    """This process's limits on waiting for Redis (mrtr_stores/redis_clients.py), when Redis is configured."""
+    if settings.redis_url:
+        from mrtr_stores.redis_clients import set_waiters
+
+        set_waiters(settings.redis_waiters)
+
+
 def open_sessions(settings: Settings, *, ttl: float) -> SessionDirectory:
     """Where 2025-11-25 sessions are shared: nowhere with the memory store (one process), else beside the redeemed
     store (its SQLite file's folder, or Redis)."""

@@ -16,11 +16,11 @@ from typing import Any
 import redis
 
 from mrtr_stores.check_runs import RUN_ID, STORE_AWAY, Run, RunRefused, RunStoreDown, admit, decode, encode
-from mrtr_stores.redis_clients import redis_client
+from mrtr_stores.redis_clients import REQUEST_TIMEOUT, redis_client
 
 log = logging.getLogger("mrtr.check")
 #: Seconds a Redis command or connection may take before the run store counts as down.
-REDIS_TIMEOUT = 2.0
+REDIS_TIMEOUT = REQUEST_TIMEOUT  # on a request's path: well under a second (mrtr_stores/redis_clients.py)
 
 
 class RedisRunStore:

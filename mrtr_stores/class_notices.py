@@ -61,11 +61,18 @@ class RedisBus(LocalBus):
     def __init__(self, url: str, *, client: Any = None, pause: Callable[[float], Any] | None = None,
                  timeout: float = REDIS_TIMEOUT) -> None:
         super().__init__()
+        publisher = client
         if client is None:
             import redis  # only when asked for: redis is optional at runtime
 
+            from mrtr_stores.redis_clients import redis_client
+
+            # The listener's own connection, in its own thread: not gated, and its time-out is the listener's.
             client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+            # Publishing happens on a request's path: the request clients' short time-out and gate.
+            publisher = redis_client(url)
         self._client: Any = client
+        self._publisher: Any = publisher
         self._pause = pause or threading.Event().wait
         self._timeout = timeout
         self._listener: threading.Thread | None = None
@@ -137,7 +144,7 @@ class RedisBus(LocalBus):
         if self.up is False:
             return  # Redis is away: the store has the change, and every view re-reads it
         try:
-            self._client.publish(CHANNEL_PREFIX + class_id, b"1")
+            self._publisher.publish(CHANNEL_PREFIX + class_id, b"1")
         except Exception as exc:  # noqa: BLE001 - the store has the change; other processes catch up by polling
             self._set_up(False, f"{type(exc).__name__}: {str(exc)[:120]}")
 

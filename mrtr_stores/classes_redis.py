@@ -40,11 +40,11 @@ from mrtr_stores.classes import (
     normalize_code,
 )
 from mrtr_stores.failures import failures_become
-from mrtr_stores.redis_clients import redis_client
+from mrtr_stores.redis_clients import REQUEST_TIMEOUT, redis_client
 
 PREFIX = "mrtr:class:"
 #: Seconds a Redis command or connection may take before the class store counts as down.
-REDIS_TIMEOUT = 2.0
+REDIS_TIMEOUT = REQUEST_TIMEOUT  # on a request's path: well under a second (mrtr_stores/redis_clients.py)
 
 #: KEYS: learners, nick, tok, class; ARGV: max, nick_key, token_hash, learner json, id, ms the class has left.
 #: Returns the new learner id, -1 when the class is full, -2 when the nickname is taken.

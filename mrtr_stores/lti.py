@@ -70,6 +70,9 @@ class PendingScore:
     grading: str
     timestamp: str
     attempts: int
+    #: What the platform shows beside the score (AGS `comment`): for the build lesson, that its steps are
+    #: self-reported.
+    comment: str = ""
 
 
 class LtiStore(Protocol):

@@ -30,11 +30,11 @@ from mrtr_stores.lti import (
     new_private_key,
     retry_wait,
 )
-from mrtr_stores.redis_clients import redis_client
+from mrtr_stores.redis_clients import REQUEST_TIMEOUT, redis_client
 
 PREFIX = "mrtr:lti:"
 #: Seconds a Redis command or connection may take before the LTI store counts as down.
-REDIS_TIMEOUT = 5.0
+REDIS_TIMEOUT = REQUEST_TIMEOUT  # on a request's path: well under a second (mrtr_stores/redis_clients.py)
 
 #: KEYS: the score's hash, the due set. ARGV: score key, given, activity, grading, keep best (1/0), record json,
 #: timestamp. Returns 0 when the score changes nothing queued or sent (or is lower, keeping the best), else 1.
@@ -148,7 +148,7 @@ class RedisLtiStore:
 
     def record_score(self, score: PendingScore, *, keep_best: bool) -> bool:
         record = json.dumps({"issuer": score.issuer, "client_id": score.client_id, "endpoint": score.endpoint,
-                             "user_id": score.user_id, "maximum": score.maximum})
+                             "user_id": score.user_id, "maximum": score.maximum, "comment": score.comment})
         return bool(self._record(keys=self._score_keys(score.key),
                                  args=[score.key, repr(float(score.given)), score.activity, score.grading,
                                        int(keep_best), record, score.timestamp]))
@@ -160,7 +160,7 @@ class RedisLtiStore:
         record = json.loads(found["record"])
         return PendingScore(key, record["issuer"], record["client_id"], record["endpoint"], record["user_id"],
                             float(found["given"]), float(record["maximum"]), found["activity"], found["grading"],
-                            found["timestamp"], int(found["attempts"]))
+                            found["timestamp"], int(found["attempts"]), str(record.get("comment", "")))
 
     def due_scores(self, limit: int, key: str | None = None) -> list[PendingScore]:
         now = self.clock()

@@ -65,8 +65,12 @@ class SqliteLtiStore:
                     key TEXT PRIMARY KEY, issuer TEXT NOT NULL, client_id TEXT NOT NULL, endpoint TEXT NOT NULL,
                     user_id TEXT NOT NULL, given REAL NOT NULL, maximum REAL NOT NULL, activity TEXT NOT NULL,
                     grading TEXT NOT NULL, timestamp TEXT NOT NULL, sent INTEGER NOT NULL DEFAULT 0,
-                    attempts INTEGER NOT NULL DEFAULT 0, next_try REAL NOT NULL DEFAULT 0, last_error TEXT);
+                    attempts INTEGER NOT NULL DEFAULT 0, next_try REAL NOT NULL DEFAULT 0, last_error TEXT,
+                    comment TEXT NOT NULL DEFAULT '');
             """)
+            # A file made before scores had a comment gets the column (the default: no comment).
+            if "comment" not in {row[1] for row in db.execute("PRAGMA table_info(scores)")}:
+                db.execute("ALTER TABLE scores ADD COLUMN comment TEXT NOT NULL DEFAULT ''")
         finally:
             db.close()
 
@@ -146,19 +150,19 @@ class SqliteLtiStore:
                 if (row[0], row[1], row[2]) == (score.given, score.activity, score.grading):
                     return False
             db.execute("""INSERT OR REPLACE INTO scores (key, issuer, client_id, endpoint, user_id, given, maximum,
-                          activity, grading, timestamp, sent, attempts, next_try, last_error)
-                          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, NULL)""",
+                          activity, grading, timestamp, sent, attempts, next_try, last_error, comment)
+                          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, NULL, ?)""",
                        (score.key, score.issuer, score.client_id, json.dumps(score.endpoint), score.user_id,
-                        score.given, score.maximum, score.activity, score.grading, score.timestamp))
+                        score.given, score.maximum, score.activity, score.grading, score.timestamp, score.comment))
         return True
 
     def due_scores(self, limit: int, key: str | None = None) -> list[PendingScore]:
         with self._db() as db:
             rows = db.execute("""SELECT key, issuer, client_id, endpoint, user_id, given, maximum, activity, grading,
-                                 timestamp, attempts FROM scores WHERE sent = 0 AND next_try <= ?
+                                 timestamp, attempts, comment FROM scores WHERE sent = 0 AND next_try <= ?
                                  AND (? IS NULL OR key = ?) ORDER BY next_try LIMIT ?""",
                               (self.clock(), key, key, limit)).fetchall()
-        return [PendingScore(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5], r[6], r[7], r[8], r[9], r[10])
+        return [PendingScore(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11])
                 for r in rows]
 
     def mark_sent(self, score: PendingScore) -> None:

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import redis
 
-from mrtr_stores.redis_clients import redis_client
+from mrtr_stores.redis_clients import REQUEST_TIMEOUT, redis_client
 from mrtr_stores.sessions import DEFAULT_TTL, MAILBOX_TTL, MAX_MESSAGE, DirectoryDown
 
 T = TypeVar("T")
@@ -30,7 +30,7 @@ class RedisDirectory:
         self.prefix = prefix
 
     @classmethod
-    def from_url(cls, url: str, *, ttl: float = DEFAULT_TTL, timeout: float = 5.0) -> RedisDirectory:
+    def from_url(cls, url: str, *, ttl: float = DEFAULT_TTL, timeout: float = REQUEST_TIMEOUT) -> RedisDirectory:
         return cls(redis_client(url, timeout=timeout), ttl=ttl)
 
     def _do(self, work: Callable[[], T]) -> T:

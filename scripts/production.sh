@@ -31,6 +31,9 @@ if [ "$THREADS" -lt 2 ]; then
     exit 2
 fi
 export MRTR_HELD_STREAMS="${MRTR_HELD_STREAMS:-$((THREADS - 1))}"
+# Threads that may wait inside Redis at once (mrtr_stores/redis_clients.py): the rest are told "unavailable" at once,
+# so a frozen Redis never holds every thread.
+export MRTR_REDIS_WAITERS="${MRTR_REDIS_WAITERS:-$((THREADS - 1))}"
 case "$MRTR_HELD_STREAMS" in
     ''|*[!0-9]*) echo "MRTR_HELD_STREAMS must be a whole number, not '$MRTR_HELD_STREAMS'" >&2; exit 2 ;;
 esac

@@ -3,7 +3,8 @@
 `pytest -m "not browser and not external"` is the fast tier, the edit loop: it needs nothing but this Python and
 the Python requirements. Plain `pytest` runs everything. A test is `external` when it needs a process outside
 this Python (Node, Redis, Chromium, granian or gunicorn, nginx, or a server we start as a subprocess, such as
-`python -m mrtr serve` over stdio), and it is marked so at collection in one of three ways:
+`python -m mrtr serve` over stdio) or something fetched from npm (the in-page checker's Pyodide under
+instance/, the `pyodide` fixture), and it is marked so at collection in one of three ways:
 
 * its module is listed in EXTERNAL_MODULES below, or carries `pytestmark = pytest.mark.external`;
 * the test itself carries `@pytest.mark.external`;
@@ -11,7 +12,8 @@ this Python (Node, Redis, Chromium, granian or gunicorn, nginx, or a server we s
 
 Nothing is guessed from a test's source. Instead the tier is proven: while a test of the fast tier runs (its
 fixtures' set-up and tear-down included), starting any process fails it, loudly, naming the command, except the
-linters of tests/test_lint.py (`python -m ruff`, `python -m mypy`) and import-linter, which are Python requirements.
+linters of tests/test_lint.py (`python -m ruff`, `python -m mypy`) and import-linter, which are Python requirements;
+and Pyodide is not there for it even when instance/ holds it, so the fast tier sees what a clean clone sees.
 """
 
 from __future__ import annotations
@@ -47,7 +49,6 @@ EXTERNAL_MODULES = {
     "tests/web/test_classroom_redis.py": "redis-server",
     "tests/web/test_production.py": "scripts/production.sh (granian)",
     "tests/mrtr/test_redis_store.py": "redis-server",
-    "tests/packaging/": "pip builds and installs the wheel in a new virtual environment",
     # The build lesson's servers run as the learner runs them: `python server.py` over stdio, or node.
     "tests/lessons/test_build_servers.py": "the checker over stdio against the lesson's server processes",
     "tests/lessons/test_build_mistakes.py": "the checker over stdio against the lesson's server processes",
@@ -70,7 +71,9 @@ EXTERNAL_TESTS = {
         "the servers as stdio processes",
 }
 #: Fixtures that start an outside process.
-EXTERNAL_FIXTURES = frozenset({"served", "body_server", "redis_url", "production_server"})
+EXTERNAL_FIXTURES = frozenset({"served", "body_server", "redis_url", "production_server",
+                               "installed",  # tests/packaging: pip builds and installs the wheel in a new venv
+                               "pyodide"})  # fetched from npm into instance/ (web.pyodide_install)
 
 #: What the fast tier may start: the linters it runs, all of them Python requirements.
 LINTERS = frozenset({"ruff", "mypy", "importlinter", "lint-imports"})
@@ -90,6 +93,10 @@ def _is_external(item: pytest.Item) -> bool:
     if f"{path}::{getattr(item, 'originalname', item.name)}" in EXTERNAL_TESTS:
         return True
     return bool(EXTERNAL_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+def _is_fast(item: pytest.Item) -> bool:
+    return item.get_closest_marker("external") is None and item.get_closest_marker("browser") is None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -183,7 +190,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    fast = item.get_closest_marker("external") is None and item.get_closest_marker("browser") is None
+    fast = _is_fast(item)
     if fast:
         _running_fast.append(item)
     try:
@@ -191,6 +198,31 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     finally:
         if fast:
             _running_fast.remove(item)
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_without_pyodide(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+                               tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A fast test sees no Pyodide, installed or not: the build lesson's page says how to install it and its files
+    answer 404, as on a clean clone. A test that needs Pyodide asks for the `pyodide` fixture (external)."""
+    if not _is_fast(request.node):
+        return
+    from web import pyodide_install  # the standard library only: the core's tests still import no Flask
+
+    nowhere = tmp_path_factory.getbasetemp() / "no-pyodide"
+    for function in (pyodide_install.pyodide_dir, pyodide_install.wheel_path, pyodide_install.is_installed):
+        monkeypatch.setattr(function, "__defaults__", (nowhere,))
+    monkeypatch.setattr(pyodide_install, "INSTALL_DIR", nowhere)
+
+
+@pytest.fixture
+def pyodide() -> Path:
+    """The in-page checker's Pyodide, as web.pyodide_install put it under instance/ (scripts/test.sh runs it)."""
+    from web import pyodide_install
+
+    if not pyodide_install.is_installed():
+        pytest.fail("Pyodide is not installed: run .venv/bin/python -m web.pyodide_install (scripts/test.sh does)")
+    return pyodide_install.pyodide_dir()
 
 
 @pytest.hookimpl(hookwrapper=True)

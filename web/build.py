@@ -4,7 +4,9 @@ A lesson opts in with a `steps.toml` beside its meta.toml and a starter/ and sol
 marked with "# -- step: <id> --" ... "# -- end of step --" blocks. This module reads those (once
 per directory), splices partial solutions for the tests, and grades a pasted
 `python -m mrtr check --json` report: a step is done when every move it names has the verdict
-pass. Which moves those are is data (steps.toml, checked against moves/moves.toml); no move is
+pass, and every move it lists under `errors` (a malformed answer) was answered with an error that is
+not the frozen ticket refusal: the checker lets a fresh question pass there, the lesson's answer rule
+does not. Which moves those are is data (steps.toml, checked against moves/moves.toml); no move is
 named here. It never runs a checker, never stores anything, and treats the pasted report as
 untrusted text. The widget's context also carries the in-page checker's addresses (web/build_runner.py,
 whose files it serves as build.runner.*): the learner's run happens in their browser, never here.
@@ -26,7 +28,7 @@ from moves.catalog import Move, load_moves
 from moves.check import VERDICTS, MoveRow, Report
 from moves.probes import PROBES, ProbeResult
 from moves.target import Outcome
-from mrtr import CHECKS
+from mrtr import CHECKS, FROZEN_TICKET_MESSAGE
 from web import build_runner, htmx
 from web.content import ContentError, Lesson, get_content
 
@@ -56,6 +58,9 @@ class Step:
     hints: tuple[str, ...]
     solution: str  # the step's block in solution/server.py
     stub: str  # the same block in starter/server.py
+    #: Moves of `moves` whose answer is malformed: the answer rule (lesson 1, "What the spec requires") wants an
+    #: error for them that is not the ticket refusal, so a fresh question or the frozen error does not mark them.
+    errors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -132,7 +137,10 @@ def load_build(directory: Path) -> Build | None:
             raise ContentError(f"{where}: there is no '# -- step: {sid} --' block in the server files")
         if f"def {function}(" not in answers[sid]:
             raise ContentError(f"{where}: the {sid!r} block does not define {function}")
-        steps.append(Step(sid, n, title, function, moves, task, hints, answers[sid], stubs[sid]))
+        errors = raw.get("errors", [])
+        if not isinstance(errors, list) or not set(errors) <= set(moves) or not all(isinstance(e, str) for e in errors):
+            raise ContentError(f"{where}: errors must list some of the step's own moves")
+        steps.append(Step(sid, n, title, function, moves, task, hints, answers[sid], stubs[sid], tuple(errors)))
     claimed = [m for s in steps for m in s.moves]
     if len(set(claimed)) != len(claimed):
         raise ContentError(f"{path}: a move shows one step only (one is named by two steps)")
@@ -163,10 +171,16 @@ class MoveVerdict:
     shows: str  # the mistake it catches, from moves/moves.toml
     verdict: str
     detail: str
+    #: Why a move the checker passed still does not count for its step ("" when it counts).
+    short: str = ""
 
     @property
     def passed(self) -> bool:
-        return self.verdict == "pass"
+        return self.verdict == "pass" and not self.short
+
+    @property
+    def words(self) -> str:
+        return f"{self.verdict or 'not in the report'}{f', but {self.short}' if self.short else ''}"
 
 
 @dataclass(frozen=True)
@@ -181,7 +195,7 @@ class Graded:
     @property
     def detail(self) -> str:
         """Which of the step's moves passed, in words ("tampered: pass")."""
-        return "; ".join(f"{m.slug}: {m.verdict or 'not in the report'}" for m in self.moves)
+        return "; ".join(f"{m.slug}: {m.words}" for m in self.moves)
 
 
 @dataclass(frozen=True)
@@ -217,6 +231,20 @@ def _detail(row: dict[str, Any] | None) -> str:
     return detail[:300] if isinstance(detail, str) else ""
 
 
+def answer_rule_gap(row: dict[str, Any] | None) -> str:
+    """What a passing malformed-answer move lacks under the answer rule: "" when the server answered it with an
+    error that is not the ticket refusal, else why not (a fresh question, an ending, or the frozen error)."""
+    observed = row.get("observed") if row else None
+    detail = _detail(row)
+    if observed == Outcome.ASKED_AGAIN.value:
+        return "it was asked again: a malformed answer gets an error, a missing one is asked again"
+    if observed != Outcome.REFUSED.value:
+        return "it ended without an error: a malformed answer gets an error of its own"
+    if FROZEN_TICKET_MESSAGE in detail:
+        return "it got the ticket refusal: the ticket was fine, so the error must say the answer is malformed"
+    return ""
+
+
 def grade(build: Build, text: str, catalogue: tuple[Move, ...]) -> Grading:
     """Which steps the pasted `python -m mrtr check --json` output shows as done: a step is done when every
     move it names has the verdict pass (a move that was not run, or is missing from the report, is not)."""
@@ -237,10 +265,14 @@ def grade(build: Build, text: str, catalogue: tuple[Move, ...]) -> Grading:
                           "python -m mrtr check --json again from a current checkout")
     shows = {m.slug: m.shows or m.title for m in catalogue}
 
-    def seen(slug: str) -> MoveVerdict:
-        return MoveVerdict(slug, shows.get(slug, ""), _verdict(rows.get(slug)), _detail(rows.get(slug)))
+    def seen(slug: str, *, needs_error: bool = False) -> MoveVerdict:
+        row = rows.get(slug)
+        verdict = _verdict(row)
+        short = answer_rule_gap(row) if needs_error and verdict == "pass" else ""
+        return MoveVerdict(slug, shows.get(slug, ""), verdict, _detail(row), short)
 
-    graded = tuple(Graded(step, tuple(seen(slug) for slug in step.moves)) for step in build.steps)
+    graded = tuple(Graded(step, tuple(seen(slug, needs_error=slug in step.errors) for slug in step.moves))
+                   for step in build.steps)
     owned = {slug for step in build.steps for slug in step.moves}
     # Only catalogue moves are shown: the report is untrusted text, and its names are just keys here.
     others = tuple(v for v in (seen(m.slug) for m in catalogue if m.slug not in owned) if v.verdict and not v.passed)

@@ -17,6 +17,7 @@ from typing import Any
 from flask import request
 
 from web.check_hosts import CheckInputError, is_public
+from web.deployment import visitor_key
 from web.services import get_settings
 
 #: The most characters of one form field.
@@ -68,7 +69,7 @@ def same_site() -> None:
 
 def visitor() -> str:
     """Who is asking, as a digest: the run store never holds an address."""
-    return hashlib.sha256((request.remote_addr or "unknown").encode()).hexdigest()[:16]
+    return hashlib.sha256(visitor_key(request.remote_addr).encode()).hexdigest()[:16]
 
 
 def run_limit() -> tuple[int, float]:

@@ -68,10 +68,11 @@ from mrtr_stores.classes import (
     normalize_code,
 )
 from mrtr_stores.redeemed_sqlite import SqliteStore
-from web import error_pages, htmx
+from web import class_presenter, error_pages, htmx
 from web.admission import held_slots
 from web.classroom_round import THROUGH, Attempt, ClassLab, check_order, class_ring, is_replay
 from web.content import Lesson, Question, get_content
+from web.deployment import visitor_key
 from web.moveviews import grouped
 from web.services import get_services, get_settings
 
@@ -196,7 +197,12 @@ def classroom() -> Classroom:
 @bp.app_context_processor
 def _start_control() -> dict[str, Any]:
     """What /demo's start-class control needs to know: only whether a token is asked for."""
-    return {"class_start_needs_token": lambda: bool(get_settings().instructor_token)}
+    def presenting() -> list[str]:  # this browser's classes that are still open (web/class_presenter.py)
+        store = classroom().store
+        return [code for code, _ in class_presenter.remembered() if store.by_code(code) is not None]
+
+    return {"class_start_needs_token": lambda: bool(get_settings().instructor_token),
+            "presenting_classes": presenting}
 
 
 # -- helpers ------------------------------------------------------------------------------------------
@@ -320,9 +326,7 @@ def start() -> Response | str:
         if not hmac.compare_digest(given.encode(), cr.instructor_token.encode()):
             return Response(render_template("classroom/denied.html"), 403)
     elif not cr.starts.allow(_client(), cr.clock()):
-        return _slow_down(f"This address has opened {START_LIMIT} classes in the last hour, the most it may "
-                          "without an instructor token. Use a class you opened, or try again later.",
-                          int(START_WINDOW))
+        return _start_refused(cr)
     cr.store.purge()
     if cr.store.count_classes() >= cr.max_classes:
         abort(429)
@@ -332,7 +336,31 @@ def start() -> Response | str:
     response = Response(render_template("classroom/started.html", row=row, control_url=control,
                                         join_url=_join_url(row)), 201)
     _cookie(response, HOST_COOKIE, secret or cr.instructor_token or "", row.code)
+    class_presenter.remember(response, row.code, cr.clock(), int(cr.store.ttl))
     return response
+
+
+def _start_refused(cr: Classroom) -> Response:
+    """The start limit's answer: when this browser's next class can open (from its own record), and the classes
+    it opened that are still open, to rehearse in instead of a new one."""
+    now = cr.clock()
+    at = class_presenter.next_start([t for _, t in class_presenter.remembered()], START_LIMIT, START_WINDOW, now)
+    wait = int(at - now) + 1 if at is not None else int(START_WINDOW)
+    open_codes = [c for c, _ in class_presenter.remembered() if cr.store.by_code(c) is not None]
+    response = Response(render_template("classroom/start_refused.html", limit=START_LIMIT, minutes=-(-wait // 60),
+                                        known=at is not None, open_codes=open_codes), 429)
+    response.headers["Retry-After"] = str(wait)
+    return response
+
+
+@bp.get("/class/<code>/presenter")
+def presenter(code: str) -> str:
+    """The presenter's own page again (the one /class/start answered): the control link, shown on request, is
+    rebuilt from this browser's host cookie, so a reload or a lost tab does not lose it."""
+    row = _host(code)
+    secret = None if classroom().instructor_token else request.cookies.get(HOST_COOKIE)
+    control = url_for("classroom.claim", code=row.code, secret=secret, _external=True) if secret else None
+    return render_template("classroom/started.html", row=row, control_url=control, join_url=_join_url(row))
 
 
 @bp.get("/class/<code>/control/<secret>")
@@ -403,8 +431,9 @@ def host_events(code: str) -> Response:
 
 
 def _client() -> str:
-    """Whom per-client limits count: the visitor's address (behind MRTR_TRUSTED_PROXIES, the real one)."""
-    return request.remote_addr or "unknown"
+    """Whom per-client limits count: the visitor's address (behind MRTR_TRUSTED_PROXIES, the real one), an IPv6
+    visitor's /64."""
+    return visitor_key(request.remote_addr)
 
 
 def _slow_down(message: str, retry_after: int) -> Response:

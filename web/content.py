@@ -60,6 +60,31 @@ class Choice:
     id: str
     text: str
     why: str = ""  # for a wrong choice: why it is wrong (shown when the learner picks it)
+    #: For a wrong choice: the belief a learner really holds that it stands for (quiz data only, never shown as
+    #: a hint; tests/web/test_quiz_guessing.py requires one for every wrong choice).
+    belief: str = ""
+    #: For a "predict" task's choice: the outcome and the check it names (the server decides which is right).
+    outcome: str = ""
+    stopped_at: str = ""
+
+
+#: Quiz items the learner answers by doing; the real in-process server grades each (web/quiz_tasks.py).
+#: which-move: the choices are moves (ids are move slugs), and the chosen move must produce the shown server log;
+#: predict: the choices are outcomes of `move` under `switches`, and the server plays it to say which is right;
+#: order: the learner puts the checks in order, compared with the trace of a real retry;
+#: raw-retry: the learner edits a raw retry until the server completes it.
+TASK_KINDS: tuple[str, ...] = ("which-move", "predict", "order", "raw-retry")
+#: Tasks answered in a form of their own, not with a choice: right or wrong is recorded as one of these.
+FREE_TASKS: frozenset[str] = frozenset({"order", "raw-retry"})
+TASK_RIGHT, TASK_WRONG = "ok", "no"
+
+
+@dataclass(frozen=True)
+class Task:
+    kind: str
+    move: str = ""  # which-move: the move whose log is shown; predict: the move played
+    switches: tuple[tuple[str, str], ...] = ()  # predict: the playground switches, as query pairs
+    model: str = ""  # free tasks: the model answer, shown once the answer is revealed
 
 
 @dataclass(frozen=True)
@@ -72,12 +97,25 @@ class Question:
     explanation: str
     try_it: str = ""  # a predict-then-run question: the playground URL whose result shows the answer
     transcript: str = ""  # raw lines to read before answering (a debugging question)
+    task: Task | None = None  # a question answered by doing, graded by the server
+
+    @property
+    def free(self) -> bool:
+        """Answered in a form of its own (an order, a raw retry), not by picking a choice."""
+        return self.task is not None and self.task.kind in FREE_TASKS
+
+    @property
+    def pick_ids(self) -> set[str]:
+        """What the signed progress may record as a pick for this question."""
+        return {TASK_RIGHT, TASK_WRONG} if self.free else {c.id for c in self.choices}
 
     def choice(self, choice_id: str | None) -> Choice | None:
         return next((c for c in self.choices if c.id == choice_id), None)
 
     @property
     def correct_choice(self) -> Choice:
+        if self.free:
+            return Choice(TASK_RIGHT, self.task.model if self.task else "")
         return next(c for c in self.choices if c.id == self.answer)
 
 
@@ -162,6 +200,10 @@ def _markdown(section_id: str) -> MarkdownIt:
         return f"{section_id}--{words}" if words else section_id
 
     anchors_plugin(md, min_level=2, max_level=4, slug_func=slug)
+    md.enable("table")
+    # A wide table scrolls inside its own box at 390 px; the box takes focus so a keyboard can scroll it.
+    md.add_render_rule("table_open", lambda *_: '<div class="table-wrap" tabindex="0"><table>\n')
+    md.add_render_rule("table_close", lambda *_: "</table>\n</div>\n")
     return md
 
 
@@ -193,10 +235,22 @@ def _load_questions(path: Path, section_ids: set[str]) -> tuple[Question, ...]:
         choices = []
         for j, choice in enumerate(_tables(raw, "choices", where), 1):
             why = choice.get("why", "")
-            if not isinstance(why, str):
-                raise ContentError(f"{where} choice #{j}: 'why' must be a string")
+            belief = choice.get("belief", "")
+            if not isinstance(why, str) or not isinstance(belief, str):
+                raise ContentError(f"{where} choice #{j}: 'why' and 'belief' must be strings")
+            outcome, stopped = choice.get("outcome", ""), choice.get("stopped_at", "")
+            if not isinstance(outcome, str) or not isinstance(stopped, str):
+                raise ContentError(f"{where} choice #{j}: 'outcome' and 'stopped_at' must be strings")
             choices.append(Choice(_field(choice, "id", str, f"{where} choice #{j}"),
-                                  _field(choice, "text", str, f"{where} choice #{j}"), why.strip()))
+                                  _field(choice, "text", str, f"{where} choice #{j}"), why.strip(), belief.strip(),
+                                  outcome, stopped))
+        task = _task(raw.get("task"), where)
+        if task is not None and task.kind in FREE_TASKS:
+            if choices:
+                raise ContentError(f"{where}: a {task.kind} task is answered in its own form, without choices")
+            questions.append(Question(qid, section, _field(raw, "prompt", str, where), (), TASK_RIGHT,
+                                      _field(raw, "explanation", str, where), task=task))
+            continue
         if len(choices) < 2:
             raise ContentError(f"{where}: needs at least two choices")
         _unique([c.id for c in choices], "choice id", where)
@@ -210,9 +264,27 @@ def _load_questions(path: Path, section_ids: set[str]) -> tuple[Question, ...]:
         if not isinstance(transcript, str):
             raise ContentError(f"{where}: 'transcript' must be a string")
         questions.append(Question(qid, section, _field(raw, "prompt", str, where), tuple(choices), answer,
-                                  _field(raw, "explanation", str, where), try_it, transcript.strip("\n")))
+                                  _field(raw, "explanation", str, where), try_it, transcript.strip("\n"), task))
     _unique([q.id for q in questions], "question id", str(path))
     return tuple(questions)
+
+
+def _task(raw: Any, where: str) -> Task | None:
+    """A question's [questions.task] table, or None; the moves it names are checked against the catalogue by
+    tests/web/test_quiz_tasks.py (the catalogue is loaded after the lessons)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or raw.get("kind") not in TASK_KINDS:
+        raise ContentError(f"{where}: task.kind must be one of {', '.join(TASK_KINDS)}")
+    switches = raw.get("switches", {})
+    if not isinstance(switches, dict) or not all(isinstance(v, str) for v in switches.values()):
+        raise ContentError(f"{where}: task.switches must map switch names to strings")
+    move, model = raw.get("move", ""), raw.get("model", "")
+    if not isinstance(move, str) or not isinstance(model, str):
+        raise ContentError(f"{where}: task.move and task.model must be strings")
+    if raw["kind"] in FREE_TASKS and not model:
+        raise ContentError(f"{where}: a {raw['kind']} task needs a model answer")
+    return Task(raw["kind"], move, tuple(sorted(switches.items())), model)
 
 
 def _load_lesson(root: Path, entry: Mapping[str, Any]) -> Lesson:

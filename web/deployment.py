@@ -5,10 +5,18 @@ many proxies stand in front (so `request.is_secure`, the classroom's `Secure` co
 limit see the visitor, not the proxy), and the `MRTR-Replica` header on every response, /mcp included, so a
 learner or an operator sees which replica answered. It must never trust `X-Forwarded-*` by default: a
 client could then choose its own address and escape every per-client limit.
+
+`MRTR_TRUSTED_PROXIES` is a hop count (`ProxyFix` as configured: the last N entries were written by the N
+proxies in front) or the proxies' own addresses and networks: then the headers are believed only from a peer
+in that list, and `X-Forwarded-For` is walked from the right past every listed proxy to the first address
+that is not one (nginx's `real_ip_recursive`), so a chain of listed proxies works and a forged entry in front
+of them does not. `visitor_key` is what every per-visitor limit counts: an IPv4 address, or an IPv6 address's
+/64 (one household or server gets a whole /64, so counting single IPv6 addresses would count nothing).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import socket
 from collections.abc import Callable, Iterable
@@ -55,6 +63,56 @@ class ReplicaHeader:
         return self.app(environ, start)
 
 
+def visitor_key(address: str | None) -> str:
+    """Whom a per-visitor limit counts: the IPv4 address, or the /64 an IPv6 address is in (an IPv4 address mapped
+    into IPv6 counts as itself)."""
+    try:
+        parsed = ipaddress.ip_address((address or "").strip())
+    except ValueError:
+        return address or "unknown"
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.IPv6Network((parsed, 64), strict=False))
+    return str(parsed)
+
+
+class TrustedPeers:
+    """ProxyFix for a list of proxies: believed only when the peer is listed, as many hops as are listed."""
+
+    #: The longest chain of listed proxies believed; beyond it the headers are a client's invention anyway.
+    MAX_HOPS = 8
+
+    def __init__(self, app: WSGIApplication, networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]):
+        self.app = app
+        self.networks = networks
+        # ProxyFix per hop count: the scheme, host and port come from the nearest proxy, which sets them.
+        # They call through `self.app`, so replacing it (without_lean_mcp) reaches them too.
+        self._fixes = [ProxyFix(self._inner, x_for=hops, x_proto=1, x_host=1, x_port=1)
+                       for hops in range(1, self.MAX_HOPS + 1)]
+
+    def _inner(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        return self.app(environ, start_response)
+
+    def trusted(self, address: str) -> bool:
+        try:
+            parsed = ipaddress.ip_address(address.strip())
+        except ValueError:
+            return False
+        if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
+            parsed = parsed.ipv4_mapped
+        return any(parsed in network for network in self.networks)
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        if not self.trusted(str(environ.get("REMOTE_ADDR", ""))):
+            return self.app(environ, start_response)  # not from a listed proxy: no header is believed
+        forwarded = [a.strip() for a in str(environ.get("HTTP_X_FORWARDED_FOR", "")).split(",") if a.strip()]
+        hops = 1
+        while hops < min(len(forwarded), self.MAX_HOPS) and self.trusted(forwarded[-hops]):
+            hops += 1  # that entry was written by a listed proxy: look one further left
+        return self._fixes[hops - 1](environ, start_response)
+
+
 def without_lean_mcp(app: Any) -> None:
     """Serve /mcp through the Flask view instead of the lean WSGI entry (the bench's and tests' comparison):
     the entry under the deployment layers is replaced by the Flask app it falls back to."""
@@ -64,10 +122,12 @@ def without_lean_mcp(app: Any) -> None:
     layer.app = layer.app.fallback
 
 
-def wrap(app: WSGIApplication, *, trusted_proxies: int, replica: str | None) -> WSGIApplication:
+def wrap(app: WSGIApplication, *, trusted_proxies: int | tuple[Any, ...], replica: str | None) -> WSGIApplication:
     """The app as a replica serves it: the replica header outermost, then ProxyFix when proxies are trusted."""
     inner: WSGIApplication = app
-    if trusted_proxies:
+    if isinstance(trusted_proxies, tuple):
+        inner = TrustedPeers(inner, trusted_proxies)
+    elif trusted_proxies:
         # Each trusted proxy appends one X-Forwarded-For entry and sets the scheme, host and port it saw.
         inner = ProxyFix(inner, x_for=trusted_proxies, x_proto=trusted_proxies, x_host=trusted_proxies,
                          x_port=trusted_proxies)

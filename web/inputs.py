@@ -100,6 +100,13 @@ _CUSTOM: dict[str, Field] = {
     "redeemed": Field(max_chars=4096),
 }
 _AUTOPLAY = {"autoplay": Field("count", 6)}
+#: A quiz item answered by doing (web/quiz_tasks.py reads and checks these, with its own messages).
+_TASK: dict[str, Field] = {
+    "retry": Field("json", 16_384, max_depth=None),
+    "seed": Field(max_chars=64),
+    "minted_at": Field(max_chars=32),
+    "order": Field(max_chars=32),
+}
 
 #: endpoint -> the query parameters and form fields its view reads (GET and POST alike).
 FIELDS: dict[str, dict[str, Field]] = {
@@ -107,7 +114,7 @@ FIELDS: dict[str, dict[str, Field]] = {
     "lessons.lesson_page": {**_SWITCHES, "progress": _PROGRESS, "stores": Field(max_chars=16)},
     "lessons.figure": {},
     "quiz.quiz_page": {"progress": _PROGRESS, "embed": Field(max_chars=64)},
-    "quiz.answer": {"choice": Field(max_chars=64), "progress": _PROGRESS},
+    "quiz.answer": {"choice": Field(max_chars=64), "progress": _PROGRESS, **_TASK},
     "playground.show": dict(_SWITCHES),
     "playground.play_move": dict(_SWITCHES),
     "playground.play_custom_move": {**_SWITCHES, **_CUSTOM},
@@ -122,7 +129,7 @@ FIELDS: dict[str, dict[str, Field]] = {
     "embed.quiz": {"progress": _PROGRESS, "origin": _ORIGIN},
     "embed.question": {"progress": _PROGRESS, "origin": _ORIGIN},
     "embed.answer": {"single": Field(max_chars=8), "origin": _ORIGIN, "choice": Field(max_chars=64),
-                     "progress": _PROGRESS},
+                     "progress": _PROGRESS, **_TASK},
     # /check answers over-long fields with its own panel (web/check_limits.py MAX_FIELD = 4096), so the guard's
     # limit sits above it: the guard stops only what the page itself could not handle.
     "check.check_page": {},
@@ -137,6 +144,7 @@ FIELDS: dict[str, dict[str, Field]] = {
     "classroom.start": {"token": Field(max_chars=256)},
     "classroom.claim": {},
     "classroom.host": {},
+    "classroom.presenter": {},
     "classroom.host_events": {},
     "classroom.push_question": {},
     "classroom.reveal": {},

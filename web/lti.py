@@ -21,9 +21,11 @@ registered platforms' origins only; the deep-linking return page may post to the
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -49,6 +51,7 @@ from mrtr_settings.stores import open_lti
 from mrtr_stores.lti import LtiStore, LtiStoreDown, PendingScore, public_pem
 from web import build, embed, htmx, inputs, quiz
 from web.content import Lesson, Question, get_content
+from web.lti_keys import KeySetCache, KeySetUnavailable
 from web.lti_launch_data import StoreLaunchData
 from web.security import allow_form_posts_to, allow_framing_by
 from web.services import get_settings
@@ -70,6 +73,12 @@ AGS_SCOPES = ("https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
 PLATFORM_TIMEOUT = 5.0
 #: Queued scores retried per LTI request: bounded, so a platform that is down slows no page for long.
 RETRIES_PER_REQUEST = 2
+#: The comment a build score carries to the platform: the checker runs in the learner's browser, so the steps it
+#: reports done are the learner's own account, not something this server observed.
+SELF_REPORTED = ("Build steps are self-reported: the checker runs in the learner's own browser and this score is "
+                 "what its report says.")
+#: pylti1p3's browser session cookie (set at login): a launch's pages that post a score must come from it.
+SESSION_COOKIE = "lti1p3-session-id"
 #: Pages a platform shows inside its iframe: framed by the registered platforms only.
 FRAMED = frozenset({"lti.launch", "lti.activity", "lti.answer", "lti.build_report", "lti.pick", "lti.pick_post"})
 
@@ -112,6 +121,19 @@ class _Cookies(FlaskCookieService):
                                 samesite="None")
 
 
+class _Launch(FlaskMessageLaunch):
+    """pylti1p3's launch, its platform keys from the tool's cache instead of a fetch per launch."""
+
+    key_sets: KeySetCache
+
+    def fetch_public_key(self, key_set_url: str) -> Any:
+        kid = (self._jwt.get("header") or {}).get("kid")
+        try:
+            return self.key_sets.get(key_set_url, kid if isinstance(kid, str) else None, self._requests_session)
+        except KeySetUnavailable as exc:
+            raise LtiException(f"Error during fetch of the key set: {exc}") from exc  # the "keys" refusal
+
+
 def _cookies(req: FlaskRequest) -> _Cookies:
     return _Cookies(req)  # type: ignore[no-untyped-call]  # pylti1p3's Flask adapter has no annotations
 
@@ -121,6 +143,8 @@ class Tool:
     platforms: tuple[LtiPlatform, ...]
     conf: ToolConfDict
     db: LtiStore
+    #: The platforms' key sets, fetched once and kept (web/lti_keys.py): a forged launch fetches nothing.
+    key_sets: KeySetCache = field(default_factory=KeySetCache)
 
     def storage(self) -> StoreLaunchData:
         return StoreLaunchData(self.db)
@@ -160,7 +184,7 @@ def get_tool() -> Tool | None:
             for p in platforms:
                 conf.set_private_key(p.issuer, private, client_id=p.client_id)
                 conf.set_public_key(p.issuer, public, client_id=p.client_id)
-            tool = Tool(platforms, conf, db)
+            tool = Tool(platforms, conf, db, KeySetCache(db.clock))
             current_app.extensions[EXTENSION] = tool
     return tool
 
@@ -311,8 +335,9 @@ def launch() -> Response | BaseResponse:
     tool = _tool()
     req = _lti_request()
     try:
-        message = FlaskMessageLaunch(req, tool.conf, cookie_service=_cookies(req),  # type: ignore[no-untyped-call]
-                                     launch_data_storage=tool.storage(), requests_session=_NoRedirects())
+        message = _Launch(req, tool.conf, cookie_service=_cookies(req),  # type: ignore[no-untyped-call]
+                          launch_data_storage=tool.storage(), requests_session=_NoRedirects())
+        message.key_sets = tool.key_sets
         # pylti1p3 leaves audience to validate_registration; exp and iat must be present, not just valid.
         message.set_jwt_verify_options({"verify_aud": False, "require": ["exp", "iat"]})  # type: ignore[dict-item]
         body = dict(message.validate().get_launch_data())
@@ -324,7 +349,7 @@ def launch() -> Response | BaseResponse:
     if not _audience_ok(body, client_id):
         return _refused(LtiException("Client id not registered"))
     base = {"iss": issuer, "client_id": client_id, "deployment_id": body.get(CLAIM + "deployment_id"),
-            "user": body.get("sub")}
+            "user": body.get("sub"), "browser": _browser()}
     if message.is_deep_link_launch():
         settings = body.get(DL_CLAIM)
         if not isinstance(settings, dict) or not isinstance(settings.get("deep_link_return_url"), str):
@@ -418,10 +443,24 @@ def pick_post() -> Response | str:
 # -- the activity pages and their scores ----------------------------------------------------------------
 
 
-def _resource(ref: str) -> tuple[dict[str, Any], Activity] | Response:
+def _browser() -> str | None:
+    """The browser session this request comes from, as a digest (pylti1p3's session cookie, set at login)."""
+    session = request.cookies.get(SESSION_COOKIE)
+    return hashlib.sha256(session.encode()).hexdigest() if session else None
+
+
+def _resource(ref: str, *, scoring: bool = False) -> tuple[dict[str, Any], Activity] | Response:
+    """The launch `ref` opened and its activity. `scoring`: the request may post a score, so it must come from the
+    browser the launch was verified in (holding `?launch=` is not enough)."""
     data = _launch(ref, "resource")
     if isinstance(data, Response):
         return data
+    launched_in, here = data.get("browser"), _browser()
+    if scoring and not (isinstance(launched_in, str) and here and hmac.compare_digest(launched_in, here)):
+        log.info("LTI: a score post for a launch from another browser session was refused")
+        return _page(403, "Open this activity from your course",
+                     "This activity was opened in another browser session, so nothing is scored here. Open it again "
+                     "from your course.")
     chosen = activity(data.get("item"))
     if chosen is None:
         return _page(404, "This activity is gone", "The activity this link opened is no longer in the course.")
@@ -463,7 +502,7 @@ def answer(slug: str, qid: str) -> Response:
     """The quiz's own check (web.quiz.check); once every question of the link has a first answer, that
     first-try score is the one kept and sent."""
     ref = _ref()
-    found = _resource(ref)
+    found = _resource(ref, scoring=True)
     if isinstance(found, Response):
         return found
     data, chosen = found
@@ -487,7 +526,7 @@ def build_report() -> Response:
     """Grade a pasted checker report as the lesson does (web.build.grade); the steps it shows done are the score,
     and a later, worse report never lowers it."""
     ref = _ref()
-    found = _resource(ref)
+    found = _resource(ref, scoring=True)
     if isinstance(found, Response):
         return found
     data, chosen = found
@@ -499,7 +538,8 @@ def build_report() -> Response:
     except build.ReportError as exc:
         grading, error = None, str(exc)
     if grading is not None:
-        record_score(data, chosen, grading.done, complete=grading.done == len(lesson_build.steps), keep_best=True)
+        record_score(data, chosen, grading.done, complete=grading.done == len(lesson_build.steps), keep_best=True,
+                     comment=SELF_REPORTED)
     return Response(render_template("lti/build.html", ref=ref, chosen=chosen, build=lesson_build, grading=grading,
                                     error=error, lti_score=_score_status(data, chosen)), 400 if error else 200)
 
@@ -516,7 +556,8 @@ def _score_key(data: dict[str, Any], chosen: Activity) -> str | None:
     return "\n".join((data["iss"], data["client_id"], ags["lineitem"], data["user"]))
 
 
-def record_score(data: dict[str, Any], chosen: Activity, given: int, *, complete: bool, keep_best: bool) -> None:
+def record_score(data: dict[str, Any], chosen: Activity, given: int, *, complete: bool, keep_best: bool,
+                 comment: str = "") -> None:
     """Keep the score, then try to post it (AGS: Completed/FullyGraded once done, else InProgress/Pending)."""
     key = _score_key(data, chosen)
     if key is None:
@@ -525,7 +566,7 @@ def record_score(data: dict[str, Any], chosen: Activity, given: int, *, complete
     stamp = datetime.fromtimestamp(tool.db.clock(), UTC).isoformat(timespec="milliseconds")
     score = PendingScore(key, data["iss"], data["client_id"], data["ags"], data["user"], float(given),
                          float(chosen.maximum), "Completed" if complete else "InProgress",
-                         "FullyGraded" if complete else "Pending", stamp, 0)
+                         "FullyGraded" if complete else "Pending", stamp, 0, comment)
     if tool.db.record_score(score, keep_best=keep_best):
         flush_scores(tool, 1, key=key)
 
@@ -540,6 +581,8 @@ def flush_scores(tool: Tool, limit: int, key: str | None = None) -> None:
             grade = (Grade().set_score_given(score.given).set_score_maximum(score.maximum)
                      .set_activity_progress(score.activity).set_grading_progress(score.grading)
                      .set_timestamp(score.timestamp).set_user_id(score.user_id))
+            if score.comment:
+                grade.set_comment(score.comment)
             ags.put_grade(grade)
         except Exception as exc:  # the platform is down, refuses, or redirects: keep the score for a retry
             status = getattr(getattr(exc, "response", None), "status_code", None)

@@ -155,14 +155,15 @@ class CheckView:
     outcome: str
     detail: str
     why: str = ""  # for skipped checks: not-reached, not-needed or switched-off
+    asked_again: bool = False  # the reply was a fresh question, not an error
 
     @property
     def label(self) -> str:
         if self.outcome == "pass":
             return "passed"
         if self.outcome == "fail":
-            # a missing answer is not a refusal: the server asks the question again
-            return "asked again" if self.name == "answer" else "failed"
+            # the answer rule: a missing answer is asked again (no refusal); a malformed one gets an error
+            return "asked again" if self.name == "answer" and self.asked_again else "failed"
         return OUTCOME_LABELS.get(self.why, OUTCOME_LABELS["not-reached"]).lower()
 
     @property
@@ -177,8 +178,9 @@ def check_views(step: Step) -> list[CheckView]:
         detail = ("the request was refused before its ticket was opened"
                   if "requestState" in sent else "the retry carried no requestState to check")
         return [CheckView(name, CHECK_TITLES[name], "skipped", detail, "not-reached") for name in CHECKS]
+    asked = outcome_of(step.reply) == Outcome.ASKED_AGAIN
     return [CheckView(name, CHECK_TITLES[name], recorded[name]["outcome"], recorded[name]["detail"],
-                      recorded[name].get("why", ""))
+                      recorded[name].get("why", ""), asked)
             if name in recorded else CheckView(name, CHECK_TITLES[name], "skipped", "", "not-reached")
             for name in CHECKS]
 
@@ -641,8 +643,13 @@ def custom_note(step: Step, checks: list[CheckView], outcome: Outcome, offset: i
     when = f"at t = {step.at:g} s" + (f" (your time plus the {offset} s clock offset)" if offset else "")
     failed = next((c for c in checks if c.outcome == "fail"), None)
     if failed is not None:
+        # The answer rule: a missing answer is asked again, a malformed one gets its own error; only a ticket
+        # failure gets the frozen one.
+        told = ("the server asked the question again" if outcome == Outcome.ASKED_AGAIN
+                else "the client got -32602 Invalid inputResponses, an error about its answer, not the ticket refusal"
+                if failed.name == "answer" else "the client saw only the frozen -32602")
         text = (f"Your retry, sent {when}, stopped at “{failed.title}”: {failed.detail}. The checks run in order, "
-                "so none after it looked at this retry, and the client saw only the frozen -32602.")
+                f"so none after it looked at this retry, and {told}.")
         return NoteView(text, str(outcome), failed.name)
     if all(c.outcome == "skipped" for c in checks):
         text = (f"Your retry, sent {when}, never reached the ticket checks: {checks[0].detail}. "

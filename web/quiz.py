@@ -17,8 +17,9 @@ from flask import Blueprint, Response, abort, request
 from itsdangerous import BadData, URLSafeSerializer
 
 from mrtr import as_object
-from web import htmx
+from web import htmx, quiz_tasks
 from web.content import Choice, Lesson, Question, get_content
+from web.playground import PlaygroundInputError
 from web.services import get_services
 
 bp = Blueprint("quiz", __name__)
@@ -38,6 +39,8 @@ class Feedback:
     counted: bool = False  # what the score counts for this question: the FIRST answer
     revealed: bool = True  # the answer and the explanation may be shown
     attempt: int = 1
+    said: str = ""  # a task graded by the server: what the server really did with this answer
+    problem: str = ""  # a task whose form could not be graded: why (nothing is counted)
 
     @property
     def missing(self) -> bool:
@@ -94,7 +97,7 @@ def read_state(lesson: Lesson, token: str | None) -> State:
     picks = {}
     for qid, tried in raw_picks.items():
         if qid in answers and isinstance(tried, list):
-            ids = {c.id for c in questions[qid].choices}
+            ids = questions[qid].pick_ids
             picks[qid] = [c for c in tried if isinstance(c, str) and c in ids][:TRIES]
     return State(answers, picks)
 
@@ -122,6 +125,7 @@ def quiz_context(lesson: Lesson, token: str | None, feedback: Feedback | None = 
                   "total": len(lesson.questions)},
         "feedback": feedback,
         "feedbacks": shown,
+        "tasks": {q.id: quiz_tasks.task_view(q) for q in lesson.questions if q.task is not None},
     }
 
 
@@ -148,18 +152,26 @@ def check(lesson: Lesson, question: Question, form: Mapping[str, str]) -> tuple[
     try; the right answer and the explanation come with a right answer or after the second try.
     """
     state = read_state(lesson, form.get("progress"))
-    chosen = question.choice(form.get("choice"))
-    if chosen is None:
-        feedback = Feedback(question, None, False)
+    said = problem = ""
+    if question.task is not None:  # answered by doing: the real server grades it
+        try:
+            graded = quiz_tasks.grade(question, form)
+        except (quiz_tasks.TaskInputError, PlaygroundInputError) as exc:
+            graded, problem = None, str(exc)
+        chosen_id, correct, said = (graded.chosen, graded.correct, graded.said) if graded else (None, False, "")
+    else:
+        picked = question.choice(form.get("choice"))
+        chosen_id, correct = (picked.id, picked.id == question.answer) if picked else (None, False)
+    if chosen_id is None:
+        feedback = Feedback(question, None, False, problem=problem)
     else:
         already = state.revealed(question)
-        state.answers.setdefault(question.id, chosen.id == question.answer)
+        state.answers.setdefault(question.id, correct)
         tried = state.picks.setdefault(question.id, [])
         if not already:
-            tried.append(chosen.id)
-        correct = chosen.id == question.answer
-        feedback = Feedback(question, chosen.id, correct, state.answers[question.id],
-                            already or state.revealed(question), len(tried))
+            tried.append(chosen_id)
+        feedback = Feedback(question, chosen_id, correct, state.answers[question.id],
+                            already or state.revealed(question), len(tried), said)
     return feedback, quiz_context(lesson, write_progress(lesson, state.answers, state.picks), feedback)
 
 

@@ -108,6 +108,12 @@
     for (var i = 0; i < count; i++) { numbers.push(String(first + i)); }
     box.querySelector(".code-editor-gutter").textContent = numbers.join("\n");
     area.rows = Math.max(4, Math.min(count + 1, 40));
+    // Wrapped lines (a phone, build.css) outnumber the text's lines: the field grows to show them all, as the
+    // page, not the field, is what scrolls under a finger. CSSOM styles are allowed by the CSP.
+    area.style.height = "";
+    if (window.getComputedStyle(area).whiteSpace !== "pre" && area.scrollHeight > area.clientHeight) {
+      area.style.height = (area.scrollHeight + area.offsetHeight - area.clientHeight) + "px";
+    }
     syncScroll(area);
   }
 

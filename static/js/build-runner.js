@@ -53,6 +53,7 @@
       if (slot) { slot.replaceChildren(); }
     });
     $(root, "[data-run-results]").hidden = true;
+    $(root, "[data-run-summary]").textContent = "";
     var log = $(root, "[data-run-log]");
     log.hidden = true;
     $(log, "pre").textContent = "";
@@ -115,6 +116,64 @@
     return found ? text + " (that line is in " + found.getAttribute("data-editor-name") + ")" : text;
   }
 
+  /* What a finished run means for the learner's step: the step whose editor they typed in last (before any
+     typing: the first step not done yet). A step is done when every move it names held, as the graded report
+     says (web/build.py). Returns {text, next}: the status line, and the step to move the learner on to. */
+  function stepNews(root, stepId, ok) {
+    var steps = all(root, "[data-build-step]").map(function (li) {
+      var moves = all(li, "[data-step-move]");
+      var failing = moves.filter(function (m) { return m.getAttribute("data-verdict") !== "pass"; });
+      return { li: li, id: li.getAttribute("data-build-step"), n: all(root, "[data-build-step]").indexOf(li) + 1,
+               done: moves.length > 0 && failing.length === 0,
+               failing: failing.map(function (m) { return m.getAttribute("data-step-move"); }) };
+    });
+    var rows = all(root, "[data-run-results] tr[data-move]");
+    var held = rows.filter(function (r) { return r.getAttribute("data-verdict") === "pass"; }).length;
+    var tally = held + " of " + rows.length + " moves hold so far";
+    var todo = steps.filter(function (s) { return !s.done; });
+    var mine = steps.filter(function (s) { return s.id === stepId; })[0] || todo[0];
+    if (!mine) {
+      var others = rows.filter(function (r) { return r.getAttribute("data-verdict") === "fail"; })
+        .map(function (r) { return r.getAttribute("data-move"); });
+      return { text: "All " + steps.length + " steps done" + (ok ? ": every move and probe holds."
+        : others.length ? ", but FAIL on " + others.join(", ") + " (no step names it: see its row below)."
+        : ": every step's moves hold (see the probes below)."), next: null };
+    }
+    laterAreToDo(root, steps, mine);
+    if (!mine.done) {
+      return { text: "Step " + mine.n + " not done: FAIL on " + mine.failing.join(", ") + " (see " +
+               (mine.failing.length > 1 ? "their rows" : "its row") + " below). " + tally + ".", next: null };
+    }
+    var after = todo.filter(function (s) { return s.n > mine.n; })[0] || todo[0];
+    return { text: "Step " + mine.n + " done: the " + mine.id + " check holds. " + tally +
+             (after ? "; next: step " + after.n + ", " + after.id + "." : "; every step is done."),
+             next: after ? after.li : null };
+  }
+
+  /* FAIL only where the learner's step fails: a step after theirs lists its moves that do not hold yet as work
+     to come (the report's table below keeps the checker's own verdicts). */
+  function laterAreToDo(root, steps, mine) {
+    steps.forEach(function (s) {
+      if (s.n <= mine.n || s.done) { return; }
+      all(s.li, "[data-step-move][data-verdict='fail'] [data-step-verdict]").forEach(function (slot) {
+        slot.replaceChildren(badge(root, "move", "todo"));
+        slot.closest("[data-step-move]").setAttribute("data-verdict", "todo");
+      });
+    });
+  }
+
+  /* Move the learner on: the next step's heading comes into view and takes the focus (not its editor: on a
+     phone that would open the keyboard over what they are reading). */
+  function moveOn(root, li) {
+    all(root, "[data-build-step][data-current]").forEach(function (el) { el.removeAttribute("data-current"); });
+    li.setAttribute("data-current", "true");
+    var heading = $(li, "h3");
+    heading.setAttribute("tabindex", "-1");
+    var still = window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+    heading.scrollIntoView({ block: "start", behavior: still ? "auto" : "smooth" });
+    heading.focus({ preventScroll: true });
+  }
+
   function grade(root, report) {
     var url = root.getAttribute("data-report-url");
     var target = root.getAttribute("data-report-target");
@@ -130,12 +189,18 @@
     this.loaded = false;
     this.running = false;
     this.button = $(root, "[data-action='run-checks']");
+    this.step = null;  // the step whose editor was typed in last
   }
 
   Runner.prototype.urls = function () {
     var r = this.root;
     return { pyodide: r.getAttribute("data-pyodide"), wheel: r.getAttribute("data-wheel"),
              bundle: r.getAttribute("data-bundle"), catalogue: r.getAttribute("data-catalogue") };
+  };
+
+  /* Seconds since Run was pressed, Python's start-up and the downloads included: what the learner waited. */
+  Runner.prototype.seconds = function () {
+    return ((window.performance.now() - this.pressed) / 1000).toFixed(1);
   };
 
   Runner.prototype.busy = function (on) {
@@ -180,6 +245,7 @@
     }
     var self = this;
     this.timeout = Math.max(1, Number(root.getAttribute("data-timeout")) || 10) * 1000;
+    this.pressed = window.performance.now();
     reset(root);
     this.busy(true);
     this.runId += 1;
@@ -239,10 +305,57 @@
         return;
       }
       root.setAttribute("data-run-state", "done");
-      setStatus(root, String(data.summary) + " (" + (message.ms / 1000).toFixed(1) + " s).");
+      $(root, "[data-run-summary]").textContent = "The checker's summary: " + String(data.summary);
+      var news = stepNews(root, this.step, Boolean(data.report && data.report.ok));
+      setStatus(root, news.text + " (" + this.seconds() + " s from the press)");
       grade(root, data.report);
+      if (news.next) { moveOn(root, news.next); }
     }
   };
+
+  /* The bar stays in view at the bottom of the visible screen, except where it would cover the editor the
+     learner is typing in: then it docks (data-bar="docked": back in the page's flow below the steps). The
+     visible screen is the visual viewport, which a phone's keyboard shortens: --keyboard lifts the stuck bar
+     above it. Worked out again on focus, scroll, resize and typing, once a frame at most. */
+  function placeBar(root) {
+    var bar = $(root, ".build-run-bar");
+    if (!bar || bar.hidden) { return; }
+    var view = window.visualViewport;
+    var visibleBottom = view ? view.offsetTop + view.height : window.innerHeight;
+    var keyboard = Math.max(0, window.innerHeight - visibleBottom);
+    document.documentElement.style.setProperty("--keyboard", keyboard + "px");  // CSSOM: allowed by the CSP
+    var focused = document.activeElement;
+    var editor = focused && focused.matches && focused.matches("textarea[data-editor]") && root.contains(focused)
+      ? focused.closest(".code-editor") : null;
+    root.setAttribute("data-bar", "docked");  // measure where the bar sits in the flow (no paint in between)
+    var natural = bar.getBoundingClientRect();
+    var stuckTop = visibleBottom - natural.height;
+    var covers = false;
+    if (editor && natural.top > stuckTop) {  // it would stick: would it be over the editor?
+      var box = editor.getBoundingClientRect();
+      covers = box.bottom > stuckTop && box.top < visibleBottom;
+    }
+    root.setAttribute("data-bar", covers ? "docked" : "stuck");
+  }
+
+  function watchBar(root) {
+    var pending = false;
+    function later() {
+      if (pending) { return; }
+      pending = true;
+      window.requestAnimationFrame(function () { pending = false; placeBar(root); });
+    }
+    root.addEventListener("focusin", function () { placeBar(root); });  // at once: before the keyboard's first key
+    root.addEventListener("focusout", later);
+    root.addEventListener("input", later);
+    window.addEventListener("scroll", later, { passive: true });
+    window.addEventListener("resize", later);
+    if (window.visualViewport) {
+      window.visualViewport.addEventListener("resize", later);
+      window.visualViewport.addEventListener("scroll", later);
+    }
+    placeBar(root);
+  }
 
   function init(scope) {
     var roots = (scope && scope.matches && scope.matches("[data-build-runner]")) ? [scope]
@@ -253,6 +366,12 @@
       root.mrtrRunner = runner;
       all(root, "[data-runner-only]").forEach(function (el) { el.hidden = false; });
       runner.button.addEventListener("click", function () { runner.start(); });
+      // The learner's step: the one whose editor they typed in last; a run reports on it.
+      root.addEventListener("input", function (event) {
+        var area = event.target.closest && event.target.closest("textarea[data-editor]");
+        if (area) { runner.step = area.getAttribute("data-editor"); }
+      });
+      watchBar(root);
     });
   }
 

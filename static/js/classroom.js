@@ -8,6 +8,13 @@
 (function () {
   "use strict";
 
+  // The presenter's page answers a POST: its address becomes the page's own GET address, so a reload shows
+  // it again (with the control link still folded away) instead of opening another class.
+  var presenterPage = document.querySelector("[data-presenter-url]");
+  if (presenterPage && window.history && window.history.replaceState) {
+    window.history.replaceState(null, "", presenterPage.getAttribute("data-presenter-url"));
+  }
+
   function announce(text) {
     var region = document.getElementById("announcer");
     if (region) { region.textContent = text; }

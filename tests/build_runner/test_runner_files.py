@@ -15,7 +15,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from flask import Flask
+from flask import Flask, url_for
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
@@ -38,10 +38,17 @@ def get(client: FlaskClient, url: str) -> TestResponse:
 
 
 def runner_urls(client: FlaskClient) -> dict[str, str]:
+    """The addresses the build lesson's page hands its worker (the bundle's only when Pyodide is installed)."""
     html = get(client, LESSON).get_data(as_text=True)
     root = html[html.index("data-build-runner"):]
     names = ("worker", "pyodide", "wheel", "bundle")
     return {n: root.split(f'data-{n}="', 1)[1].split('"', 1)[0] for n in names}
+
+
+def bundle_url(app: Flask) -> str:
+    """The checker bundle's address, which the app serves whether or not Pyodide is installed."""
+    with app.test_request_context():
+        return url_for("build.runner.checker", digest=build_runner.bundle().digest)
 
 
 def test_only_the_build_pages_and_the_worker_script_allow_webassembly(app: Flask, client: FlaskClient) -> None:
@@ -59,22 +66,22 @@ def test_only_the_build_pages_and_the_worker_script_allow_webassembly(app: Flask
             assert response.headers["Content-Security-Policy"] == PLAIN_CSP, rule.rule
             checked += 1
     for url in ("/lessons/when-the-server-needs-input", "/quiz/build-the-checks", "/check", "/playground",
-                "/static/js/build-worker.js", runner_urls(client)["bundle"]):
+                "/static/js/build-worker.js", bundle_url(app)):
         assert get(client, url).headers["Content-Security-Policy"] == PLAIN_CSP, url
     assert checked >= 3
 
 
-def test_the_runner_files_come_from_this_origin_cacheable_and_typed(client: FlaskClient) -> None:
+def test_the_runner_files_come_from_this_origin_cacheable_and_typed(app: Flask, client: FlaskClient,
+                                                                    pyodide: Path) -> None:
     urls = runner_urls(client)
     assert all(u.startswith("/build-runner/") for u in urls.values())
-    if not pyodide_install.is_installed():
-        pytest.fail("Pyodide is not installed: run .venv/bin/python -m web.pyodide_install (scripts/test.sh does)")
+    assert urls["bundle"] == bundle_url(app)
     for name, mimetype in build_runner.PYODIDE_SERVED.items():
         response = get(client, urls["pyodide"] + name)
         assert response.status_code == 200 and response.mimetype == mimetype, name
         assert response.headers["Cache-Control"] == build_runner.IMMUTABLE
         assert hashlib.sha256(response.data).hexdigest() == json.loads(
-            (pyodide_install.pyodide_dir() / pyodide_install.MARKER).read_text())["sha256"][name]
+            (pyodide / pyodide_install.MARKER).read_text())["sha256"][name]
     wheel = get(client, urls["wheel"])
     assert hashlib.sha256(wheel.data).hexdigest() == pyodide_install.ITSDANGEROUS_SHA256
     for url in (urls["pyodide"] + "README.md", urls["pyodide"] + "../../x", "/build-runner/pyodide/0.0.1/pyodide.js",
@@ -84,7 +91,7 @@ def test_the_runner_files_come_from_this_origin_cacheable_and_typed(client: Flas
 
 
 def test_the_checker_bundle_is_this_repositorys_own_code(app: Flask, client: FlaskClient) -> None:
-    response = get(client, runner_urls(client)["bundle"])
+    response = get(client, bundle_url(app))
     assert response.status_code == 200 and response.headers["Cache-Control"] == build_runner.IMMUTABLE
     with zipfile.ZipFile(io.BytesIO(response.data)) as archive:
         names = set(archive.namelist())
@@ -94,14 +101,12 @@ def test_the_checker_bundle_is_this_repositorys_own_code(app: Flask, client: Fla
     for module in ("web/in_browser.py", "moves/targets/module.py", "moves/check.py", "moves/engine.py"):
         assert module in names
     assert not any(n.startswith(("tests/", "bench/")) or n in ("app.py", "web/build.py") for n in names)
-    with app.app_context():
-        assert build_runner.bundle().digest in runner_urls(client)["bundle"]
 
 
-def test_the_bundle_runs_the_checker_where_ssl_sqlite3_and_cryptography_are_missing(tmp_path: Path,
+def test_the_bundle_runs_the_checker_where_ssl_sqlite3_and_cryptography_are_missing(tmp_path: Path, app: Flask,
                                                                                    client: FlaskClient) -> None:
     """As in Pyodide's core: the bundle alone on the path, the three missing modules made unimportable."""
-    (tmp_path / "checker.zip").write_bytes(get(client, runner_urls(client)["bundle"]).data)
+    (tmp_path / "checker.zip").write_bytes(get(client, bundle_url(app)).data)
     starter = (ROOT / "lessons" / "build-the-checks" / "starter" / "server.py").read_text()
     script = f"""
 import importlib.abc, json, sys, zipfile
@@ -160,9 +165,8 @@ def test_the_installer_keeps_only_a_tarball_that_matches_its_recorded_integrity(
     assert sorted(p.name for p in tmp_path.iterdir()) == [pyodide_install.PYODIDE_VERSION]  # no staging left
 
 
-def test_the_recorded_pins_are_the_ones_installed() -> None:
-    assert pyodide_install.is_installed(), "run .venv/bin/python -m web.pyodide_install (scripts/test.sh does)"
-    recorded = json.loads((pyodide_install.pyodide_dir() / pyodide_install.MARKER).read_text())
+def test_the_recorded_pins_are_the_ones_installed(pyodide: Path) -> None:
+    recorded = json.loads((pyodide / pyodide_install.MARKER).read_text())
     assert recorded["integrity"] == pyodide_install.PYODIDE_INTEGRITY
     requirements = (ROOT / "requirements.txt").read_text()
     assert f"itsdangerous=={pyodide_install.ITSDANGEROUS_VERSION}\n" in requirements

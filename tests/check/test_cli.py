@@ -54,7 +54,7 @@ def check_json(*argv: str) -> tuple[int, dict[str, Any]]:
 
 
 def assert_exact_schema(report: dict[str, Any]) -> None:
-    """The JSON contract of the README ("The JSON report"): these keys, in this order, these values."""
+    """The JSON contract of docs/checker/reports.md ("The JSON report"): these keys, in this order, these values."""
     stopped = ["stopped"] if "stopped" in report else []
     assert list(report) == ["target", "ok", "moves", "probes", *stopped]
     assert isinstance(report["target"], str) and isinstance(report["ok"], bool)

@@ -6,10 +6,13 @@ every process it started is gone. Every wait is bounded; nothing leaves loopback
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -43,26 +46,31 @@ class Cluster:
     redis_port: int
     process: subprocess.Popen[bytes]
     log: Path
+    run_parent: Path | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
 
-def _start(tmp: Path) -> Cluster:
+def _start(tmp: Path, extra_env: dict[str, str] | None = None) -> Cluster:
     """Start the cluster on free ports; raises AssertionError with the log's tail when it does not come up."""
     port, first, redis_port = free_port(), free_port(), free_port()
     while answers(first + 1):  # the next port must be free too
         first = free_port()
     replica_ports = (first, first + 1)
     log = tmp / f"cluster-{port}.log"
+    # The run folder nginx's workers (user nobody, the script runs as root) write bodies into: under /tmp,
+    # not pytest's own folders, which are closed to every other user.
+    run_parent = Path(tempfile.mkdtemp(prefix="mrtr-deploy-"))
+    run_parent.chmod(0o711)
     env = {**os.environ, "PORT": str(port), "REPLICA_PORT": str(first), "REDIS_PORT": str(redis_port),
            "REPLICAS": "2", "WORKERS": "2", "THREADS": "2", "MRTR_TOKENS": TOKENS, "MRTR_SECRET_KEYS": KEYS,
-           "MRTR_STATE_DIR": str(tmp / "state"), "TMPDIR": str(tmp)}
+           "MRTR_STATE_DIR": str(tmp / "state"), "TMPDIR": str(run_parent), **(extra_env or {})}
     with open(log, "wb") as out:
         process = subprocess.Popen(["bash", str(ROOT / "scripts" / "cluster.sh")], cwd=ROOT, env=env, stdout=out,
                                    stderr=subprocess.STDOUT, start_new_session=True)
-    cluster = Cluster(port, replica_ports, redis_port, process, log)
+    cluster = Cluster(port, replica_ports, redis_port, process, log, run_parent)
     deadline = time.monotonic() + 120
     while not (answers(port) and all(answers(p) for p in replica_ports)):
         if process.poll() is not None or time.monotonic() > deadline:
@@ -87,23 +95,37 @@ def stop(cluster: Cluster) -> None:
         leftover = True
     except ProcessLookupError:
         leftover = False
+    if cluster.run_parent is not None:
+        shutil.rmtree(cluster.run_parent, ignore_errors=True)
     assert not leftover, "scripts/cluster.sh left processes behind after SIGTERM"
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    tmp = tmp_path_factory.mktemp("cluster")
+def start_cluster(tmp: Path, extra_env: dict[str, str] | None = None) -> Cluster:
+    """The cluster on free ports, with `extra_env` on top of the tests' settings."""
     try:
-        started = _start(tmp)
+        return _start(tmp, extra_env)
     except AssertionError as exc:
         # A free port found a moment ago can be taken by another process before the cluster binds it; that,
         # and only that, earns one more try on other ports.
         if "in use" not in str(exc):
             raise
-        started = _start(tmp)
+        return _start(tmp, extra_env)
+
+
+@contextlib.contextmanager
+def running_cluster(tmp: Path, extra_env: dict[str, str] | None = None) -> Iterator[Cluster]:
+    """A started cluster, stopped (and every port checked free) when the block ends."""
+    started = start_cluster(tmp, extra_env)
     try:
         yield started
     finally:
         stop(started)
     ports = (started.port, *started.replica_ports, started.redis_port)
     assert not any(answers(p) for p in ports), started.log.read_text(errors="replace")[-2000:]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with running_cluster(tmp_path_factory.mktemp("cluster")) as started:
+        yield started
+

@@ -25,6 +25,8 @@ BUILD: Build = load_build(LESSON)  # type: ignore[assignment]  # the lesson has 
 CATALOGUE: tuple[Move, ...] = moves_from_env()
 #: Moves some step names; the others (the honest retry, junk, sequences) belong to no one step.
 OWNED: frozenset[str] = frozenset(slug for step in BUILD.steps for slug in step.moves)
+#: Moves whose answer is malformed: a step is done only when each got an error that is not the ticket refusal.
+MALFORMED: frozenset[str] = frozenset(slug for step in BUILD.steps for slug in step.errors)
 #: Tickets live this long in checker runs, so the late move waits about a second longer, for real.
 TTL = "2"
 
@@ -52,9 +54,12 @@ def report_json(verdicts: Mapping[str, str] = {}, probes_failing: Iterable[str] 
     rows = []
     for move in CATALOGUE:
         verdict = verdicts.get(move.slug, "pass")
+        observed, detail = move.expect.value, ""
+        if move.slug in MALFORMED:  # the answer rule: an error of its own, as the solution sends
+            observed, detail = "refused", "error -32602: Malformed inputResponses: the answer does not fit"
         rows.append({"move": move.slug, "verdict": verdict, "required": True, "expected": move.expect.value,
-                     "observed": move.expect.value if verdict == "pass" else "completed", "ok": verdict == "pass",
-                     "detail": ""})
+                     "observed": observed if verdict == "pass" else "completed", "ok": verdict == "pass",
+                     "detail": detail})
     probes = [{"probe": p, "ok": p not in failing, "detail": ""} for p in PROBES]
     ok = all(r["verdict"] != "fail" for r in rows) and not failing
     return json.dumps({"target": "python server.py", "ok": ok, "moves": rows, "probes": probes})

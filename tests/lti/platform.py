@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -80,6 +81,9 @@ class Platform:
         self.scores: list[dict[str, Any]] = []
         self.down = False  # the score endpoint answers 503 while True
         self.token_requests = 0
+        self.jwks_fetches = 0
+        self.jwks_cache_control: str | None = None  # the key set's Cache-Control header, if any
+        self.jwks_delay = 0.0  # seconds the key set URL takes to answer (a slow platform)
 
     def tool_entry(self, **changes: Any) -> dict[str, Any]:
         """This platform as the tool's MRTR_LTI_PLATFORMS lists it."""
@@ -114,10 +118,11 @@ class Platform:
         result: dict[str, Any] = message.lti_launch()
         return result
 
-    def sign(self, payload: dict[str, Any], private_key: str | None = None) -> str:
-        """A launch id_token with the platform's kid, signed by `private_key` (default: the platform's own)."""
+    def sign(self, payload: dict[str, Any], private_key: str | None = None, kid: str | None = None) -> str:
+        """A launch id_token with the platform's kid (or `kid`), signed by `private_key` (default: the platform's
+        own)."""
         return Registration.encode_and_sign(payload, private_key or self.private_key,
-                                            headers={"kid": self.registration.get_kid()})
+                                            headers={"kid": kid or self.registration.get_kid()})
 
     def deep_link_items(self, jwt: str) -> list[dict[str, Any]]:
         """The content items of the tool's deep-linking response, verified with the tool's published key."""
@@ -144,7 +149,10 @@ def _handler(platform: Platform) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             if self.path == "/jwks":
-                self._send(200, platform.conf.get_jwks())
+                platform.jwks_fetches += 1
+                time.sleep(platform.jwks_delay)
+                control = platform.jwks_cache_control
+                self._send(200, platform.conf.get_jwks(), {"Cache-Control": control} if control else None)
             elif self.path == "/moved-jwks":  # a key set URL that redirects elsewhere
                 self._send(302, {}, {"Location": f"{platform.base}/jwks"})
             else:

@@ -24,6 +24,7 @@ from flask.testing import FlaskClient
 from mrtr import FakeClock
 from mrtr_settings.environment import ConfigError, read_settings
 from tests.lti.platform import CLIENT_ID, SCORE_TYPE, Platform, new_key_pair, running_platform
+from tests.web.helpers import answer_form
 from web.content import get_content
 
 TOOL = "https://tool.test"
@@ -93,10 +94,9 @@ def answer_all(client: FlaskClient, app: Flask, page: Any, wrong: int = 1) -> An
     for n, form in enumerate(forms):
         qid = form.select_one("input[name=progress]")["id"].removeprefix("progress-")
         q = questions[qid]
-        choice = next(c.id for c in q.choices if (c.id != q.answer) == (n < wrong))
         progress = soup(response).select_one(f"#progress-{qid}")["value"]
-        response = client.post(form["action"].split("#")[0], data={"choice": choice, "progress": progress},
-                               base_url=TOOL)
+        response = client.post(form["action"].split("#")[0], data={**answer_form(app, q, right=n >= wrong),
+                                                                   "progress": progress}, base_url=TOOL)
         assert response.status_code == 200
     return response
 
@@ -197,7 +197,11 @@ def test_deep_linking_returns_a_signed_content_item_with_a_line_item(app: Flask,
 
 
 def _report(passing: list[str]) -> str:
-    return json.dumps({"ok": False, "moves": [{"move": m, "verdict": "pass"} for m in passing], "probes": []})
+    # A malformed answer passes step 5 only with an error of its own (the answer rule, web/build.py).
+    malformed = {"wrong-type", "missing-key"}
+    return json.dumps({"ok": False, "probes": [], "moves": [
+        {"move": m, "verdict": "pass", **({"observed": "refused", "detail": "error -32602: Malformed inputResponses"}
+                                          if m in malformed else {})} for m in passing]})
 
 
 def test_the_build_lesson_posts_the_steps_a_checker_report_shows_done(app: Flask, client: FlaskClient,
@@ -403,3 +407,28 @@ def test_an_htmx_answer_swaps_the_feedback_and_the_score_line(app: Flask, client
     assert response.status_code == 200 and fragment.select_one("html") is None
     assert fragment.select_one("#lti-score[hx-swap-oob=true]")["data-lti-accepted"] == "true"
     assert fragment.select_one(".verdict-ok") is not None
+
+
+# -- who may post a score -------------------------------------------------------------------------------------
+
+
+def test_only_the_launchs_own_browser_posts_a_build_score_and_it_says_steps_are_self_reported(
+        app: Flask, client: FlaskClient, platform: Platform) -> None:
+    page = follow(client, launch(client, platform, item=f"build/{BUILD_LESSON}"))
+    action = soup(page).select_one("form[action*=build-report]")["action"]
+    stranger = app.test_client()  # holds `?launch=` (from a shared link, a log, a screenshot), not the session
+    refused = stranger.post(action, data={"report": _report(["tampered"])}, base_url=TOOL)
+    assert refused.status_code == 403 and "another browser session" in refused.get_data(as_text=True)
+    assert platform.scores == []
+    assert client.post(action, data={"report": _report(["tampered"])}, base_url=TOOL).status_code == 200
+    [score] = platform.scores
+    assert score["scoreGiven"] == 1 and "self-reported" in score["comment"]
+
+
+def test_a_quiz_answer_from_another_browser_scores_nothing(app: Flask, client: FlaskClient,
+                                                           platform: Platform) -> None:
+    page = follow(client, launch(client, platform, item=f"quiz/{QUIZ_LESSON}"))
+    form = soup(page).select_one("form[hx-post]")
+    response = app.test_client().post(form["action"].split("#")[0], data={"choice": "a", "progress": ""},
+                                      base_url=TOOL)
+    assert response.status_code == 403 and platform.scores == []

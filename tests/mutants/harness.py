@@ -54,9 +54,10 @@ def check_http(name: str, options: CheckOptions = DEFAULTS, *, timeout: float = 
             return run_check(target, options, moves=moves, secrets=[token for _, token in TOKENS])
 
 
-def check_stdio(name: str, tmp_path: Path, options: CheckOptions = DEFAULTS) -> Report:
+def check_stdio(name: str, tmp_path: Path, options: CheckOptions = DEFAULTS, *,
+                moves: Sequence[Move] | None = None) -> Report:
     clock = Clock.at_zero(tmp_path / f"{name}.clock")
     env = {**os.environ, "MRTR_PEER_CLOCK_FILE": str(clock.path)}
     with closing(StdioTarget([sys.executable, str(SERVER), name], [("bob", "bob"), ("alice", "alice")], env=env,
                              timing=timing_on(clock), timeout=20)) as target:
-        return run_check(target, options)
+        return run_check(target, options, moves=moves)

@@ -213,9 +213,10 @@ class Sound:
     def sign(self, body: str) -> str:
         return _b64(hmac.new(self.key, body.encode(), hashlib.sha256).digest())
 
-    def mint(self, principal: str, arguments: dict[str, Any]) -> str:
+    def mint(self, principal: str, arguments: dict[str, Any], **extra: Any) -> str:
+        """A ticket; `extra` claims (a flow's step) go into the signed payload too."""
         payload = {"sub": principal, "exp": int(self.clock.now()) + self.ttl, "req": self.digest(arguments),
-                   "jti": secrets.token_hex(8), "work": {"env": arguments.get("env")}}
+                   "jti": secrets.token_hex(8), "work": {"env": arguments.get("env")}, **extra}
         body = _b64(json.dumps(payload, sort_keys=True).encode())
         return f"m1.{body}.{self.sign(body)}"
 
@@ -301,6 +302,103 @@ class Sound:
         if not isinstance(confirm, bool):
             raise Refused(-32602, "Invalid inputResponses: confirm must be true or false")
         return "yes" if confirm else "no"
+
+    def nothing(self) -> dict[str, Any]:
+        return self.complete({"content": [{"type": "text", "text": "nothing deployed: the user said no"}],
+                              "isError": False})
+
+
+# -- sound servers of other shapes: the flows a checker must follow (controls, every move holds) ---------------
+
+WINDOW = {"type": "object", "properties": {"window": {"type": "string", "enum": ["now", "tonight"], "title": "When"}},
+          "required": ["window"]}
+
+
+class TwoRounds(Sound):
+    """Sound, in two rounds (legal multi-round MRTR, like the conformance suite's multi-round scenario): after the
+    yes it spends the ticket and asks a second, different question (when to deploy) with a new requestState; only
+    the answer to that one does the work, on a ticket of its own."""
+
+    second_key = "window"
+
+    def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        params = message["params"]
+        if "requestState" not in params:
+            return self.ask(principal, arguments)
+        try:
+            claims = self.verify(params["requestState"], principal, arguments, message)
+        except BadTicket as bad:
+            return self.refuse_ticket(bad.check)
+        responses = params.get("inputResponses") if isinstance(params.get("inputResponses"), dict) else {}
+        second = claims.get("step") == 2
+        decision = self.decide_second(responses.get(self.second_key)) if second else \
+            self.decide(self.answer_of(responses))
+        if decision == "missing":
+            return self.ask_second(principal, arguments) if second else self.missing(principal, arguments)
+        self.spend(claims, message, principal, arguments)
+        if decision == "no":
+            return self.nothing()
+        return self.work(claims) if second else self.ask_second(principal, arguments)
+
+    def ask_second(self, principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        question = {"method": "elicitation/create", "params": {"mode": "form", "message": "Deploy now or tonight?",
+                                                                "requestedSchema": WINDOW}}
+        return {"resultType": "input_required", "inputRequests": {self.second_key: question},
+                "requestState": self.mint(principal, arguments, step=2)}
+
+    def decide_second(self, answer: Any) -> str:
+        if answer is None:
+            return "missing"
+        if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
+            raise Refused(-32602, "Invalid inputResponses: window is not an elicitation result")
+        if answer["action"] != "accept":
+            return "no"
+        window = answer.get("content", {}).get("window") if isinstance(answer.get("content"), dict) else None
+        if window not in ("now", "tonight"):
+            raise Refused(-32602, "Invalid inputResponses: window must be now or tonight")
+        return "yes"
+
+
+class StateOnlyFirst(Sound):
+    """Sound, shedding load: round one hands back only a requestState (legal: a busy instance passes its progress
+    on); the retry with it and no answers gets the question."""
+
+    def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        params = message["params"]
+        if "requestState" not in params:
+            return {"resultType": "input_required", "requestState": self.mint(principal, arguments, step=0)}
+        try:
+            claims = self.open(params["requestState"])
+        except BadTicket:
+            claims = {}
+        if claims.get("step") == 0:
+            try:
+                self.verify(params["requestState"], principal, arguments, message)
+            except BadTicket as bad:
+                return self.refuse_ticket(bad.check)
+            return self.ask(principal, arguments)
+        return super().deploy(message, principal, arguments)
+
+
+class SignsInSecond(TwoRounds):
+    """Sound, in two rounds whose second is a URL-mode elicitation (sign in on a page): no client can make up its
+    answer, so the checker needs it from the author (`--answers`)."""
+
+    second_key = "login"
+
+    def ask_second(self, principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        question = {"method": "elicitation/create", "params": {
+            "mode": "url", "message": "Sign in to approve the deploy", "url": "https://example.com/approve",
+            "elicitationId": secrets.token_hex(4)}}
+        return {"resultType": "input_required", "inputRequests": {self.second_key: question},
+                "requestState": self.mint(principal, arguments, step=2)}
+
+    def decide_second(self, answer: Any) -> str:
+        if answer is None:
+            return "missing"
+        if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
+            raise Refused(-32602, "Invalid inputResponses: login is not an elicitation result")
+        return "yes" if answer["action"] == "accept" else "no"
 
 
 # -- the mutants: one plausible mistake each ------------------------------------------------------------
@@ -540,7 +638,8 @@ MUTANTS: dict[str, type[Sound]] = {
     "any-version": AnyVersion,
     "no-result-type": NoResultType,
 }
-SOUND: dict[str, type[Sound]] = {"sound": Sound, "starts-over": StartsOver}
+SOUND: dict[str, type[Sound]] = {"sound": Sound, "starts-over": StartsOver, "two-rounds": TwoRounds,
+                                  "state-only-first": StateOnlyFirst}
 
 
 # -- servers for the checker's own verdict tests (tests/check/test_verdicts.py), not mutants ----------------
@@ -613,9 +712,29 @@ class ListsForNobody(Sound):
         return super().dispatch(message, principal)
 
 
+class AsksForever(Sound):
+    """Asks a new question under a new key after every answer and never finishes: the checker must stop following
+    it at its bound, and say so, rather than loop."""
+
+    def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        params = message["params"]
+        if "requestState" not in params:
+            return self.ask(principal, arguments)
+        try:
+            claims = self.verify(params["requestState"], principal, arguments, message)
+        except BadTicket as bad:
+            return self.refuse_ticket(bad.check)
+        step = int(claims.get("step", 1)) + 1
+        question = {"method": "elicitation/create", "params": {"mode": "form", "message": f"Question {step}?",
+                                                                "requestedSchema": CONFIRM}}
+        return {"resultType": "input_required", "inputRequests": {f"q{step}": question},
+                "requestState": self.mint(principal, arguments, step=step)}
+
+
 VARIANTS: dict[str, type[Sound]] = {"opaque": Opaque, "hangs-on-retry": HangsOnRetry, "echoes-token": EchoesToken,
                                     "lists-for-nobody": ListsForNobody,
-                                    "hangs-without-capability": HangsWithoutCapability}
+                                    "hangs-without-capability": HangsWithoutCapability,
+                                    "signs-in-second": SignsInSecond, "asks-forever": AsksForever}
 ALL: dict[str, type[Sound]] = {**SOUND, **MUTANTS, **VARIANTS}
 
 

@@ -154,7 +154,7 @@ def test_the_uncaught_mutant_is_caught_by_a_move_the_vocabulary_already_has() ->
         assert (row.verdict == "fail") == caught and (row.verdict == "pass") != caught, row
 
 
-# -- the score, as the README states it -----------------------------------------------------------------
+# -- the score, as the documentation states it (docs/checker/what-it-sees.md) ----------------------------
 
 
 def score(transport: str) -> tuple[int, int]:
@@ -163,9 +163,9 @@ def score(transport: str) -> tuple[int, int]:
     return caught, len(MUTANTS)
 
 
-def test_the_readme_states_the_mutation_score() -> None:
+def test_the_documentation_states_the_mutation_score() -> None:
     http, stdio = score("http"), score("stdio")
     sentence = (f"Mutation score: {http[0]} of {http[1]} mutants caught over HTTP, {stdio[0]} of {stdio[1]} "
                 "over stdio")
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert sentence in readme, sentence
+    page = (ROOT / "docs" / "checker" / "what-it-sees.md").read_text(encoding="utf-8")
+    assert sentence in page, sentence

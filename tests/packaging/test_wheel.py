@@ -1,11 +1,14 @@
 """The distribution: `pip install` gives the `mrtr` command, which works from any directory, without the checkout.
 
-The quick tests read pyproject.toml: its pins are requirements.txt's, and the moves file is package data. The
-external ones build the wheel from a copy of the working tree (git's own files and the untracked ones it does not
-ignore, so nothing is written into the checkout), install it into a fresh virtual environment once per session
-(the dependencies come from the package index), and run the installed `mrtr` from an empty directory: its help,
-`mrtr lab`, and `mrtr check` against the installed stdio server, whose tickets live 2 s so the late move waits
-about 3 s. Nothing installed may import Flask, or read anything from the checkout.
+The quick tests read pyproject.toml: its pins are requirements.txt's, the moves file and every package's
+`py.typed` are package data, the licence is MIT with its file, and the long description is PACKAGE.md, a page of
+its own that names only real commands and settings. The external ones build the wheel from a copy of the working
+tree (git's own files and the untracked ones it does not ignore, so nothing is written into the checkout),
+install it into a fresh virtual environment once per session (the dependencies come from the package index),
+and run the installed `mrtr` from an empty directory: its help, `mrtr lab`, and `mrtr check` against the
+installed `mrtr serve`, whose tickets live 2 s so the late move waits about 3 s. Nothing installed may import
+Flask, or read anything from the checkout; mypy type-checks code that imports the installed packages (their
+`py.typed`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import pytest
 
 import mrtr
 from moves.catalog import DEFAULT_PATH, load_moves
+from mrtr_cli import USAGE
+from mrtr_settings.environment import SETTINGS
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -68,6 +73,48 @@ def test_the_moves_file_is_package_data_of_moves() -> None:
     assert Path(str(DEFAULT_PATH)) == ROOT / "moves" / "moves.toml"
     assert not (ROOT / "lessons" / "moves.toml").exists(), "the moves file lives in the moves package now"
     assert load_moves()
+
+
+def test_every_package_is_typed_and_ships_its_marker() -> None:
+    include = PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert set(include) == PACKAGES | {f"{p}.*" for p in PACKAGES}, "the wheel's packages are PACKAGES"
+    assert "py.typed" in PYPROJECT["tool"]["setuptools"]["package-data"]["*"]
+    for package in sorted(PACKAGES):
+        marker = ROOT / package / "py.typed"
+        assert marker.is_file(), f"{package} has no py.typed (PEP 561)"
+        assert marker.read_text(encoding="utf-8") == "", "py.typed marks a whole package: it stays empty"
+    assert "Typing :: Typed" in PYPROJECT["project"]["classifiers"]
+
+
+def test_the_licence_is_mit_with_its_file() -> None:
+    project = PYPROJECT["project"]
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert text.startswith("MIT License\n\nCopyright (c) ") and "Permission is hereby granted, free of charge" in text
+    # PEP 639: an SPDX expression replaces the licence classifiers, and setuptools refuses both together.
+    assert not [c for c in project["classifiers"] if c.startswith("License ::")]
+
+
+def test_the_project_urls_are_absolute_https_addresses() -> None:
+    urls = PYPROJECT["project"]["urls"]
+    assert urls and all(re.fullmatch(r"https://[a-z0-9.-]+\.[a-z]{2,}(/\S*)?", url) for url in urls.values()), urls
+    assert not any(".example" in url for url in urls.values()), "no placeholder address"
+
+
+#: The long description: short, and readable where it is shown (no relative links, no checkout-only images).
+LONG_DESCRIPTION = ROOT / PYPROJECT["project"]["readme"]
+MAX_DESCRIPTION_LINES = 40
+
+
+def test_the_long_description_is_a_short_page_of_its_own() -> None:
+    assert LONG_DESCRIPTION.name == "PACKAGE.md", "the README is the checkout's front page, not the package's"
+    text = LONG_DESCRIPTION.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= MAX_DESCRIPTION_LINES
+    assert not re.search(r"\]\((?!https://)", text), "a link the package index cannot follow"
+    commands = set(re.findall(r"`mrtr (\w+)", text))
+    assert commands == set(re.findall(r"^  mrtr (\w+)", USAGE, re.M)), "it names each `mrtr` command, and no other"
+    assert set(re.findall(r"MRTR_[A-Z_]+", text)) <= {s.name for s in SETTINGS}, "a setting that does not exist"
+    assert f"[{next(iter(PYPROJECT['project']['optional-dependencies']))}]" in text, "it names the extra"
 
 
 # -- the built wheel, installed -----------------------------------------------------------------------------
@@ -131,8 +178,11 @@ def test_the_wheel_holds_the_command_and_the_moves_not_the_app(installed: Instal
         info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
         metadata = wheel.read(f"{info}/METADATA").decode()
         entry_points = wheel.read(f"{info}/entry_points.txt").decode()
+        wheel_licence = wheel.read(f"{info}/licenses/LICENSE")
     assert {n.split("/")[0] for n in names} == PACKAGES | {info}
     assert "moves/moves.toml" in names and "moves/targets/stdio.py" in names
+    assert {f"{p}/py.typed" for p in PACKAGES} <= set(names)
+    assert wheel_licence == (ROOT / "LICENSE").read_bytes()
     assert info == f"mrtr_lab-{mrtr.__version__}.dist-info"
     assert re.search(r"^mrtr = mrtr_cli:entry_point$", entry_points, re.M)
     requires = sorted(line.removeprefix("Requires-Dist: ").replace(" ", "")
@@ -140,6 +190,13 @@ def test_the_wheel_holds_the_command_and_the_moves_not_the_app(installed: Instal
     project = PYPROJECT["project"]
     assert requires == sorted([*project["dependencies"], *(f'{d};extra=="{extra}"' for extra, deps in
                                                           project["optional-dependencies"].items() for d in deps)])
+    headers, _, description = metadata.partition("\n\n")
+    fields = [tuple(line.split(": ", 1)) for line in headers.splitlines() if ": " in line]
+    assert ("License-Expression", "MIT") in fields and ("License-File", "LICENSE") in fields
+    assert [v for k, v in fields if k == "Project-URL"] == [f"{k}, {v}" for k, v in project["urls"].items()]
+    assert [v for k, v in fields if k == "Classifier"] == project["classifiers"]
+    assert ("Description-Content-Type", "text/markdown") in fields
+    assert description.strip() == LONG_DESCRIPTION.read_text(encoding="utf-8").strip()
 
 
 @pytest.mark.external
@@ -196,7 +253,7 @@ def test_mrtr_lab_runs_its_scenes_on_the_installed_server(installed: Installed) 
 
 @pytest.mark.external
 def test_mrtr_check_holds_against_the_installed_stdio_server(installed: Installed) -> None:
-    server = f"{shlex.quote(str(installed.python))} -m mrtr serve"
+    server = f"{shlex.quote(str(installed.mrtr))} serve"  # the console script, as PACKAGE.md shows it
     env = {**installed.env, "MRTR_TICKET_TTL": "2"}  # the late move waits about 3 s, not two minutes
     run = _run([installed.mrtr, "check", "--stdio", server, "--json"], cwd=installed.elsewhere, env=env,
                timeout=180)
@@ -206,3 +263,22 @@ def test_mrtr_check_holds_against_the_installed_stdio_server(installed: Installe
     assert [m["move"] for m in report["moves"]] == [m.slug for m in load_moves()]
     assert {m["move"]: m["verdict"] for m in report["moves"] if m["verdict"] != "pass"} == {}
     assert [p["probe"] for p in report["probes"] if not p["ok"]] == []
+
+
+@pytest.mark.external
+def test_code_importing_the_installed_packages_type_checks(installed: Installed, tmp_path: Path) -> None:
+    """mypy reads the installed packages' annotations only because of their py.typed (without it: "missing
+    library stubs or py.typed marker"); a wrong use is an error, a right one is not."""
+    program = tmp_path / "uses_mrtr.py"
+    program.write_text(f"""import {", ".join(sorted(PACKAGES))}
+from moves.catalog import load_moves
+
+right: str = mrtr.__version__
+wrong: int = mrtr.__version__
+count: str = len(load_moves())
+""", encoding="utf-8")
+    run = _run([sys.executable, "-m", "mypy", "--python-executable", installed.python, "--no-incremental",
+                "--strict", "--no-error-summary", program], cwd=tmp_path, env=installed.env, timeout=300)
+    errors = [line for line in run.stdout.splitlines() if ": error: " in line]
+    assert "py.typed" not in run.stdout, run.stdout
+    assert [line.split(":")[1] for line in errors] == ["5", "6"], run.stdout + run.stderr

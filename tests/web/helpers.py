@@ -264,3 +264,25 @@ def checker_report(failing: set[str] = frozenset(), probes_failing: set[str] = f
                        "moves": [{"move": m, "expected": "refused", "observed": "x", "ok": m not in failing,
                                   "detail": ""} for m in moves],
                        "probes": [{"probe": p, "ok": p not in probes_failing, "detail": ""} for p in probes]})
+
+
+def answer_form(app: Any, q: Any, right: bool = True) -> dict[str, Any]:
+    """The form fields that answer quiz question `q` rightly (or wrongly), whatever its kind: a choice, or for a
+    task answered by doing (web/quiz_tasks.py) the order of the checks or a raw retry the lab server deploys."""
+    import json
+
+    from mrtr import CHECKS
+    from web.quiz_tasks import task_view
+
+    if not q.free:
+        return {"choice": q.answer if right else next(c.id for c in q.choices if c.id != q.answer)}
+    if q.task.kind == "order":
+        return {"order": list(CHECKS) if right else [CHECKS[1], CHECKS[0], *CHECKS[2:]]}
+    with app.test_request_context():
+        view = task_view(q)
+    retry = json.loads(view.retry)
+    if right:
+        retry["id"] = 2
+        retry["params"]["arguments"] = {"env": "staging"}
+        retry["params"]["inputResponses"]["confirm"]["content"]["confirm"] = True
+    return {"retry": json.dumps(retry), "seed": view.seed, "minted_at": view.minted_at}

@@ -235,3 +235,26 @@ def test_a_step_naming_a_move_the_catalogue_lacks_is_refused(tmp_path: Path) -> 
     steps.write_text(steps.read_text().replace('moves = ["tampered"]', 'moves = ["tampered", "no-such-move"]'))
     with pytest.raises(ContentError, match="'no-such-move' is not a move"):
         load_build(target)
+
+
+@pytest.mark.parametrize(("observed", "detail", "done"), [
+    ("refused", "error -32602: Malformed inputResponses: the answer to 'confirm' does not fit", "true"),
+    ("asked-again", "input_required again: confirm", "false"),
+    ("refused", "error -32602: Invalid or expired requestState", "false"),
+    ("ended", "ended without the work: result: nothing was deployed", "false"),
+], ids=["own-error", "asked-again", "ticket-refusal", "ended"])
+def test_a_malformed_answer_marks_step_5_only_when_it_gets_an_error_of_its_own(
+        client: FlaskClient, observed: str, detail: str, done: str) -> None:
+    """The checker passes all four (the spec's SHOULD); the lesson's answer rule takes only the first."""
+    answer = BUILD.step("answer")
+    assert answer is not None and answer.errors, "step 5 lists its malformed-answer moves"
+    for slug in answer.errors:
+        report = json.loads(report_json())
+        for row in report["moves"]:
+            if row["move"] == slug:
+                row.update(observed=observed, detail=detail)
+        html = client.post(REPORT_URL, data={"report": json.dumps(report)}, headers=HX).data
+        row = soup(html).select_one('[data-build-result="answer"]')
+        assert row["data-step-done"] == done, (slug, observed)
+        if done == "false":
+            assert f"{slug}: pass, but" in row.get_text()

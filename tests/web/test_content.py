@@ -102,8 +102,7 @@ BROKEN: dict[str, tuple[Callable[[Path], None], str]] = {
                              "is not a section"),
     "duplicate question id": (lambda r: edit(r / QUIZ, 'id = "which-request-cannot-ask"',
                                              'id = "why-sign-the-ticket"'), "duplicate question id"),
-    "duplicate choice id": (lambda r: edit(r / QUIZ, 'id = "b"\n  text = "Because the spec',
-                                           'id = "a"\n  text = "Because the spec'), "duplicate choice id"),
+    "duplicate choice id": (lambda r: edit(r / QUIZ, '  id = "b"\n', '  id = "a"\n'), "duplicate choice id"),
     "move notes in the lesson": (lambda r: edit(r / META, "[[sections]]", '[[move_notes]]\noutcome = "refused"\n'
                                                 "text = \"a note away from its move\"\n\n[[sections]]"),
                                  "move notes live with their moves in moves.toml"),
@@ -116,7 +115,7 @@ BROKEN: dict[str, tuple[Callable[[Path], None], str]] = {
                        "must be one of"),
     "bad TOML": (lambda r: edit(r / QUIZ, "[[questions]]", "[[questions"), "not valid TOML"),
     "missing quiz file": (lambda r: (r / QUIZ).unlink(), "file is missing"),
-    "missing prompt": (lambda r: edit(r / QUIZ, 'prompt = "Why does', 'promp = "Why does'), "missing 'prompt'"),
+    "missing prompt": (lambda r: edit(r / QUIZ, 'prompt = "When does', 'promp = "Why does'), "missing 'prompt'"),
     "six captions short": (lambda r: edit(r / META, "[[roundtrip_steps]]\nn = 6", "[[unused_steps]]\nn = 6"),
                            "steps 1 to 6"),
 }

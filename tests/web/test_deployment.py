@@ -86,3 +86,47 @@ def test_class_cookies_are_secure_only_behind_a_trusted_https_proxy(make_app: Ca
     assert "Secure" in _host_cookie(make_app(MRTR_TRUSTED_PROXIES=1), FORWARDED)
     plain = {**FORWARDED, "X-Forwarded-Proto": "http"}
     assert "Secure" not in _host_cookie(make_app(MRTR_TRUSTED_PROXIES=1), plain)
+
+
+def test_listed_proxies_are_believed_only_from_their_own_addresses(make_app: Callable[..., Flask]) -> None:
+    """MRTR_TRUSTED_PROXIES as addresses and networks: a listed peer's headers count, anyone else's do not."""
+    client = make_app(MRTR_TRUSTED_PROXIES="10.0.0.5, 192.0.2.0/24").test_client()
+    listed = client.get("/_seen", headers=FORWARDED, environ_base={"REMOTE_ADDR": "192.0.2.77"})
+    assert listed.get_data(as_text=True) == "203.0.113.9 https lab.example"
+    stranger = client.get("/_seen", headers=FORWARDED, environ_base={"REMOTE_ADDR": "198.51.100.1"})
+    assert stranger.get_data(as_text=True) == "198.51.100.1 http localhost"
+
+
+def test_a_chain_of_listed_proxies_is_walked_past_but_a_forged_entry_in_front_is_not(
+        make_app: Callable[..., Flask]) -> None:
+    client = make_app(MRTR_TRUSTED_PROXIES="10.0.0.5,10.0.0.6").test_client()
+    # The visitor forged 1.2.3.4; the TLS proxy (10.0.0.6) appended the visitor; nginx (10.0.0.5) appended 10.0.0.6.
+    chain = {**FORWARDED, "X-Forwarded-For": "1.2.3.4, 203.0.113.9, 10.0.0.6"}
+    seen = client.get("/_seen", headers=chain, environ_base={"REMOTE_ADDR": "10.0.0.5"}).get_data(as_text=True)
+    assert seen.startswith("203.0.113.9 https ")
+
+
+@pytest.mark.parametrize("value", ["10.0.0.300", "proxy.example", "10.0.0.0/33", " , "])
+def test_an_unusable_proxy_list_is_refused_at_start_up_by_name(value: str) -> None:
+    from mrtr_settings.environment import ConfigError, read_settings
+
+    with pytest.raises(ConfigError, match="MRTR_TRUSTED_PROXIES"):
+        read_settings({"MRTR_TRUSTED_PROXIES": value})
+
+
+def test_ipv6_visitors_are_counted_per_64_and_ipv4_per_address() -> None:
+    from web.deployment import visitor_key
+
+    assert visitor_key("2001:db8:1:2:aaaa::1") == visitor_key("2001:db8:1:2:bbbb::9") == "2001:db8:1:2::/64"
+    assert visitor_key("2001:db8:1:3::1") != visitor_key("2001:db8:1:2::1")
+    assert visitor_key("203.0.113.9") != visitor_key("203.0.113.10")
+    assert visitor_key("::ffff:203.0.113.9") == "203.0.113.9"
+
+
+def test_class_limits_count_an_ipv6_visitors_whole_64(make_app: Callable[..., Flask]) -> None:
+    """Three classes per visitor: the fourth from another address of the same /64 is refused."""
+    client = make_app(MRTR_TRUSTED_PROXIES=1).test_client()
+    statuses = [client.post("/class/start", headers={"X-Forwarded-For": f"2001:db8:7:7::{i}"}).status_code
+                for i in range(1, 5)]
+    other = client.post("/class/start", headers={"X-Forwarded-For": "2001:db8:7:8::1"}).status_code
+    assert statuses == [201, 201, 201, 429] and other == 201

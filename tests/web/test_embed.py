@@ -13,7 +13,7 @@ from app import create_app
 from web.content import load_course
 
 from .conftest import TEST_KEY
-from .helpers import HX, assert_csp_clean, assert_unique_ids, soup
+from .helpers import HX, answer_form, assert_csp_clean, assert_unique_ids, soup
 
 LESSON = "when-the-server-needs-input"
 QUESTIONS = load_course().lesson(LESSON).questions
@@ -161,7 +161,7 @@ def test_the_snippet_question_can_be_picked_and_the_whole_quiz_is_offered_too(cl
     assert f"/embed/quiz/{LESSON}/{Q.id}?origin=" in junk.select_one("#embed-snippet").get_text()
 
 
-def test_the_whole_quiz_embed_ends_with_a_score_summary(client: FlaskClient) -> None:
+def test_the_whole_quiz_embed_ends_with_a_score_summary(app: Flask, client: FlaskClient) -> None:
     page = soup(client.get(f"/embed/quiz/{LESSON}").data)
     summary = page.select_one("main > #quiz-summary")
     assert summary is not None and summary.find_previous_sibling("div", class_="quiz") is not None
@@ -169,8 +169,7 @@ def test_the_whole_quiz_embed_ends_with_a_score_summary(client: FlaskClient) -> 
     progress = page.select_one(f"#progress-{Q.id}")["value"]
     for q in QUESTIONS:
         response = client.post(f"/embed/quiz/{LESSON}/{q.id}/answer", headers=HX,
-                               data={"choice": q.answer if q is not QUESTIONS[1] else
-                                     next(c.id for c in q.choices if c.id != q.answer), "progress": progress})
+                               data={**answer_form(app, q, right=q is not QUESTIONS[1]), "progress": progress})
         progress = soup(response.data).select_one(f"input#progress-{Q.id}")["value"]
     summary = soup(response.data).select_one("#quiz-summary")
     assert summary["hx-swap-oob"] == "true"

@@ -243,7 +243,7 @@ def test_hostile_lesson_text_is_escaped(tmp_path: Path) -> None:
     hostile = '<script>alert("x")</script>'
     meta, quiz = root / LESSON / "meta.toml", root / LESSON / "quiz.toml"
     meta.write_text(meta.read_text().replace('title = "Recap"', f"title = 'Recap {hostile}'", 1))
-    old_prompt = 'prompt = "Why does a server have to protect the integrity of requestState?"'
+    old_prompt = 'prompt = "When does the spec require a server to protect the integrity of its requestState?"'
     quiz.write_text(quiz.read_text().replace(old_prompt, f"prompt = '{hostile} Why?'", 1))
     app = create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory",
                       "MRTR_CONTENT_DIR": str(root)})
@@ -298,12 +298,49 @@ def test_replicas_share_the_key_and_the_redeemed_store() -> None:
 
 
 def test_minus_32602_is_taught_as_the_sdks_convention_wherever_it_appears() -> None:
+    """Where -32602 is the SDKs' or this app's choice the block says so, or links the "Spec, SDKs, this app" table
+    (which also holds the one case where the spec prescribes it: a missing _meta)."""
     for name, text in _taught().items():
         if name in ("fields.toml", "breakit.toml"):
             continue
         for block in re.split(r"\n\s*\n|\[\[questions\]\]", text):
-            if "-32602" in block:
-                assert "convention" in block, f"{name}: -32602 taught without saying it is the SDKs' convention"
+            if "-32602" in block and "|" not in block:  # the table itself names its sources cell by cell
+                assert "convention" in block or TABLE_ANCHOR in block, \
+                    f"{name}: -32602 taught without saying whose convention it is"
+
+
+TABLE_ANCHOR = "#spec-rules--spec-sdks-this-app"
+#: What the lessons may only state as a choice: each sentence about one links the table.
+CONVENTION_WORDS = ("Invalid or expired requestState", "120 seconds", "in this order", "fixed order")
+
+
+def test_the_spec_sdks_app_table_sources_every_cell_and_covers_the_http_statuses(client) -> None:  # noqa: ANN001
+    page = BeautifulSoup(client.get("/lessons/when-the-server-needs-input").data, "html.parser")
+    heading = page.find(id=TABLE_ANCHOR[1:])
+    assert heading is not None
+    table = heading.find_next("table")
+    assert [th.get_text() for th in table.select("thead th")] == ["What", "The spec (2026-07-28)",
+                                                                  "The official SDKs", "This app"]
+    rows = table.select("tbody tr")
+    for row in rows:
+        for cell in row.select("td")[1:]:
+            text = cell.get_text()
+            assert re.search(r"\[[^\]]+\]$", text.strip()) or text.startswith("Not covered"), text
+    statuses = " ".join(r.get_text() for r in rows if "HTTP" in r.get_text())
+    for status in ("200", "400"):
+        assert status in statuses
+    assert {"-32021", "-32022", "-32602"} <= set(re.findall(r"-32\d{3}", table.get_text()))
+    assert table.find_parent("div", class_="table-wrap")["tabindex"] == "0"  # scrolls at 390 px, by keyboard too
+
+
+def test_every_sentence_that_relies_on_a_convention_links_the_table() -> None:
+    sections = sorted(LESSON_DIR.parent.glob("*/sections/*.md"))
+    assert len(sections) > len(OURS)
+    for path in sections:
+        name, text = f"{path.parent.parent.name}/{path.name}", _text(path)
+        for block in re.split(r"\n\s*\n", text):
+            if any(w in block for w in CONVENTION_WORDS) and "|" not in block and not block.startswith("#"):
+                assert TABLE_ANCHOR in block, f"{name}: {block[:80]!r} relies on a convention without the link"
 
 
 def test_ticket_anatomy_names_the_real_payload_fields_and_says_the_hmac_once() -> None:

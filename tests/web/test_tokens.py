@@ -77,7 +77,7 @@ def test_tokens_hold_colours_and_a_dark_theme() -> None:
 
 
 #: Custom properties set from JavaScript rather than a stylesheet.
-SET_BY_SCRIPT = {"--fit"}
+SET_BY_SCRIPT = {"--fit", "--keyboard"}
 
 
 def test_every_custom_property_used_is_defined() -> None:

@@ -1,0 +1,146 @@
+"""What the documentation says is kept true by the code it describes: every file it names exists, every dotted
+name imports, every constant it cites is where it says, and the tables that mirror data (the import contracts,
+the lessons' map, the settings, the probes) hold exactly that data. The README stays a short front page that
+links into the site."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from moves.probes import PROBES
+from mrtr_settings.environment import SETTINGS
+from web.content import load_course
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+PAGES = sorted(DOCS.rglob("*.md"))
+README = ROOT / "README.md"
+MAX_README_LINES = 200
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+#: Paths the docs may name that a fresh checkout does not have yet: what set-up and a run create.
+CREATED = ("instance/", ".venv/", "dist/", "conformance-results/")
+#: Packages whose dotted names the docs cite (`moves.check.run_check`).
+PACKAGES = ("mrtr", "moves", "mrtr_cli", "mrtr_settings", "mrtr_stores", "mrtr_toolsets", "web")
+#: MRTR_* names the docs may use that are not settings of the app: the test harness's own switch.
+NOT_SETTINGS = {"MRTR_TEST_SERVERS"}
+#: Dotted spans that are not Python names: the JUnit report's class names.
+NOT_NAMES = {"mrtr.check.moves", "mrtr.check.probes"}
+
+
+def text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def prose(markdown: str) -> str:
+    """The page without its fenced code blocks (commands, JSON), which hold no references to check."""
+    return re.sub(r"(?ms)^ *```.*?^ *```", "", markdown)
+
+
+def spans(markdown: str) -> list[str]:
+    return re.findall(r"`([^`\n]+)`", prose(markdown))
+
+
+def cited_paths(markdown: str) -> set[str]:
+    """Inline-code spans that name a file or folder of the repository (`web/mcp.py`, `tests/mutants/`)."""
+    tops = {p.name for p in ROOT.iterdir()}
+    found = set()
+    for span in spans(markdown):
+        if re.fullmatch(r"[\w.-]+(/[\w.-]+)*/?", span) and span.split("/")[0] in tops and (
+                "/" in span or "." in span):
+            found.add(span)
+    return found
+
+
+@pytest.mark.parametrize("page", [*PAGES, README], ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_file_a_page_names_exists(page: Path) -> None:
+    missing = [p for p in sorted(cited_paths(text(page))) if not (ROOT / p).exists() and not p.startswith(CREATED)]
+    assert not missing, f"{page.relative_to(ROOT)} names files that do not exist: {missing}"
+
+
+def resolves(dotted: str) -> bool:
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target: object = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[cut:]:
+            if not hasattr(target, name):
+                return False
+            target = getattr(target, name)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_dotted_name_a_page_cites_imports(page: Path) -> None:
+    names = {s for s in spans(text(page)) if re.fullmatch(rf"(?:{'|'.join(PACKAGES)})(?:\.[A-Za-z_]\w*)+", s)
+             and not re.search(r"\.(py|toml|md|json|js)$", s)} - NOT_NAMES
+    broken = sorted(n for n in names if not resolves(n))
+    assert not broken, f"{page.relative_to(ROOT)} cites names that do not exist: {broken}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_name_a_page_places_in_a_module_is_there(page: Path) -> None:
+    """"`mrtr/tickets.py` `MAX_TICKET_LENGTH`": the module defines (or at least names) that name."""
+    pairs = re.findall(r"`([\w/]+\.py)` `([A-Za-z_][\w.]*)", prose(text(page)))
+    wrong = [f"{module} {name}" for module, name in pairs
+             if not re.search(rf"\b{re.escape(name.split('.')[0])}\b", text(ROOT / module))]
+    assert not wrong, f"{page.relative_to(ROOT)} places names where they are not: {wrong}"
+
+
+def test_every_setting_is_documented_and_no_other() -> None:
+    configuration = text(DOCS / "deploy" / "configuration.md")
+    settings = {s.name for s in SETTINGS}
+    assert not sorted(n for n in settings if f"`{n}`" not in configuration), "a setting the page does not list"
+    cited = {n for page in [*PAGES, README] for n in re.findall(r"\bMRTR_[A-Z0-9_]*[A-Z0-9]\b", text(page))}
+    assert sorted(cited - settings - NOT_SETTINGS) == [], "a page names an MRTR_* setting that does not exist"
+
+
+def test_the_architecture_page_lists_every_import_contract() -> None:
+    rows = re.findall(r"(?m)^\| `([\w-]+)` \| (.+) \|$", text(DOCS / "architecture.md"))
+    contracts = [(c["id"], c["name"]) for c in PYPROJECT["tool"]["importlinter"]["contracts"]]
+    assert [r for r in rows if r[0] in {c[0] for c in contracts} or "-" in r[0]] == contracts
+
+
+def test_the_lessons_map_is_the_course() -> None:
+    page = text(DOCS / "lessons.md")
+    for lesson in load_course().lessons:
+        heading = page.index(f"\n### {lesson.title}\n")
+        table = page[heading:].split("\n\n")[2]
+        rows = re.findall(r"(?m)^\| `([\w-]+)` \| (.+?) \| (?:`(\w+)`)? \|$", table)
+        assert rows == [(s.id, s.title, s.widget or "") for s in lesson.sections], lesson.slug
+        assert f"`/lessons/{lesson.slug}`" in page
+
+
+def test_the_checker_page_lists_every_probe() -> None:
+    rows = re.findall(r"(?m)^\| `([\w-]+)` \| ", text(DOCS / "checker" / "index.md"))
+    assert sorted(rows) == sorted(PROBES)
+
+
+# -- the README: a front page ---------------------------------------------------------------------------
+
+
+def test_the_readme_is_short_and_keeps_the_two_commands() -> None:
+    readme = text(README)
+    assert len(readme.splitlines()) < MAX_README_LINES
+    for command in ("bash scripts/run.sh", "bash scripts/test.sh"):
+        assert f"```bash\n{command}\n```" in readme, command
+    assert "scripts/test.sh" in text(ROOT / ".ci" / "run")
+
+
+def test_the_readme_links_into_the_site_and_every_link_lands() -> None:
+    readme = text(README)
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme)
+    local = [link for link in links if not re.match(r"[a-z]+://", link)]
+    assert all((ROOT / link).exists() for link in local), [link for link in local if not (ROOT / link).exists()]
+    linked = {link.removeprefix("docs/") for link in local if link.startswith("docs/") and link.endswith(".md")}
+    for section in ("getting-started.md", "lessons.md", "checker/index.md", "deploy/index.md", "architecture.md",
+                    "how-to/index.md", "api/index.md"):
+        assert section in linked, f"the README does not lead to docs/{section}"

@@ -1,0 +1,107 @@
+"""The quizzes measure understanding, not test-wiseness (issue 32, item 5).
+
+A reader who never opened a lesson still has strategies: pick the longest option, the shortest, the one that
+shares most words with the prompt, or the one unlike the others. Each strategy is run over every question of
+every lesson's quiz.toml, and each must score near chance. The data rules behind that are checked too: every
+wrong option names the learner belief it stands for, and no option argues for itself ("because ...").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pytest
+
+from web.content import Choice, Question, load_course
+
+COURSE = load_course()
+QUESTIONS: list[tuple[str, Question]] = [(lesson.slug, q) for lesson in COURSE.lessons for q in lesson.questions
+                                         if len(q.choices) > 1]
+#: Words too common to count as an echo of the prompt.
+STOP = frozenset("""a an and are as at be but by can do does for from has have how if in is it its not of on or
+so that the their then there this to was what when where which who why will with you your""".split())
+#: A strategy may beat chance by this much, over the whole course, before it counts as a giveaway.
+MARGIN = 0.12
+LESSON_MARGIN = 0.2
+
+
+def words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9_/.-]+", text.lower()) if w not in STOP and len(w) > 1}
+
+
+def _pick(scores: Callable[[Question, Choice], float]) -> Callable[[Question], set[str]]:
+    """The choice ids a strategy picks for a question: those with the top score (a tie splits the credit)."""
+
+    def pick(q: Question) -> set[str]:
+        best = max(scores(q, c) for c in q.choices)
+        return {c.id for c in q.choices if scores(q, c) == best}
+
+    return pick
+
+
+def _oddness(q: Question, c: Choice) -> float:
+    """How unlike the other options `c` is: 1 minus its mean word overlap (Jaccard) with them."""
+    mine = words(c.text)
+    others = [words(o.text) for o in q.choices if o.id != c.id]
+    overlap = [len(mine & o) / len(mine | o) if mine | o else 1.0 for o in others]
+    return 1 - sum(overlap) / len(overlap)
+
+
+STRATEGIES: dict[str, Callable[[Question], set[str]]] = {
+    "longest": _pick(lambda q, c: len(c.text)),
+    "shortest": _pick(lambda q, c: -len(c.text)),
+    "most words shared with the prompt": _pick(lambda q, c: len(words(c.text) & words(q.prompt))),
+    "odd one out": _pick(_oddness),
+    "fewest absolutes (never, always, only, every, nothing)": _pick(
+        lambda q, c: -len(re.findall(r"\b(never|always|only|every|all|nothing|none|any)\b", c.text, re.I))),
+    "first": _pick(lambda q, c: -q.choices.index(c)),
+    "last": _pick(lambda q, c: q.choices.index(c)),
+}
+
+
+def score(strategy: Callable[[Question], set[str]], lesson: str | None = None) -> tuple[float, float]:
+    """(expected score of the strategy, expected score of a blind guess), both as a fraction of the questions
+    (of one lesson's, when `lesson` is given)."""
+    got = chance = 0.0
+    questions = [q for slug, q in QUESTIONS if lesson in (None, slug)]
+    for q in questions:
+        picked = strategy(q)
+        got += (q.answer in picked) / len(picked)
+        chance += 1 / len(q.choices)
+    return got / len(questions), chance / len(questions)
+
+
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_each_guessing_strategy_scores_near_chance(name: str) -> None:
+    got, chance = score(STRATEGIES[name])
+    assert got <= chance + MARGIN, f"{name}: {got:.0%} against {chance:.0%} by chance"
+    for lesson in COURSE.lessons:  # a short quiz is noisier, so each lesson gets a wider margin
+        if lesson.questions:
+            got, chance = score(STRATEGIES[name], lesson.slug)
+            assert got <= chance + LESSON_MARGIN, f"{lesson.slug}, {name}: {got:.0%} against {chance:.0%}"
+
+
+def test_the_strategies_catch_a_giveaway() -> None:
+    """The test can fail: on a quiz whose right answer is always the longest, "longest" scores 100%."""
+    rigged = Question("rigged", "s", "Which one?", (Choice("a", "short"), Choice("b", "a much longer option")), "b", "")
+    assert STRATEGIES["longest"](rigged) == {"b"}
+    assert STRATEGIES["most words shared with the prompt"](
+        Question("x", "s", "Which ticket check runs first?", (Choice("a", "the ticket check that runs first"),
+                                                              Choice("b", "signature")), "a", "")) == {"a"}
+
+
+def test_every_wrong_option_names_the_belief_it_stands_for() -> None:
+    for slug, q in QUESTIONS:
+        for c in q.choices:
+            if c.id == q.answer:
+                assert not c.belief, (slug, q.id, "the right answer holds no misconception")
+            else:
+                assert len(c.belief) >= 20 and c.why, (slug, q.id, c.id, "a wrong option needs a belief and a why")
+
+
+def test_no_option_argues_for_itself() -> None:
+    """An option that carries its own reason ("..., because ...") reads as the right one."""
+    for slug, q in QUESTIONS:
+        for c in q.choices:
+            assert not re.search(r"\b(because|since|so that)\b", c.text, re.I), (slug, q.id, c.text)
