@@ -3,6 +3,7 @@
     .venv/bin/python -m bench            # or: bash bench/run.sh
     .venv/bin/python -m bench --quick    # shorter runs, for a smoke check
     .venv/bin/python -m bench --cluster  # only the deployment comparison below; writes its own section
+    .venv/bin/python -m bench --cluster --quick --clients 8,32 --no-write   # the same, bounded: about a minute
 
 Sections: ticket micro-benchmarks; the deploy flow over HTTP on our app (under granian, the
 production server, and under gunicorn) and on the official SDK's server in the configurations its
@@ -409,6 +410,15 @@ def analysis_heading() -> str:
 
 # -- --cluster: deployments side by side -----------------------------------------------------------------
 
+#: What `--cluster` checks (issue 36), at 8 and 32 clients: our app at least half the floor behind the same
+#: front, at least 3x the SDK behind the same nginx, no errors, and p99 at 32 clients no further above the
+#: floor's than in the record before that work (2026-12-03 11:23 UTC: 47.22 against 17.77 ms behind nginx,
+#: 23.38 against 7.95 ms direct).
+CLUSTER_FLOOR_SHARE = 0.5
+CLUSTER_SDK_RATIO = 3.0
+CLUSTER_TARGET_LEVELS = (8, 32)
+CLUSTER_BASELINE_P99_RATIO = {"nginx": 47.22 / 17.77, "direct": 23.38 / 7.95}
+
 
 @dataclass(frozen=True)
 class StackConfig:
@@ -510,6 +520,10 @@ def cluster_section(args: argparse.Namespace, chosen: list[StackConfig], levels:
     ratio_rows = [[f"`{a}` / `{b}`", *(ratio(a, b, lvl) for lvl in levels)] for a, b in pairs
                   if a in summary and b in summary]
 
+    target_rows = cluster_targets(summary, levels, n)
+    targets_text = ("" if not target_rows else "\n\nTargets (issue 36), each read from this run:\n\n"
+                    + table(["target", "clients", "met", "measured"], target_rows))
+
     steals = [r.steal_pct for by_level in results.values() for rs in by_level.values() for r in rs
               if r.steal_pct is not None]
     steal_median = statistics.median(steals) if steals else None
@@ -565,7 +579,7 @@ zone is still there and counts every request; everything else is the file as dep
 
 Ratios of flows/s (medians) at each level:
 
-{table(["ratio", *(f"{lvl} client{'' if lvl == 1 else 's'}" for lvl in levels)], ratio_rows)}
+{table(["ratio", *(f"{lvl} client{'' if lvl == 1 else 's'}" for lvl in levels)], ratio_rows)}{targets_text}
 
 "steal %" is the median share of the machine's CPU time the hypervisor gave to other guests during
 that stack's runs; while it is high every figure is slower and its tail longer for reasons outside
@@ -573,6 +587,40 @@ the code.{client_line}
 
 {"No failed flow on any stack." if not errors else f"**{errors} flows failed**; see the printed first errors."}
 {chr(10) + conditions + chr(10) if conditions else ""}{recorded.CLUSTER.end}"""
+
+
+def cluster_targets(summary: dict[str, dict[int, Summary]], levels: list[int], replicas: int) -> list[list[str]]:
+    """One row per target and level at 8 and 32 clients (those of the run): met or MISSED, with the figures."""
+    ours, sdk = f"ours-nginx-{replicas}", f"sdk-nginx-{replicas}"
+    floor_nginx = f"floor-nginx-{replicas}"
+    rows: list[list[str]] = []
+
+    def mark(ok: bool) -> str:
+        return "yes" if ok else "**MISSED**"
+
+    for lvl in (x for x in CLUSTER_TARGET_LEVELS if x in levels):
+        def have(*names: str, lvl: int = lvl) -> bool:
+            return all(name in summary and lvl in summary[name] for name in names)
+
+        for front, a, b in (("direct", "ours-direct", "floor-direct"), ("nginx", ours, floor_nginx)):
+            if not have(a, b):
+                continue
+            share = summary[a][lvl].rate / summary[b][lvl].rate if summary[b][lvl].rate else 0.0
+            rows.append([f"`{a}` at least {CLUSTER_FLOOR_SHARE:g}x `{b}` (flows/s)", str(lvl),
+                         mark(share >= CLUSTER_FLOOR_SHARE), f"{share:.2f}x"])
+            if lvl == 32:
+                p99 = summary[a][lvl].p99 / summary[b][lvl].p99 if summary[b][lvl].p99 else float("inf")
+                before = CLUSTER_BASELINE_P99_RATIO[front]
+                rows.append([f"p99 of `{a}` over `{b}`'s no worse than before issue 36 ({before:.2f}x)", str(lvl),
+                             mark(p99 <= before), f"{p99:.2f}x ({summary[a][lvl].p99:.1f} against "
+                                                  f"{summary[b][lvl].p99:.1f} ms)"])
+        if have(ours, sdk):
+            ratio = summary[ours][lvl].rate / summary[sdk][lvl].rate if summary[sdk][lvl].rate else float("inf")
+            rows.append([f"`{ours}` at least {CLUSTER_SDK_RATIO:g}x `{sdk}` (flows/s)", str(lvl),
+                         mark(ratio >= CLUSTER_SDK_RATIO), f"{ratio:.2f}x"])
+        errors = sum(summary[name][lvl].errors for name in summary if lvl in summary[name])
+        rows.append(["no failed flow on any stack", str(lvl), mark(errors == 0), str(errors)])
+    return rows
 
 
 NOTE_VERIFY = """\
