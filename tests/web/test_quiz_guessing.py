@@ -2,7 +2,9 @@
 
 A reader who never opened a lesson still has strategies: pick the longest option, the shortest, the one that
 shares most words with the prompt, or the one unlike the others. Each strategy is run over every question of
-every lesson's quiz.toml, and each must score near chance. The data rules behind that are checked too: every
+every lesson's quiz.toml, and each must score near chance: not far above it (the strategy finds the answer) and
+not far below it (the strategy finds a wrong option, which a guesser then strikes out: "the shortest is never
+right" is as much a giveaway as "the longest always is"). The data rules behind that are checked too: every
 wrong option names the learner belief it stands for, and no option argues for itself ("because ...").
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from fractions import Fraction
 
 import pytest
 
@@ -24,6 +27,13 @@ so that the their then there this to was what when where which who why will with
 #: A strategy may beat chance by this much, over the whole course, before it counts as a giveaway.
 MARGIN = 0.12
 LESSON_MARGIN = 0.2
+#: The lower bound is a tail probability, not a margin, because with 5 or 8 items a fixed margin is either too
+#: tight or cannot see "never right". A strategy fails when a quiz whose answers were placed blind to it (each
+#: option equally likely to be the answer, independently per question) would score this low or lower with
+#: probability under LOW_TAIL. 0.15 is about the one-sided tail the upper margin allows on a short lesson, made a
+#: little stricter so that an 8-item lesson where a strategy is never right fails (0.75 ** 8 = 0.10); a 5-item
+#: lesson alone cannot show it (0.75 ** 5 = 0.24), so the same bound is also applied to the whole course.
+LOW_TAIL = 0.15
 
 
 def words(text: str) -> set[str]:
@@ -60,6 +70,31 @@ STRATEGIES: dict[str, Callable[[Question], set[str]]] = {
 }
 
 
+def of(lesson: str | None = None) -> list[Question]:
+    """The questions of one lesson, or of the whole course."""
+    return [q for slug, q in QUESTIONS if lesson in (None, slug)]
+
+
+def low_tail(strategy: Callable[[Question], set[str]], questions: list[Question]) -> float:
+    """P(a blind placement of the answers scores at most what the strategy scores on the real ones).
+
+    Under blind placement a question where the strategy ties `k` of `n` options earns 1/k with probability k/n,
+    else 0 (a Poisson-binomial with fractional credit); the exact distribution is built by convolution, in
+    Fractions so that comparing it with the real score is exact."""
+    dist = {Fraction(0): Fraction(1)}
+    real = Fraction(0)
+    for q in questions:
+        picked = strategy(q)
+        k, hit = len(picked), Fraction(len(picked), len(q.choices))
+        nxt: dict[Fraction, Fraction] = {}
+        for s, p in dist.items():
+            nxt[s] = nxt.get(s, Fraction(0)) + p * (1 - hit)
+            nxt[s + Fraction(1, k)] = nxt.get(s + Fraction(1, k), Fraction(0)) + p * hit
+        dist = nxt
+        real += Fraction(int(q.answer in picked), k)
+    return float(sum(p for s, p in dist.items() if s <= real))
+
+
 def score(strategy: Callable[[Question], set[str]], lesson: str | None = None) -> tuple[float, float]:
     """(expected score of the strategy, expected score of a blind guess), both as a fraction of the questions
     (of one lesson's, when `lesson` is given)."""
@@ -82,6 +117,15 @@ def test_each_guessing_strategy_scores_near_chance(name: str) -> None:
             assert got <= chance + LESSON_MARGIN, f"{lesson.slug}, {name}: {got:.0%} against {chance:.0%}"
 
 
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_no_guessing_strategy_scores_far_below_chance(name: str) -> None:
+    """A strategy that is (almost) never right tells the guesser which option to strike out."""
+    for lesson in [None, *(lesson.slug for lesson in COURSE.lessons if lesson.questions)]:
+        tail = low_tail(STRATEGIES[name], of(lesson))
+        got, chance = score(STRATEGIES[name], lesson)
+        assert tail >= LOW_TAIL, f"{lesson or 'course'}, {name}: {got:.0%} against {chance:.0%} (tail {tail:.3f})"
+
+
 def test_the_strategies_catch_a_giveaway() -> None:
     """The test can fail: on a quiz whose right answer is always the longest, "longest" scores 100%."""
     rigged = Question("rigged", "s", "Which one?", (Choice("a", "short"), Choice("b", "a much longer option")), "b", "")
@@ -89,6 +133,15 @@ def test_the_strategies_catch_a_giveaway() -> None:
     assert STRATEGIES["most words shared with the prompt"](
         Question("x", "s", "Which ticket check runs first?", (Choice("a", "the ticket check that runs first"),
                                                               Choice("b", "signature")), "a", "")) == {"a"}
+
+
+def test_the_low_bound_catches_a_never_right_rule() -> None:
+    """Eight four-option items where "shortest" is never right fail the bound; right once in eight passes."""
+    options = (Choice("a", "x"), Choice("b", "yy"), Choice("c", "zzz"), Choice("d", "wwww"))
+    never = [Question(f"q{i}", "s", "Which?", options, "b", "") for i in range(8)]
+    assert low_tail(STRATEGIES["shortest"], never) < LOW_TAIL
+    once = [Question("q", "s", "Which?", options, "a", ""), *never[1:]]
+    assert low_tail(STRATEGIES["shortest"], once) >= LOW_TAIL
 
 
 def test_every_wrong_option_names_the_belief_it_stands_for() -> None:
