@@ -12,8 +12,8 @@ JSON responses and stateless mode the docs advise for scale; and that with sever
 workers), all driven by the same load generator, interleaved level by level and round by round,
 at 1, 8 and 32 clients; the weight of every page. Each target is checked and reported.
 
-`--pyodide` times instead the build lesson's in-page checker in headless Chromium, a cold first Run and warm
-re-runs (bench/pyodide.py), and writes its own section of RESULTS.md.
+`--pyodide` times instead the build lesson's in-page checker in headless Chromium: a cold first Run, a revisit,
+a Run after the preload, and warm re-runs (bench/pyodide.py), and writes its own section of RESULTS.md.
 
 `--cluster` runs instead the comparison of deployments (bench/cluster.py): our app as
 scripts/cluster.sh runs it (nginx, two replicas, Redis), one replica direct, the official SDK's

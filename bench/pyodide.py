@@ -2,12 +2,20 @@
 
     .venv/bin/python -m bench --pyodide          # writes its own section of bench/RESULTS.md
 
-Cold: a fresh browser context (empty HTTP cache) opens /lessons/build-the-checks and presses "Run the checks"; the
-time runs from the press until every move and probe has its verdict, so it holds downloading Pyodide (about
-12 MB from the app itself), starting it, loading the checker and the run. Warm: the same page presses Run again.
-Each run plays the solution (every move and probe, all passing). Timed in the page (performance.now() from the
-click to the run's end), so the load of the measuring process is left out. The app is served in-process on a
-loopback port, as the browser tests serve it. Targets (issue 25): warm under 3 s, cold under 20 s.
+Four ways a learner meets it, each timed from the press of "Run the checks" until every move and probe has its
+verdict (performance.now() in the page, so the load of the measuring process is left out):
+
+* cold: a fresh browser context (empty HTTP cache) opens /lessons/build-the-checks at the editors and presses at
+  once, so the press waits for downloading Pyodide (about 12 MB from the app itself), starting it, loading the
+  checker, and the run;
+* revisit: a new page in the same context (the browser's HTTP cache holds the immutable files), pressed at once;
+* preloaded: the learner reached an editor and Python loaded while they read and typed (the page preloads it),
+  then pressed;
+* warm: the same page pressed again.
+
+Each run plays the solution (every move and probe, all passing). The app is served in-process on a loopback
+port, as the browser tests serve it. Targets (issue 34): cold under 6 s, already loaded (preloaded, warm) under
+1 s.
 """
 
 from __future__ import annotations
@@ -28,8 +36,10 @@ from werkzeug.serving import make_server
 from bench.recorded import PYODIDE
 
 LESSON = "/lessons/build-the-checks"
-TARGET_WARM_S = 3.0
-TARGET_COLD_S = 20.0
+TARGET_WARM_S = 1.0
+TARGET_COLD_S = 6.0
+#: What each kind of run must stay under.
+TARGETS = {"cold": TARGET_COLD_S, "revisit": TARGET_COLD_S, "preloaded": TARGET_WARM_S, "warm": TARGET_WARM_S}
 CHROMIUM = os.environ.get("MRTR_CHROMIUM", "/usr/bin/chromium")
 SOLUTION = Path(__file__).resolve().parent.parent / "lessons" / "build-the-checks" / "solution" / "server.py"
 
@@ -59,7 +69,7 @@ _RUN = """async (blocks) => {
 
 @dataclass(frozen=True)
 class Timing:
-    kind: str  # "cold" or "warm"
+    kind: str  # a key of TARGETS
     seconds: float
     status: str
 
@@ -104,16 +114,24 @@ def measure(cold_rounds: int = 3, warm_runs: int = 5) -> list[Timing]:
             for round_ in range(cold_rounds):
                 context = browser.new_context(base_url=base)  # a fresh context: an empty HTTP cache
                 page = context.new_page()
-                page.goto(LESSON)
+                page.goto(LESSON + "#step-signature")  # at the editors: the press races the preload
                 page.wait_for_selector("[data-action='run-checks']", state="visible")
                 runs = [("cold", page.evaluate(_RUN, blocks))]
                 if round_ == 0:
                     runs += [("warm", page.evaluate(_RUN, blocks)) for _ in range(warm_runs)]
+                again = context.new_page()  # the same browser, a later visit: its HTTP cache holds the files
+                again.goto(LESSON + "#step-signature")
+                again.wait_for_selector("[data-action='run-checks']", state="visible")
+                runs.append(("revisit", again.evaluate(_RUN, blocks)))
+                later = context.new_page()  # reached the editors, read and typed while Python loaded, then pressed
+                later.goto(LESSON + "#step-signature")
+                later.wait_for_selector("[data-build-runner][data-preload='ready']", timeout=120_000)
+                runs.append(("preloaded", later.evaluate(_RUN, blocks)))
                 for kind, run in runs:
                     if run["state"] != "done":
                         raise SystemExit(f"a {kind} run ended {run['state']}: {run['status']}")
                     timings.append(Timing(kind, run["ms"] / 1000, run["status"]))
-                    print(f"  {kind:<5} {run['ms'] / 1000:6.2f} s  {run['status']}", flush=True)
+                    print(f"  {kind:<9} {run['ms'] / 1000:6.2f} s  {run['status']}", flush=True)
                 context.close()
         finally:
             browser.close()
@@ -140,14 +158,15 @@ def section(timings: list[Timing], started: str, note: str = "") -> str:
         f"Recorded {started} by `python -m bench --pyodide` on {platform.node()} ({os.cpu_count()} CPUs, "
         f"Python {platform.python_version()}), Pyodide {pyodide_install.PYODIDE_VERSION}, Debian's Chromium, "
         "headless. Each run plays every move and probe on the lesson's solution; seconds from pressing "
-        "\"Run the checks\" until the last verdict, timed in the page. Cold: a fresh browser context, so Pyodide "
-        f"({weight / 1e6:.1f} MB of runtime from the app's own origin, uncompressed), the wheel and the checker are "
-        "downloaded and started first. Warm: the same page again.",
+        "\"Run the checks\" until the last verdict, timed in the page. Cold: a fresh browser context pressed as "
+        f"soon as the page is at the editors, so Pyodide ({weight / 1e6:.1f} MB of runtime from the app's own "
+        "origin, uncompressed), the wheel and the checker are downloaded and started first. Revisit: a new page in "
+        "the same browser (its HTTP cache holds those immutable files), pressed at once. Preloaded: a new page "
+        "whose preload (started on reaching the editors) finished before the press. Warm: the same page again.",
         "",
         "| run | runs | median s | best s | worst s | target |",
         "| --- | --- | --- | --- | --- | --- |",
-        row("cold", TARGET_COLD_S),
-        row("warm", TARGET_WARM_S),
+        *(row(kind, target) for kind, target in TARGETS.items()),
     ]
     if note:
         lines += ["", f"Also running on the machine: {note}."]
@@ -165,6 +184,6 @@ def run(results: Path, before: str, *, write: bool, quick: bool = False, note: s
         text = results.read_text(encoding="utf-8") if results.exists() else ""
         results.write_text(PYODIDE.put(text, report, before), encoding="utf-8")
         print(f"\nwrote the --pyodide section of {results}")
-    cold = statistics.median(t.seconds for t in timings if t.kind == "cold")
-    warm = statistics.median(t.seconds for t in timings if t.kind == "warm")
-    return 0 if cold < TARGET_COLD_S and warm < TARGET_WARM_S else 1
+    met = all(statistics.median(t.seconds for t in timings if t.kind == kind) < target
+              for kind, target in TARGETS.items())
+    return 0 if met else 1

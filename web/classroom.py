@@ -219,7 +219,20 @@ def _start_control() -> dict[str, Any]:
         return [code for code, _ in class_presenter.remembered() if store.by_code(code) is not None]
 
     return {"class_start_needs_token": lambda: bool(get_settings().instructor_token),
-            "presenting_classes": presenting}
+            "presenting_classes": presenting, "choice_letter": choice_letter}
+
+
+def choice_letter(question: Question, choice_id: str | None) -> str:
+    """The letter a choice goes by in the room (A, B, C... by position): the projector and the phones say the same,
+    whatever the quiz data names the choice."""
+    ids = [c.id for c in question.choices]
+    return "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[ids.index(choice_id)] if choice_id in ids and len(ids) <= 26 else ""
+
+
+def live_questions(lesson: Lesson) -> tuple[Question, ...]:
+    """The lesson's questions a live class can ask: a question answered by doing (a log to read, a retry to edit)
+    needs the lesson page and its lab server, so the room gets the ones answered by picking an option."""
+    return tuple(q for q in lesson.questions if q.task is None and q.choices)
 
 
 # -- helpers ------------------------------------------------------------------------------------------
@@ -333,7 +346,8 @@ def _host_context(row: ClassRow) -> dict[str, Any]:
         "row": row, "lesson": lesson, "join_url": join_url, "short_url": join_url.split("://", 1)[-1],
         "qr": qr_svg(join_url, f"QR code: {join_url}"), "learners": store.learners(row.id),
         "learner_count": store.count_learners(row.id), "tally": _tally(row), "heat": _heat(row),
-        "more_questions": row.question_no < len(lesson.questions), "question_total": len(lesson.questions),
+        "more_questions": row.question_no < len(live_questions(lesson)),
+        "question_total": len(live_questions(lesson)),
         "max_learners": MAX_LEARNERS,
         "replay_move": next((m for m in get_content().moves if is_replay(m)), None),
     }
@@ -489,7 +503,7 @@ def _back_to_host(row: ClassRow) -> BaseResponse:
 @bp.post("/class/<code>/host/question")
 def push_question(code: str) -> BaseResponse:
     row = _host(code)
-    questions = _lesson(row).questions
+    questions = live_questions(_lesson(row))
     if row.question_no >= len(questions):
         abort(409)
     classroom().store.set_question(row.id, row.question_no + 1, questions[row.question_no].id)

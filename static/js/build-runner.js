@@ -271,7 +271,10 @@
     if (navigator.connection && navigator.connection.saveData) { return; }
     if (this.ensureWorker()) { return; }
     root.setAttribute("data-preload", "loading");
-    this.worker.postMessage({ type: "load", id: PRELOAD, urls: this.urls() });
+    // The warm-up plays the lesson's starter, never the learner's code: an endless loop of theirs must not
+    // hold the load (their press ends it with the run's time-out).
+    var starter = $(root, "[data-starter-source]");
+    this.worker.postMessage({ type: "load", id: PRELOAD, urls: this.urls(), source: starter ? starter.textContent : null });
   };
 
   Runner.prototype.start = function () {

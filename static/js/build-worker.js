@@ -6,7 +6,8 @@
    runtime, the itsdangerous wheel and the checker's own Python code (a zip of this repository's modules).
    The learner's code is never sent anywhere: it arrives in a message and stays in this worker.
 
-   Messages in:  {type: "load", id, urls} (the page preloads as the learner reaches an editor), and
+   Messages in:  {type: "load", id, urls, source} (the page preloads as the learner reaches an editor; `source`,
+                 the lesson's starter, is played once, unseen, to warm up), and
                  {type: "run", id, source, urls: {pyodide, wheel, bundle, catalogue}} (a run joins a load under way)
    Messages out: {type: "phase", id, text} while loading; {type: "ready", id, ms} (to the load's id, and to a run
                  that had to wait for it);
@@ -31,7 +32,7 @@ async function fetchBytes(url, what) {
   return new Uint8Array(await response.arrayBuffer());
 }
 
-async function load(id, urls) {
+async function load(id, urls, warmUp) {
   var base = sameOrigin(urls.pyodide);
   var wheel = sameOrigin(urls.wheel);
   var bundle = sameOrigin(urls.bundle);
@@ -53,9 +54,21 @@ async function load(id, urls) {
                     JSON.stringify(CHECKER_DIR) + ")");
   var runner = pyodide.pyimport("web.in_browser");
   runner.install_stubs();
+  if (typeof warmUp === "string") {
+    // A preload plays the lesson's starter once, unseen, so the first press finds every module imported and
+    // every path taken once (a first run in a fresh interpreter is about a second slower than the next).
+    try {
+      var thrown = runner.run(warmUp, catalogueOf(urls), function () {});
+      if (thrown && typeof thrown.destroy === "function") { thrown.destroy(); }
+    } catch (error) { /* the learner's code may not run yet: their press will say why */ }
+  }
   state.pyodide = pyodide;
   state.runner = runner;
   say({ type: "ready", id: id, ms: Date.now() - started });
+}
+
+function catalogueOf(urls) {
+  return CHECKER_DIR + "/" + String((urls && urls.catalogue) || "moves.toml").replace(/[^a-z.]/g, "");
 }
 
 function toJs(value) {
@@ -73,9 +86,9 @@ function lastLine(error) {
 }
 
 /* Pyodide and the checker, loaded once: a run or a preload that finds the load under way waits for it. */
-function loaded(id, urls) {
+function loaded(id, urls, warmUp) {
   if (!state.loading) {
-    state.loading = load(id, urls || {});
+    state.loading = load(id, urls || {}, warmUp);
     state.loading.catch(function () { state.loading = null; });  // the next run or preload tries again
   }
   return state.loading;
@@ -96,7 +109,7 @@ async function run(message) {
     return;
   }
   var started = Date.now();
-  var catalogue = CHECKER_DIR + "/" + String(message.urls.catalogue || "moves.toml").replace(/[^a-z.]/g, "");
+  var catalogue = catalogueOf(message.urls);
   try {
     var result = state.runner.run(String(message.source), catalogue, function (kind, data) {
       say({ type: String(kind), id: id, data: toJs(data) });
@@ -112,6 +125,6 @@ self.onmessage = function (event) {
   var message = event.data || {};
   if (message.type === "run" && typeof message.source === "string") { run(message); }
   if (message.type === "load" && !state.runner) {
-    loaded(message.id, message.urls).catch(function () { /* said nothing: a run says why, and tries again */ });
+    loaded(message.id, message.urls, message.source).catch(function () { /* a run says why, and tries again */ });
   }
 };

@@ -20,6 +20,7 @@ from moves.catalog import load_moves
 from tests.browser.conftest import BROWSER_TEST_CONFIG
 from tests.browser.helpers import LiveServer, assert_no_axe_violations, serve
 from tests.web.helpers import stopped_move
+from web.classroom import live_questions
 from web.content import Question, load_course
 
 MOVES = load_moves()
@@ -282,7 +283,7 @@ def test_the_presenters_screen_fits_every_projector_in_the_worst_case(
     expect(heat).to_have_attribute("data-total", str(len(MOVES)))
     expect(presenter.locator("#manage")).not_to_have_attribute("open", "")  # "Manage learners" stays collapsed
 
-    questions = LESSON.questions
+    questions = live_questions(LESSON)
     longest = max(questions, key=text_length)
     push, reveal = presenter.locator('[data-action="push-question"]'), presenter.locator('[data-action="reveal"]')
     for number, question in enumerate(questions, 1):

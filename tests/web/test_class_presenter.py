@@ -41,8 +41,9 @@ def test_the_link_is_folded_away_never_on_the_class_screen_and_comes_back(app: F
     assert re.search(r"<details class=\"once\" data-control-reveal>\s*<summary>", html)  # closed until asked
     screen = host.get(f"/class/{code}/host").get_data(as_text=True)
     assert "/control/" not in screen and link.rsplit("/", 1)[-1] not in screen
-    # Nobody else gets it: the page needs this class's host cookie.
-    assert app.test_client().get(f"/class/{code}/presenter").status_code == 404  # as a code that opens nothing
+    # Nobody else gets it: the page needs this class's host cookie, and answers like a code that opens nothing.
+    other = app.test_client().get(f"/class/{code}/presenter")
+    assert other.status_code == 404 and link not in other.get_data(as_text=True)
 
 
 def test_demo_names_this_browsers_open_classes_and_a_forged_list_opens_nothing(app: Flask) -> None:
