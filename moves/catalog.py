@@ -29,16 +29,28 @@ DEFAULT_PATH: Traversable = files("moves") / "moves.toml"
 # -- the vocabulary ---------------------------------------------------------------------------------
 
 SENDERS: tuple[str, ...] = ("owner", "other")
-TIMINGS: tuple[str, ...] = ("in-time", "past-expiry")
+#: near-expiry: sent at about 80% of the ticket's life (`NEAR_EXPIRY`): remote targets really wait until then (of
+#: the readable exp, or of --late-after), or skip the move when the lifetime is unknown.
+TIMINGS: tuple[str, ...] = ("in-time", "past-expiry", "near-expiry")
+#: How far into a ticket's life a near-expiry move is sent.
+NEAR_EXPIRY = 0.8
 #: as-issued: the minted ticket untouched; edit-work: the readable payload edited, old signature kept;
 #: junk: not a ticket at all, sent in every shape of `JUNK_SHAPES` in turn; absent: no requestState at all, the
 #: answers attached anyway (a handler that reads inputResponses before it asks for the ticket can be
 #: "pre-answered" on round one).
-TICKETS: tuple[str, ...] = ("as-issued", "edit-work", "junk", "absent")
+#: edit-each: each field of a readable payload edited in turn, one retry per field, the old signature kept (an
+#: unreadable ticket gets one flipped character instead); unsigned: the ticket with its signature part emptied, then
+#: removed (and a JWT header's alg set to "none").
+TICKETS: tuple[str, ...] = ("as-issued", "edit-work", "junk", "absent", "edit-each", "unsigned")
 #: accept: every question answered from its schema; none: no inputResponses; decline / cancel: the user
 #: said no / dismissed the question; wrong-type: accepted, each field of the wrong JSON type;
 #: missing-key: accepted with the required fields left out.
-ANSWERS: tuple[str, ...] = ("accept", "none", "decline", "cancel", "wrong-type", "missing-key")
+#: wrong-key: the accepted answers sent under keys the server never asked (the asked keys missing); extra-key: the
+#: accepted answers, with an unknown extra key placed first (the spec says a server ignores it).
+ANSWERS: tuple[str, ...] = ("accept", "none", "decline", "cancel", "wrong-type", "missing-key", "wrong-key",
+                            "extra-key")
+#: Answers that say yes to every question asked: a flow goes on to its next round after them.
+YES_ANSWERS: frozenset[str] = frozenset({"accept", "extra-key"})
 #: Answers whose result the engine compares with an accepted call's to tell "did the work" from "ended".
 NOT_A_YES: frozenset[str] = frozenset({"decline", "cancel", "wrong-type", "missing-key"})
 REQUESTS: tuple[str, ...] = ("same", "other")
@@ -51,6 +63,11 @@ EXPECTS: tuple[Outcome, ...] = (Outcome.COMPLETED, Outcome.REFUSED, Outcome.ASKE
 REQUIRES: tuple[str, ...] = ("single-use",)
 #: The last round a move may be played on (the engine follows a flow for at most this many round trips).
 MAX_ROUND = 8
+#: How the copies of a burst (`copies` > 1: the same retry sent several times at once) are numbered: all under the
+#: move's one request id, or each under an id of its own.
+COPY_IDS: tuple[str, ...] = ("same", "distinct")
+#: The most copies a burst may send at once.
+MAX_COPIES = 32
 NOTE_TICKETS: tuple[str, ...] = ("signed", "sealed")
 
 #: The shapes a junk ticket takes, in the order they are sent. `{prefix}` is the minted ticket's text up to
@@ -122,8 +139,8 @@ class Move:
     summary: str
     sender: Role
     at: float
-    timing: Literal["in-time", "past-expiry"]
-    ticket: Literal["as-issued", "edit-work", "junk", "absent"]
+    timing: Literal["in-time", "past-expiry", "near-expiry"]
+    ticket: Literal["as-issued", "edit-work", "junk", "absent", "edit-each", "unsigned"]
     answer: str
     request: Literal["same", "other"]
     expect: Outcome
@@ -139,6 +156,10 @@ class Move:
     shows: str = ""
     #: The round of the flow the move is played on: the rounds before it are answered honestly first.
     round: int = 1
+    #: How many identical copies of the retry are sent at once (1: one retry). With more, exactly one copy may do
+    #: the work and every other must get `expect` (moves.engine `play`).
+    copies: int = 1
+    copy_ids: Literal["same", "distinct"] = "same"
     notes: tuple[MoveNote, ...] = field(default=(), compare=False)
 
     def note_for(self, outcome: Outcome | str, stopped_at: str | None = None, *,
@@ -153,7 +174,7 @@ class Move:
     @property
     def group(self) -> str:
         """What the move varies, one of GROUPS: a retry sent before it, the answer, or else the ticket."""
-        if self.before is not None:
+        if self.before is not None or self.copies > 1:
             return "sequence"
         if self.answer != "accept":
             return "answer"
@@ -169,11 +190,12 @@ class Move:
         """Every check a sound server's ticket checks fail for this move's own retry, not only the first
         (`stops_at`): with one check removed, the move is still refused while another remains. "unreadable" is
         the failure before any check can read a junk ticket."""
-        refused = {"signature"} if self.ticket in ("edit-work", "junk") else set()
+        refused = {"signature"} if self.ticket in ("edit-work", "junk", "edit-each", "unsigned") else set()
         refused |= {"unreadable"} if self.ticket == "junk" else set()
         refused |= {"principal"} if self.sender == "other" else set()
         refused |= {"expiry"} if self.timing == "past-expiry" else set()
         refused |= {"request"} if self.request == "other" else set()
+        refused |= {"single-use"} if self.copies > 1 else set()  # every copy but the one that does the work
         # A retry on a ticket its `before` move already spent (a completed retry on the same ticket).
         spent = self.before is not None and self.before_ticket == "same" and self.before.expect == Outcome.COMPLETED
         return frozenset(refused | ({"single-use"} if spent else set()))
@@ -205,6 +227,8 @@ _FIELDS: dict[str, tuple[type | tuple[type, ...], tuple[Any, ...] | None, bool]]
     "before_ticket": (str, BEFORE_TICKETS, False),
     "shows": (str, None, False),
     "round": (int, None, False),
+    "copies": (int, None, False),
+    "copy_ids": (str, COPY_IDS, False),
     "notes": (list, None, False),
 }
 
@@ -251,8 +275,16 @@ def _move(raw: dict[str, Any], where: str, general: tuple[MoveNote, ...]) -> dic
         raise ValueError(f"{where}: field 'at' must be between 0 and 86400 seconds")
     if not 1 <= raw.get("round", 1) <= MAX_ROUND:
         raise ValueError(f"{where}: field 'round' must be between 1 and {MAX_ROUND}")
-    if raw["ticket"] == "junk" and raw["answer"] not in ("accept", "none"):
-        raise ValueError(f"{where}: a junk ticket goes with answer 'accept' or 'none'")
+    if not 1 <= raw.get("copies", 1) <= MAX_COPIES:
+        raise ValueError(f"{where}: field 'copies' must be between 1 and {MAX_COPIES}")
+    if raw.get("copies", 1) > 1 and (raw["ticket"] != "as-issued" or raw["answer"] != "accept"
+                                     or raw["request"] != "same" or raw["expect"] != "refused" or "before" in raw):
+        raise ValueError(f"{where}: copies sent at once are honest retries (ticket as-issued, answer accept, the same "
+                         "request, no 'before') of which one does the work: expect 'refused' for the others")
+    if "copy_ids" in raw and raw.get("copies", 1) == 1:
+        raise ValueError(f"{where}: field 'copy_ids' needs 'copies' above 1")
+    if raw["ticket"] in ("junk", "edit-each", "unsigned") and raw["answer"] not in ("accept", "none"):
+        raise ValueError(f"{where}: a {raw['ticket']} ticket goes with answer 'accept' or 'none'")
     if raw["ticket"] == "absent" and raw["answer"] == "none":
         raise ValueError(f"{where}: an absent ticket goes with an answer (without one the retry is round one again)")
     own = tuple(_note(n, raw["slug"], f"{where}: note {i}") for i, n in enumerate(raw.get("notes", []), 1))
@@ -271,12 +303,14 @@ def _resolve(values: dict[str, dict[str, Any]], slug: str, where: str, seen: tup
             loop = " -> ".join((*seen, slug, before))
             raise ValueError(f"{where}: move {slug!r}: field 'before' makes a loop ({loop})")
         resolved = _resolve(values, before, where, (*seen, slug))
-        if resolved.before is not None or resolved.ticket in ("junk", "absent") or resolved.answer in NOT_A_YES:
+        if resolved.before is not None or resolved.ticket in ("junk", "absent", "edit-each", "unsigned") \
+                or resolved.answer in NOT_A_YES:
             raise ValueError(f"{where}: move {slug!r}: field 'before' must name a move of one plain retry "
                              f"({before!r} has its own 'before', a junk or absent ticket or an answer that is "
                              "not a yes)")
-        if resolved.timing == "past-expiry":
-            raise ValueError(f"{where}: move {slug!r}: field 'before' names a past-expiry move, which cannot go first")
+        if resolved.timing != "in-time":
+            raise ValueError(f"{where}: move {slug!r}: field 'before' names a {resolved.timing} move, which cannot "
+                             "go first")
         if resolved.at >= raw["at"]:
             raise ValueError(f"{where}: move {slug!r}: its 'before' move ({before}) must be sent earlier than 'at'")
     elif "before_ticket" in raw:
@@ -327,14 +361,15 @@ def find(moves: tuple[Move, ...], slug: str) -> Move | None:
 def stopped_by(moves: tuple[Move, ...], check: str) -> Move | None:
     """The first move a sound server stops at `check` alone (what a page shows when that check is switched
     off), or None."""
-    return next((m for m in moves if m.stops_at == check and m.before is None
+    return next((m for m in moves if m.stops_at == check and m.before is None and m.copies == 1
                  and m.ticket in ("as-issued", "edit-work")), None)
 
 
 def first_stopped_by(moves: tuple[Move, ...], check: str) -> Move | None:
     """`stopped_by`'s plain move, else the first one sent after another (a replay is sent after the retry it
-    repeats); never a junk one."""
-    return stopped_by(moves, check) or next((m for m in moves if m.stops_at == check and m.ticket != "junk"), None)
+    repeats); never a junk one, nor copies sent at once."""
+    return stopped_by(moves, check) or next((m for m in moves if m.stops_at == check and m.ticket != "junk"
+                                             and m.copies == 1), None)
 
 
 #: The groups moves are listed in, by what they vary (`Move.group`), in this order.
@@ -343,8 +378,12 @@ GROUPS: tuple[str, ...] = ("ticket", "answer", "sequence")
 
 #: How each part of a move reads on a page ("Ticket: payload edited (work.env = prod)").
 TICKET_WORDS = {"as-issued": "as issued", "edit-work": "payload edited ({path} = {value})",
-                "junk": "not a ticket: junk in several shapes", "absent": "none at all (no requestState)"}
+                "junk": "not a ticket: junk in several shapes", "absent": "none at all (no requestState)",
+                "edit-each": "each payload field edited in turn, old signature kept",
+                "unsigned": "signature part emptied, then removed"}
 ANSWER_WORDS = {"accept": "yes (accepted)", "none": "none", "decline": "no (declined)",
+                "wrong-key": "yes, under a key the server never asked",
+                "extra-key": "yes, with an unknown extra key beside it",
                 "cancel": "dismissed (cancelled)", "wrong-type": "accepted, confirm as the text \"yes\"",
                 "missing-key": "accepted, with the required field left out"}
 
@@ -356,6 +395,9 @@ def facts(move: Move, *, caller: str, arguments: dict[str, Any], other_arguments
     sent = other_arguments if move.request == "other" and other_arguments is not None else arguments
     rows = [("Caller", caller), ("Sent at", f"t = {move.at:g} s (expires at {ttl} s)"), ("Ticket", ticket),
             ("Answer", ANSWER_WORDS[move.answer]), ("Arguments", ", ".join(f"{k}: {v}" for k, v in sent.items()))]
+    if move.copies > 1:
+        ids = "the same id" if move.copy_ids == "same" else "an id of its own each"
+        rows.append(("Copies", f"{move.copies} identical retries sent at once, under {ids}; one may do the work"))
     if move.before is not None:
         where = "on a ticket of its own" if move.before_ticket == "new" else "on the same ticket"
         who = owner if move.before.sender == "owner" else "the other user"

@@ -69,12 +69,12 @@ class CheckOptions:
     arguments: dict[str, Any] | None = None  # default: built from the tool's inputSchema
     other_arguments: dict[str, Any] | None = None  # default: the arguments with one string changed
     allow_replay: bool = False  # a failed single-use move is a warning, not a failure
-    skip_late: bool = False  # the past-expiry move is not run (set the target's Timing too)
+    skip_late: bool = False  # the past- and near-expiry moves are not run (set the target's Timing too)
     #: Answers the checker cannot make up (`--answers`): by question key, or by round number ("2") then key.
     answers: dict[str, Any] | None = None
 
 
-#: The verdicts a move row can have, in the JSON and JUnit contracts (see the README).
+#: The verdicts a move row can have, in the JSON and JUnit contracts (docs/checker/reports.md).
 VERDICTS = ("pass", "fail", "warn", "not-run")
 
 
@@ -147,7 +147,7 @@ class Report:
         return _redacted(text, [secret for secret in self.secrets if secret])
 
     def to_json(self) -> dict[str, Any]:
-        """The report for CI (the README's "The JSON report"); never the exchanges."""
+        """The report for CI (docs/checker/reports.md, "The JSON report"); never the exchanges."""
         report: dict[str, Any] = {
             "target": self.redact(self.target),
             "ok": self.ok,
@@ -375,9 +375,9 @@ def _move_row(result: MoveResult, move: Move, options: CheckOptions, target: Any
     timing = getattr(target, "timing", None)
     if result.outcome == Outcome.NOT_RUN:
         reason = getattr(timing, "skip_reason", None)
-        if move.timing == "past-expiry" and reason:
+        if move.timing != "in-time" and reason:
             detail = reason
-        if move.timing == "past-expiry" and options.skip_late:
+        if move.timing != "in-time" and options.skip_late:
             required = False
     elif not ok and options.allow_replay and move.requires == "single-use":
         required = False
@@ -390,7 +390,7 @@ def _move_row(result: MoveResult, move: Move, options: CheckOptions, target: Any
     if ok and result.note:
         detail = f"{detail}; {result.note}"
     waited = getattr(timing, "waited", None)
-    if move.timing == "past-expiry" and waited and result.outcome != Outcome.NOT_RUN:
+    if move.timing != "in-time" and waited and result.outcome != Outcome.NOT_RUN:
         detail = f"{detail} ({waited})"
     return MoveRow(move.slug, move.title, Outcome(move.expect).value, observed, ok, detail, required,
                    move.stops_at, exchange_of(result))

@@ -32,8 +32,11 @@ from mrtr import (
     read_payload,
 )
 
-from .catalog import JUNK_SHAPES, NOT_A_YES, Move
+from .catalog import JUNK_SHAPES, NEAR_EXPIRY, NOT_A_YES, YES_ANSWERS, Move
 from .target import Outcome, Progress, Reply, Role, Target
+
+#: The key an answer goes under that no server asked for (wrong-key and extra-key answers).
+UNASKED = "mrtr-check-unasked"
 
 #: JSON-RPC ids: round one, and a retry whose move names none.
 MINT_ID = 2
@@ -373,6 +376,10 @@ def answers_of(kind: str, input_requests: dict[str, Any], supplied: dict[str, An
     accepted = answers_for(input_requests, supplied)
     if kind == "accept":
         return accepted
+    if kind == "wrong-key":
+        return {f"{key}-{UNASKED}": answer for key, answer in accepted.items()}
+    if kind == "extra-key":
+        return {UNASKED: {"action": "accept", "content": {}}, **accepted}
     if kind in ("decline", "cancel"):
         return {key: {"action": kind} for key in accepted}
     changed: dict[str, Any] = {}
@@ -562,8 +569,72 @@ def mint_round(target: Target, call: Call, at: float = 0.0, label: str = "round 
     return Minted(step, walk.ticket, walk.requests, "", walk.steps, False, walk.seen, walk.rounds)
 
 
-def _tickets_of(move: Move, ticket: str) -> list[tuple[str, str | None]]:
-    """(label, ticket) for each retry the move sends; None: no requestState at all."""
+def _changed(value: Any, owner: str, other: str) -> tuple[Any, bool] | None:
+    """An attacker's edit of one payload value, and whether the other principal sends it (the owner's name
+    rewritten to the other's); None when the value is nothing to edit (null, a list)."""
+    if isinstance(value, bool):
+        return not value, False
+    if isinstance(value, int | float):
+        return value + 3600, False  # a later expiry, a later issue time: what a thief would want
+    if isinstance(value, str):
+        if value == owner:
+            return other, True
+        last = value[-1:] if value else ""
+        return (value[:-1] + ("B" if last == "A" else "A")) if last.isalnum() else value + "A", False
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            changed = _changed(inner, owner, other) if isinstance(inner, str) else None
+            if changed is not None:
+                return {**value, key: changed[0]}, changed[1]
+    return None
+
+
+def edits_of(ticket: str, owner: str = "", other: str = "") -> list[tuple[str, str, Role]]:
+    """Each field of a readable payload edited in turn under the old signature: (label, ticket, sender). An
+    unreadable ticket gets one flipped character (one retry)."""
+    claims = readable_claims(ticket)
+    parts = _payload_part(ticket)
+    if claims is None or parts is None:
+        return [("one character flipped (the ticket is unreadable)", flip_one_character(ticket), "owner")]
+    head, payload, sig = parts
+    edits: list[tuple[str, str, Role]] = []
+    for name, value in list(claims.items())[:16]:
+        changed = _changed(value, owner, other)
+        if changed is None:
+            continue
+        body = _encode_claims(head, payload, {**claims, name: changed[0]})
+        edits.append((f"edited {str(name)[:30]}", f"{head}.{body}.{sig}", "other" if changed[1] else "owner"))
+    return edits or [("one character flipped (nothing to edit)", flip_one_character(ticket), "owner")]
+
+
+def unsigned_of(ticket: str) -> list[tuple[str, str]]:
+    """The ticket with its signature part emptied, then removed; a JWT whose header names its alg also comes with
+    alg "none" (the mistake of taking an unsigned ticket as valid)."""
+    head, dot, _sig = ticket.rpartition(".")
+    if not dot:
+        return [("signature appended empty", ticket + "."), ("signature part removed", ticket[: len(ticket) // 2])]
+    shapes = [("signature emptied", f"{head}."), ("signature part removed", head)]
+    first, _, rest = head.partition(".")
+    try:
+        header = json.loads(base64.urlsafe_b64decode(first + "=" * (-len(first) % 4)))
+    except (ValueError, RecursionError):
+        header = None
+    if isinstance(header, dict) and "alg" in header and rest:
+        none = b64encode(json.dumps({**header, "alg": "none"}, separators=(",", ":")).encode())
+        shapes.append(("alg none", f"{none}.{rest}."))
+    return shapes
+
+
+def _tickets_of(move: Move, ticket: str, owner: str = "", other: str = "") -> list[tuple[str, str | None, Role]]:
+    """(label, ticket, sender) for each retry the move sends; None: no requestState at all."""
+    if move.ticket == "edit-each":
+        return [(label, edited, role) for label, edited, role in edits_of(ticket, owner, other)]
+    if move.ticket == "unsigned":
+        return [(label, shape, move.sender) for label, shape in unsigned_of(ticket)]
+    return [(label, sent, move.sender) for label, sent in _plain_tickets_of(move, ticket)]
+
+
+def _plain_tickets_of(move: Move, ticket: str) -> list[tuple[str, str | None]]:
     if move.ticket == "absent":
         return [("retry without a ticket", None)]
     if move.ticket == "edit-work":
@@ -597,19 +668,13 @@ def _retries(move: Move, target: Target, call: Call, ticket: str, requests: dict
     answers = answers_of(move.answer, requests, supplied_answers(call, round_n))
     request_id = move.request_id if move.request_id is not None else RETRY_ID
     sent = Sent([], [])
-    for label, sent_ticket in _tickets_of(move, ticket):
-        params: dict[str, Any] = {"name": call.tool, "arguments": arguments}
-        if sent_ticket is not None:
-            params["requestState"] = sent_ticket
-        if answers is not None:
-            params["inputResponses"] = copy.deepcopy(answers)
-        message = modern_request(request_id, "tools/call", params, call)
-        step = Step(move.sender, move.at, message, target.send(move.sender, message), label)
+    for label, message, role, reply in _send(move, target, call, arguments, answers, ticket, request_id):
+        step = Step(role, move.at, message, reply, label)
         sent.steps.append(step)
-        if move.answer != "accept":
+        if move.answer not in YES_ANSWERS:
             sent.finals.append(step)
             continue
-        walk = _walk(target, call, move.sender, step, seen=seen or set(requests), round_n=round_n,
+        walk = _walk(target, call, role, step, seen=seen or set(requests), round_n=round_n,
                      arguments=arguments, label=f"{label}, then ")
         sent.steps += walk.steps
         sent.finals.append(walk.last)
@@ -618,6 +683,51 @@ def _retries(move: Move, target: Target, call: Call, ticket: str, requests: dict
         if walk.stuck and not sent.stuck:
             sent.stuck = walk.stuck
     return sent
+
+
+def _send(move: Move, target: Target, call: Call, arguments: dict[str, Any], answers: dict[str, Any] | None,
+          ticket: str, request_id: int) -> list[tuple[str, dict[str, Any], Role, Reply]]:
+    """Build and send the move's retries: one per ticket shape, or `copies` identical ones at once (a target's
+    `send_burst`: separate connections, or lines written before any answer is read; one after another on a target
+    that has none). Returns (label, message, sender, reply) for each."""
+    messages: list[tuple[str, dict[str, Any], Role]] = []
+    for label, sent_ticket, role in _tickets_of(move, ticket, target.owner, target.other):
+        params: dict[str, Any] = {"name": call.tool, "arguments": arguments}
+        if sent_ticket is not None:
+            params["requestState"] = sent_ticket
+        if answers is not None:
+            params["inputResponses"] = copy.deepcopy(answers)
+        messages.append((label, modern_request(request_id, "tools/call", params, call), role))
+    if move.copies == 1:
+        return [(label, message, role, target.send(role, message)) for label, message, role in messages]
+    label, message, _role = messages[0]
+    copies = [(f"copy {n} of {move.copies}", {**copy.deepcopy(message), "id": request_id if move.copy_ids == "same"
+                                               else request_id * 100 + n}) for n in range(1, move.copies + 1)]
+    burst = getattr(target, "send_burst", None)
+    sent = [m for _, m in copies]
+    replies = burst(move.sender, sent) if burst is not None else [target.send(move.sender, m) for m in sent]
+    return [(label, m, move.sender, reply) for (label, m), reply in zip(copies, replies, strict=True)]
+
+
+def _burst_judged(move: Move, finals: list[Step]) -> tuple[Outcome, Step, bool, str]:
+    """Copies sent at once: exactly one may do the work, and every other must get what the move expects."""
+    done = [s for s in finals if outcome_of(s.reply) == Outcome.COMPLETED]
+    ids = "the same id" if move.copy_ids == "same" else "ids of their own"
+    if len(done) > 1:
+        return Outcome.COMPLETED, done[1], False, f"{len(done)} of the {len(finals)} identical retries sent at once " \
+            f"under {ids} did the work: {_describe(done[-1].reply, Outcome.COMPLETED)}"
+    if not done:
+        return outcome_of(finals[0].reply), finals[0], False, (
+            f"none of the {len(finals)} identical honest retries sent at once under {ids} did the work (one should): "
+            f"{_describe(finals[0].reply, outcome_of(finals[0].reply))}")
+    others = [s for s in finals if s is not done[0]]
+    outcome, step, ok, note = _judged(move, others)
+    if not ok:
+        return outcome, step, False, f"one of the {len(finals)} copies did the work, and another got " \
+            f"{_describe(step.reply, outcome)}"
+    detail = (f"one of the {len(finals)} identical retries sent at once under {ids} did the work; the other "
+              f"{len(others)} got {_describe(step.reply, outcome)}")
+    return outcome, step, True, detail + (f"; {note}" if note else "")
 
 
 def _judged(move: Move, steps: list[Step]) -> tuple[Outcome, Step, bool, str]:
@@ -659,9 +769,9 @@ def _not_run(move: Move, detail: str, minted: Step | None, steps: list[Step], ti
 
 
 def needs_completed_flow(move: Move) -> bool:
-    """Whether the move can only show its check on a flow the checker can finish: it expects the work, or a retry
-    that does the work goes first."""
-    return move.expect == Outcome.COMPLETED or (move.before is not None and (
+    """Whether the move can only show its check on a flow the checker can finish: it expects the work, one of its
+    copies must do it, or a retry that does the work goes first."""
+    return move.expect == Outcome.COMPLETED or move.copies > 1 or (move.before is not None and (
         move.before.expect == Outcome.COMPLETED or move.before_ticket == "new"))
 
 
@@ -721,8 +831,13 @@ def play(move: Move, target: Target, call: Call | None = None, *, on_progress: P
                 return _not_run(move, f"not shown: this move needs the {first.slug} retry to go first and get "
                                       f"{first.expect}, but it got {_describe(step.reply, outcome)}; the "
                                       f"{first.slug} move itself shows why", minted, steps, ticket)
-        if not target.advance(move.at, past_expiry=move.timing == "past-expiry", expires_at=expires_at,
-                              on_progress=on_progress):
+        near = getattr(target, "near_expiry", None) if move.timing == "near-expiry" else None
+        if near is not None:
+            waited = near(move.at, NEAR_EXPIRY, expires_at=expires_at, on_progress=on_progress)
+        else:
+            waited = target.advance(move.at, past_expiry=move.timing == "past-expiry", expires_at=expires_at,
+                                    on_progress=on_progress)
+        if not waited:
             return _not_run(move, "skipped: the move waits past the ticket's expiry", minted, steps, ticket)
         mine = _retries(move, target, call, ticket, requests, round_n, start.seen)
     except ValueError as exc:
@@ -733,6 +848,9 @@ def play(move: Move, target: Target, call: Call | None = None, *, on_progress: P
         result = _not_run(move, f"not shown: {mine.stuck}", minted, steps, ticket)
         result.stuck, result.rounds = mine.stuck, rounds
         return result
+    if move.copies > 1:
+        outcome, step, ok, detail = _burst_judged(move, mine.finals)
+        return MoveResult(move, outcome, ok, detail, minted, steps, ticket, rounds=rounds)
     outcome, step, ok, note = _judged(move, mine.finals)
     detail = _describe(step.reply, outcome)
     if len(mine.finals) > 1:

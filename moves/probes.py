@@ -91,6 +91,17 @@ class Recorder:
             self.last_ticket = minted["requestState"]
         return reply
 
+    def send_burst(self, role: Role, messages: list[dict[str, Any]]) -> list[Reply]:
+        """The messages at once when the target can send them so (`send_burst`), else one after another."""
+        burst = getattr(self.target, "send_burst", None)
+        replies = burst(role, messages) if burst is not None else [self.target.send(role, m) for m in messages]
+        for message, reply in zip(messages, replies, strict=True):
+            self.exchanges.append(Exchange(role, message, reply, self.context))
+        late = next((r for r in replies if r.timed_out), None)
+        if late is not None:
+            raise TargetTimedOut(self.context, late.transport_error or "no answer in time")
+        return replies
+
     def begin(self) -> None:
         self.target.begin()
 
@@ -100,6 +111,17 @@ class Recorder:
         if expires_at is None and past_expiry and self.last_ticket:
             expires_at = ticket_expiry(self.last_ticket)
         return self.target.advance(seconds, past_expiry=past_expiry, expires_at=expires_at, on_progress=on_progress)
+
+    def near_expiry(self, seconds: float, fraction: float, *, expires_at: float | None,
+                    on_progress: Any = None) -> bool:
+        """The target's real wait to `fraction` of the ticket's life when it has one, else its clock moved to
+        `seconds` (an in-process server's exact clock)."""
+        if expires_at is None and self.last_ticket:
+            expires_at = ticket_expiry(self.last_ticket)
+        near = getattr(self.target, "near_expiry", None)
+        if near is None:
+            return self.target.advance(seconds, past_expiry=False, expires_at=expires_at, on_progress=on_progress)
+        return bool(near(seconds, fraction, expires_at=expires_at, on_progress=on_progress))
 
     def close(self) -> None:
         self.target.close()
@@ -244,8 +266,12 @@ def probe_same_error(results: Iterable[MoveResult]) -> ProbeResult:
             shape = _error_shape(step.reply)
             if shape is not None:
                 key = json.dumps(shape, sort_keys=True, default=str)
-                name = result.move.slug + (f" {step.label.removeprefix('junk ticket ')}" if len(own) > 1 else "")
-                groups.setdefault(key, (shape, []))[1].append(name)
+                # Junk shapes are named one by one; the copies of a burst count once, as their move.
+                several = len(own) > 1 and result.move.copies == 1
+                name = result.move.slug + (f" {step.label.removeprefix('junk ticket ')}" if several else "")
+                named = groups.setdefault(key, (shape, []))[1]
+                if name not in named:
+                    named.append(name)
     count = sum(len(slugs) for _, slugs in groups.values())
     if not groups:
         return ProbeResult("same-error", True, "no ticket was refused, so there was nothing to compare")

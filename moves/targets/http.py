@@ -160,6 +160,11 @@ class HttpTarget:
                 on_progress: Progress | None = None) -> bool:
         return self.timing.advance(seconds, past_expiry=past_expiry, expires_at=expires_at, on_progress=on_progress)
 
+    def near_expiry(self, seconds: float, fraction: float, *, expires_at: float | None,
+                    on_progress: Progress | None = None) -> bool:
+        """A remote server's clock cannot be moved: wait, for real, until `fraction` of the ticket's life."""
+        return self.timing.near_expiry(fraction, expires_at=expires_at, on_progress=on_progress)
+
     def close(self) -> None:
         """Nothing stays open between requests."""
 
@@ -173,6 +178,38 @@ class HttpTarget:
             self._param_headers.update(_param_headers_of(reply.response["result"].get("tools")))
         return reply
 
+    def send_burst(self, role: Role, messages: list[dict[str, Any]]) -> list[Reply]:
+        """Send every message at once, each on a connection of its own: all requests are written before any answer
+        is read, so a server that handles connections concurrently really gets them together."""
+        deadline = self._monotonic() + self.timeout
+        opened: list[tuple[http.client.HTTPConnection | None, socket.socket | None, Reply | None]] = []
+        for message in messages:
+            conn = None
+            try:
+                conn = self._connection(self.timeout)
+                conn.request("POST", self._path, body=self._body(message), headers=self._headers(role, message))
+                opened.append((conn, conn.sock, None))
+            except Exception as exc:  # noqa: BLE001 (a peer must never crash the checker)
+                if conn is not None:
+                    conn.close()
+                opened.append((None, None, self._failed(exc)))
+        replies = []
+        for message, (conn, sock, failed) in zip(messages, opened, strict=True):
+            if conn is None:
+                replies.append(failed or Reply(None, transport_error="not sent"))
+                continue
+            try:
+                replies.append(self._read(conn.getresponse(), sock, message.get("id"), deadline, role))
+            except Exception as exc:  # noqa: BLE001
+                replies.append(self._failed(exc))
+            finally:
+                conn.close()
+        return replies
+
+    def _failed(self, exc: Exception) -> Reply:
+        return Reply(None, transport_error=_describe_exception(exc, self.timeout, self._where()),
+                     timed_out=isinstance(exc, TimeoutError | socket.timeout))
+
     # -- one POST -------------------------------------------------------------------------------
 
     def _where(self) -> str:
@@ -184,19 +221,24 @@ class HttpTarget:
                                           ssl.create_default_context())
         return _PinnedHTTPConnection(self._host, self._port, self.connect_to, timeout)
 
-    def _post(self, role: Role, message: dict[str, Any]) -> Reply:
-        deadline = self._monotonic() + self.timeout
-        body = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
-        headers = {
+    @staticmethod
+    def _body(message: dict[str, Any]) -> bytes:
+        return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+
+    def _headers(self, role: Role, message: dict[str, Any]) -> dict[str, str]:
+        return {
             "Content-Type": "application/json",
             "Accept": ACCEPT,
             "User-Agent": USER_AGENT,
             "Authorization": f"Bearer {self._tokens[role]}",
             **mirrored_headers(message, self._param_headers),
         }
+
+    def _post(self, role: Role, message: dict[str, Any]) -> Reply:
+        deadline = self._monotonic() + self.timeout
         conn = self._connection(self.timeout)
         try:
-            conn.request("POST", self._path, body=body, headers=headers)
+            conn.request("POST", self._path, body=self._body(message), headers=self._headers(role, message))
             sock = conn.sock  # kept: reads below shorten its timeout to what is left of the deadline
             response = conn.getresponse()
             return self._read(response, sock, message.get("id"), deadline, role)

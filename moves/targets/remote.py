@@ -92,6 +92,38 @@ class Timing:
         self.waited = source
         return True
 
+    def near_expiry(self, fraction: float, *, expires_at: float | None, on_progress: Progress | None = None) -> bool:
+        """Wait until `fraction` of the ticket's life has passed (from its readable exp, else of `late_after`), for
+        a move that must still be in time but late in the ticket's life. Returns False (with `skip_reason`) when
+        skipping late moves, or when the lifetime is unknown."""
+        self.skip_reason = None
+        self.waited = None
+        if self.skip_late:
+            self.skip_reason = "skipped (--skip-late)"
+            return False
+        if expires_at is not None:
+            if expires_at > 1e11:  # milliseconds, not seconds
+                expires_at /= 1000.0
+            until = self.started + fraction * max(expires_at - self.started, 0.0)
+            source = (f"sent {until - self.started:.1f} s after minting, {fraction:.0%} of the way to the ticket's "
+                      "exp")
+        elif self.late_after is not None:
+            until = self.started + fraction * self.late_after
+            source = (f"sent {until - self.started:.1f} s after minting, {fraction:.0%} of the "
+                      f"{self.late_after_name} wait (the ticket's expiry is unreadable)")
+        else:
+            self.skip_reason = ("not run: the ticket's payload is unreadable, so its expiry is unknown; "
+                                f"{self.late_after_hint} (a little more than the server's ticket lifetime)")
+            return False
+        total = until - self.clock()
+        if total > self.max_wait:
+            self.skip_reason = (f"not run: the move waits {total:.0f} s, longer than the {self.max_wait:.0f} s the "
+                                "checker will wait; pass --skip-late")
+            return False
+        self._wait(until, max(total, 0.0), on_progress)
+        self.waited = source
+        return True
+
     def _wait(self, until: float, total: float, on_progress: Progress | None) -> None:
         start = until - total
         while True:

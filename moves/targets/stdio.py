@@ -181,6 +181,11 @@ class StdioTarget:
                 on_progress: Progress | None = None) -> bool:
         return self.timing.advance(seconds, past_expiry=past_expiry, expires_at=expires_at, on_progress=on_progress)
 
+    def near_expiry(self, seconds: float, fraction: float, *, expires_at: float | None,
+                    on_progress: Progress | None = None) -> bool:
+        """A remote server's clock cannot be moved: wait, for real, until `fraction` of the ticket's life."""
+        return self.timing.near_expiry(fraction, expires_at=expires_at, on_progress=on_progress)
+
     def close(self) -> None:
         procs, self._procs = self._procs, {}
         for process in procs.values():
@@ -201,6 +206,84 @@ class StdioTarget:
         except Exception as exc:  # never let a peer crash the checker
             process.broken = f"the checker stopped the process after {type(exc).__name__}"
             return Reply(None, transport_error=f"talking to the process failed: {type(exc).__name__}")
+
+    def send_burst(self, role: Role, messages: list[dict[str, Any]]) -> list[Reply]:
+        """Write every message as a line before reading any answer (a server that handles lines concurrently gets
+        them together), then read until each has its response; replies are matched by id, in order for ids sent
+        more than once."""
+        process = self._process(role)
+        if isinstance(process, str):
+            return [Reply(None, transport_error=process) for _ in messages]
+        try:
+            return self._exchange_many(process, messages)
+        except Exception as exc:  # never let a peer crash the checker
+            process.broken = f"the checker stopped the process after {type(exc).__name__}"
+            return [Reply(None, transport_error=f"talking to the process failed: {type(exc).__name__}")
+                    for _ in messages]
+
+    def _exchange_many(self, process: _Process, messages: list[dict[str, Any]]) -> list[Reply]:
+        gone = process.exited()
+        if gone:
+            process.broken = gone
+            return [Reply(None, transport_error=gone) for _ in messages]
+        assert process.proc.stdin is not None
+        try:
+            process.proc.stdin.write(b"".join(json.dumps(m, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+                                              for m in messages))
+            process.proc.stdin.flush()
+        except (BrokenPipeError, ConnectionResetError, ValueError):
+            process.proc.poll()
+            why = process.exited() or "the process closed its stdin"
+            process.broken = why
+            return [Reply(None, transport_error=why) for _ in messages]
+        wanted = collections.Counter(json.dumps(m.get("id")) for m in messages)
+        got: dict[str, collections.deque[Reply]] = collections.defaultdict(collections.deque)
+        deadline = self._monotonic() + self.timeout
+        problem: Reply | None = None
+        while sum(wanted.values()) and problem is None:
+            reply = self._next_line(process, deadline)
+            if reply is None:
+                continue
+            if reply.response is None:
+                problem = reply
+                break
+            key = json.dumps(reply.response.get("id"))
+            if wanted[key]:
+                wanted[key] -= 1
+                got[key].append(reply)
+        replies = []
+        for message in messages:
+            queue = got[json.dumps(message.get("id"))]
+            replies.append(queue.popleft() if queue else problem or Reply(None, transport_error="no answer"))
+        return replies
+
+    def _next_line(self, process: _Process, deadline: float) -> Reply | None:
+        """The next JSON-RPC response on stdout as a Reply (None for a notification or a blank line), or a Reply
+        without a response saying why none can come."""
+        while b"\n" not in process.buffer:
+            left = deadline - self._monotonic()
+            if left <= 0 or not process.selector.select(timeout=left):
+                return self._fail(process, f"no answer within {self.timeout:g} s", stop=True, timed_out=True)
+            chunk = os.read(process.stdout.fileno(), 65536)
+            if not chunk:
+                process.proc.poll()
+                why = process.exited() or "the process closed its stdout"
+                process.broken = why
+                return Reply(None, transport_error=why)
+            process.buffer += chunk
+            if b"\n" not in process.buffer and len(process.buffer) > self.max_bytes:
+                return self._fail(process, f"the process wrote a line longer than {self.max_bytes // 1024} KiB",
+                                  stop=True)
+        line, process.buffer = process.buffer.split(b"\n", 1)
+        if not line.strip():
+            return None
+        parsed, error = parse_json(line, "a line on the process's stdout")
+        if error:
+            return Reply(None, transport_error=error)
+        if not is_response(parsed):
+            return None
+        problem = check_response(parsed, parsed.get("id"))
+        return Reply(None if problem else parsed, transport_error=problem)
 
     # -- processes ------------------------------------------------------------------------------
 

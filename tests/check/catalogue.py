@@ -26,7 +26,7 @@ def caught_by(feature: str) -> set[str]:
     themselves."""
     return {m.slug for m in MOVES if (m.before is None and m.expect == "refused" and m.refused_by == {feature})
             or (m.before is None and m.expect != "refused" and m.stops_at == feature
-                and m.answer in ("accept", "none") and m.ticket == "as-issued")
+                and m.answer in ("accept", "none", "wrong-key") and m.ticket == "as-issued")
             or m.requires == feature}
 
 
@@ -51,12 +51,15 @@ STOLEN = one("is sent by the other principal", lambda m: m.sender == "other" and
 REPLAY = one("replays a spent ticket", lambda m: m.before is not None and m.before_ticket == "same"
              and m.requires == "single-use")
 #: The moves a sound server refuses at one ticket check of their own (no sequence, no junk): one error each.
-PLAIN_REFUSALS = [m for m in MOVES if m.expect == "refused" and m.before is None and m.ticket != "junk"]
+PLAIN_REFUSALS = [m for m in MOVES if m.expect == "refused" and m.before is None and m.ticket != "junk"
+                  and m.copies == 1]
 
 
 #: The move fields a selector may name (besides `before.<field>`, the move sent first, `before` for whether there
-#: is one, and `same_id`: whether the move's retry reuses the id of the retry sent before it).
-SELECTABLE = ("sender", "timing", "ticket", "answer", "request", "expect", "stops_at", "requires", "before_ticket")
+#: is one, `same_id`: whether the move's retry reuses the id of the retry sent before it, and `burst`: whether
+#: it sends several copies at once).
+SELECTABLE = ("sender", "timing", "ticket", "answer", "request", "expect", "stops_at", "requires", "before_ticket",
+              "copy_ids", "round")
 
 
 def _value(move: Move | None, field: str) -> Any:
@@ -66,6 +69,8 @@ def _value(move: Move | None, field: str) -> Any:
         return move.before is not None and move.request_id == move.before.request_id
     if field == "before":
         return move.before is not None
+    if field == "burst":
+        return move.copies > 1
     if field.startswith("before."):
         return _value(move.before, field.removeprefix("before."))
     if field not in SELECTABLE:

@@ -9,7 +9,17 @@ from typing import Any
 import pytest
 
 from moves.catalog import DEFAULT_PATH, JUNK_SHAPES, Move, load_moves
-from moves.engine import Call, answers_for, edit_ticket, modern_request, outcome_of, play, readable_claims
+from moves.engine import (
+    Call,
+    answers_for,
+    edit_ticket,
+    edits_of,
+    modern_request,
+    outcome_of,
+    play,
+    readable_claims,
+    unsigned_of,
+)
 from moves.labcodec import LabRing
 from moves.target import Outcome, Reply
 from moves.targets.in_process import LabTarget, lab_target
@@ -21,9 +31,19 @@ NOW = 1_790_000_000.0
 MOVES = load_moves()
 
 
+def _lab_ticket() -> str:
+    first = modern_request(2, "tools/call", {"name": "deploy", "arguments": {"env": "staging"}}, Call())
+    return lab_target(RING, now=NOW).send("owner", first).response["result"]["requestState"]
+
+
+#: One retry per field of the lab's ticket (edit-each), one per unsigned shape (unsigned).
+SHAPES = {"junk": len(JUNK_SHAPES), "edit-each": len(edits_of(_lab_ticket(), "bob", "alice")),
+          "unsigned": len(unsigned_of(_lab_ticket()))}
+
+
 def messages_sent(move: Move) -> int:
-    """The retries (and second round ones) a move sends, from its catalogue entry alone."""
-    own = len(JUNK_SHAPES) if move.ticket == "junk" else 1
+    """The retries (and second round ones) a move sends, from its catalogue entry and the lab ticket's shape."""
+    own = SHAPES.get(move.ticket, move.copies)
     if move.before is None:
         return own
     return own + messages_sent(move.before) + (1 if move.before_ticket == "new" else 0)

@@ -416,6 +416,15 @@ class AnyAnswerIsYes(Sound):
         return "no" if confirm is False else "yes"
 
 
+class FirstKeyWins(Sound):
+    """Reads the answer from whichever key comes first, not from the key it asked: a yes under any key deploys, and
+    an extra key placed first is read instead of the answer."""
+
+    @staticmethod
+    def answer_of(responses: Any) -> Any:
+        return next(iter(responses.values()), None) if isinstance(responses, dict) else None
+
+
 class MissingAnswerIsYes(Sound):
     """Takes a retry without the answer for a yes: the handler reads "no answer" as "nothing to object to", so a
     ticket alone, its question never answered, does the work."""
@@ -471,6 +480,50 @@ class SpendsFirst(Sound):
         pass  # done in open()
 
 
+#: How long the check-then-act mutant's work takes (a real deploy takes a while): copies arriving within it race.
+RACE_WINDOW = 0.25
+
+
+class CheckThenAct(Sound):
+    """Single use checked, then the work, then the record: each of several identical retries arriving together
+    passes the check before any of them has written the ticket down, so all of them deploy."""
+
+    def spend(self, *args: Any) -> None:
+        pass  # recorded after the work instead
+
+    def work(self, claims: dict[str, Any]) -> dict[str, Any]:
+        time.sleep(RACE_WINDOW)
+        result = super().work(claims)
+        with self.lock:
+            self.redeemed.add(claims.get("jti"))
+        return result
+
+
+class ForgetsEarly(Sound):
+    """Keeps each redemption for 10 s although tickets live 60 s (a cache with its own short expiry): a replay
+    late in the ticket's life goes through."""
+
+    KEEP = 10
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.spent_at: dict[Any, float] = {}
+
+    def check_unspent(self, claims: dict[str, Any], message: dict[str, Any], principal: str,
+                      arguments: dict[str, Any]) -> None:
+        with self.lock:
+            for key, at in list(self.spent_at.items()):
+                if self.clock.now() - at > self.KEEP:
+                    self.redeemed.discard(key)
+                    del self.spent_at[key]
+        super().check_unspent(claims, message, principal, arguments)
+
+    def spend(self, claims: dict[str, Any], message: dict[str, Any], principal: str,
+              arguments: dict[str, Any]) -> None:
+        super().spend(claims, message, principal, arguments)
+        self.spent_at[self.redeemed_key(claims, message, principal, arguments)] = self.clock.now()
+
+
 class KeyedOnRequestId(Sound):
     """Remembers which (ticket, JSON-RPC id) pairs were served, like a retransmission filter: the very same retry
     is refused, the same retry under a new id deploys again."""
@@ -505,6 +558,28 @@ class NoSignature(Sound):
 
     def check_signature(self, body: str, mac: str) -> None:
         pass
+
+
+class PartialSignature(Sound):
+    """Signs only the saved work: the principal, expiry, ticket id and request digest ride along unsigned, so any
+    holder can rewrite them (a longer life, a fresh id for a replay, another caller's name)."""
+
+    def sign(self, body: str) -> str:
+        try:
+            claims = json.loads(_unb64(body))
+        except ValueError:
+            claims = None
+        work = claims.get("work") if isinstance(claims, dict) else body
+        return super().sign(json.dumps(work, sort_keys=True))
+
+
+class UnsignedAccepted(Sound):
+    """Verifies a signature only when one is there: a ticket whose signature part is empty is taken as it is (the
+    JWT "alg: none" mistake)."""
+
+    def check_signature(self, body: str, mac: str) -> None:
+        if mac:
+            super().check_signature(body, mac)
 
 
 class NoPrincipal(Sound):
@@ -622,9 +697,13 @@ MUTANTS: dict[str, type[Sound]] = {
     "missing-confirm-is-yes": MissingConfirmIsYes,
     "spends-first": SpendsFirst,
     "keyed-on-request-id": KeyedOnRequestId,
+    "check-then-act": CheckThenAct,
+    "forgets-early": ForgetsEarly,
     "keyed-on-request": KeyedOnRequest,
     "junk-leaks": JunkLeaks,
     "no-signature": NoSignature,
+    "partial-signature": PartialSignature,
+    "unsigned-accepted": UnsignedAccepted,
     "no-principal": NoPrincipal,
     "no-expiry": NoExpiry,
     "no-request-check": NoRequestCheck,
@@ -633,6 +712,7 @@ MUTANTS: dict[str, type[Sound]] = {
     "process-key": ProcessKey,
     "missing-answer-is-an-error": MissingAnswerIsAnError,
     "missing-answer-is-yes": MissingAnswerIsYes,
+    "first-key-wins": FirstKeyWins,
     "pre-answered": PreAnswered,
     "asks-without-capability": AsksWithoutCapability,
     "any-version": AnyVersion,
@@ -769,18 +849,31 @@ def serve_http(server: Sound, port: int = 0) -> ThreadingHTTPServer:
             self.end_headers()
             self.wfile.write(data)
 
+    # A backlog for the checker's copies sent at once (the default 5 would make the rest wait for a SYN retry).
+    ThreadingHTTPServer.request_queue_size = 64
     httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     httpd.daemon_threads = True
     return httpd
 
 
 def serve_stdio(server: Sound, principal: str) -> None:
-    for line in sys.stdin:
-        if not line.strip():
-            continue
+    """One line, one request, each handled in a thread of its own as it arrives (as an async server would), so
+    lines written together are served together; replies go out whole, in the order they are ready."""
+    out = threading.Lock()
+
+    def serve(line: str) -> None:
         _, reply = server.handle(_message(line), principal)
-        sys.stdout.write(json.dumps(reply) + "\n")
-        sys.stdout.flush()
+        with out:
+            sys.stdout.write(json.dumps(reply) + "\n")
+            sys.stdout.flush()
+
+    workers = []
+    for line in sys.stdin:
+        if line.strip():
+            workers.append(threading.Thread(target=serve, args=(line,), daemon=True))
+            workers[-1].start()
+    for worker in workers:
+        worker.join(timeout=30)
 
 
 def main(argv: list[str]) -> int:

@@ -43,9 +43,9 @@ def test_a_round_the_checker_cannot_answer_leaves_those_moves_not_run_with_round
             assert row.verdict == "not-run", row
             assert "round 2" in row.detail and "'login'" in row.detail and "url-mode" in row.detail, row.detail
             assert "--answers" in row.detail
-        else:
-            assert row.verdict in ("pass", "not-run"), row
-    assert sum(r.verdict == "pass" for r in report.moves) >= len(MOVES) - len(NEEDS_END) - 3
+        else:  # a move that needs an accepted call to compare with (or the owner's from elsewhere) says the same
+            assert row.verdict == "pass" or (row.verdict == "not-run" and "round 2 asks 'login'" in row.detail), row
+    assert any(r.verdict == "pass" for r in report.moves)
 
 
 @pytest.mark.parametrize("transport", ["http", pytest.param("stdio", marks=pytest.mark.external)])

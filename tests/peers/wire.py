@@ -19,9 +19,9 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-from moves.catalog import JUNK_SHAPES, Move, holds, load_moves
+from moves.catalog import JUNK_SHAPES, NEAR_EXPIRY, Move, holds, load_moves
 from moves.target import Outcome
-from tests.peers.launch import HttpPeer, StdioPeer, stop
+from tests.peers.launch import OTHER, OWNER, HttpPeer, StdioPeer, stop
 
 VERSION = "2026-07-28"
 ARGS = {"env": "staging"}
@@ -170,6 +170,10 @@ ANSWERS: dict[str, dict[str, Any] | None] = {
 
 
 def answers(kind: str, keys: list[str]) -> dict[str, Any] | None:
+    if kind == "wrong-key":  # the yes under keys never asked
+        return {f"{key}-never-asked": ANSWERS["accept"] for key in keys}
+    if kind == "extra-key":  # an unknown key first, then the yes
+        return {"never-asked": {"action": "accept", "content": {}}, **{key: ANSWERS["accept"] for key in keys}}
     answer = ANSWERS[kind]
     return None if answer is None else {key: answer for key in keys}
 NOT_A_YES = ("decline", "cancel", "wrong-type", "missing-key")
@@ -198,8 +202,58 @@ def _keys(minted: dict[str, Any]) -> list[str]:
     return list(minted["result"].get("inputRequests") or {"confirm": None})
 
 
+def _edited_each(ticket: str) -> list[tuple[str, bool]]:
+    """Each top-level field of a readable payload changed in turn, old signature kept: (ticket, sent by the other
+    principal). Numbers an hour on, the owner's name turned into the other's, other text with its last character
+    changed, an object's first text field; an unreadable ticket gets one flipped character."""
+    parts = ticket.split(".")
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4))) if len(parts) == 3 \
+            else None
+    except ValueError:
+        claims = None
+    if not isinstance(claims, dict):
+        return [(edited(ticket), False)]
+
+    def changed(value: Any) -> tuple[Any, bool] | None:
+        if isinstance(value, bool):
+            return not value, False
+        if isinstance(value, int | float):
+            return value + 3600, False
+        if isinstance(value, str):
+            if value == OWNER:
+                return OTHER, True
+            return (value[:-1] + ("B" if value[-1:] == "A" else "A")) if value[-1:].isalnum() else value + "A", False
+        if isinstance(value, dict):
+            inner = next(((k, v) for k, v in value.items() if isinstance(v, str)), None)
+            return ({**value, inner[0]: changed(inner[1])[0]}, False) if inner else None  # type: ignore[index]
+        return None
+
+    out = []
+    for name, value in claims.items():
+        edit = changed(value)
+        if edit is not None:
+            body = base64.urlsafe_b64encode(json.dumps({**claims, name: edit[0]}).encode()).rstrip(b"=").decode()
+            out.append((f"{parts[0]}.{body}.{parts[2]}", edit[1]))
+    return out
+
+
+def _unsigned(ticket: str) -> list[str]:
+    head = ticket.rpartition(".")[0]
+    return [f"{head}.", head] if head else [ticket + ".", ticket[: len(ticket) // 2]]
+
+
+def _senders(move: Move, ticket: str) -> list[bool]:
+    """Whether the other principal sends each of the move's retries (an edit of the owner's name is sent by the
+    other), in the order of `_retries`."""
+    if move.ticket == "edit-each":
+        return [other for _, other in _edited_each(ticket)]
+    return [move.sender == "other"] * len(_retries(move, ticket, ["confirm"]))
+
+
 def _retries(move: Move, ticket: str, keys: list[str]) -> list[dict[str, Any]]:
-    """The move's retries as plain JSON-RPC: one, or one per junk shape."""
+    """The move's retries as plain JSON-RPC: one, one per junk shape, or the move's copies (sent here one after
+    another: the by-hand truth is about what a peer does with each, not about a race)."""
     arguments = OTHER_ARGS if move.request == "other" else ARGS
     rid = move.request_id if move.request_id is not None else 3
     tickets: list[str | None]
@@ -207,17 +261,29 @@ def _retries(move: Move, ticket: str, keys: list[str]) -> list[dict[str, Any]]:
         tickets = [shape.replace("{prefix}", ticket.partition(".")[0][:16]) for _, shape in JUNK_SHAPES]
     elif move.ticket == "absent":
         tickets = [None]  # answers, and no requestState at all
+    elif move.ticket == "edit-each":
+        tickets = [edit for edit, _ in _edited_each(ticket)]
+    elif move.ticket == "unsigned":
+        tickets = list(_unsigned(ticket))
     else:
         tickets = [edited(ticket) if move.ticket == "edit-work" else ticket]
+    if move.copies > 1:
+        ids = [rid if move.copy_ids == "same" else rid * 100 + n for n in range(1, move.copies + 1)]
+        return [call(i, arguments, state=tickets[0], answers=answers(move.answer, keys)) for i in ids]
     return [call(rid, arguments, state=sent, answers=answers(move.answer, keys)) for sent in tickets]
 
 
 def _send(hand: Hand, peer: HttpPeer | StdioPeer, move: Move, ticket: str, keys: list[str]
           ) -> tuple[str, list[dict[str, Any]]]:
     """Send the move's own retries; the outcome is the first that does not hold, else the last."""
-    sender = peer.owner if move.sender == "owner" else peer.other
-    replies = [hand.send(sender, message) for message in _retries(move, ticket, keys)]
+    replies = [hand.send(peer.other if other else peer.owner, message)
+               for message, other in zip(_retries(move, ticket, keys), _senders(move, ticket), strict=True)]
     seen = [read(reply, move.answer) for reply in replies]
+    if move.copies > 1:  # exactly one copy may do the work; the outcome is then the others'
+        done = seen.count("completed")
+        if done != 1:
+            return ("completed" if done else seen[0]), replies
+        seen.remove("completed")
     return next((o for o in seen if not holds(move.expect, Outcome(o))[0]), seen[-1]), replies
 
 
@@ -247,6 +313,8 @@ def play(peer: HttpPeer | StdioPeer, move: Move | str) -> Played:
                 return Played("not-run", minted, replies)
         if move.timing == "past-expiry":
             peer.clock.advance(peer.ttl + 5)
+        elif move.timing == "near-expiry":  # late in the ticket's life, still in time
+            peer.clock.advance(peer.ttl * NEAR_EXPIRY)
         seen, mine = _send(hand, peer, move, ticket, keys)
         replies += mine
         if move.sender == "other" and holds(move.expect, Outcome(seen))[0] and not _owner_again(peer):
