@@ -249,7 +249,8 @@ def hall_main(args: argparse.Namespace) -> int:
             print("  ", error)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     names = {"production": "`scripts/production.sh` (granian, 2 workers x "
-             f"{production_threads()} threads)", "run": "`scripts/run.sh`'s command (`flask --app app run`)"}
+             f"{production_threads()} threads)", "run": "`scripts/run.sh`'s command (" + " ".join(
+        Path(a).name if i == 0 else a for i, a in enumerate(hall.run_sh_command(0)[0])) + ")"}
     section = "\n".join([
         HALL.begin,
         f"## The lecture hall: {learners} phones",
