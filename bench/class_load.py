@@ -249,7 +249,8 @@ def hall_main(args: argparse.Namespace) -> int:
             print("  ", error)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     names = {"production": "`scripts/production.sh` (granian, 2 workers x "
-             f"{production_threads()} threads)", "run": "`scripts/run.sh`'s command (`flask --app app run`)"}
+             f"{production_threads()} threads)", "run": "`scripts/run.sh`'s command (" + " ".join(
+        Path(a).name if i == 0 else a for i, a in enumerate(hall.run_sh_command(0)[0])) + ")"}
     section = "\n".join([
         HALL.begin,
         f"## The lecture hall: {learners} phones",
@@ -270,6 +271,10 @@ def hall_main(args: argparse.Namespace) -> int:
         "Joins: the room first joins over HTTP from one address (a hall behind one router); those the join limits"
         " refuse (web/classroom.py: JOIN_CLIENT_LIMIT per address and JOIN_CLASS_LIMIT per class, a minute, per"
         " process) are added through the class store so the measured phases have the whole room.",
+        "",
+        f"Reveal: a phone polls every {hall.POLL_S:g} s, so the last phone sees a reveal up to {hall.POLL_S:g} s plus"
+        " one poll's latency after it is sent; seeing it within 2 s needs a shorter poll or a push, not a faster"
+        " server.",
         HALL.end,
     ])
     print(section)

@@ -4,7 +4,7 @@
     .venv/bin/python -m bench.class_load --hall --server run --learners 100 --no-write
 
 Per server (`production`: scripts/production.sh, granian, as `bench.compared_servers.granian_app` runs it; `run`:
-the command scripts/run.sh ends with, Flask's development server, read from the script's last line):
+the command scripts/run.sh ends with, read from the script with the variables it exports):
 
 1. A presenter starts a class and pushes its first question (`loopback.class_driver.start_class`).
 2. The room joins. A burst of joins over HTTP from one address, as a hall behind one school router sends them,
@@ -50,13 +50,31 @@ TARGET_REVEAL_S = 2.0
 HTMX = {"HX-Request": "true"}
 
 
-def run_sh_argv(port: int) -> list[str]:
-    """scripts/run.sh's serving command (its `exec` line) for `port`, with the venv's own flask."""
-    line = next(ln for ln in reversed(RUN_SH.read_text().splitlines()) if ln.startswith("exec "))
-    argv = [arg.replace("$PORT", str(port)).replace("${PORT}", str(port)) for arg in shlex.split(line)[1:]]
-    if not argv[0].endswith("/flask"):
-        raise RuntimeError(f"scripts/run.sh no longer ends by serving with flask: {line!r}")
-    return [str(VENV_BIN / "flask"), *argv[1:]]
+def run_sh_command(port: int) -> tuple[list[str], dict[str, str]]:
+    """scripts/run.sh's serving command (its `exec` line, continuations joined) for `port`, and the variables
+    the script exports for it: its `${NAME:-default}`s filled in, `$((NAME - 1))` worked out, the venv's own
+    binaries. Read from the script, so the bench serves what the script serves (f34 owns it)."""
+    text = RUN_SH.read_text().replace("\\\n", " ")
+    values = dict(re.findall(r'^(?:export )?(\w+)="\$\{\1:-([^}"]*)\}"$', text, re.MULTILINE))
+    values["PORT"] = str(port)
+
+    def expand(word: str) -> str:
+        word = re.sub(r"\$\(\((\w+) - (\d+)\)\)", lambda m: str(int(values[m.group(1)]) - int(m.group(2))), word)
+        return re.sub(r"\$\{?(\w+)\}?", lambda m: values[m.group(1)], word)
+
+    for name, value in list(values.items()):
+        values[name] = expand(value)
+    exported = {name: values[name] for name in re.findall(r"^export (\w+)=", text, re.MULTILINE)}
+    line = next(ln for ln in reversed(text.splitlines()) if ln.startswith("exec "))
+    argv = [expand(arg) for arg in shlex.split(line)[1:]]
+    if argv[0].startswith(".venv/bin/"):
+        argv[0] = str(VENV_BIN / argv[0].removeprefix(".venv/bin/"))
+    return argv, exported
+
+
+def run_sh_workers(argv: list[str]) -> int:
+    """How many worker processes the command starts (granian's --workers; 0 for a single-process server)."""
+    return int(argv[argv.index("--workers") + 1]) if "--workers" in argv else 0
 
 
 @contextmanager
@@ -68,7 +86,8 @@ def served(kind: str, class_db: Path) -> Iterator[Served]:
         return
     tmp = tempfile.TemporaryDirectory(prefix="mrtr-hall-")
     port = free_port()
-    with spawn("run-sh", run_sh_argv(port), our_env(tmp, env), port, tmp, children=0) as s:
+    argv, exported = run_sh_command(port)
+    with spawn("run-sh", argv, our_env(tmp, {**exported, **env}), port, tmp, children=run_sh_workers(argv)) as s:
         yield s
 
 
