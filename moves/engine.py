@@ -99,6 +99,8 @@ class MoveResult:
     rounds: list[dict[str, Any]] = field(default_factory=list)
     #: Why the checker could not follow the flow to its end ("" when it could, or did not need to).
     stuck: str = ""
+    #: True when the outcome is one the move allows only as a warning (`Move.warn`): not ok, and not a failure.
+    warn: bool = False
 
     @property
     def stopped_at(self) -> str | None:
@@ -768,6 +770,29 @@ def _not_run(move: Move, detail: str, minted: Step | None, steps: list[Step], ti
     return MoveResult(move, Outcome.NOT_RUN, False, detail, minted, steps, ticket, controls=controls or [])
 
 
+def _refusal(reply: Reply) -> str | None:
+    """A refusal as a client sees it (the error or isError result, without the id), or None."""
+    response = reply.response or {}
+    if isinstance(response.get("error"), dict):
+        return json.dumps(response["error"], sort_keys=True, default=str)
+    result = as_object(response.get("result"))
+    if result.get("isError") is True:
+        return json.dumps({k: v for k, v in result.items() if k != "_meta"}, sort_keys=True, default=str)
+    return None
+
+
+def _like_a_bad_ticket(target: Target, call: Call, move: Move, ticket: str, requests: dict[str, Any],
+                       reply: Reply) -> tuple[list[Step], bool]:
+    """Whether `reply`'s refusal is the one a bad ticket gets: the same retry, answered yes, on a ticket with one
+    character flipped, is sent to learn it."""
+    params = {"name": call.tool, "arguments": call.arguments, "requestState": flip_one_character(ticket),
+              "inputResponses": answers_for(requests, supplied_answers(call, move.round))}
+    message = modern_request(RETRY_ID, "tools/call", params, call)
+    step = Step(move.sender, move.at, message, target.send(move.sender, message), "a bad ticket, to compare")
+    theirs, mine = _refusal(step.reply), _refusal(reply)
+    return [step], theirs is not None and theirs == mine
+
+
 def needs_completed_flow(move: Move) -> bool:
     """Whether the move can only show its check on a flow the checker can finish: it expects the work, one of its
     copies must do it, or a retry that does the work goes first."""
@@ -869,6 +894,28 @@ def play(move: Move, target: Target, call: Call | None = None, *, on_progress: P
             detail = f"ended without the work: {detail} (an accepted call got {got})"
         else:
             detail = f"did the work: {detail}, the same result as an accepted call's"
+    if outcome in move.warn:  # before any note: a warning, even where the outcome would hold
+        return MoveResult(move, outcome, False, f"{detail}; allowed, but the spec says a server SHOULD answer this "
+                                                f"with a JSON-RPC error (a client cannot tell {outcome} from a "
+                                                "missing answer)", minted, steps, ticket, controls=controls,
+                          rounds=rounds, warn=True)
+    if ok and outcome == Outcome.REFUSED and move.distinct_error:
+        control, same = _like_a_bad_ticket(target, call, move, ticket, requests, step.reply)
+        controls += control
+        if same:  # the ticket itself may have been refused: an honest yes on it tells
+            params = {"name": call.tool, "arguments": call.arguments, "requestState": ticket,
+                      "inputResponses": answers_for(requests, supplied_answers(call, round_n))}
+            message = modern_request(RETRY_ID, "tools/call", params, call)
+            honest = Step(move.sender, move.at, message, target.send(move.sender, message), "a yes on the ticket")
+            controls.append(honest)
+            if outcome_of(honest.reply) != Outcome.COMPLETED:
+                return _not_run(move, "not shown: the ticket itself was refused (an honest yes on it got "
+                                      f"{_describe(honest.reply, outcome_of(honest.reply))}), so the refusal says "
+                                      "nothing about the answer", minted, steps, ticket, controls)
+            return MoveResult(move, outcome, False, f"{detail}: the very error a bad ticket gets, so a client cannot "
+                                                    "tell its malformed answer from a refused ticket; give it an error "
+                                                    "of its own (-32602 \"Invalid inputResponses: ...\")", minted,
+                              steps, ticket, controls=controls, rounds=rounds)
     if ok and move.sender == "other":
         controls, again, why = _control(target, call, move.at, "owner-again", "the owner from a second process",
                                         round_n)
