@@ -165,3 +165,20 @@ def test_the_section_shows_x_of_floor_the_ratios_and_the_steal() -> None:
     assert "| `ours-nginx-2` / `ours-direct` | 0.83x |" in text
     assert "a ceiling, not a competitor" in text
     assert "median 12.0%" in text and "Shared host" in text  # the steal note, as the full report gives it
+
+
+def test_the_section_checks_issue_36s_targets_at_8_and_32_clients() -> None:
+    args = argparse.Namespace(workers=2, threads=2, replicas=2, seconds=1.0, warmup=0.3, rounds=1, note="idle")
+    chosen = bench_main.stack_configs(args)
+    rates = {"ours-nginx-2": 3500, "ours-direct": 6000, "sdk-nginx-2": 1000, "floor-nginx-2": 6000,
+             "floor-direct": 13000}
+    results = {c.name: {lvl: [_result(rates[c.name], 0.1)] for lvl in (8, 32)} for c in chosen}
+    summary = {name: {lvl: bench_main.summarize(rs[lvl]) for lvl in (8, 32)} for name, rs in results.items()}
+    text = bench_main.cluster_section(args, chosen, [8, 32], results, summary, "python -m bench --cluster", "now",
+                                      "0.1 0.1 0.1", "1.0 1.0 1.0")
+    assert "| `ours-nginx-2` at least 0.5x `floor-nginx-2` (flows/s) | 8 | yes | 0.58x |" in text
+    assert "| `ours-direct` at least 0.5x `floor-direct` (flows/s) | 32 | **MISSED** | 0.46x |" in text
+    assert "| `ours-nginx-2` at least 3x `sdk-nginx-2` (flows/s) | 32 | yes | 3.50x |" in text
+    assert "| no failed flow on any stack | 8 | yes | 0 |" in text
+    # every stack's p99 is the same 3 ms here: a ratio of 1.00 against the record's 2.66 and 2.94
+    assert "| p99 of `ours-nginx-2` over `floor-nginx-2`'s no worse than before issue 36 (2.66x) | 32 | yes |" in text

@@ -74,7 +74,7 @@ class CheckOptions:
     answers: dict[str, Any] | None = None
 
 
-#: The verdicts a move row can have, in the JSON and JUnit contracts (see the README).
+#: The verdicts a move row can have, in the JSON and JUnit contracts (docs/checker/reports.md).
 VERDICTS = ("pass", "fail", "warn", "not-run")
 
 
@@ -147,7 +147,7 @@ class Report:
         return _redacted(text, [secret for secret in self.secrets if secret])
 
     def to_json(self) -> dict[str, Any]:
-        """The report for CI (the README's "The JSON report"); never the exchanges."""
+        """The report for CI (docs/checker/reports.md, "The JSON report"); never the exchanges."""
         report: dict[str, Any] = {
             "target": self.redact(self.target),
             "ok": self.ok,

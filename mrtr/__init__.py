@@ -97,8 +97,11 @@ from .wire import (  # noqa: E402
     NotUtf8,
     has_lone_surrogate,
     holds_lone_surrogate,
+    json_dumps,
+    json_loads,
     lone_surrogate_escape,
     may_hold_surrogates,
+    nesting_bound,
     utf8_problem,
     utf8_text,
 )
@@ -128,6 +131,8 @@ __all__ = [
     # text from clients
     "utf8_text", "utf8_problem", "NotUtf8", "has_lone_surrogate", "holds_lone_surrogate", "may_hold_surrogates",
     "lone_surrogate_escape", "LONE_SURROGATE_PROBLEM",
+    # JSON text (msgspec where it agrees with the standard library)
+    "json_loads", "json_dumps", "nesting_bound",
     # the small client the lab and the tests use
     "Client", "ClientError", "InMemoryTransport", "Line", "Transport",
     "__version__",

@@ -9,7 +9,6 @@ clock: adapters move the bytes, the server's clock tells time.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 
@@ -19,6 +18,7 @@ from .errors import InternalError, InvalidRequest, ParseError, ProtocolError, Ti
 from .legacy import LegacySession
 from .messages import JSON, JSONObject, RequestId, error_response, result_response
 from .protocol import (
+    MAX_JSON_DEPTH,
     MAX_MESSAGE_BYTES,
     META_VERSION,
     Exchange,
@@ -28,7 +28,7 @@ from .protocol import (
     valid_request_id,
 )
 from .tickets import CHECK_TITLES, Trace
-from .wire import may_hold_surrogates
+from .wire import json_loads, may_hold_surrogates, nesting_bound
 
 log = logging.getLogger("mrtr")
 
@@ -73,21 +73,23 @@ class Connection:
             return self._error_exchange(None, InvalidRequest(
                 f"message is {len(text)} bytes; the limit is {MAX_MESSAGE_BYTES}", http_status=413))
         try:
-            message: JSON = json.loads(text)
+            message: JSON = json_loads(text)
         except RecursionError:
             return self._error_exchange(None, ParseError("JSON nested too deeply"))
         except (ValueError, UnicodeDecodeError) as exc:
             return self._error_exchange(None, ParseError(f"Parse error: {exc}"))
-        return self.receive(message, check_text=may_hold_surrogates(text))
+        return self.receive(message, check_text=may_hold_surrogates(text),
+                            check_depth=nesting_bound(text) > MAX_JSON_DEPTH)
 
-    def receive(self, message: JSON, *, check_text: bool = True) -> Exchange:
-        """Serve one parsed JSON-RPC message (`check_text`: scan its strings for lone surrogates)."""
+    def receive(self, message: JSON, *, check_text: bool = True, check_depth: bool = True) -> Exchange:
+        """Serve one parsed JSON-RPC message (`check_text`: scan its strings for lone surrogates; `check_depth`:
+        walk it for its depth, which an adapter that counted the raw text's brackets may know is in bounds)."""
         self.conv.begin()
         if isinstance(message, list):
             return self._error_exchange(None, InvalidRequest("JSON-RPC batches are not supported"))
         if not isinstance(message, dict):
             return self._error_exchange(None, InvalidRequest("a JSON-RPC message must be an object"))
-        problem = shape_problem(message, check_text=check_text)
+        problem = shape_problem(message, check_text=check_text, check_depth=check_depth)
         if problem:
             return self._error_exchange(request_id_of(message), InvalidRequest(problem))
         if "method" not in message and "id" in message and ("result" in message or "error" in message):

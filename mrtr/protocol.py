@@ -136,15 +136,17 @@ def _nesting_problem(value: JSON, limit: int) -> str | None:
     return None
 
 
-def shape_problem(value: JSON, limit: int = MAX_JSON_DEPTH, *, check_text: bool = True) -> str | None:
+def shape_problem(value: JSON, limit: int = MAX_JSON_DEPTH, *, check_text: bool = True,
+                  check_depth: bool = True) -> str | None:
     """Why a parsed message cannot be served safely: too deep, or text that is not valid Unicode.
 
     JSON's \\u escapes can smuggle in lone UTF-16 surrogates, which no UTF-8 encoder will write
     back out; refusing them here keeps every later digest, log line and page render safe.
     `check_text=False` skips that scan when the raw text has already been shown free of them
-    (`wire.may_hold_surrogates`).
+    (`wire.may_hold_surrogates`), and `check_depth=False` skips the walk for depth when the raw text holds
+    no more brackets than the limit (`wire.nesting_bound`).
     """
-    if type(value) in (dict, list):
+    if check_depth and type(value) in (dict, list):
         problem = _nesting_problem(value, limit)
         if problem:
             return problem

@@ -92,6 +92,9 @@ def answer_problem(request: JSONObject, answer: JSON) -> str | None:
             check = _PRIMITIVES.get(kind) if isinstance(kind, str) else None
             if key in content and check is not None and not check(content[key]):
                 return f"the field {key!r} should be a {kind}"
+            choices = as_object(prop).get("enum")
+            if key in content and isinstance(choices, list) and content[key] not in choices:
+                return f"the field {key!r} should be one of {', '.join(map(str, choices))}"
         return None
     if method == "sampling/createMessage":
         if answer.get("role") != "assistant" or not isinstance(answer.get("content"), dict | list):

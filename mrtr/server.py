@@ -82,10 +82,12 @@ class Server:
         `request_ids`: the ids of the questions it sends, when they must be unique beyond this process)."""
         return Connection(self, principal, channel=channel, request_ids=request_ids)
 
-    def handle(self, message: JSON, *, principal: str, check_text: bool = True) -> Exchange:
+    def handle(self, message: JSON, *, principal: str, check_text: bool = True, check_depth: bool = True) -> Exchange:
         """Serve one stateless message: the whole contract of the 2026-07-28 era.
 
         `check_text=False` is for adapters that parsed raw text already shown free of lone
-        surrogates by `may_hold_surrogates`; everyone else lets the server scan the strings.
+        surrogates by `may_hold_surrogates`; everyone else lets the server scan the strings. `check_depth=False`
+        likewise, for raw text whose `nesting_bound` is within `MAX_JSON_DEPTH`.
         """
-        return Connection(self, principal, channel=False, stateless=True).receive(message, check_text=check_text)
+        return Connection(self, principal, channel=False, stateless=True).receive(
+            message, check_text=check_text, check_depth=check_depth)

@@ -154,7 +154,7 @@ class Setting:
     doc: str
 
 
-#: Every setting, in the order the README lists them. The field of `Settings` is the name without
+#: Every setting (docs/deploy/configuration.md says what each means). The field of `Settings` is the name without
 #: its `MRTR_` prefix, in lower case; its default is the field's default.
 SETTINGS: tuple[Setting, ...] = (
     Setting("MRTR_SECRET_KEYS", _text, "comma-separated signing keys, newest first (else a generated key file)"),

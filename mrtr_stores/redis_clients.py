@@ -10,9 +10,12 @@ When Redis freezes (a stall, a SIGSTOP, a full network queue), every request tha
 time-out; a flood of such requests would hold every thread, and pages that never touch Redis would queue behind
 them (the issue measured `GET /` at 17.9 s). So at most `waiters` threads of a process may be inside a Redis
 command at once (`MRTR_REDIS_WAITERS`, default 1): the next one waits `GATE_WAIT` for its turn and is then told
-Redis is away (the store's "unavailable": a retryable 503), holding its thread for no longer than that. Every
-command of every pool passes the same gate, pipelines and scripts included, because the gate sits where a
-connection is taken from the pool. The class's pub/sub listener has its own client and thread and is not gated.
+Redis is away (the store's "unavailable": a retryable 503), holding its thread for no longer than that. And once
+a command has failed (timed out, or found no connection), Redis counts as away for `AWAY_FOR`: every command in
+that time is refused at once, without touching the socket, and the first one after it tries again. A flood while
+Redis is frozen then costs one time-out per process per `AWAY_FOR`, not one per request. Every command of every
+pool passes the same gate, pipelines and scripts included, because the gate sits where a connection is taken
+from the pool. The class's pub/sub listener has its own client and thread and is not gated.
 
 What it must never do: wait longer than `REQUEST_TIMEOUT` (plus one connection retry) for Redis on a request, or
 let a request wait for a turn longer than `GATE_WAIT`. Imports `redis`, which is needed only when Redis is
@@ -22,6 +25,8 @@ configured: callers import this module only then.
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -33,8 +38,11 @@ CONNECT_RETRIES = 1
 #: Seconds a command or a connection may take on a request's path before Redis counts as away. Redis answers in
 #: well under a millisecond when it is up; a quarter of a second is only ever reached when it is not.
 REQUEST_TIMEOUT = 0.25
-#: Seconds a request waits for its turn at the gate before Redis counts as away for it.
-GATE_WAIT = 0.1
+#: Seconds a request waits for its turn at the gate before Redis counts as away for it: far longer than a turn
+#: takes when Redis answers (a command, under a millisecond, plus the wait for the GIL on a busy machine).
+GATE_WAIT = 0.5
+#: Seconds Redis counts as away after a command failed: commands are then refused at once.
+AWAY_FOR = 1.0
 #: Threads of one process inside Redis commands at once, unless configured (MRTR_REDIS_WAITERS).
 DEFAULT_WAITERS = 1
 
@@ -44,7 +52,7 @@ class RedisBusy(redis.exceptions.ConnectionError):
 
 
 class Gate:
-    """At most `limit` holders at once; a turn is waited for `GATE_WAIT` at most."""
+    """At most `limit` holders at once, in the whole process; a turn is waited for `GATE_WAIT` at most."""
 
     def __init__(self, limit: int) -> None:
         if limit < 1:
@@ -71,26 +79,40 @@ def set_waiters(limit: int) -> None:
 
 
 class GatedPool(redis.ConnectionPool):
-    """A connection pool whose every connection, while it is out of the pool, holds a turn at the gate."""
+    """A connection pool whose every connection, while it is out of the pool, holds a turn at the process's gate,
+    and which refuses at once for `AWAY_FOR` after one of its commands failed. `clock`: monotonic seconds."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, clock: Callable[[], float] = time.monotonic, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.clock = clock
         self._holders: dict[int, Gate] = {}
         self._holders_lock = threading.Lock()
+        self._away_until = 0.0
+
+    def _failed(self) -> None:
+        self._away_until = self.clock() + AWAY_FOR
 
     def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+        if self.clock() < self._away_until:
+            raise RedisBusy("Redis failed a moment ago; it counts as away for a second")
         gate = _gate
         gate.enter()
         try:
             connection = super().get_connection(*args, **kwargs)
-        except BaseException:
+        except BaseException as exc:
             gate.leave()
+            if isinstance(exc, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError):
+                self._failed()
             raise
         with self._holders_lock:
             self._holders[id(connection)] = gate
         return connection
 
     def release(self, connection: Any) -> None:
+        # redis-py disconnects a connection whose command failed (timed out, connection lost) before giving it
+        # back: a connection given back without its socket is a failure.
+        if getattr(connection, "_sock", True) is None:
+            self._failed()
         try:
             super().release(connection)
         finally:

@@ -9,6 +9,12 @@ it out. Three backends, chosen like the redeemed store (`mrtr_settings.stores.op
 (one process: nothing to share), `SqliteDirectory` (`sessions_sqlite`: the processes of one machine) and
 `RedisDirectory` (`sessions_redis`: replicas on several hosts).
 
+Nothing a visitor sends is stored without a cap. The mailbox takes an answer only to a question the server
+asked in that session and is still waiting for (`expect` records each, at most `MAX_AWAITED` per session, for
+`MAILBOX_TTL`; an answer consumes its question, so each is relayed once), and at most `MAX_RELAYS_PER_PRINCIPAL`
+answers per principal per `MAILBOX_TTL`. Anything else is refused (`NotAwaited`, `RelaysExhausted`), never
+stored: before, answers with made-up ids were kept 600 s with no cap (about 3 GB per address per 10 minutes).
+
 Stores never read the clock: callers pass `now`. Every failure of a shared backend is `DirectoryDown`,
 never a driver exception, so /mcp answers 503 and stays up. It never holds a token or a key.
 """
@@ -25,6 +31,20 @@ DEFAULT_TTL = 30 * 60.0
 MAILBOX_TTL = 600.0
 #: The most bytes of one relayed message (the /mcp body limit is smaller).
 MAX_MESSAGE = 1024 * 1024
+#: Questions one session may have waiting for an answer in the directory; past it the oldest is forgotten. A
+#: session has at most 8 calls waiting (web/mcp_legacy.py), each asking a few questions.
+MAX_AWAITED = 32
+#: Answers relayed for one principal per MAILBOX_TTL, across every process: at the /mcp body limit (256 KiB), at
+#: most 50 MiB of one principal's answers in the mailbox at once.
+MAX_RELAYS_PER_PRINCIPAL = 200
+
+
+class NotAwaited(Exception):
+    """The answer's id names no question this session is waiting for (made up, answered already, or expired)."""
+
+
+class RelaysExhausted(Exception):
+    """The principal has had MAX_RELAYS_PER_PRINCIPAL answers relayed in the last MAILBOX_TTL seconds."""
 
 
 class DirectoryDown(Exception):
@@ -46,8 +66,13 @@ class SessionDirectory(Protocol):
     def delete(self, sid: str) -> None:
         """Forget the session everywhere (nothing happens for an unknown one)."""
 
-    def post(self, tag: str, sid: str, message: dict[str, Any], now: float) -> None:
-        """Leave `message` (for session `sid`) in the mailbox of the process `tag`; DirectoryDown past MAX_MESSAGE."""
+    def expect(self, sid: str, question_id: str, now: float) -> None:
+        """Session `sid` waits for the answer to `question_id` (for MAILBOX_TTL; at most MAX_AWAITED per session)."""
+
+    def post(self, tag: str, sid: str, message: dict[str, Any], now: float, principal: str = "") -> None:
+        """Leave `message` (for session `sid`) in the mailbox of the process `tag`, consuming the question it
+        answers. Raises NotAwaited when no such question waits, RelaysExhausted past the principal's cap,
+        DirectoryDown past MAX_MESSAGE."""
 
     def take(self, tag: str, now: float) -> list[tuple[str, dict[str, Any]]]:
         """Everything in `tag`'s mailbox, oldest first, emptied in the same step (no answer is taken twice)."""
@@ -58,6 +83,12 @@ def process_tag(replica: str | None) -> str:
     It prefixes the ids of the questions this process asks, so an answer names the process to relay it to."""
     prefix = "".join(c for c in (replica or "") if c.isascii() and (c.isalnum() or c in "-_"))[:40]
     return f"{prefix or 'p'}.{os.getpid()}.{secrets.token_hex(3)}"
+
+
+def answered_id(message: dict[str, Any]) -> str | None:
+    """The question id an answer names, when it is one a tagged process could have asked."""
+    found = message.get("id")
+    return found if isinstance(found, str) and tag_of(found) is not None else None
 
 
 def tag_of(request_id: Any) -> str | None:
@@ -82,7 +113,10 @@ class LocalDirectory:
     def delete(self, sid: str) -> None:
         pass
 
-    def post(self, tag: str, sid: str, message: dict[str, Any], now: float) -> None:
+    def expect(self, sid: str, question_id: str, now: float) -> None:
+        pass
+
+    def post(self, tag: str, sid: str, message: dict[str, Any], now: float, principal: str = "") -> None:
         raise DirectoryDown("no shared directory: an answer for another process cannot be relayed")
 
     def take(self, tag: str, now: float) -> list[tuple[str, dict[str, Any]]]:

@@ -14,9 +14,39 @@ from typing import Any, TypeVar
 import redis
 
 from mrtr_stores.redis_clients import REQUEST_TIMEOUT, redis_client
-from mrtr_stores.sessions import DEFAULT_TTL, MAILBOX_TTL, MAX_MESSAGE, DirectoryDown
+from mrtr_stores.sessions import (
+    DEFAULT_TTL,
+    MAILBOX_TTL,
+    MAX_AWAITED,
+    MAX_MESSAGE,
+    MAX_RELAYS_PER_PRINCIPAL,
+    DirectoryDown,
+    NotAwaited,
+    RelaysExhausted,
+    answered_id,
+)
 
 T = TypeVar("T")
+
+#: Relay an answer: only to a question the session awaits (consumed), within the principal's window. KEYS: the
+#: session's awaited questions, the process's mailbox, the principal's counter. ARGV: question id, message, ttl ms,
+#: the principal's cap. 1: relayed; 0: no such question; -1: the principal's cap is reached.
+_POST = """
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  return 0
+end
+local n = redis.call('INCR', KEYS[3])
+if n == 1 then
+  redis.call('PEXPIRE', KEYS[3], ARGV[3])
+end
+if n > tonumber(ARGV[4]) then
+  return -1
+end
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('RPUSH', KEYS[2], ARGV[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return 1
+"""
 
 
 class RedisDirectory:
@@ -28,6 +58,7 @@ class RedisDirectory:
         self.client = client
         self.ttl = ttl
         self.prefix = prefix
+        self._post = client.register_script(_POST)
 
     @classmethod
     def from_url(cls, url: str, *, ttl: float = DEFAULT_TTL, timeout: float = REQUEST_TIMEOUT) -> RedisDirectory:
@@ -55,19 +86,32 @@ class RedisDirectory:
     def delete(self, sid: str) -> None:
         self._do(lambda: self.client.delete(f"{self.prefix}s:{sid}"))
 
-    def post(self, tag: str, sid: str, message: dict[str, Any], now: float) -> None:
-        text = json.dumps({"sid": sid, "message": message}, separators=(",", ":"))
-        if len(text) > MAX_MESSAGE:
-            raise DirectoryDown("an answer too large to relay")
-        key = f"{self.prefix}m:{tag}"
+    def expect(self, sid: str, question_id: str, now: float) -> None:
+        key = f"{self.prefix}q:{sid}"
 
         def work() -> None:
             pipe = self.client.pipeline()
-            pipe.rpush(key, text)
+            pipe.zadd(key, {question_id: now})
+            pipe.zremrangebyrank(key, 0, -MAX_AWAITED - 1)  # the newest MAX_AWAITED stay
             pipe.pexpire(key, int(MAILBOX_TTL * 1000))
             pipe.execute()
 
         self._do(work)
+
+    def post(self, tag: str, sid: str, message: dict[str, Any], now: float, principal: str = "") -> None:
+        text = json.dumps({"sid": sid, "message": message}, separators=(",", ":"))
+        if len(text) > MAX_MESSAGE:
+            raise DirectoryDown("an answer too large to relay")
+        question = answered_id(message)
+        if question is None:
+            raise NotAwaited("an answer whose id names no question of this server")
+        keys = [f"{self.prefix}q:{sid}", f"{self.prefix}m:{tag}", f"{self.prefix}c:{principal}"]
+        done = self._do(lambda: self._post(keys=keys, args=[question, text, int(MAILBOX_TTL * 1000),
+                                                             MAX_RELAYS_PER_PRINCIPAL]))
+        if done == 0:
+            raise NotAwaited(f"no question {question} waits in this session")
+        if done == -1:
+            raise RelaysExhausted(f"{MAX_RELAYS_PER_PRINCIPAL} answers relayed in {MAILBOX_TTL:.0f} s")
 
     def take(self, tag: str, now: float) -> list[tuple[str, dict[str, Any]]]:
         key = f"{self.prefix}m:{tag}"

@@ -13,7 +13,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mrtr_stores.sessions import DEFAULT_TTL, MAILBOX_TTL, MAX_MESSAGE, DirectoryDown
+from mrtr_stores.sessions import (
+    DEFAULT_TTL,
+    MAILBOX_TTL,
+    MAX_AWAITED,
+    MAX_MESSAGE,
+    MAX_RELAYS_PER_PRINCIPAL,
+    DirectoryDown,
+    NotAwaited,
+    RelaysExhausted,
+    answered_id,
+)
 from mrtr_stores.sqlite_files import PerThread
 
 T = TypeVar("T")
@@ -28,6 +38,10 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS mailbox (n INTEGER PRIMARY KEY AUTOINCREMENT, tag TEXT NOT NULL, "
     "sid TEXT NOT NULL, message TEXT NOT NULL, expires REAL NOT NULL)",
     "CREATE INDEX IF NOT EXISTS mailbox_tag ON mailbox (tag, n)",
+    "CREATE TABLE IF NOT EXISTS awaited (sid TEXT NOT NULL, qid TEXT NOT NULL, expires REAL NOT NULL, "
+    "PRIMARY KEY (sid, qid)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS relays (principal TEXT PRIMARY KEY, until REAL NOT NULL, n INTEGER NOT NULL) "
+    "WITHOUT ROWID",
 )
 
 
@@ -69,12 +83,39 @@ class SqliteDirectory:
     def delete(self, sid: str) -> None:
         self._run(lambda db: db.execute("DELETE FROM sessions WHERE sid = ?", (sid,)))
 
-    def post(self, tag: str, sid: str, message: dict[str, Any], now: float) -> None:
+    def expect(self, sid: str, question_id: str, now: float) -> None:
+        def work(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM awaited WHERE expires <= ?", (now,))
+            db.execute("INSERT OR REPLACE INTO awaited (sid, qid, expires) VALUES (?, ?, ?)",
+                       (sid, question_id, now + MAILBOX_TTL))
+            db.execute("DELETE FROM awaited WHERE sid = ? AND qid NOT IN (SELECT qid FROM awaited WHERE sid = ? "
+                       "ORDER BY expires DESC LIMIT ?)", (sid, sid, MAX_AWAITED))
+
+        self._run(work)
+
+    def post(self, tag: str, sid: str, message: dict[str, Any], now: float, principal: str = "") -> None:
         text = json.dumps(message, separators=(",", ":"))
         if len(text) > MAX_MESSAGE:
             raise DirectoryDown("an answer too large to relay")
-        self._run(lambda db: db.execute("INSERT INTO mailbox (tag, sid, message, expires) VALUES (?, ?, ?, ?)",
-                                        (tag, sid, text, now + MAILBOX_TTL)))
+        question = answered_id(message)
+        if question is None:
+            raise NotAwaited("an answer whose id names no question of this server")
+
+        def work(db: sqlite3.Connection) -> int:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                done = _relay(db, tag, sid, question, text, now, principal)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            return done
+
+        done = self._run(work)
+        if done == 0:
+            raise NotAwaited(f"no question {question} waits in this session")
+        if done == -1:
+            raise RelaysExhausted(f"{MAX_RELAYS_PER_PRINCIPAL} answers relayed in {MAILBOX_TTL:.0f} s")
 
     def take(self, tag: str, now: float) -> list[tuple[str, dict[str, Any]]]:
         def work(db: sqlite3.Connection) -> list[tuple[str, dict[str, Any]]]:
@@ -94,3 +135,16 @@ class SqliteDirectory:
         return self._run(work)
 
 
+def _relay(db: sqlite3.Connection, tag: str, sid: str, question: str, text: str, now: float, principal: str) -> int:
+    """One relay inside a write transaction: 1 relayed, 0 no such question waits, -1 the principal's cap."""
+    if db.execute("DELETE FROM awaited WHERE sid = ? AND qid = ? AND expires > ?", (sid, question, now)).rowcount != 1:
+        return 0
+    row = db.execute("SELECT until, n FROM relays WHERE principal = ?", (principal,)).fetchone()
+    until, count = (row[0], row[1]) if row is not None and row[0] > now else (now + MAILBOX_TTL, 0)
+    if count >= MAX_RELAYS_PER_PRINCIPAL:
+        db.execute("INSERT INTO awaited (sid, qid, expires) VALUES (?, ?, ?)", (sid, question, now + MAILBOX_TTL))
+        return -1
+    db.execute("INSERT OR REPLACE INTO relays (principal, until, n) VALUES (?, ?, ?)", (principal, until, count + 1))
+    db.execute("INSERT INTO mailbox (tag, sid, message, expires) VALUES (?, ?, ?, ?)",
+               (tag, sid, text, now + MAILBOX_TTL))
+    return 1

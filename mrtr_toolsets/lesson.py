@@ -1,9 +1,15 @@
-"""The lesson's own catalog: the `deploy` tool, one prompt and one resource.
+"""The lessons' own catalog: the `deploy` tool, the tools of "Beyond one question", one prompt and one resource.
 
 `deploy` is the tool the whole course is about. It is written once, in the 2026-07-28 style, and
 serves 2025-11-25 clients through the legacy shim unchanged. It never trusts the ticket's work
 until the server has verified it, and it never deploys without a ticket: a "yes" sent on round
 one, with nothing minted, is ignored and the question asked properly.
+
+The third lesson's tools show what one confirmation does not: `provision` asks in two rounds, each on
+a ticket of its own (the first is spent when it is answered); `release` asks several questions in one
+round; `report` answers its first call with a requestState and nothing to ask (load shedding: another
+replica finishes it). All follow the answer rule, through `ctx.answers`, and keep nothing between
+rounds but the ticket. Every server of the app (/mcp, the stdio server, the checker's lab) serves them.
 """
 
 from __future__ import annotations
@@ -47,6 +53,90 @@ def deploy(ctx: CallContext) -> dict[str, Any] | InputRequired:
     return text_result(f"nothing was deployed to {target}: the user {said}")
 
 
+REGIONS = ("eu-west", "us-east", "ap-south")
+SIZES = ("small", "large")
+
+
+def _choice_schema(name: str, title: str, choices: tuple[str, ...]) -> dict[str, Any]:
+    return {"type": "object", "properties": {name: {"type": "string", "title": title, "enum": list(choices)}},
+            "required": [name]}
+
+
+def _ended(answer: dict[str, Any], what: str) -> dict[str, Any] | None:
+    """The result that ends the call when the user declined or cancelled, else None."""
+    action = answer.get("action")
+    return None if action == "accept" else text_result(f"nothing was {what}: the user chose {action}")
+
+
+def provision(ctx: CallContext) -> dict[str, Any] | InputRequired:
+    """Two rounds: the region, then the size. Each round ends on a ticket of its own; answering one spends it."""
+    env = ctx.string_arg("env")
+    step = ctx.state.get("step") if ctx.state is not None else None
+    work = as_object(ctx.state.get("work")) if ctx.state is not None else {}
+    if step == "size":
+        region = str(work.get("region", ""))
+        size_q = {"size": elicit_form(f"Which size for the {env} database in {region}?",
+                                      _choice_schema("size", "Size", SIZES))}
+        answers = ctx.answers(size_q)
+        if answers is None:
+            return ctx.ask(size_q, work=work, step="size")
+        ended = _ended(answers["size"], "provisioned")
+        if ended is not None:
+            return ended
+        size = as_object(answers["size"].get("content")).get("size")
+        return text_result(f"provisioned a {size} {env} database in {region}")
+    region_q = {"region": elicit_form(f"Which region for the new {env} database?",
+                                      _choice_schema("region", "Region", REGIONS))}
+    answers = ctx.answers(region_q) if step == "region" else None
+    if answers is None:
+        return ctx.ask(region_q, work={"env": env}, step="region")
+    ended = _ended(answers["region"], "provisioned")
+    if ended is not None:
+        return ended
+    region = str(as_object(answers["region"].get("content")).get("region"))
+    # Round two: a new question on a new ticket. The one just answered was spent by ctx.answers.
+    size_q = {"size": elicit_form(f"Which size for the {env} database in {region}?",
+                                  _choice_schema("size", "Size", SIZES))}
+    return ctx.ask(size_q, work={"env": env, "region": region}, step="size")
+
+
+RELEASE_QUESTIONS_SCHEMAS: dict[str, dict[str, Any]] = {
+    "notes": {"type": "object", "properties": {"notes": {"type": "string", "title": "Release notes",
+                                                        "maxLength": 500}}, "required": ["notes"]},
+    "notify": {"type": "object", "properties": {"notify": {"type": "boolean", "title": "Tell the team"}},
+               "required": ["notify"]},
+}
+
+
+def release(ctx: CallContext) -> dict[str, Any] | InputRequired:
+    """Several questions in one round, each under a key of its own; a missing one asks the round again."""
+    version = ctx.string_arg("version", max_length=40)
+    questions = {"notes": elicit_form(f"Release notes for {version}?", RELEASE_QUESTIONS_SCHEMAS["notes"]),
+                 "notify": elicit_form(f"Tell the team about {version}?", RELEASE_QUESTIONS_SCHEMAS["notify"])}
+    answers = ctx.answers(questions) if ctx.state is not None else None
+    if answers is None:
+        return ctx.ask(questions, work={"version": version}, step="release")
+    for key in questions:
+        ended = _ended(answers[key], "released")
+        if ended is not None:
+            return ended
+    notes = as_object(answers["notes"].get("content")).get("notes")
+    notify = as_object(answers["notify"].get("content")).get("notify") is True
+    return text_result(f"released {version} ({len(str(notes))} characters of notes; "
+                       f"{'the team was told' if notify else 'nobody was told'})")
+
+
+def report(ctx: CallContext) -> dict[str, Any] | InputRequired:
+    """Load shedding: the first call gets only a requestState (nothing to ask), and its retry finishes the work,
+    on whichever replica it reaches. The retry carries no answers; reading none spends the ticket."""
+    period = ctx.string_arg("period", max_length=40)
+    if ctx.state is None:
+        return ctx.ask({}, work={"period": period}, step="queued")
+    ctx.answers({})
+    period = str(as_object(ctx.state.get("work")).get("period", period))
+    return text_result(f"report for {period}: ready")
+
+
 def briefing(ctx: CallContext) -> dict[str, Any]:
     env = ctx.string_arg("env")
     return {
@@ -63,6 +153,25 @@ def checks_resource(ctx: CallContext) -> dict[str, Any]:
     return {"contents": [{"uri": ctx.target, "mimeType": "text/plain", "text": text}]}
 
 
+def third_lesson_tools() -> dict[str, Tool]:
+    """The tools of "Beyond one question"."""
+    def schema(name: str, description: str) -> dict[str, Any]:
+        return {"type": "object", "properties": {name: {"type": "string", "description": description}},
+                "required": [name]}
+
+    return {
+        "provision": Tool(name="provision", title="Provision a database",
+                          description="Provision a database: asks for the region, then, in a second round, the size.",
+                          input_schema=schema("env", "The environment, for example staging"), handler=provision),
+        "release": Tool(name="release", title="Release",
+                        description="Release a version: asks for the notes and whether to tell the team, in one round.",
+                        input_schema=schema("version", "The version, for example 1.4.0"), handler=release),
+        "report": Tool(name="report", title="Deploy report",
+                       description="Build a deploy report. A busy replica hands the work on with a requestState.",
+                       input_schema=schema("period", "The period, for example this week"), handler=report),
+    }
+
+
 def lesson_catalog() -> Catalog:
     return Catalog(
         tools={"deploy": Tool(
@@ -72,7 +181,7 @@ def lesson_catalog() -> Catalog:
             input_schema={"type": "object", "properties": {"env": {"type": "string", "description":
                           "The environment, for example staging or prod"}}, "required": ["env"]},
             handler=deploy,
-        )},
+        ), **third_lesson_tools()},
         prompts={"deploy-briefing": Prompt(
             name="deploy-briefing",
             description="A short briefing for the team before a deploy.",

@@ -100,6 +100,7 @@ if [ "$(id -u)" -eq 0 ]; then
     if ! runuser -u "$NGINX_USER" -- test -w "$RUN_DIR/temp/body"; then
         echo "nginx's workers (user $NGINX_USER) cannot reach $RUN_DIR/temp, so every request body over 16 KB" \
             "would fail: a folder above it is closed to them. Set TMPDIR to a folder they can pass (like /tmp)." >&2
+        rm -rf "$RUN_DIR"
         exit 2
     fi
 fi

@@ -9,7 +9,7 @@
 # call held open for its client's answer, or a presenter's live view, keeps a thread, so at most
 # MRTR_HELD_STREAMS are held per process (default THREADS - 1; it must stay below THREADS).
 # Legacy sessions are shared through the store (mrtr_stores/sessions*.py), so any worker serves
-# them; 2026-07-28 traffic is stateless. Configure the app with MRTR_* variables (see the README);
+# them; 2026-07-28 traffic is stateless. Configure the app with MRTR_* variables (see docs/deploy/configuration.md);
 # MRTR_SECRET_KEYS is required. The last line is `exec`, so SIGTERM and SIGINT reach granian,
 # which stops its workers cleanly.
 set -euo pipefail

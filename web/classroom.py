@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import segno
 from flask import (
@@ -93,8 +93,12 @@ LEARNER_COOKIE = "mrtr_learner"
 #: Per learner: at most this many answers in ANSWER_WINDOW seconds, and plays in PLAY_WINDOW seconds.
 ANSWER_LIMIT, ANSWER_WINDOW = 10, 10.0
 PLAY_LIMIT, PLAY_WINDOW = 30, 60.0
-#: Without an instructor token, one client address opens at most this many classes an hour.
+#: Without an instructor token, one visitor (an IPv4 address, an IPv6 /64) opens at most this many classes an
+#: hour, and everyone together at most ALL_START_LIMIT: many addresses then open 30 classes an hour, not the 200
+#: places in a second (70 addresses filled them in 0.8 s). A presenter with the instructor token is held by
+#: neither: where MRTR_INSTRUCTOR_TOKEN is set, only its holders open classes, so nobody else fills the places.
 START_LIMIT, START_WINDOW = 3, 3600.0
+ALL_START_LIMIT = 30
 #: Joins per client address a minute (a classroom behind one school router still fits), and per class.
 JOIN_CLIENT_LIMIT, JOIN_CLIENT_WINDOW = 30, 60.0
 JOIN_CLASS_LIMIT, JOIN_CLASS_WINDOW = 60, 60.0
@@ -103,13 +107,23 @@ JOIN_CLASS_LIMIT, JOIN_CLASS_WINDOW = 60, 60.0
 #: million; at 10 guesses per 10 minutes a client needs about 8 years on average, and has 1 chance in about
 #: 6,000 within a class's 12 hours.
 GUESS_LIMIT, GUESS_WINDOW = 10, 600.0
+#: Presenter live views (SSE) opened or reopened per class and per visitor a minute. A view reconnects every 30 s
+#: (MRTR_CLASS_STREAM_SECONDS), or every 2 s when the process holds its most streams; two screens of one class fit
+#: easily. Past it the view is told to come back in STREAM_BACKOFF seconds, at the cost of a few bytes: 500 views
+#: of one class had slowed `GET /` to 2 s by reconnecting.
+STREAM_CLASS_LIMIT, STREAM_CLIENT_LIMIT, STREAM_WINDOW = 60, 60, 60.0
+STREAM_BACKOFF = 30
 #: Every limit of the class, by the Classroom field that holds it.
 LIMITS: dict[str, tuple[int, float]] = {
     "answers": (ANSWER_LIMIT, ANSWER_WINDOW), "starts": (START_LIMIT, START_WINDOW),
+    "all_starts": (ALL_START_LIMIT, START_WINDOW),
     "joins": (JOIN_CLIENT_LIMIT, JOIN_CLIENT_WINDOW), "class_joins": (JOIN_CLASS_LIMIT, JOIN_CLASS_WINDOW),
     "guesses": (GUESS_LIMIT, GUESS_WINDOW),
+    "class_streams": (STREAM_CLASS_LIMIT, STREAM_WINDOW), "client_streams": (STREAM_CLIENT_LIMIT, STREAM_WINDOW),
 }
 NO_CLASS = "No open class has that code. Check the code on the screen."
+#: The one key of the site-wide start limit.
+ALL_START = "*"
 
 
 @dataclass
@@ -124,9 +138,12 @@ class Classroom:
     max_classes: int
     answers: RateLimit = field(default_factory=lambda: LocalRateLimit(*LIMITS["answers"]))
     starts: RateLimit = field(default_factory=lambda: LocalRateLimit(*LIMITS["starts"]))
+    all_starts: RateLimit = field(default_factory=lambda: LocalRateLimit(*LIMITS["all_starts"]))
     joins: RateLimit = field(default_factory=lambda: LocalRateLimit(*LIMITS["joins"]))
     class_joins: RateLimit = field(default_factory=lambda: LocalRateLimit(*LIMITS["class_joins"]))
     guesses: RateLimit = field(default_factory=lambda: LocalRateLimit(*LIMITS["guesses"]))
+    class_streams: RateLimit = field(default_factory=lambda: LocalRateLimit(*LIMITS["class_streams"]))
+    client_streams: RateLimit = field(default_factory=lambda: LocalRateLimit(*LIMITS["client_streams"]))
     labs: dict[str, ClassLab] = field(default_factory=dict)
     #: The attack round's redeemed store, opened on first use: SQLite beside the class file, or Redis.
     spent_store: Callable[[], RedeemedStore] | None = None
@@ -217,23 +234,34 @@ def _question(row: ClassRow) -> Question | None:
     return _lesson(row).question(row.question_id) if row.question_id else None
 
 
-def _class_or_404(code: str) -> ClassRow:
-    row = classroom().store.by_code(code)
-    if row is None:
-        abort(404)
-    return row
+def _no_class(*, to_join: str | None = None) -> NoReturn:
+    """The one answer when a class route's code opens nothing to this visitor: no such class, an ended one, or a
+    real class the visitor holds no presenter or learner credential for. Real and made-up codes answer alike (a
+    404, or for a learner's page the join form), and every such answer counts toward the visitor's wrong-code
+    limit (GUESS_LIMIT per GUESS_WINDOW); past it every answer is "slow down", for real codes too."""
+    cr = classroom()
+    now = cr.clock()
+    if cr.guesses.exhausted(_client(), now):
+        abort(_slow_down("Too many codes that open no class from this address. Wait ten minutes, then check the "
+                         "code on the screen.", int(GUESS_WINDOW)))
+    cr.guesses.allow(_client(), now)
+    if to_join is not None:  # the code as given, real or not
+        abort(redirect(url_for("classroom.join", code=normalize_code(to_join)), 303))
+    abort(404)
 
 
 def _host(code: str) -> ClassRow:
-    row = _class_or_404(code)
     cr = classroom()
+    row = cr.store.by_code(code)
     secret = request.cookies.get(HOST_COOKIE)
-    if cr.instructor_token:
+    if row is None:
+        ok = False
+    elif cr.instructor_token:
         ok = bool(secret) and hmac.compare_digest(str(secret).encode(), cr.instructor_token.encode())
     else:
         ok = cr.store.host_ok(row, secret)
-    if not ok:
-        abort(403)
+    if row is None or not ok:
+        _no_class()
     return row
 
 
@@ -327,9 +355,14 @@ def start() -> Response | str:
             return Response(render_template("classroom/denied.html"), 403)
     elif not cr.starts.allow(_client(), cr.clock()):
         return _start_refused(cr)
+    elif not cr.all_starts.allow(ALL_START, cr.clock()):
+        return _slow_down(f"{ALL_START_LIMIT} classes were opened here in the last hour, the most this site allows "
+                          "without an instructor token. Try again later; the site's operator can set "
+                          "MRTR_INSTRUCTOR_TOKEN so presenters always can.", int(START_WINDOW))
     cr.store.purge()
     if cr.store.count_classes() >= cr.max_classes:
-        abort(429)
+        return _slow_down(f"All {cr.max_classes} places for classes are taken. Try again when one ends.",
+                          int(START_WINDOW))
     secret = None if cr.instructor_token else secrets.token_urlsafe(24)
     row = cr.store.create(lesson=get_content().lessons[0].slug, host_secret=secret)
     control = url_for("classroom.claim", code=row.code, secret=secret, _external=True) if secret else None
@@ -366,9 +399,9 @@ def presenter(code: str) -> str:
 @bp.get("/class/<code>/control/<secret>")
 def claim(code: str, secret: str) -> BaseResponse:
     """The capability link: it proves the holder is the presenter, then leaves the address bar."""
-    row = _class_or_404(code)
-    if not classroom().store.host_ok(row, secret):
-        abort(403)
+    row = classroom().store.by_code(code)
+    if row is None or not classroom().store.host_ok(row, secret):
+        _no_class()
     response = redirect(url_for("classroom.host", code=row.code), 303)
     _cookie(response, HOST_COOKIE, secret, row.code)
     return response
@@ -385,6 +418,13 @@ def host_events(code: str) -> Response:
     """Server-sent events: the tally, heatmap and roster as HTML fragments whenever the class changes."""
     row = _host(code)
     cr = classroom()
+    now = cr.clock()
+    if not cr.class_streams.allow(row.id, now) or not cr.client_streams.allow(_client(), now):
+        # Too many views of this class, or from this visitor: nothing rendered, and the browser waits a while.
+        response = Response(f"retry: {STREAM_BACKOFF * 1000}\n\n: too many live views; this one waits\n\n",
+                            mimetype="text/event-stream")
+        response.headers["X-Accel-Buffering"] = "no"
+        return response
 
     def fragments(current: ClassRow) -> Iterator[str]:
         context = _host_context(current)
@@ -613,32 +653,37 @@ def _me_context(row: ClassRow, learner: Learner, **extra: Any) -> dict[str, Any]
             **extra}
 
 
-def _learner_or_join(row: ClassRow) -> Learner:
-    learner = _learner(row)
-    if learner is None:
-        abort(redirect(url_for("classroom.join", code=row.code), 303))
-    return learner
+def _learner_here(code: str, *, to_join: bool = False) -> tuple[ClassRow, Learner]:
+    """The class and the visitor's place in it, or the one answer for a code that opens nothing to them."""
+    row = classroom().store.by_code(code)
+    learner = _learner(row) if row is not None else None
+    if row is None or learner is None:
+        _no_class(to_join=code if to_join else None)
+    return row, learner
 
 
 @bp.get("/class/<code>/me")
 def me(code: str) -> str:
-    row = _class_or_404(code)
-    learner = _learner_or_join(row)
+    row, learner = _learner_here(code, to_join=True)
     return render_template("classroom/learner.html", **_me_context(row, learner))
 
 
 @bp.get("/class/<code>/me/live")
 def me_live(code: str) -> Response:
     """The learner's live panel for htmx polling: 204 (nothing to swap) until the presenter moves on."""
-    row = classroom().store.by_code(code)
-    if row is None:  # the class ended: say so, and 286 tells htmx to stop polling
-        return Response('<div id="live" class="live"><p data-ended>This class has ended. Thanks for taking part!</p>'
-                        "</div>", status=286)
-    learner = _learner(row)
-    if learner is None:  # removed by the presenter (or never joined): say so, and stop the polling (286)
-        return Response('<div id="live" class="live"><p data-removed>You are not in this class any more. '
-                        f'<a href="{escape(url_for("classroom.join", code=row.code))}">Join again</a> if the presenter '
-                        "lets you.</p></div>", status=286)
+    cr = classroom()
+    row = cr.store.by_code(code)
+    learner = _learner(row) if row is not None else None
+    if row is None or learner is None:
+        # The class ended, the presenter removed this learner, or it never was: one answer for all (counted as
+        # a wrong code), and 286 tells htmx to stop polling.
+        now = cr.clock()
+        if cr.guesses.exhausted(_client(), now):
+            return _slow_down("Too many codes that open no class from this address.", int(GUESS_WINDOW))
+        cr.guesses.allow(_client(), now)
+        return Response('<div id="live" class="live"><p data-ended>You are not in an open class with this code: it '
+                        f'has ended, or you were removed. <a href="{escape(url_for("classroom.join"))}">Join a '
+                        "class</a> if the presenter lets you.</p></div>", status=286)
     if request.args.get("stage") == str(row.stage):
         return Response(status=204)
     return Response(render_template("classroom/_live.html", **_me_context(row, learner)))
@@ -646,10 +691,7 @@ def me_live(code: str) -> Response:
 
 @bp.post("/class/<code>/answer")
 def answer(code: str) -> Response:
-    row = _class_or_404(code)
-    learner = _learner(row)
-    if learner is None:
-        abort(403)
+    row, learner = _learner_here(code)
     question = _question(row)
     option = request.form.get("option", "")
     if question is None or row.revealed:
@@ -683,10 +725,7 @@ def _attempt_json(attempt: Attempt, first: bool) -> dict[str, Any]:
 
 @bp.post("/class/<code>/play")
 def play(code: str) -> Response:
-    row = _class_or_404(code)
-    learner = _learner(row)
-    if learner is None:
-        abort(403)
+    row, learner = _learner_here(code)
     move = get_content().move(request.form.get("move", ""))
     if not row.round_open:
         return _refuse(row, learner, 409, "The attack round is not open.")

@@ -30,7 +30,7 @@ DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "lessons"
 
 #: The live figures a section may ask for; each has a template `lessons/_widget_<name>.html`.
 WIDGETS = frozenset({"roundtrip", "anatomy", "timeline", "sealed", "shim", "sdk", "lab", "breakit",
-                     "playground", "quiz", "build"})
+                     "playground", "quiz", "build", "exchange"})
 
 _SLUG = re.compile(r"\A[a-z0-9]+(?:-[a-z0-9]+)*\Z")
 

@@ -35,8 +35,11 @@ def playground_context() -> dict[str, Any] | None:
     return playground.playground_context(request.args)
 
 
-def widget_context(course: Course, lesson: Lesson, name: str) -> dict[str, Any]:
+def widget_context(course: Course, lesson: Lesson, name: str, section: str = "") -> dict[str, Any]:
     """Everything one widget template needs, computed from the real server."""
+    if name == "exchange":  # a section's own conversation with the lab server (web/exchanges.py)
+        from web import exchanges
+        return {"scene": exchanges.exchange_data(lesson, section)}
     if name == "roundtrip":
         stores = request.args.get("stores") or "shared"
         if stores not in widgets.REPLAY_MODES:
@@ -74,7 +77,7 @@ def home() -> str:
 @bp.get("/lessons/<slug>")
 def lesson_page(slug: str) -> str:
     course, lesson = _lesson_or_404(slug)
-    figures = {s.id: widget_context(course, lesson, s.widget) for s in lesson.sections if s.widget}
+    figures = {s.id: widget_context(course, lesson, s.widget, s.id) for s in lesson.sections if s.widget}
     return render_template("lessons/lesson.html", course=course, lesson=lesson, figures=figures)
 
 
@@ -86,4 +89,4 @@ def figure(slug: str, section_id: str) -> Response:
     if section is None or not section.widget or section.widget in ("playground", "quiz"):
         abort(404)
     return htmx.render("lessons/figure.html", "lessons/_figure.html", course=course, lesson=lesson,
-                       section=section, figure=widget_context(course, lesson, section.widget))
+                       section=section, figure=widget_context(course, lesson, section.widget, section.id))

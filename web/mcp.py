@@ -38,6 +38,7 @@ from werkzeug.http import HTTP_STATUS_CODES, parse_accept_header
 from mrtr import (
     JSON,
     LEGACY_VERSIONS,
+    MAX_JSON_DEPTH,
     META_VERSION,
     Connection,
     HeaderMismatch,
@@ -45,7 +46,9 @@ from mrtr import (
     JSONObject,
     NotUtf8,
     as_object,
+    json_loads,
     may_hold_surrogates,
+    nesting_bound,
     utf8_text,
 )
 from mrtr_settings.environment import Settings
@@ -122,11 +125,28 @@ class WsgiEntry:
         config = self._config or McpConfig.of(app)
         self._config = config
         out = handle_http(HttpIn.from_environ(environ), app.extensions["mrtr"], app.extensions[SESSIONS_KEY], config)
-        start_response(f"{out.status} {HTTP_STATUS_CODES.get(out.status, 'UNKNOWN').upper()}",
-                       security.with_security_headers(out.headers))
+        start_response(_status_line(out.status), _with_security_headers(out.headers))
         if isinstance(out.body, bytes):
             return [out.body]
         return out.body  # the server calls its close() when the client has gone
+
+
+@functools.lru_cache(maxsize=64)
+def _status_line(status: int) -> str:
+    return f"{status} {HTTP_STATUS_CODES.get(status, 'UNKNOWN').upper()}"
+
+
+#: web/security.py's headers for /mcp (framed by nobody), worked out once: they never depend on the request.
+_SECURITY_HEADERS = security.security_headers(None)
+_SECURITY_NAMES = frozenset(name.lower() for name, _ in _SECURITY_HEADERS)
+
+
+def _with_security_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """`security.with_security_headers(headers)`: when no header of the response is a security one (a JSON
+    answer sets only its type, length and perhaps Retry-After), that is the list with them appended."""
+    if any(name.lower() in _SECURITY_NAMES for name, _ in headers):
+        return security.with_security_headers(headers)
+    return headers + _SECURITY_HEADERS
 
 
 def wsgi_entry(app: Flask, fallback: WSGIApp) -> WsgiEntry:
@@ -187,14 +207,15 @@ def _serve(req: HttpIn, services: Services, sessions: Sessions, config: McpConfi
 def _answer(req: HttpIn, body: str, accepts: Accepts, principal: str, sid: str, services: Services,
             sessions: Sessions, config: McpConfig) -> HttpOut:
     try:
-        message = json.loads(body)
+        message = json_loads(body)  # the one decode of the request (mrtr.wire: msgspec, or json where it differs)
     except (ValueError, RecursionError):
         # The core owns the wording (and the depth and size limits) of parse errors.
         return reply(Connection(services.server, principal, channel=False, stateless=True).receive_text(body), accepts)
 
     if _is_modern(req, message):
         _check_headers(req, message, services)
-        exchange = services.server.handle(message, principal=principal, check_text=may_hold_surrogates(body))
+        exchange = services.server.handle(message, principal=principal, check_text=may_hold_surrogates(body),
+                                          check_depth=nesting_bound(body) > MAX_JSON_DEPTH)
         return reply(exchange, accepts)
     if sid:
         try:

@@ -23,7 +23,7 @@ from mrtr import (
     RequestId,
     request_id_of,
 )
-from mrtr_stores.sessions import DirectoryDown
+from mrtr_stores.sessions import MAILBOX_TTL, MAX_RELAYS_PER_PRINCIPAL, DirectoryDown, NotAwaited, RelaysExhausted
 from web.mcp_sessions import Session, Sessions, SessionsFull, cancel
 from web.mcp_wire import (
     RETRY_AFTER,
@@ -52,7 +52,8 @@ RELAY_POLL = 0.1
 def initialize(
     services: Services, sessions: Sessions, principal: str, message: JSONObject, accepts: Accepts
 ) -> HttpOut:
-    conn = services.server.connect(principal, channel=True, request_ids=sessions.request_ids())
+    ids = sessions.request_ids()
+    conn = services.server.connect(principal, channel=True, request_ids=ids)
     exchange = conn.receive(message)
     response = exchange.response
     if not response or "result" not in response:
@@ -66,6 +67,8 @@ def initialize(
                         http_status=503),
             request_id_in(message), {"Retry-After": str(RETRY_AFTER)},
         ) from None
+    if ids is not None:
+        ids.sid = session.sid  # its questions, asked from now on, are recorded as awaited under this id
     try:
         sessions.publish(session)
     except DirectoryDown as exc:  # served here all the same; another process will not find it
@@ -93,7 +96,16 @@ def in_session(services: Services, sessions: Sessions, sid: str, principal: str,
         sessions.end(sid, principal)  # ended elsewhere (DELETE reached another process): gone here too
         local = None
     if elsewhere is not None and isinstance(message, dict) and (local is not None or known):
-        sessions.relay(elsewhere, sid, message)
+        try:
+            sessions.relay(elsewhere, sid, message, principal)
+        except NotAwaited as exc:
+            log.info("legacy answer refused: %s", exc)
+            raise Refusal(HttpRefusal("No question with this id is waiting in this session: answer only the "
+                                      "questions the server asked, once each", http_status=400), None) from None
+        except RelaysExhausted:
+            raise Refusal(HttpRefusal(f"Too many answers relayed for this user ({MAX_RELAYS_PER_PRINCIPAL} per "
+                                      f"{MAILBOX_TTL:.0f} s): try again later", http_status=429), None,
+                          {"Retry-After": str(int(MAILBOX_TTL))}) from None
         return empty(202)
     if local is None and known:
         local = sessions.adopt(sid, principal,

@@ -167,13 +167,14 @@ class Sessions:
         _close_all(ended)
         return session
 
-    def request_ids(self) -> Iterator[str] | None:
+    def request_ids(self, sid: str | None = None) -> QuestionIds | None:
         """The ids a new session's questions get: tagged with this process when another process may receive the
-        answer (a shared directory), else None (the core's own 1, 2, 3...)."""
+        answer (a shared directory), else None (the core's own 1, 2, 3...). Each id is recorded as awaited in the
+        directory once the session's id is known (`sid`, or `QuestionIds.sid` after `open`), so only answers to
+        questions really asked are relayed."""
         if not self.directory.shared:
             return None
-        numbers = self._question_numbers
-        return (f"{self.tag}-{next(numbers)}" for _ in itertools.count())
+        return QuestionIds(self, sid)
 
     def publish(self, session: Session) -> None:
         """Make a new session visible to every process (nothing to do with one process)."""
@@ -188,7 +189,7 @@ class Sessions:
         record = self.directory.get(sid, self.wall())
         if record is None or not secrets.compare_digest(record[0].encode(), principal.encode()):
             return None
-        conn = connect(self.request_ids())
+        conn = connect(self.request_ids(sid))
         try:
             conn.resume(record[1])
         except ValueError:
@@ -216,8 +217,10 @@ class Sessions:
         record = self.directory.get(sid, self.wall()) if self.directory.shared else None
         return record is not None and secrets.compare_digest(record[0].encode(), principal.encode())
 
-    def relay(self, tag: str, sid: str, message: JSONObject) -> None:
-        self.directory.post(tag, sid, message, self.wall())
+    def relay(self, tag: str, sid: str, message: JSONObject, principal: str) -> None:
+        """Relay an answer to the process `tag`. Raises NotAwaited (no such question waits in the session),
+        RelaysExhausted (the principal's cap) or DirectoryDown."""
+        self.directory.post(tag, sid, message, self.wall(), principal)
 
     def deliver(self) -> None:
         """Hand every answer relayed to this process to the session whose call is waiting for it."""
@@ -252,6 +255,28 @@ class Sessions:
             self.directory.delete(sid)  # every other process then finds it gone
             ended = True
         return ended
+
+
+class QuestionIds:
+    """One session's question ids (`<process tag>-<n>`), each recorded as awaited in the shared directory."""
+
+    def __init__(self, sessions: Sessions, sid: str | None) -> None:
+        self.sessions = sessions
+        #: None until the session is opened (its id is made after initialize); questions come after that.
+        self.sid = sid
+
+    def __iter__(self) -> QuestionIds:
+        return self
+
+    def __next__(self) -> str:
+        sessions = self.sessions
+        question = f"{sessions.tag}-{next(sessions._question_numbers)}"
+        if self.sid is not None:
+            try:
+                sessions.directory.expect(self.sid, question, sessions.wall())
+            except DirectoryDown as exc:  # the question is still asked: this process can take its answer itself
+                log.warning("a legacy question could not be recorded as awaited: %s", exc)
+        return question
 
 
 def _close_all(ended: list[tuple[Session, str]]) -> None:

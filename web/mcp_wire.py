@@ -10,7 +10,6 @@ headers, then Content-Type and Content-Length), so the Flask view and the WSGI e
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -25,6 +24,7 @@ from mrtr import (
     Exchange,
     ProtocolError,
     RequestId,
+    json_dumps,
     request_id_of,
 )
 from mrtr_settings.environment import Settings
@@ -104,12 +104,29 @@ class HttpIn:
         return get_host(self.environ)
 
     def header(self, name: str, default: str | None = None) -> str | None:
-        return self.headers.get(name.lower(), default)
+        """`headers.get(name.lower(), default)`, with the environ key of each name worked out once per process."""
+        key = _environ_key(name)
+        value = self.environ.get(key)
+        if value is None or (not value and key in EnvironHeaders._BARE):
+            return default
+        return str(value)
 
     def content_type(self) -> tuple[str, dict[str, str]]:
         """The mimetype (lower case, '' when missing) and its parameters."""
+        return self._content_type
+
+    @functools.cached_property
+    def _content_type(self) -> tuple[str, dict[str, str]]:
         mimetype, params = parse_options_header(self.headers.get("content-type", ""))
         return mimetype.lower(), params
+
+
+@functools.lru_cache(maxsize=256)
+def _environ_key(name: str) -> str:
+    """Where a WSGI environ keeps header `name`: CONTENT_TYPE and CONTENT_LENGTH bare, the rest under HTTP_.
+    The names are /mcp's own and its tools' `Mcp-Param-*`; the cache is bounded all the same."""
+    key = name.upper().replace("-", "_")
+    return key if key in EnvironHeaders._BARE else "HTTP_" + key
 
 
 class EnvironHeaders(Mapping[str, str]):
@@ -200,10 +217,13 @@ def empty(status: int) -> HttpOut:
     return HttpOut(status, [("Content-Type", EMPTY_CONTENT_TYPE), *length])
 
 
+_JSON_TYPE = ("Content-Type", "application/json")
+
+
 def json_response(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> HttpOut:
-    body = json.dumps(payload, separators=(",", ":")).encode()
-    return HttpOut(status, [*(headers or {}).items(), ("Content-Type", "application/json"),
-                            ("Content-Length", str(len(body)))], body)
+    body = json_dumps(payload)  # the one encode of the request (compact UTF-8; mrtr.wire)
+    length = ("Content-Length", str(len(body)))
+    return HttpOut(status, [*headers.items(), _JSON_TYPE, length] if headers else [_JSON_TYPE, length], body)
 
 
 class Frames:
@@ -227,7 +247,7 @@ class Frames:
         message = self._next()
         if message is None:
             return b": keep-alive\n\n"  # an SSE comment: clients ignore it; a gone client fails the write
-        return f"event: message\ndata: {json.dumps(message, separators=(',', ':'))}\n\n".encode()
+        return b"event: message\ndata: " + json_dumps(message) + b"\n\n"
 
     def close(self) -> None:
         close = getattr(self._messages, "close", None)

@@ -331,6 +331,13 @@ class Result:
     def slug(self) -> str:
         return self.move.slug if self.move else "custom"
 
+    @property
+    def got_through(self) -> bool:
+        """A move a sound server refuses came through (a replay with single use off, an edit with the signature
+        check removed): drawn as the danger it is, never as a success."""
+        return (self.move is not None and self.move.expect == Outcome.REFUSED
+                and self.verdict == Outcome.COMPLETED.value)
+
 
 @dataclass
 class RoundOne:

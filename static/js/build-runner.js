@@ -1,5 +1,5 @@
 /* "Run the checks" in the build lesson: the learner's server.py (from build-editor.js) and the checker's moves
-   run on Pyodide in a Web Worker (build-worker.js), which loads on the first press only. Each move and probe
+   run on Pyodide in a Web Worker (build-worker.js), which starts loading as the learner reaches an editor. Each move and probe
    is drawn as it finishes, in the /check report's table with the same verdict words and check badges (cloned
    from <template>s the server renders with the same macro). When the run ends, its --json report goes to the
    same grading endpoint as a pasted report, so the steps marked done, the progress kept and the announcement
@@ -12,6 +12,7 @@
   "use strict";
 
   var LOAD_TIMEOUT_MS = 120000;
+  var PRELOAD = -1;  // the id of the load the page starts before any run
 
   function $(root, selector) { return root.querySelector(selector); }
   function all(root, selector) { return Array.prototype.slice.call(root.querySelectorAll(selector)); }
@@ -220,6 +221,7 @@
     if (this.worker) { this.worker.terminate(); }
     this.worker = null;
     this.loaded = false;
+    this.root.removeAttribute("data-preload");
   };
 
   Runner.prototype.stuck = function (ms) {
@@ -235,6 +237,43 @@
     setStatus(this.root, "Stopped: no answer within " + seconds + " s.");
   };
 
+  /* The worker, started once (again after a time-out ended it); an error string when the browser refuses. */
+  Runner.prototype.ensureWorker = function () {
+    if (this.worker) { return ""; }
+    var self = this;
+    var root = this.root;
+    try {
+      this.worker = new Worker(root.getAttribute("data-worker"));
+    } catch (error) {
+      return error.message;
+    }
+    this.worker.onmessage = function (event) { self.receive(event.data || {}); };
+    this.worker.onerror = function (event) {
+      event.preventDefault();
+      var wasRunning = self.running;
+      self.stop();
+      self.busy(false);
+      root.removeAttribute("data-preload");
+      if (!wasRunning) { return; }  // a preload that failed: the next press starts afresh and says why
+      showError(root, "The in-page checker stopped: " + (event.message || "an error in the worker") +
+                      ". Run the checks again to start it afresh.");
+      setStatus(root, "The run failed.");
+    };
+    return "";
+  };
+
+  /* Start downloading and starting Python as the learner reaches an editor, not when they press Run; the
+     files are cached by the browser (immutable, versioned or hashed addresses), so a later visit starts from
+     its cache. Not on a connection that asks to save data: there the press starts it. */
+  Runner.prototype.preload = function () {
+    var root = this.root;
+    if (this.worker || this.running || root.getAttribute("data-installed") !== "true") { return; }
+    if (navigator.connection && navigator.connection.saveData) { return; }
+    if (this.ensureWorker()) { return; }
+    root.setAttribute("data-preload", "loading");
+    this.worker.postMessage({ type: "load", id: PRELOAD, urls: this.urls() });
+  };
+
   Runner.prototype.start = function () {
     if (this.running) { return; }
     var root = this.root;
@@ -243,42 +282,39 @@
                       "Use the checker command above, and paste its report below.");
       return;
     }
-    var self = this;
     this.timeout = Math.max(1, Number(root.getAttribute("data-timeout")) || 10) * 1000;
     this.pressed = window.performance.now();
     reset(root);
     this.busy(true);
     this.runId += 1;
-    if (!this.worker) {
-      try {
-        this.worker = new Worker(root.getAttribute("data-worker"));
-      } catch (error) {
-        this.busy(false);
-        showError(root, "This browser could not start the in-page checker (" + error.message + ").");
-        return;
-      }
-      this.worker.onmessage = function (event) { self.receive(event.data || {}); };
-      this.worker.onerror = function (event) {
-        event.preventDefault();
-        self.stop();
-        self.busy(false);
-        showError(root, "The in-page checker stopped: " + (event.message || "an error in the worker") +
-                        ". Run the checks again to start it afresh.");
-        setStatus(root, "The run failed.");
-      };
+    var refused = this.ensureWorker();
+    if (refused) {
+      this.busy(false);
+      showError(root, "This browser could not start the in-page checker (" + refused + ").");
+      return;
     }
     this.phase = this.loaded ? "running" : "loading";
-    setStatus(root, this.loaded ? "Running the checks…" : "Starting Python in this page (the first run takes a while)…");
+    setStatus(root, this.loaded ? "Running the checks…"
+      : root.getAttribute("data-preload") === "loading" ? "Python is still starting in this page (it began when you reached the editors)…"
+      : "Starting Python in this page (the first run takes a while)…");
     this.watch(this.loaded ? this.timeout : LOAD_TIMEOUT_MS);
     this.worker.postMessage({ type: "run", id: this.runId, source: window.mrtrBuildEditor.source(root), urls: this.urls() });
   };
 
   Runner.prototype.receive = function (message) {
+    if (message.id === PRELOAD) {
+      if (message.type === "ready") {
+        this.loaded = true;
+        this.root.setAttribute("data-preload", "ready");
+      }
+      return;
+    }
     if (message.id !== this.runId) { return; }
     var root = this.root;
     if (message.type === "phase") { setStatus(root, String(message.text)); return; }
     if (message.type === "ready") {
       this.loaded = true;
+      this.root.setAttribute("data-preload", "ready");
       this.phase = "running";
       setStatus(root, "Running the checks…");
       this.watch(this.timeout);
@@ -357,6 +393,19 @@
     placeBar(root);
   }
 
+  /* The learner has reached an editor (on screen, or focused): the moment to start loading Python. */
+  function watchForEditors(root, runner) {
+    var go = function () { runner.preload(); };
+    root.addEventListener("focusin", function (event) {
+      if (event.target.matches && event.target.matches("textarea[data-editor]")) { go(); }
+    });
+    if (typeof IntersectionObserver === "undefined") { return; }
+    var seen = new IntersectionObserver(function (entries) {
+      if (entries.some(function (e) { return e.isIntersecting; })) { seen.disconnect(); go(); }
+    });
+    all(root, "[data-editor-box]").forEach(function (box) { seen.observe(box); });
+  }
+
   function init(scope) {
     var roots = (scope && scope.matches && scope.matches("[data-build-runner]")) ? [scope]
       : (scope || document).querySelectorAll("[data-build-runner]");
@@ -372,6 +421,7 @@
         if (area) { runner.step = area.getAttribute("data-editor"); }
       });
       watchBar(root);
+      watchForEditors(root, runner);
     });
   }
 

@@ -6,8 +6,10 @@
    runtime, the itsdangerous wheel and the checker's own Python code (a zip of this repository's modules).
    The learner's code is never sent anywhere: it arrives in a message and stays in this worker.
 
-   Messages in:  {type: "run", id, source, urls: {pyodide, wheel, bundle, catalogue}}
-   Messages out: {type: "phase", id, text} while loading; {type: "ready", id, ms};
+   Messages in:  {type: "load", id, urls} (the page preloads as the learner reaches an editor), and
+                 {type: "run", id, source, urls: {pyodide, wheel, bundle, catalogue}} (a run joins a load under way)
+   Messages out: {type: "phase", id, text} while loading; {type: "ready", id, ms} (to the load's id, and to a run
+                 that had to wait for it);
                  {type: "move" | "probe" | "log", id, data} as the run goes; then
                  {type: "done", id, data: {report, summary, error}, ms} or {type: "failed", id, text}. */
 "use strict";
@@ -70,12 +72,23 @@ function lastLine(error) {
   return text[text.length - 1] || "unknown error";
 }
 
+/* Pyodide and the checker, loaded once: a run or a preload that finds the load under way waits for it. */
+function loaded(id, urls) {
+  if (!state.loading) {
+    state.loading = load(id, urls || {});
+    state.loading.catch(function () { state.loading = null; });  // the next run or preload tries again
+  }
+  return state.loading;
+}
+
 async function run(message) {
   var id = message.id;
   try {
     if (!state.runner) {
-      state.loading = state.loading || load(id, message.urls || {});
-      await state.loading;
+      var waited = Date.now();
+      var mine = !state.loading;
+      await loaded(id, message.urls);
+      if (!mine) { say({ type: "ready", id: id, ms: Date.now() - waited }); }  // joined a preload
     }
   } catch (error) {
     state.loading = null;
@@ -98,4 +111,7 @@ async function run(message) {
 self.onmessage = function (event) {
   var message = event.data || {};
   if (message.type === "run" && typeof message.source === "string") { run(message); }
+  if (message.type === "load" && !state.runner) {
+    loaded(message.id, message.urls).catch(function () { /* said nothing: a run says why, and tries again */ });
+  }
 };

@@ -1,4 +1,4 @@
-/* The embeddable quiz's side of the postMessage protocol (version 1; README: "Embedding the quiz").
+/* The embeddable quiz's side of the postMessage protocol (version 1; docs/teaching/embedding.md).
  *
  * Messages go to window.parent, and ONLY to the origin the server validated against
  * MRTR_EMBED_ORIGINS (data-parent-origin), or, without ?origin=, to the framing page's own origin when the

@@ -8,6 +8,7 @@ here. Each test keeps one page, so Pyodide loads once per test (cold) and the la
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
@@ -206,3 +207,30 @@ def test_a_run_says_what_it_means_for_the_learners_step_and_moves_them_on(page: 
     replace_code(page, "expiry", BUILD.step("expiry").stub + "\n")
     run(page)
     expect(status).to_contain_text("Step 3 not done: FAIL on late")
+
+
+def test_python_starts_loading_when_the_learner_reaches_an_editor_from_addresses_cached_for_good(
+        page: Page, offsite: list[str]) -> None:
+    events: list[str] = []
+    headers: dict[str, str] = {}
+
+    def seen(response) -> None:  # noqa: ANN001 - playwright's Response
+        path = urlsplit(response.url).path
+        if path.startswith("/build-runner/"):
+            events.append(path)
+            headers[path] = response.headers.get("cache-control", "")
+
+    page.on("response", seen)
+    page.goto(LESSON)  # the top of the lesson: no editor on screen yet
+    expect(page.locator("[data-action='run-checks']")).to_be_attached()
+    runner = page.locator("[data-build-runner]")
+    expect(runner).not_to_have_attribute("data-preload", re.compile("."))
+    page.locator("#step-signature [data-editor]").scroll_into_view_if_needed()
+    expect(runner).to_have_attribute("data-preload", "ready", timeout=COLD)  # nobody pressed anything
+    assert any(p.endswith("pyodide.asm.wasm") for p in events) and any("/checker-" in p for p in events)
+    for path, value in headers.items():  # versioned or hashed addresses, cached for a year
+        assert "immutable" in value and "max-age=31536000" in value, (path, value)
+    run(page)  # already loaded: the press runs the checks at once, and the time is counted from it
+    expect(page.locator("[data-run-status]")).to_contain_text("s from the press")
+    assert_verdicts(page, BUILD.starter)
+    assert offsite == []

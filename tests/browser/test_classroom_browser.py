@@ -241,7 +241,7 @@ ON_SCREEN = ["[data-join-code]", "#tally-panel .q-prompt", "[data-tally]", "[dat
              '[data-action="single-use-off"]', "[data-heatmap]", "[data-first-replay]", "#manage > summary",
              "a[download]", '[data-action="end-class"]']
 #: The smallest type on the class screen, in CSS px.
-SCREEN_MIN_PX = 14
+SCREEN_MIN_PX = 16
 
 FIT_JS = """([selectors, minPx]) => {
   const off = selectors.filter(s => { const e = document.querySelector(s); const r = e && e.getBoundingClientRect();
@@ -265,7 +265,7 @@ def test_the_presenters_screen_fits_every_projector_in_the_worst_case(
         browser: Browser, class_server: LiveServer, contexts: list[BrowserContext], axe: Axe) -> None:
     """Every question revealed with its explanation while the round is open and every move is in the heatmap:
     at each projector size the class screen scrolls neither way, everything in ON_SCREEN is inside the window
-    and no text is under 14 px."""
+    and no text is under 16 px."""
     presenter = open_context(browser, class_server, contexts, viewport={"width": 1024, "height": 768})
     code = start_class(presenter)
     phones = [open_context(browser, class_server, contexts, viewport=PHONE) for _ in range(2)]

@@ -75,7 +75,10 @@ def _start(tmp: Path, extra_env: dict[str, str] | None = None) -> Cluster:
     while not (answers(port) and all(answers(p) for p in replica_ports)):
         if process.poll() is not None or time.monotonic() > deadline:
             stop(cluster)
-            raise AssertionError(f"the cluster did not start:\n{log.read_text(errors='replace')[-3000:]}")
+            text = log.read_text(errors="replace")
+            # A port taken meanwhile shows at the top of a long panic: say so where start_cluster looks.
+            taken = " (a port was in use)" if "in use" in text else ""
+            raise AssertionError(f"the cluster did not start{taken}:\n{text[-3000:]}")
         time.sleep(0.1)
     return cluster
 

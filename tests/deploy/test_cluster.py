@@ -31,6 +31,7 @@ LEGACY_CALLS = 20
 #: Per-client limits key on the client's address, so each test that spends an allowance speaks from its own
 #: loopback address (all of 127.0.0.0/8 is this machine).
 SLOW_CLIENT, BOT_CLIENT, SLOW_MCP_CLIENT, CLASS_CLIENT = "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"
+HALF_HEAD_CLIENT = "127.0.0.6"
 #: deploy/nginx.conf's burst on the /join door, read from the file itself.
 JOIN_BURST = int(re.search(r"location = /join \{\s*limit_req zone=strict burst=(\d+)",  # type: ignore[union-attr]
                            (ROOT / "deploy" / "nginx.conf").read_text()).group(1))
@@ -180,6 +181,19 @@ def test_cookies_are_secure_only_when_the_trusted_proxy_says_https(cluster: Clus
     assert "Secure" not in host_cookie(cluster.port, {})
     assert "Secure" in host_cookie(cluster.replica_ports[0], {"X-Forwarded-Proto": "https",
                                                                 "X-Forwarded-For": "198.51.100.7"})
+
+
+#: Half-sent request heads held open at once: more than the 4,096 connections nginx had room for when 4,300
+#: churning heads made real visitors' connections fail, within this process's file limit.
+HALF_HEADS = min(5000, resource.getrlimit(resource.RLIMIT_NOFILE)[0] - 200)
+
+
+def test_thousands_of_half_sent_request_heads_leave_room_for_visitors(cluster: Cluster) -> None:
+    """No per-address limit applies before a request head is complete: nginx must simply have room for them."""
+    assert HALF_HEADS > 4096, "this process may not open enough files for the test to mean anything"
+    with held_open(cluster, HALF_HEADS, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Half: ", HALF_HEAD_CLIENT):
+        for _ in range(5):
+            answers_at_once(cluster)
 
 
 def test_idle_connections_cost_nginx_not_the_replicas(cluster: Cluster) -> None:

@@ -1,5 +1,5 @@
-"""scripts/production.sh as the README runs it (two workers): the official Python SDK client in the 2025-11-25
-era completes 20 calls in a row, whichever worker each of its requests reaches."""
+"""scripts/production.sh as docs/deploy/single-machine.md runs it (two workers): the official Python SDK
+client in the 2025-11-25 era completes 20 calls in a row, whichever worker each of its requests reaches."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ import datetime
 import http.client
 import ipaddress
 import json
+import os
 import re
 import shutil
 import ssl
@@ -35,7 +36,7 @@ from loopback.loadgen import deploy_request, flow_headers
 from web.classroom import GUESS_LIMIT, START_LIMIT
 from web.deployment import REPLICA_HEADER
 
-from .conftest import Cluster, answers, free_port, running_cluster
+from .conftest import ROOT, Cluster, answers, free_port, running_cluster
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 BOB = "bob-secret-cluster"
@@ -104,7 +105,9 @@ http {{
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
     tmp = tmp_path_factory.mktemp("tls-chain")
-    with running_cluster(tmp, {"MRTR_TRUSTED_PROXIES": "127.0.0.1", "MRTR_MAX_BODY": str(MAX_BODY)}) as cluster:
+    # Live views end after 2 s (not 30): a flood of them must not keep the test waiting.
+    with running_cluster(tmp, {"MRTR_TRUSTED_PROXIES": "127.0.0.1", "MRTR_MAX_BODY": str(MAX_BODY),
+                               "MRTR_CLASS_STREAM_SECONDS": "2"}) as cluster:
         prefix = tmp / "terminator"
         prefix.mkdir()
         prefix.chmod(0o711)  # started as root, nginx's workers must reach the temp folders it makes here
@@ -258,3 +261,12 @@ def test_one_byte_over_the_limit_gets_a_clean_413_from_nginx(chain: Chain) -> No
                      headers=flow_headers(BOB))
     assert at_limit.status != 413 and at_limit.headers.get(REPLICA_HEADER)
 
+
+
+
+@pytest.mark.parametrize("value", ["1", "proxy.example", "10.0.0.300", "10.0.0.5,not-an-address"])
+def test_cluster_sh_refuses_a_proxy_list_it_cannot_read_before_starting_anything(value: str) -> None:
+    """A typo must not trust nobody (every limit site-wide again) or everybody (forged addresses believed)."""
+    run = subprocess.run(["bash", str(ROOT / "scripts" / "cluster.sh")], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60, env={**os.environ, "MRTR_TRUSTED_PROXIES": value, "PORT": str(free_port())})
+    assert run.returncode == 2 and "MRTR_TRUSTED_PROXIES lists the proxies" in run.stderr, run.stderr[-500:]

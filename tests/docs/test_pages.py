@@ -144,3 +144,33 @@ def test_the_readme_links_into_the_site_and_every_link_lands() -> None:
     for section in ("getting-started.md", "lessons.md", "checker/index.md", "deploy/index.md", "architecture.md",
                     "how-to/index.md", "api/index.md"):
         assert section in linked, f"the README does not lead to docs/{section}"
+
+
+def test_the_limits_are_the_numbers_the_code_holds() -> None:
+    """A row of the limits table whose place is "`module.py` `CONSTANT`" states that constant's value (minutes as
+    seconds where the code counts seconds)."""
+    checked = []
+    for row in text(DOCS / "deploy" / "limits.md").splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split(" | ")]
+        if len(cells) != 4 or not (number := re.match(r"([\d,]+(?:\.\d+)?)(?: (minutes))?", cells[1])):
+            continue
+        placed = re.findall(r"`([\w/]+)\.py` `([A-Z][A-Z0-9_]*)`", cells[3])
+        if not placed:
+            continue
+        module, name = placed[0]
+        value = getattr(importlib.import_module(module.replace("/", ".")), name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        stated = float(number[1].replace(",", "")) * (60 if number[2] else 1)
+        assert value == stated, f"limits.md says {cells[0]} is {cells[1]!r}; {module}.py {name} = {value}"
+        checked.append(name)
+    assert len(checked) >= 10, checked
+
+
+def test_the_code_map_names_every_module() -> None:
+    """Module names are unique across the packages (the house rule), so the code map may name each by its file."""
+    named = {Path(p).name for p in re.findall(r"`([\w/]+\.py)`", text(DOCS / "architecture.md"))}
+    modules = [p.relative_to(ROOT) for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))
+               if p.name != "__init__.py"]
+    missing = [str(m) for m in modules if m.name not in named]
+    assert not missing, f"docs/architecture.md's code map does not name {missing}"

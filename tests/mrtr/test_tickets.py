@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from itsdangerous import Signer
 
 from mrtr import (
     MAX_TICKET_LENGTH,
@@ -17,6 +19,8 @@ from mrtr import (
     TicketRejected,
     Trace,
     b64decode_strict,
+    b64encode,
+    canonical_json,
     check_binding,
     has_lone_surrogate,
     read_payload,
@@ -61,6 +65,45 @@ def test_a_signed_ticket_is_readable_by_anyone():
     prefix, payload, _sig = token.split(".")
     assert prefix == "t1"
     assert json.loads(base64.urlsafe_b64decode(payload + "==="))["work"] == {"env": "staging"}
+
+
+def itsdangerous_signer(*keys: str) -> Signer:
+    """The signer the codec's format is itsdangerous's, configured as the codec describes it (its last key signs)."""
+    return Signer(list(reversed(keys)), salt=b"mrtr.requestState.v1", digest_method=hashlib.sha256,
+                  key_derivation="hmac")
+
+
+def test_a_signed_ticket_is_exactly_what_itsdangerous_signs_and_reads():
+    """The codec computes the HMAC itself (one per ticket), in itsdangerous' format: each reads the other's."""
+    codec = TicketCodec(KeyRing([NEW, OLD]))
+    token = mint(codec)
+    signer = itsdangerous_signer(NEW, OLD)
+    signed, _, _ = token.rpartition(".")
+    assert signer.unsign(token.encode()) == signed.encode()
+    assert signer.sign(signed.encode()).decode() == token
+    by_itsdangerous = signer.sign(f"t1.{b64encode(canonical_json(open_(codec, token)))}".encode()).decode()
+    assert open_(codec, by_itsdangerous) == open_(codec, token)
+    older = itsdangerous_signer(OLD).sign(signed.encode()).decode()  # a ticket from before a rotation
+    assert open_(codec, older)["sub"] == "bob"
+
+
+@pytest.mark.parametrize("spelling", ["padded", "unused-bits", "standard-alphabet"])
+def test_a_right_mac_spelled_another_way_is_refused(spelling):
+    """The MAC is compared as text, so only its one canonical spelling passes, and the trace says why."""
+    codec = TicketCodec(KeyRing([NEW]), jti=lambda: "fixed-id-for-a-fixed-mac")
+    signed, _, sig = mint(codec).rpartition(".")
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    other = {"padded": sig + "=",
+             "unused-bits": sig[:-1] + alphabet[alphabet.index(sig[-1]) ^ 1],  # 43 characters: 2 bits unused
+             "standard-alphabet": sig.replace("-", "+").replace("_", "/") + "="}[spelling]
+    assert "-" in sig or "_" in sig  # so the standard alphabet spells it differently (the fixed jti sees to it)
+    lenient = base64.b64decode(other.replace("-", "+").replace("_", "/") + "==")
+    assert lenient == b64decode_strict(sig) and other != sig  # the right MAC, spelled another way
+    trace = Trace()
+    with pytest.raises(TicketRejected) as exc:
+        codec.open(f"{signed}.{other}", trace)
+    assert exc.value.check == "signature"
+    assert trace.checks[0].outcome == "fail"
 
 
 def test_a_sealed_ticket_hides_its_payload():

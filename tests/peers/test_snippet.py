@@ -64,3 +64,19 @@ def test_the_sdk_section_says_who_runs_each_check() -> None:
     assert "bind: (ctx)" in code and "redeemed.has(" in code and "pending.env !== env" in code
     for helper in ("inputResponse(", "acceptedContent(", "inputRequired(", ".mint("):
         assert helper in code and helper.rstrip("(").lstrip(".") in prose, helper
+
+
+def test_the_snippet_follows_the_answer_rule_for_a_malformed_answer(sdk_ts_lesson_http) -> None:
+    """confirm: "yes" gets an error of its own (an isError result: McpServer's way), and spends nothing."""
+    hand = Hand(sdk_ts_lesson_http)
+    try:
+        ticket = hand.send("bob", call(1, ARGS))["result"]["requestState"]
+        bad = hand.send("bob", call(2, ARGS, state=ticket,
+                                    answers={"confirm": {"action": "accept", "content": {"confirm": "yes"}}}))
+        good = hand.send("bob", call(3, ARGS, state=ticket,
+                                     answers={"confirm": {"action": "accept", "content": {"confirm": True}}}))
+    finally:
+        hand.close()
+    assert bad["result"]["isError"] is True
+    assert bad["result"]["content"][0]["text"].startswith("Invalid inputResponses")
+    assert good["result"]["content"][0]["text"] == "deployed to staging"

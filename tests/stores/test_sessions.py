@@ -1,7 +1,8 @@
 """The 2025-11-25 session directories keep one contract (`mrtr_stores.sessions.SessionDirectory`), in SQLite (the
 processes of one machine) and in Redis (replicas on several hosts): a session put by one process is found by
 another until it is deleted, each read renews it, an answer posted to a process's mailbox is taken once, in
-order, by that process only, an answer too large is refused, and a backend that is away is `DirectoryDown`."""
+order, by that process only, an answer too large is refused, and a backend that is away is `DirectoryDown`. The
+mailbox takes only answers to questions a session awaits, each once, and a capped number per principal."""
 
 from __future__ import annotations
 
@@ -11,12 +12,28 @@ from typing import Any
 
 import pytest
 
-from mrtr_stores.sessions import MAX_MESSAGE, DirectoryDown, LocalDirectory, process_tag, tag_of
+from mrtr_stores.sessions import (
+    MAX_AWAITED,
+    MAX_MESSAGE,
+    MAX_RELAYS_PER_PRINCIPAL,
+    DirectoryDown,
+    LocalDirectory,
+    NotAwaited,
+    RelaysExhausted,
+    process_tag,
+    tag_of,
+)
 from mrtr_stores.sessions_redis import RedisDirectory
 from mrtr_stores.sessions_sqlite import SqliteDirectory
 from tests.stores.conftest import BACKENDS, away_redis, on_new_thread, spoil
 
 STATE = {"version": "2025-11-25", "capabilities": {}}
+#: A process tag as process_tag() makes them; its questions are `<tag>-<n>`.
+TAG = "replica-1.100.abcdef"
+
+
+def q(n: int) -> str:
+    return f"{TAG}-{n}"
 
 
 @pytest.fixture(params=BACKENDS)
@@ -47,14 +64,16 @@ def test_a_session_put_by_one_process_is_found_by_another_until_deleted(director
 
 def test_the_mailbox_hands_each_answer_once_in_order_to_its_process_only(directory: Any, other: Any) -> None:
     for n in range(50):
-        directory.post("tag-a", "s1", {"id": n}, now=0)
-    other.post("tag-b", "s2", {"id": "other"}, now=0)
-    taken: list[int] = []
+        directory.expect("s1", q(n), now=0)
+        directory.post("tag-a", "s1", {"id": q(n)}, now=0)
+    other.expect("s2", q(99), now=0)
+    other.post("tag-b", "s2", {"id": q(99)}, now=0)
+    taken: list[str] = []
     lock = threading.Lock()
 
     def take() -> None:
         got = [m["id"] for _sid, m in other.take("tag-a", now=1)]
-        assert got == sorted(got)  # in the order they were posted
+        assert got == sorted(got, key=lambda i: int(i.rpartition("-")[2]))  # in the order they were posted
         with lock:
             taken.extend(got)
 
@@ -63,8 +82,8 @@ def test_the_mailbox_hands_each_answer_once_in_order_to_its_process_only(directo
         thread.start()
     for thread in threads:
         thread.join(timeout=30)
-    assert sorted(taken) == list(range(50))  # none twice, none lost
-    assert directory.take("tag-b", now=1) == [("s2", {"id": "other"})]
+    assert sorted(taken) == sorted(q(n) for n in range(50))  # none twice, none lost
+    assert directory.take("tag-b", now=1) == [("s2", {"id": q(99)})]
     assert directory.take("tag-b", now=1) == []
 
 
@@ -72,6 +91,38 @@ def test_an_answer_too_large_to_relay_is_refused(directory: Any) -> None:
     with pytest.raises(DirectoryDown, match="too large"):
         directory.post("tag-a", "s1", {"text": "x" * MAX_MESSAGE}, now=0)
     assert directory.take("tag-a", now=1) == []
+
+
+def test_the_mailbox_takes_only_answers_to_awaited_questions_each_once(directory: Any, other: Any) -> None:
+    """Made-up ids, ids of another session, an id answered already: refused, nothing stored."""
+    directory.expect("s1", q(1), now=0)
+    for sid, message in (("s1", {"id": q(2)}), ("s2", {"id": q(1)}), ("s1", {"id": 7}), ("s1", {"id": "x-1"})):
+        with pytest.raises(NotAwaited):
+            other.post("tag-a", sid, message, now=1)
+    other.post("tag-a", "s1", {"id": q(1), "result": {}}, now=1)
+    with pytest.raises(NotAwaited):
+        other.post("tag-a", "s1", {"id": q(1), "result": {}}, now=2)
+    assert directory.take("tag-a", now=3) == [("s1", {"id": q(1), "result": {}})]
+
+
+def test_a_session_awaits_at_most_its_newest_questions(directory: Any) -> None:
+    for n in range(MAX_AWAITED + 5):
+        directory.expect("s1", q(n), now=n)
+    with pytest.raises(NotAwaited):
+        directory.post("tag-a", "s1", {"id": q(0)}, now=100)
+    directory.post("tag-a", "s1", {"id": q(MAX_AWAITED + 4)}, now=100)
+
+
+def test_a_principal_has_a_capped_number_of_answers_relayed_per_window(directory: Any) -> None:
+    for n in range(MAX_RELAYS_PER_PRINCIPAL + 1):
+        directory.expect(f"s{n // MAX_AWAITED}", q(n), now=0)
+    for n in range(MAX_RELAYS_PER_PRINCIPAL):
+        directory.post("tag-a", f"s{n // MAX_AWAITED}", {"id": q(n)}, now=0, principal="mallory")
+    last = MAX_RELAYS_PER_PRINCIPAL
+    with pytest.raises(RelaysExhausted):
+        directory.post("tag-a", f"s{last // MAX_AWAITED}", {"id": q(last)}, now=0, principal="mallory")
+    directory.expect("other-session", q(1000), now=0)
+    directory.post("tag-a", "other-session", {"id": q(1000)}, now=0, principal="bob")  # bob is not mallory
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -84,7 +135,8 @@ def test_a_directory_that_is_away_says_so(backend: str, tmp_path: Path) -> None:
     else:
         directory = RedisDirectory(away_redis())
         for attempt in (lambda: directory.put("s1", "bob", STATE, now=0), lambda: directory.get("s1", now=0),
-                        lambda: directory.post("t", "s1", {}, now=0), lambda: directory.take("t", now=0)):
+                        lambda: directory.post("t", "s1", {"id": q(1)}, now=0), lambda: directory.take("t", now=0),
+                        lambda: directory.expect("s1", q(1), now=0)):
             with pytest.raises(DirectoryDown, match="Redis"):
                 attempt()
 
@@ -110,7 +162,8 @@ def test_sqlite_keeps_sessions_until_their_expiry_on_the_callers_clock_and_renew
 
 def test_sqlite_drops_answers_nobody_takes_after_a_while(tmp_path: Path) -> None:
     directory = SqliteDirectory(tmp_path / "d.sqlite3")
-    directory.post("gone-process", "s1", {"id": 1}, now=0)
+    directory.expect("s1", q(1), now=0)
+    directory.post("gone-process", "s1", {"id": q(1)}, now=0)
     directory.take("someone-else", now=10_000)  # any take sweeps what expired
     assert directory.take("gone-process", now=10_001) == []
 
@@ -119,7 +172,8 @@ def test_sqlite_drops_answers_nobody_takes_after_a_while(tmp_path: Path) -> None
 def test_redis_gives_each_session_and_mailbox_its_own_time_to_live(redis_client: Any) -> None:
     directory = RedisDirectory(redis_client, ttl=100)
     directory.put("s1", "bob", STATE, now=0)
-    directory.post("tag-a", "s1", {"id": 1}, now=0)
+    directory.expect("s1", q(1), now=0)
+    directory.post("tag-a", "s1", {"id": q(1)}, now=0)
     assert 99_000 < redis_client.pttl("mrtr:legacy:s:s1") <= 100_000
     assert 0 < redis_client.pttl("mrtr:legacy:m:tag-a") <= 600_000
 

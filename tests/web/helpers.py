@@ -70,9 +70,10 @@ def soup(html: bytes | str) -> BeautifulSoup:
     return BeautifulSoup(html, "html.parser")
 
 
-def assert_csp_clean(html: bytes | str) -> None:
-    """No inline script, no style attribute or element, no on* handler: what our CSP would block."""
-    tree = soup(html)
+def assert_csp_clean(html: bytes | str | BeautifulSoup) -> None:
+    """No inline script, no style attribute or element, no on* handler: what our CSP would block. (A page already
+    parsed may be passed as it is: parsing a large page costs more than rendering it.)"""
+    tree = html if isinstance(html, BeautifulSoup) else soup(html)
     for script in tree.find_all("script"):
         assert script.get("src"), f"inline script: {script}"
     assert not tree.find_all("style"), "a <style> element"
@@ -84,8 +85,8 @@ def assert_csp_clean(html: bytes | str) -> None:
             assert not any(a.startswith(attr) for a in tag.attrs), f"{attr} on {tag.name}"
 
 
-def assert_unique_ids(html: bytes | str, *, ignore: frozenset[str] = frozenset()) -> None:
-    ids = [tag["id"] for tag in soup(html).find_all(id=True)]
+def assert_unique_ids(html: bytes | str | BeautifulSoup, *, ignore: frozenset[str] = frozenset()) -> None:
+    ids = [tag["id"] for tag in (html if isinstance(html, BeautifulSoup) else soup(html)).find_all(id=True)]
     dupes = sorted({i for i in ids if ids.count(i) > 1} - ignore)
     assert not dupes, f"duplicate ids: {dupes}"
 

@@ -42,7 +42,7 @@ def test_the_link_is_folded_away_never_on_the_class_screen_and_comes_back(app: F
     screen = host.get(f"/class/{code}/host").get_data(as_text=True)
     assert "/control/" not in screen and link.rsplit("/", 1)[-1] not in screen
     # Nobody else gets it: the page needs this class's host cookie.
-    assert app.test_client().get(f"/class/{code}/presenter").status_code == 403
+    assert app.test_client().get(f"/class/{code}/presenter").status_code == 404  # as a code that opens nothing
 
 
 def test_demo_names_this_browsers_open_classes_and_a_forged_list_opens_nothing(app: Flask) -> None:
@@ -52,7 +52,7 @@ def test_demo_names_this_browsers_open_classes_and_a_forged_list_opens_nothing(a
     assert f'data-presenting="{code}"' in demo and f"/class/{code}/presenter" in demo
     stranger = app.test_client()
     stranger.set_cookie(COOKIE, host.get_cookie(COOKIE).value)  # type: ignore[union-attr]
-    assert stranger.get(f"/class/{code}/presenter").status_code == 403  # the list holds no key
+    assert stranger.get(f"/class/{code}/presenter").status_code == 404  # the list holds no key
     forged = app.test_client()
     forged.set_cookie(COOKIE, '[["' + code + '", 1]]')
     assert "data-presenting" not in forged.get("/demo").get_data(as_text=True)

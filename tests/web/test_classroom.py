@@ -96,12 +96,12 @@ def test_control_link_is_shown_once_and_stored_hashed(app: Flask, host: FlaskCli
     assert secret not in dump and classes.digest(secret) in dump
     # The link works from another device, and leaves the address bar at once.
     other = app.test_client()
-    assert other.get(f"/class/{code}/host").status_code == 403
+    assert other.get(f"/class/{code}/host").status_code == 404  # as if there were no such class
     claimed = other.get(link.replace("http://localhost", ""))
     assert claimed.status_code == 303 and claimed.headers["Location"] == f"/class/{code}/host"
     assert "HttpOnly" in claimed.headers["Set-Cookie"] and "SameSite=Strict" in claimed.headers["Set-Cookie"]
     assert other.get(f"/class/{code}/host").status_code == 200
-    assert app.test_client().get(f"/class/{code}/control/not-the-secret").status_code == 403
+    assert app.test_client().get(f"/class/{code}/control/not-the-secret").status_code == 404
 
 
 def test_the_presenter_screen_has_a_qr_code_and_short_url(host: FlaskClient, code: str) -> None:
@@ -126,7 +126,7 @@ def test_instructor_token_guards_the_start_and_never_shows(make_app: MakeApp, ap
     code = re.search(r'data-join-code="(\w+)"', response.get_data(as_text=True)).group(1)  # type: ignore[union-attr]
     page = host.get(f"/class/{code}/host")
     assert page.status_code == 200 and token not in page.get_data(as_text=True)
-    assert app.test_client().get(f"/class/{code}/host").status_code == 403
+    assert app.test_client().get(f"/class/{code}/host").status_code == 404
 
 
 # -- joining ------------------------------------------------------------------------------------------
@@ -170,8 +170,8 @@ def test_nicknames_are_escaped_everywhere(app: Flask, host: FlaskClient, code: s
 def test_learner_page_needs_the_learner(app: Flask, code: str) -> None:
     response = app.test_client().get(f"/class/{code}/me")
     assert response.status_code == 303 and response.headers["Location"] == f"/join?code={code}"
-    assert app.test_client().post(f"/class/{code}/answer", data={"option": "a"}).status_code == 403
-    assert app.test_client().get("/class/NOPE42/me").status_code == 404
+    assert app.test_client().post(f"/class/{code}/answer", data={"option": "a"}).status_code == 404
+    assert app.test_client().get("/class/NOPE42/me").headers["Location"] == "/join?code=NOPE42"  # alike
 
 
 # -- the quiz -----------------------------------------------------------------------------------------
@@ -247,7 +247,7 @@ def test_host_events_stream_the_tally(app: Flask, host: FlaskClient, code: str) 
     host.post(f"/class/{code}/host/reveal")
     body = host.get(f"/class/{code}/host/events").get_data(as_text=True)
     assert 'data: <li data-option="c" data-count="1"' in body.replace("data:   ", "data: ")
-    assert app.test_client().get(f"/class/{code}/host/events").status_code == 403
+    assert app.test_client().get(f"/class/{code}/host/events").status_code == 404
 
 
 def test_a_presenters_view_holds_a_thread_only_while_the_process_may_spare_one(make_app: MakeApp,
@@ -372,7 +372,7 @@ def test_curl_can_join_and_play_with_a_bearer_token(app: Flask, host: FlaskClien
                          headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 200 and response.get_json()["stopped_at"] == "principal"
     assert bare.post(f"/class/{code}/play", data={"move": STOLEN.slug},
-                     headers={"Authorization": "Bearer wrong"}).status_code == 403
+                     headers={"Authorization": "Bearer wrong"}).status_code == 404
 
 
 # -- export, lifetime, secrets ------------------------------------------------------------------------
@@ -398,7 +398,7 @@ def test_a_class_is_deleted_after_its_lifetime(app: Flask, host: FlaskClient, co
     assert host.get(f"/class/{code}/host").status_code == 200
     clock.advance(2)
     assert host.get(f"/class/{code}/host").status_code == 404
-    assert ann.get(f"/class/{code}/me").status_code == 404
+    assert ann.get(f"/class/{code}/me").headers["Location"] == f"/join?code={code}"  # gone: as any code
     with sqlite3.connect(db_path) as db:
         for table in ("classes", "learners", "answers", "attempts"):
             assert db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] == 0, table  # noqa: S608

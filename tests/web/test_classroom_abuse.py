@@ -14,12 +14,15 @@ from flask.testing import FlaskClient
 
 from mrtr import FakeClock
 from web.classroom import (
+    ALL_START_LIMIT,
     GUESS_LIMIT,
     GUESS_WINDOW,
     JOIN_CLASS_LIMIT,
     JOIN_CLIENT_LIMIT,
     START_LIMIT,
     START_WINDOW,
+    STREAM_BACKOFF,
+    STREAM_CLASS_LIMIT,
 )
 
 
@@ -74,6 +77,49 @@ def test_a_code_that_opens_no_class_answers_alike_whether_or_not_it_exists(app: 
     assert a.get_data(as_text=True).replace(locked_code, "CODE") == b.get_data(as_text=True).replace(missing, "CODE")
 
 
+def _without_codes(response: Any, *codes: str) -> tuple[int, str, str]:
+    text = response.get_data(as_text=True)
+    for code in codes:
+        text = text.replace(code, "CODE")
+    return response.status_code, response.headers.get("Location", "").replace(codes[0], "CODE"), text
+
+
+CLASS_ROUTES = [("GET", "/class/{}/host"), ("GET", "/class/{}/host/events"), ("GET", "/class/{}/host/results.csv"),
+                ("POST", "/class/{}/host/question"), ("POST", "/class/{}/host/reveal"),
+                ("POST", "/class/{}/host/round"), ("POST", "/class/{}/host/single-use"),
+                ("POST", "/class/{}/host/lock"),
+                ("POST", "/class/{}/host/remove"), ("POST", "/class/{}/host/end"), ("GET", "/class/{}/control/x"),
+                ("GET", "/class/{}/presenter"),
+                ("GET", "/class/{}/me"), ("GET", "/class/{}/me/live"), ("POST", "/class/{}/answer"),
+                ("POST", "/class/{}/play")]
+
+
+@pytest.mark.parametrize(("method", "route"), CLASS_ROUTES)
+def test_every_class_route_answers_a_real_code_like_a_made_up_one_and_counts_it(
+        app: Flask, method: str, route: str) -> None:
+    """Without the presenter's or a learner's credential, a real code cannot be told from a made-up one on any
+    class route, and each try spends the visitor's wrong-code allowance: past it, "slow down" for both."""
+    code = start(client_at(app, "198.51.100.1"))
+    missing = "ZZZZZZ" if code != "ZZZZZZ" else "YYYYYY"
+    real = client_at(app, "203.0.113.40").open(route.format(code), method=method)
+    fake = client_at(app, "203.0.113.41").open(route.format(missing), method=method)
+    assert real.status_code in (303, 404, 286)
+    assert _without_codes(real, code) == _without_codes(fake, missing)
+    prober = client_at(app, "203.0.113.42")
+    for _ in range(GUESS_LIMIT):
+        assert prober.open(route.format(missing), method=method).status_code != 429
+    assert prober.open(route.format(code), method=method).status_code == 429
+    assert prober.open(route.format(missing), method=method).status_code == 429
+
+
+def test_class_creation_without_a_token_is_capped_for_everyone_together(make_app: Any) -> None:
+    """Many addresses, three classes each, cannot take every place: the site opens ALL_START_LIMIT an hour."""
+    app = make_app(MRTR_CLASS_STREAM_SECONDS=0)
+    statuses = [client_at(app, f"203.0.113.{n // START_LIMIT + 100}").post("/class/start").status_code
+                for n in range(ALL_START_LIMIT + 5)]
+    assert statuses == [201] * ALL_START_LIMIT + [429] * 5
+
+
 def test_a_bad_nickname_gets_the_same_answer_for_any_code(app: Flask) -> None:
     code = start(client_at(app, "198.51.100.1"))
     real = client_at(app, "203.0.113.7").post("/join", data={"code": code, "nickname": "<b>"})
@@ -123,12 +169,25 @@ def test_the_presenter_locks_the_class_and_removes_a_learner(app: Flask) -> None
     assert ana.get(f"/class/{code}/me").status_code == 200  # those already in stay
     bot_id = re.search(r'name="learner" value="(\d+)">\s*<button[^>]*aria-label="Remove Bot', page)
     assert bot_id is not None
-    assert bot.post(f"/class/{code}/host/remove", data={"learner": bot_id.group(1)}).status_code == 403
+    assert bot.post(f"/class/{code}/host/remove", data={"learner": bot_id.group(1)}).status_code == 404
     assert host.post(f"/class/{code}/host/remove", data={"learner": bot_id.group(1)}).status_code == 303
     assert bot.get(f"/class/{code}/me").status_code == 303  # back to the join page
     polled = bot.get(f"/class/{code}/me/live?stage=0")  # a phone still polling: told once, and told to stop
-    assert polled.status_code == 286 and "not in this class any more" in polled.get_data(as_text=True)
+    assert polled.status_code == 286 and "you were removed" in polled.get_data(as_text=True)
     assert host.post(f"/class/{code}/host/remove", data={"learner": bot_id.group(1)}).status_code == 404
     assert host.post(f"/class/{code}/host/remove", data={"learner": "x"}).status_code == 400
     assert host.post(f"/class/{code}/host/lock", data={"locked": "0"}).status_code == 303
     assert join(client_at(app, "203.0.113.33"), code, "Late") == 303
+
+
+def test_live_views_per_class_and_per_visitor_are_capped_and_cost_little_past_the_cap(app: Flask) -> None:
+    """A presenter who opens view after view of a class: past the cap each is a few bytes telling the browser to
+    come back later, nothing rendered; another class and another visitor are not held back."""
+    host = client_at(app, "198.51.100.50")
+    code = start(host)
+    views = [host.get(f"/class/{code}/host/events").get_data(as_text=True) for _ in range(STREAM_CLASS_LIMIT + 1)]
+    assert all("event: tally" in v for v in views[:STREAM_CLASS_LIMIT])
+    assert views[-1].startswith(f"retry: {STREAM_BACKOFF * 1000}") and "event:" not in views[-1]
+    other = client_at(app, "198.51.100.51")
+    other_code = start(other)
+    assert "event: tally" in other.get(f"/class/{other_code}/host/events").get_data(as_text=True)

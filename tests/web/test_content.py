@@ -42,7 +42,7 @@ def test_the_real_course_loads_and_is_frozen() -> None:
     assert lesson is not None
     assert course.moves == load_moves()
     assert len(lesson.sections) == 13 and all(s.html for s in lesson.sections)
-    assert {s.widget for s in lesson.sections if s.widget} == WIDGETS - {"build"}  # build: the second lesson's
+    assert {s.widget for s in lesson.sections if s.widget} == WIDGETS - {"build", "exchange"}  # other lessons'
     assert [c.n for c in lesson.roundtrip_steps] == [1, 2, 3, 4, 5, 6]
     assert all(q.correct_choice.id == q.answer for q in lesson.questions)
     with pytest.raises(AttributeError):

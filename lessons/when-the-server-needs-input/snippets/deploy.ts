@@ -1,6 +1,6 @@
 // The lesson's deploy tool, written against the TypeScript SDK v2 (server side).
 // It asks "Deploy to <env>?" with input_required, deploys only on a confirmed retry,
-// and stops (without asking again) when the user declines or cancels.
+// and stops (without asking again) when the user declines or cancels; a malformed answer gets an error.
 import {
   McpServer,
   acceptedContent,
@@ -79,16 +79,23 @@ export function buildServer(): McpServer {
         });
       }
 
-      // Not done by the codec: same request, and each ticket redeemed once.
+      // Not done by the codec: same request.
       if (pending.env !== env) return refused();
+
+      // The answer rule: a malformed answer gets an error of its own and spends nothing.
+      const reply = acceptedContent(ctx.mcpReq.inputResponses, 'confirm', confirmForm);
+      if (answer.kind !== 'elicit' || (answer.action === 'accept' && reply === undefined)) {
+        return say('Invalid inputResponses: confirm must be an elicitation answer with a true or false confirm', true);
+      }
+
+      // Not done by the codec either: each ticket redeemed once.
       if (redeemed.has(pending.id)) return refused();
       redeemed.add(pending.id);
 
-      // An answer arrived, so this call ends here whatever it says: no endless re-asking.
-      if (answer.kind === 'elicit' && answer.action !== 'accept') {
+      // Decline or cancel ends the call: no endless re-asking.
+      if (answer.action !== 'accept') {
         return say(`nothing was deployed to ${env}: the user chose ${answer.action}`);
       }
-      const reply = acceptedContent(ctx.mcpReq.inputResponses, 'confirm', confirmForm);
       if (reply?.confirm !== true) {
         return say(`nothing was deployed to ${env}: the box was not ticked`);
       }

@@ -1,0 +1,100 @@
+"""What the room sees, at the projector sizes (1024x768 and 1280x720) in both colour schemes: the class screen's
+join view gives the QR code at least 40% of the screen's height and the address and code at least 32 px, no text
+on it is under 16 px, and the presenter's control link is never on it (it lives folded away on the presenter's
+own page, which a reload brings back)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Page, expect
+
+from tests.browser.helpers import assert_no_axe_violations, assert_text_at_least
+
+PROJECTORS = {"1024x768": (1024, 768), "1280x720": (1280, 720)}
+
+
+def start_from_demo(page: Page) -> str:
+    page.goto("/demo")
+    page.locator("details.all-slides > summary").click()
+    page.locator('[data-action="start-class"]').click()
+    expect(page.locator("h1")).to_have_text("Your class is open")
+    return page.locator("[data-join-code]").get_attribute("data-join-code") or ""
+
+
+@pytest.mark.parametrize("size", PROJECTORS.values(), ids=PROJECTORS.keys())
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_join_screen_reads_from_the_back_and_hides_the_control_link(
+        page: Page, axe: Axe, size: tuple[int, int], scheme: str, tmp_path: Path) -> None:
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    page.emulate_media(color_scheme=scheme)
+    code = start_from_demo(page)
+    # The presenter's own page: the link is there for them, folded away until they ask.
+    link = page.locator("[data-control-link]")
+    expect(link).to_be_hidden()
+    page.get_by_text("Show your control link").click()
+    expect(link).to_be_visible()
+    expect(link).to_contain_text(f"/class/{code}/control/")
+    secret = (link.text_content() or "").rsplit("/", 1)[-1]
+    assert_no_axe_violations(page, axe)
+    # A reload (the page answered a POST) shows the same page, link and all, and opens no other class.
+    page.reload()
+    expect(page).to_have_url(f"/class/{code}/presenter")
+    page.get_by_text("Show your control link").click()
+    expect(page.locator("[data-control-link]")).to_contain_text(secret)
+
+    page.locator('[data-action="open-host"]').click()
+    expect(page.locator("[data-join-code]")).to_have_text(code)
+    assert secret not in page.content() and "/control/" not in page.content()
+    qr = page.locator("svg.qr").bounding_box()
+    assert qr and qr["height"] >= 0.4 * size[1] and qr["y"] + qr["height"] <= size[1], qr
+    for selector in (".short-url", ".big-code strong"):
+        px = page.locator(selector).evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
+        assert px >= 32, (selector, px)
+        expect(page.locator(selector)).to_be_in_viewport()
+    assert_text_at_least(page, 16, "main")
+    page.screenshot(path=tmp_path / f"class-join-{size[0]}x{size[1]}-{scheme}.png")
+    assert_no_axe_violations(page, axe)
+
+    # Once a question is on, the join view steps back; the text stays at 16 px or more.
+    page.locator('[data-action="push-question"]').click()
+    expect(page.locator("[data-tally]")).to_be_visible()
+    page.locator('[data-action="reveal"]').click()
+    expect(page.locator("[data-explanation]")).to_be_visible()
+    assert_text_at_least(page, 16, "main")
+    page.screenshot(path=tmp_path / f"class-question-{size[0]}x{size[1]}-{scheme}.png")
+    assert_no_axe_violations(page, axe)
+
+
+@pytest.mark.parametrize("size", PROJECTORS.values(), ids=PROJECTORS.keys())
+def test_every_deck_slide_reads_at_16px_and_move_slides_use_the_width(
+        page: Page, axe: Axe, size: tuple[int, int], tmp_path: Path) -> None:
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    page.goto("/demo")
+    deck = page.locator("[data-deck]")
+    count = int(deck.get_attribute("data-count") or 0)
+    for n in range(count):
+        slide = page.locator(f'[data-slide="{n}"]')
+        expect(slide).to_be_visible()
+        expect(deck).to_have_attribute("data-fit", re.compile(r"\d"))
+        assert_text_at_least(page, 16, "main")
+        kind = slide.get_attribute("data-kind")
+        if kind in ("move", "switch"):
+            checks = slide.locator(".big-checks").bounding_box()
+            assert checks and checks["x"] + checks["width"] > 0.85 * size[0], (n, checks)  # not the left 60% only
+        page.keyboard.press("j")  # the raw JSON, read at the same size
+        expect(slide.locator("details[data-raw]")).to_have_attribute("open", "")
+        assert_text_at_least(page, 16, "main")
+        if n == 8:
+            page.screenshot(path=tmp_path / f"deck-raw-{size[0]}x{size[1]}.png")
+        page.keyboard.press("j")
+        expect(slide.locator("details[data-raw]")).not_to_have_attribute("open", "")
+        if n in (0, 8):
+            page.screenshot(path=tmp_path / f"deck-{n}-{size[0]}x{size[1]}.png")
+            for scheme in ("light", "dark"):
+                page.emulate_media(color_scheme=scheme)
+                assert_no_axe_violations(page, axe)
+        page.keyboard.press("ArrowRight")

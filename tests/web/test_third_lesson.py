@@ -1,0 +1,71 @@
+"""The third lesson, "Beyond one question": in the course after the first, every section's live figure played on
+the lab's server with the replies its prose promises, raw JSON on the page, a quiz, and no JavaScript needed."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+
+from flask.testing import FlaskClient
+
+from web.content import DEFAULT_ROOT, load_course
+
+from .helpers import HX, assert_csp_clean, assert_unique_ids, soup
+
+SLUG = "beyond-one-question"
+URL = f"/lessons/{SLUG}"
+LESSON = load_course().lesson(SLUG)
+
+
+def test_the_lesson_comes_right_after_the_first_in_the_course() -> None:
+    order = [entry["slug"] for entry in tomllib.loads((DEFAULT_ROOT / "course.toml").read_text())["lessons"]]
+    assert order.index(SLUG) == order.index("when-the-server-needs-input") + 1
+
+
+def test_every_exchange_is_played_live_and_ends_as_the_prose_says(client: FlaskClient) -> None:
+    response = client.get(URL)
+    assert response.status_code == 200
+    assert_csp_clean(response.data)
+    assert_unique_ids(response.data)
+    page = soup(response.data)
+    exchanges = [s for s in LESSON.sections if s.widget == "exchange"]
+    assert len(exchanges) == 5
+    for section in exchanges:
+        figure = page.select_one(f"#figure-{section.id}")
+        assert figure.select_one("[data-exchange-ok]")["data-exchange-ok"] == "true", section.id
+        blocks = [json.loads(pre.get_text()) for pre in figure.select("pre.json")]
+        assert blocks and all(b["jsonrpc"] == "2.0" for b in blocks)
+        sent = [b for b in blocks if "method" in b]
+        assert len({b["id"] for b in sent}) == len(sent)  # every retry under a new id
+
+
+def test_the_second_round_carries_a_new_ticket_and_the_spent_one_is_refused(client: FlaskClient) -> None:
+    figure = soup(client.get(URL).data).select_one("#figure-second-round")
+    replies = [json.loads(p.get_text()) for p in figure.select("li.received pre.json")]
+    first, second = replies[0]["result"]["requestState"], replies[1]["result"]["requestState"]
+    assert first != second
+    assert replies[2]["error"]["message"] == "Invalid or expired requestState"
+    assert replies[3]["result"]["content"][0]["text"] == "provisioned a small staging database in eu-west"
+
+
+def test_the_state_only_result_asks_nothing_and_no_mrtr_result_carries_cache_hints(client: FlaskClient) -> None:
+    page = soup(client.get(URL).data)
+    shed = [json.loads(p.get_text()) for p in page.select("#figure-state-only li.received pre.json")]
+    assert "inputRequests" not in shed[0]["result"] and shed[0]["result"]["requestState"]
+    cache = [json.loads(p.get_text())["result"] for p in page.select("#figure-no-caching li.received pre.json")]
+    assert {"ttlMs", "cacheScope"} <= set(cache[0])
+    assert not {"ttlMs", "cacheScope"} & (set(cache[1]) | set(cache[2]))
+
+
+def test_each_figure_renders_alone_for_htmx_and_as_a_page(client: FlaskClient) -> None:
+    for section in (s for s in LESSON.sections if s.widget == "exchange"):
+        fragment = client.get(f"{URL}/figures/{section.id}", headers=HX)
+        assert fragment.status_code == 200 and "<html" not in fragment.text
+        assert soup(fragment.data).select_one("[data-exchange-ok]")["data-exchange-ok"] == "true"
+        assert client.get(f"{URL}/figures/{section.id}").status_code == 200
+
+
+def test_the_quiz_is_there_and_every_wrong_option_names_a_belief() -> None:
+    assert len(LESSON.questions) >= 5
+    for q in LESSON.questions:
+        assert all(c.belief for c in q.choices if c.id != q.answer), q.id
