@@ -196,6 +196,9 @@ class Move:
         the failure before any check can read a junk ticket."""
         refused = {"signature"} if self.ticket in ("edit-work", "junk", "edit-each", "unsigned") else set()
         refused |= {"unreadable"} if self.ticket == "junk" else set()
+        # A ticket without its signature part does not even parse as one where the format requires three parts (the
+        # lab's): there the signature is not the only thing that refuses it.
+        refused |= {"signature-part"} if self.ticket == "unsigned" else set()
         refused |= {"principal"} if self.sender == "other" else set()
         refused |= {"expiry"} if self.timing == "past-expiry" else set()
         refused |= {"request"} if self.request == "other" else set()

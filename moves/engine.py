@@ -15,6 +15,7 @@ import base64
 import copy
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -684,11 +685,13 @@ def _retries(move: Move, target: Target, call: Call, ticket: str, requests: dict
             sent.rounds = walk.rounds
         if walk.stuck and not sent.stuck:
             sent.stuck = walk.stuck
+        if move.copies == 1 and not move.holds(outcome_of(walk.last.reply))[0]:
+            break  # one shape that went through is the evidence; the last step is the one judged
     return sent
 
 
 def _send(move: Move, target: Target, call: Call, arguments: dict[str, Any], answers: dict[str, Any] | None,
-          ticket: str, request_id: int) -> list[tuple[str, dict[str, Any], Role, Reply]]:
+          ticket: str, request_id: int) -> Iterable[tuple[str, dict[str, Any], Role, Reply]]:
     """Build and send the move's retries: one per ticket shape, or `copies` identical ones at once (a target's
     `send_burst`: separate connections, or lines written before any answer is read; one after another on a target
     that has none). Returns (label, message, sender, reply) for each."""
@@ -700,8 +703,8 @@ def _send(move: Move, target: Target, call: Call, arguments: dict[str, Any], ans
         if answers is not None:
             params["inputResponses"] = copy.deepcopy(answers)
         messages.append((label, modern_request(request_id, "tools/call", params, call), role))
-    if move.copies == 1:
-        return [(label, message, role, target.send(role, message)) for label, message, role in messages]
+    if move.copies == 1:  # sent one by one as the caller reads them: it stops at the first that does not hold
+        return ((label, message, role, target.send(role, message)) for label, message, role in messages)
     label, message, _role = messages[0]
     copies = [(f"copy {n} of {move.copies}", {**copy.deepcopy(message), "id": request_id if move.copy_ids == "same"
                                                else request_id * 100 + n}) for n in range(1, move.copies + 1)]
@@ -908,10 +911,12 @@ def play(move: Move, target: Target, call: Call | None = None, *, on_progress: P
             message = modern_request(RETRY_ID, "tools/call", params, call)
             honest = Step(move.sender, move.at, message, target.send(move.sender, message), "a yes on the ticket")
             controls.append(honest)
-            if outcome_of(honest.reply) != Outcome.COMPLETED:
-                return _not_run(move, "not shown: the ticket itself was refused (an honest yes on it got "
-                                      f"{_describe(honest.reply, outcome_of(honest.reply))}), so the refusal says "
-                                      "nothing about the answer", minted, steps, ticket, controls)
+            if outcome_of(honest.reply) != Outcome.COMPLETED:  # nothing was done: it holds, on the ticket's refusal
+                note = ("the ticket itself was refused (an honest yes on it got "
+                        f"{_describe(honest.reply, outcome_of(honest.reply))}), so this refusal says nothing about "
+                        "the answer")
+                return MoveResult(move, outcome, True, detail, minted, steps, ticket, note=note, controls=controls,
+                                  rounds=rounds)
             return MoveResult(move, outcome, False, f"{detail}: the very error a bad ticket gets, so a client cannot "
                                                     "tell its malformed answer from a refused ticket; give it an error "
                                                     "of its own (-32602 \"Invalid inputResponses: ...\")", minted,
