@@ -160,6 +160,10 @@ class Move:
     #: the work and every other must get `expect` (moves.engine `play`).
     copies: int = 1
     copy_ids: Literal["same", "distinct"] = "same"
+    #: Outcomes a sound server may give that the spec does not prefer (a SHOULD it skipped): a warning, not a pass.
+    warn: tuple[Outcome, ...] = ()
+    #: True when a refusal must not be the frozen error every bad ticket gets (a client could not tell them apart).
+    distinct_error: bool = False
     notes: tuple[MoveNote, ...] = field(default=(), compare=False)
 
     def note_for(self, outcome: Outcome | str, stopped_at: str | None = None, *,
@@ -192,6 +196,9 @@ class Move:
         the failure before any check can read a junk ticket."""
         refused = {"signature"} if self.ticket in ("edit-work", "junk", "edit-each", "unsigned") else set()
         refused |= {"unreadable"} if self.ticket == "junk" else set()
+        # A ticket without its signature part does not even parse as one where the format requires three parts (the
+        # lab's): there the signature is not the only thing that refuses it.
+        refused |= {"signature-part"} if self.ticket == "unsigned" else set()
         refused |= {"principal"} if self.sender == "other" else set()
         refused |= {"expiry"} if self.timing == "past-expiry" else set()
         refused |= {"request"} if self.request == "other" else set()
@@ -229,6 +236,8 @@ _FIELDS: dict[str, tuple[type | tuple[type, ...], tuple[Any, ...] | None, bool]]
     "round": (int, None, False),
     "copies": (int, None, False),
     "copy_ids": (str, COPY_IDS, False),
+    "warn": (list, None, False),
+    "distinct_error": (bool, None, False),
     "notes": (list, None, False),
 }
 
@@ -288,7 +297,14 @@ def _move(raw: dict[str, Any], where: str, general: tuple[MoveNote, ...]) -> dic
     if raw["ticket"] == "absent" and raw["answer"] == "none":
         raise ValueError(f"{where}: an absent ticket goes with an answer (without one the retry is round one again)")
     own = tuple(_note(n, raw["slug"], f"{where}: note {i}") for i, n in enumerate(raw.get("notes", []), 1))
-    return {**raw, "at": float(raw["at"]), "expect": Outcome(raw["expect"]), "stops_at": raw.get("stops_at", ""),
+    warn = raw.get("warn", [])
+    outcomes = [str(o) for o in (Outcome.COMPLETED, Outcome.REFUSED, Outcome.ASKED_AGAIN, Outcome.ENDED)]
+    if not all(w in outcomes for w in warn) or Outcome(raw["expect"]) in {Outcome(w) for w in warn if w in outcomes}:
+        raise ValueError(f"{where}: field 'warn' lists outcomes ({', '.join(outcomes)}) other than 'expect'")
+    if raw.get("distinct_error") and raw["expect"] != "refused":
+        raise ValueError(f"{where}: field 'distinct_error' goes with expect 'refused'")
+    return {**raw, "at": float(raw["at"]), "warn": tuple(Outcome(w) for w in warn),
+            "expect": Outcome(raw["expect"]), "stops_at": raw.get("stops_at", ""),
             "notes": own + general}
 
 

@@ -379,10 +379,12 @@ def _move_row(result: MoveResult, move: Move, options: CheckOptions, target: Any
             detail = reason
         if move.timing != "in-time" and options.skip_late:
             required = False
+    elif result.warn:
+        required = False
     elif not ok and options.allow_replay and move.requires == "single-use":
         required = False
         detail = f"allowed by --allow-replay: {detail}"
-    if not ok and result.outcome not in (Outcome.NOT_RUN, Outcome.ERROR):
+    if not ok and not result.warn and result.outcome not in (Outcome.NOT_RUN, Outcome.ERROR):
         if move.stops_at:
             detail = f"{detail} (a sound server stops this move at its {move.stops_at} check)"
         elif move.shows:

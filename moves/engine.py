@@ -15,6 +15,7 @@ import base64
 import copy
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -99,6 +100,8 @@ class MoveResult:
     rounds: list[dict[str, Any]] = field(default_factory=list)
     #: Why the checker could not follow the flow to its end ("" when it could, or did not need to).
     stuck: str = ""
+    #: True when the outcome is one the move allows only as a warning (`Move.warn`): not ok, and not a failure.
+    warn: bool = False
 
     @property
     def stopped_at(self) -> str | None:
@@ -682,11 +685,13 @@ def _retries(move: Move, target: Target, call: Call, ticket: str, requests: dict
             sent.rounds = walk.rounds
         if walk.stuck and not sent.stuck:
             sent.stuck = walk.stuck
+        if move.copies == 1 and not move.holds(outcome_of(walk.last.reply))[0]:
+            break  # one shape that went through is the evidence; the last step is the one judged
     return sent
 
 
 def _send(move: Move, target: Target, call: Call, arguments: dict[str, Any], answers: dict[str, Any] | None,
-          ticket: str, request_id: int) -> list[tuple[str, dict[str, Any], Role, Reply]]:
+          ticket: str, request_id: int) -> Iterable[tuple[str, dict[str, Any], Role, Reply]]:
     """Build and send the move's retries: one per ticket shape, or `copies` identical ones at once (a target's
     `send_burst`: separate connections, or lines written before any answer is read; one after another on a target
     that has none). Returns (label, message, sender, reply) for each."""
@@ -698,8 +703,8 @@ def _send(move: Move, target: Target, call: Call, arguments: dict[str, Any], ans
         if answers is not None:
             params["inputResponses"] = copy.deepcopy(answers)
         messages.append((label, modern_request(request_id, "tools/call", params, call), role))
-    if move.copies == 1:
-        return [(label, message, role, target.send(role, message)) for label, message, role in messages]
+    if move.copies == 1:  # sent one by one as the caller reads them: it stops at the first that does not hold
+        return ((label, message, role, target.send(role, message)) for label, message, role in messages)
     label, message, _role = messages[0]
     copies = [(f"copy {n} of {move.copies}", {**copy.deepcopy(message), "id": request_id if move.copy_ids == "same"
                                                else request_id * 100 + n}) for n in range(1, move.copies + 1)]
@@ -766,6 +771,29 @@ def _control(target: Target, call: Call, at: float, role: Role, label: str,
 def _not_run(move: Move, detail: str, minted: Step | None, steps: list[Step], ticket: str | None,
              controls: list[Step] | None = None) -> MoveResult:
     return MoveResult(move, Outcome.NOT_RUN, False, detail, minted, steps, ticket, controls=controls or [])
+
+
+def _refusal(reply: Reply) -> str | None:
+    """A refusal as a client sees it (the error or isError result, without the id), or None."""
+    response = reply.response or {}
+    if isinstance(response.get("error"), dict):
+        return json.dumps(response["error"], sort_keys=True, default=str)
+    result = as_object(response.get("result"))
+    if result.get("isError") is True:
+        return json.dumps({k: v for k, v in result.items() if k != "_meta"}, sort_keys=True, default=str)
+    return None
+
+
+def _like_a_bad_ticket(target: Target, call: Call, move: Move, ticket: str, requests: dict[str, Any],
+                       reply: Reply) -> tuple[list[Step], bool]:
+    """Whether `reply`'s refusal is the one a bad ticket gets: the same retry, answered yes, on a ticket with one
+    character flipped, is sent to learn it."""
+    params = {"name": call.tool, "arguments": call.arguments, "requestState": flip_one_character(ticket),
+              "inputResponses": answers_for(requests, supplied_answers(call, move.round))}
+    message = modern_request(RETRY_ID, "tools/call", params, call)
+    step = Step(move.sender, move.at, message, target.send(move.sender, message), "a bad ticket, to compare")
+    theirs, mine = _refusal(step.reply), _refusal(reply)
+    return [step], theirs is not None and theirs == mine
 
 
 def needs_completed_flow(move: Move) -> bool:
@@ -869,6 +897,30 @@ def play(move: Move, target: Target, call: Call | None = None, *, on_progress: P
             detail = f"ended without the work: {detail} (an accepted call got {got})"
         else:
             detail = f"did the work: {detail}, the same result as an accepted call's"
+    if outcome in move.warn:  # before any note: a warning, even where the outcome would hold
+        return MoveResult(move, outcome, False, f"{detail}; allowed, but the spec says a server SHOULD answer this "
+                                                f"with a JSON-RPC error (a client cannot tell {outcome} from a "
+                                                "missing answer)", minted, steps, ticket, controls=controls,
+                          rounds=rounds, warn=True)
+    if ok and outcome == Outcome.REFUSED and move.distinct_error:
+        control, same = _like_a_bad_ticket(target, call, move, ticket, requests, step.reply)
+        controls += control
+        if same:  # the ticket itself may have been refused: an honest yes on it tells
+            params = {"name": call.tool, "arguments": call.arguments, "requestState": ticket,
+                      "inputResponses": answers_for(requests, supplied_answers(call, round_n))}
+            message = modern_request(RETRY_ID, "tools/call", params, call)
+            honest = Step(move.sender, move.at, message, target.send(move.sender, message), "a yes on the ticket")
+            controls.append(honest)
+            if outcome_of(honest.reply) != Outcome.COMPLETED:  # nothing was done: it holds, on the ticket's refusal
+                note = ("the ticket itself was refused (an honest yes on it got "
+                        f"{_describe(honest.reply, outcome_of(honest.reply))}), so this refusal says nothing about "
+                        "the answer")
+                return MoveResult(move, outcome, True, detail, minted, steps, ticket, note=note, controls=controls,
+                                  rounds=rounds)
+            return MoveResult(move, outcome, False, f"{detail}: the very error a bad ticket gets, so a client cannot "
+                                                    "tell its malformed answer from a refused ticket; give it an error "
+                                                    "of its own (-32602 \"Invalid inputResponses: ...\")", minted,
+                              steps, ticket, controls=controls, rounds=rounds)
     if ok and move.sender == "other":
         controls, again, why = _control(target, call, move.at, "owner-again", "the owner from a second process",
                                         round_n)

@@ -258,8 +258,8 @@ def _show(value: Any) -> str:
 def probe_same_error(results: Iterable[MoveResult]) -> ProbeResult:
     groups: dict[str, tuple[dict[str, Any], list[str]]] = {}
     for result in results:
-        if result.move.expect != Outcome.REFUSED or result.outcome == Outcome.NOT_RUN:
-            continue
+        if result.move.expect != Outcome.REFUSED or result.outcome == Outcome.NOT_RUN or not result.move.refused_by:
+            continue  # only refused tickets (a malformed answer's refusal is meant to differ)
         before = result.move.before.slug + ": " if result.move.before else None
         own = [s for s in result.steps if s.label != "round one" and not (before and s.label.startswith(before))]
         for step in own:

@@ -52,7 +52,7 @@ REPLAY = one("replays a spent ticket", lambda m: m.before is not None and m.befo
              and m.requires == "single-use")
 #: The moves a sound server refuses at one ticket check of their own (no sequence, no junk): one error each.
 PLAIN_REFUSALS = [m for m in MOVES if m.expect == "refused" and m.before is None and m.ticket != "junk"
-                  and m.copies == 1]
+                  and m.copies == 1 and m.refused_by]
 
 
 #: The move fields a selector may name (besides `before.<field>`, the move sent first, `before` for whether there

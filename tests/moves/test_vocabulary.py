@@ -76,7 +76,8 @@ class Scripted:
 
 
 def sound(role: Role, message: dict[str, Any]) -> dict[str, Any]:
-    """What a sound server answers, as far as these tests need: yes deploys, no ends, no answer asks again."""
+    """What a sound server answers, as far as these tests need: yes deploys, no ends, no answer asks again, a
+    malformed answer gets an error."""
     params = message["params"]
     answer = (params.get("inputResponses") or {}).get("confirm")
     if role == "other" or not params["requestState"].startswith("s1.ticket-"):
@@ -85,6 +86,9 @@ def sound(role: Role, message: dict[str, Any]) -> dict[str, Any]:
         return result(message["id"], resultType="input_required", inputRequests=QUESTIONS, requestState="s1.again")
     if answer.get("action") == "accept" and answer.get("content", {}).get("confirm") is True:
         return done(message["id"], f"deployed to staging (deploy {len(params['requestState'])}, id 0a1b2c3d4e5f)")
+    if answer.get("action") == "accept" and not isinstance(answer.get("content", {}).get("confirm"), bool):
+        return {"jsonrpc": "2.0", "id": message["id"], "error": {  # a malformed answer: an error of its own
+            "code": -32602, "message": "Invalid inputResponses: confirm must be true or false"}}
     return done(message["id"], "nothing deployed")
 
 

@@ -643,6 +643,28 @@ class PreAnswered(Sound):
         return super().deploy(message, principal, arguments)
 
 
+class AnswerErrorIsTicketError(Sound):
+    """Answers a malformed answer with the frozen bad-ticket error: a client cannot tell "your answer does not fit"
+    from "your ticket was refused"."""
+
+    def decide(self, answer: Any) -> str:
+        try:
+            return super().decide(answer)
+        except Refused:
+            raise Refused(-32602, FROZEN, {"reason": "invalid_request_state"}) from None
+
+
+class MalformedAsksAgain(Sound):
+    """Not a mutant: takes a malformed answer for no answer and asks again. Allowed, but the spec says such an
+    answer SHOULD get an error: the checker warns."""
+
+    def decide(self, answer: Any) -> str:
+        try:
+            return super().decide(answer)
+        except Refused:
+            return "missing"
+
+
 class MissingAnswerIsAnError(Sound):
     """Answers a retry without the answer with an error instead of asking again."""
 
@@ -711,6 +733,7 @@ MUTANTS: dict[str, type[Sound]] = {
     "reveals-check": RevealsCheck,
     "process-key": ProcessKey,
     "missing-answer-is-an-error": MissingAnswerIsAnError,
+    "answer-error-is-ticket-error": AnswerErrorIsTicketError,
     "missing-answer-is-yes": MissingAnswerIsYes,
     "first-key-wins": FirstKeyWins,
     "pre-answered": PreAnswered,
@@ -814,7 +837,8 @@ class AsksForever(Sound):
 VARIANTS: dict[str, type[Sound]] = {"opaque": Opaque, "hangs-on-retry": HangsOnRetry, "echoes-token": EchoesToken,
                                     "lists-for-nobody": ListsForNobody,
                                     "hangs-without-capability": HangsWithoutCapability,
-                                    "signs-in-second": SignsInSecond, "asks-forever": AsksForever}
+                                    "signs-in-second": SignsInSecond, "asks-forever": AsksForever,
+                                    "malformed-asks-again": MalformedAsksAgain}
 ALL: dict[str, type[Sound]] = {**SOUND, **MUTANTS, **VARIANTS}
 
 
