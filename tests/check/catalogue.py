@@ -18,13 +18,20 @@ MOVES: tuple[Move, ...] = load_moves()
 SLUGS: list[str] = [m.slug for m in MOVES]
 
 
+#: Reasons in `Move.refused_by` that belong to a ticket format, not to a check: the lab's three-part tickets
+#: cannot even be read without their signature part, but a server whose format takes a missing part (every
+#: mutant's does) has only its signature check left to refuse such a ticket.
+FORMAT_ONLY = frozenset({"signature-part"})
+
+
 def caught_by(feature: str) -> set[str]:
     """Moves a server without `feature` fails: those only that check refuses (`Move.refused_by`: a move another
     check refuses too, such as a stolen ticket sent late, is still refused), a plain retry a sound server stops
     there without refusing it (a retry without the answer, asked again: a server with no answer check does the
     work), and those whose expectation requires it. Moves that go first for another (`before`) count only for
     themselves."""
-    return {m.slug for m in MOVES if (m.before is None and m.expect == "refused" and m.refused_by == {feature})
+    return {m.slug for m in MOVES
+            if (m.before is None and m.expect == "refused" and m.refused_by - FORMAT_ONLY == {feature})
             or (m.before is None and m.expect != "refused" and m.stops_at == feature
                 and m.answer in ("accept", "none", "wrong-key") and m.ticket == "as-issued")
             or m.requires == feature}
