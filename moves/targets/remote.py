@@ -32,6 +32,11 @@ DEFAULT_TIMEOUT = 10.0
 MAX_REPLY_BYTES = 4 * 1024 * 1024
 
 
+def _seconds(expires_at: float) -> float:
+    """A readable exp in seconds: one absurdly far in the future is read as milliseconds."""
+    return expires_at / 1000.0 if expires_at > 1e11 else expires_at
+
+
 @dataclass
 class Timing:
     """When the late move may be sent, and the wait until then.
@@ -66,13 +71,10 @@ class Timing:
         self.waited = None
         if not past_expiry:
             return True  # a remote server's clock cannot be moved: in-time moves go at once
-        if self.skip_late:
-            self.skip_reason = "skipped (--skip-late)"
+        if self._skipping():
             return False
         if expires_at is not None:
-            if expires_at > 1e11:  # milliseconds, not seconds
-                expires_at /= 1000.0
-            until = expires_at + EXPIRY_MARGIN
+            until = _seconds(expires_at) + EXPIRY_MARGIN
             source = f"sent {until - self.started:.1f} s after minting, {EXPIRY_MARGIN:g} s past the ticket's exp"
         elif self.late_after is not None:
             until = self.started + self.late_after
@@ -80,17 +82,8 @@ class Timing:
                       f"expiry is unreadable); if the server's tickets live longer than that, raise "
                       f"{self.late_after_name}")
         else:
-            self.skip_reason = ("not run: the ticket's payload is unreadable, so its expiry is unknown; "
-                                f"{self.late_after_hint} (a little more than the server's ticket lifetime)")
-            return False
-        total = until - self.clock()
-        if total > self.max_wait:
-            self.skip_reason = (f"not run: the ticket expires in {total:.0f} s, longer than the "
-                                f"{self.max_wait:.0f} s the checker will wait; pass --skip-late")
-            return False
-        self._wait(until, max(total, 0.0), on_progress)
-        self.waited = source
-        return True
+            return self._unknown_lifetime()
+        return self._go_at(until, source, "the ticket expires in {total:.0f} s", on_progress)
 
     def near_expiry(self, fraction: float, *, expires_at: float | None, on_progress: Progress | None = None) -> bool:
         """Wait until `fraction` of the ticket's life has passed (from its readable exp, else of `late_after`), for
@@ -98,13 +91,10 @@ class Timing:
         skipping late moves, or when the lifetime is unknown."""
         self.skip_reason = None
         self.waited = None
-        if self.skip_late:
-            self.skip_reason = "skipped (--skip-late)"
+        if self._skipping():
             return False
         if expires_at is not None:
-            if expires_at > 1e11:  # milliseconds, not seconds
-                expires_at /= 1000.0
-            until = self.started + fraction * max(expires_at - self.started, 0.0)
+            until = self.started + fraction * max(_seconds(expires_at) - self.started, 0.0)
             source = (f"sent {until - self.started:.1f} s after minting, {fraction:.0%} of the way to the ticket's "
                       "exp")
         elif self.late_after is not None:
@@ -112,13 +102,25 @@ class Timing:
             source = (f"sent {until - self.started:.1f} s after minting, {fraction:.0%} of the "
                       f"{self.late_after_name} wait (the ticket's expiry is unreadable)")
         else:
-            self.skip_reason = ("not run: the ticket's payload is unreadable, so its expiry is unknown; "
-                                f"{self.late_after_hint} (a little more than the server's ticket lifetime)")
-            return False
+            return self._unknown_lifetime()
+        return self._go_at(until, source, "the move waits {total:.0f} s", on_progress)
+
+    def _skipping(self) -> bool:
+        if self.skip_late:
+            self.skip_reason = "skipped (--skip-late)"
+        return self.skip_late
+
+    def _unknown_lifetime(self) -> bool:
+        self.skip_reason = ("not run: the ticket's payload is unreadable, so its expiry is unknown; "
+                            f"{self.late_after_hint} (a little more than the server's ticket lifetime)")
+        return False
+
+    def _go_at(self, until: float, source: str, too_long: str, on_progress: Progress | None) -> bool:
+        """Wait until `until` and record why (`source`), unless that is longer than the checker will wait."""
         total = until - self.clock()
         if total > self.max_wait:
-            self.skip_reason = (f"not run: the move waits {total:.0f} s, longer than the {self.max_wait:.0f} s the "
-                                "checker will wait; pass --skip-late")
+            self.skip_reason = (f"not run: {too_long.format(total=total)}, longer than the {self.max_wait:.0f} s "
+                                "the checker will wait; pass --skip-late")
             return False
         self._wait(until, max(total, 0.0), on_progress)
         self.waited = source
