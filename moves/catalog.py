@@ -208,6 +208,12 @@ class Move:
         return frozenset(refused | ({"single-use"} if spent else set()))
 
     @property
+    def refused_by_checks(self) -> frozenset[str]:
+        """`refused_by` without the reasons that belong to a ticket format rather than a check: on a server whose
+        format takes a ticket without its signature part, the signature check alone refuses it."""
+        return self.refused_by - FORMAT_REASONS
+
+    @property
     def chain(self) -> tuple[Move, ...]:
         """The moves whose retries this move sends, first to last (its `before`s, then itself)."""
         return (*(self.before.chain if self.before else ()), self)
@@ -372,6 +378,11 @@ def load_moves(path: Traversable | str | None = None) -> tuple[Move, ...]:
 def find(moves: tuple[Move, ...], slug: str) -> Move | None:
     """The move called `slug`, or None."""
     return next((m for m in moves if m.slug == slug), None)
+
+
+#: Reasons in `Move.refused_by` that belong to the lab's ticket format (three parts; none may be missing), not to
+#: one of the checks.
+FORMAT_REASONS = frozenset({"signature-part"})
 
 
 def stopped_by(moves: tuple[Move, ...], check: str) -> Move | None:

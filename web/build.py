@@ -306,7 +306,8 @@ def outcomes(experiment: Experiment, catalogue: tuple[Move, ...]) -> Outcomes:
     """Without the removed check, the moves refused by it alone fail, and nothing else does; a move sent after
     one of them (`before`) is not run. The summary is the checker's own (moves.check.Report), so its words
     never drift."""
-    red = tuple(m for m in catalogue if m.expect == Outcome.REFUSED and m.refused_by == {experiment.check})
+    red = tuple(m for m in catalogue if m.expect == Outcome.REFUSED
+                and m.refused_by_checks == {experiment.check})
     not_run = tuple(m for m in catalogue if m.before is not None and m.before in red)
     rows = [MoveRow(m.slug, m.title, m.expect.value,
                     Outcome.COMPLETED.value if m in red else Outcome.NOT_RUN.value if m in not_run else m.expect.value,

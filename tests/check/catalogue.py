@@ -18,12 +18,6 @@ MOVES: tuple[Move, ...] = load_moves()
 SLUGS: list[str] = [m.slug for m in MOVES]
 
 
-#: Reasons in `Move.refused_by` that belong to a ticket format, not to a check: the lab's three-part tickets
-#: cannot even be read without their signature part, but a server whose format takes a missing part (every
-#: mutant's does) has only its signature check left to refuse such a ticket.
-FORMAT_ONLY = frozenset({"signature-part"})
-
-
 def caught_by(feature: str) -> set[str]:
     """Moves a server without `feature` fails: those only that check refuses (`Move.refused_by`: a move another
     check refuses too, such as a stolen ticket sent late, is still refused), a plain retry a sound server stops
@@ -31,7 +25,7 @@ def caught_by(feature: str) -> set[str]:
     work), and those whose expectation requires it. Moves that go first for another (`before`) count only for
     themselves."""
     return {m.slug for m in MOVES
-            if (m.before is None and m.expect == "refused" and m.refused_by - FORMAT_ONLY == {feature})
+            if (m.before is None and m.expect == "refused" and m.refused_by_checks == {feature})
             or (m.before is None and m.expect != "refused" and m.stops_at == feature
                 and m.answer in ("accept", "none", "wrong-key") and m.ticket == "as-issued")
             or m.requires == feature}
