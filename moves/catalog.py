@@ -53,7 +53,10 @@ ANSWERS: tuple[str, ...] = ("accept", "none", "decline", "cancel", "wrong-type",
 YES_ANSWERS: frozenset[str] = frozenset({"accept", "extra-key"})
 #: Answers whose result the engine compares with an accepted call's to tell "did the work" from "ended".
 NOT_A_YES: frozenset[str] = frozenset({"decline", "cancel", "wrong-type", "missing-key"})
-REQUESTS: tuple[str, ...] = ("same", "other")
+#: same: the request the ticket was minted for; other: the same tool with other arguments; other-tool: another listed
+#: tool that asks for input, called with the same arguments (a request binding must cover the tool, not only the
+#: arguments). With no such tool the move is not run, saying so.
+REQUESTS: tuple[str, ...] = ("same", "other", "other-tool")
 #: Where a `before` move's retry goes: on this move's ticket (it must get its expectation, or this move is not
 #: run), or on a ticket minted for it alone (then it is one of the two calls this move is about, and a retry that
 #: does not hold fails this move: moves.engine `play`).
@@ -142,7 +145,7 @@ class Move:
     timing: Literal["in-time", "past-expiry", "near-expiry"]
     ticket: Literal["as-issued", "edit-work", "junk", "absent", "edit-each", "unsigned"]
     answer: str
-    request: Literal["same", "other"]
+    request: Literal["same", "other", "other-tool"]
     expect: Outcome
     stops_at: str
     edit_path: str = "work.env"
@@ -185,6 +188,11 @@ class Move:
         return "ticket"
 
     @property
+    def needs_other_tool(self) -> bool:
+        """Whether the move needs a second tool that asks for input (a server with one cannot show it: not run)."""
+        return self.request == "other-tool"
+
+    @property
     def is_replay(self) -> bool:
         """Whether only a redeemed store stops the move (a spent ticket sent again)."""
         return self.requires == "single-use"
@@ -201,7 +209,7 @@ class Move:
         refused |= {"signature-part"} if self.ticket == "unsigned" else set()
         refused |= {"principal"} if self.sender == "other" else set()
         refused |= {"expiry"} if self.timing == "past-expiry" else set()
-        refused |= {"request"} if self.request == "other" else set()
+        refused |= {"request"} if self.request in ("other", "other-tool") else set()
         refused |= {"single-use"} if self.copies > 1 else set()  # every copy but the one that does the work
         # A retry on a ticket its `before` move already spent (a completed retry on the same ticket).
         spent = self.before is not None and self.before_ticket == "same" and self.before.expect == Outcome.COMPLETED
@@ -416,12 +424,16 @@ ANSWER_WORDS = {"accept": "yes (accepted)", "none": "none", "decline": "no (decl
 
 
 def facts(move: Move, *, caller: str, arguments: dict[str, Any], other_arguments: dict[str, Any] | None,
-          ttl: int, owner: str = "bob") -> tuple[tuple[str, str], ...]:
+          ttl: int, owner: str = "bob", tool: str = "deploy", other_tool: str | None = "provision"
+          ) -> tuple[tuple[str, str], ...]:
     """What a move sends, in words, for a page: caller, time, ticket, answer, arguments, what goes first."""
     ticket = TICKET_WORDS[move.ticket].format(path=move.edit_path, value=move.edit_value)
     sent = other_arguments if move.request == "other" and other_arguments is not None else arguments
     rows = [("Caller", caller), ("Sent at", f"t = {move.at:g} s (expires at {ttl} s)"), ("Ticket", ticket),
             ("Answer", ANSWER_WORDS[move.answer]), ("Arguments", ", ".join(f"{k}: {v}" for k, v in sent.items()))]
+    if move.request == "other-tool":
+        other = other_tool or "another tool that asks"
+        rows.append(("Tool", f"{other}, not {tool}, the tool the ticket was minted by"))
     if move.copies > 1:
         ids = "the same id" if move.copy_ids == "same" else "an id of its own each"
         rows.append(("Copies", f"{move.copies} identical retries sent at once, under {ids}; one may do the work"))

@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import IO, TYPE_CHECKING, Any
 
+from moves.asking import with_cross_tool
 from moves.catalog import Move, load_moves
 from moves.engine import Call, MoveResult, modern_request, play
 from moves.probes import (
@@ -482,7 +483,7 @@ def run_check(target: Target, options: CheckOptions = CheckOptions(), *, moves: 
         tools = _tools(recorder, Call(), "owner", next_id)
         _tools(recorder, Call(), "other", next_id)
         events.phase("calling the tool")
-        call = _choose(recorder, tools, options, Call(), next_id)
+        call = with_cross_tool(recorder, tools, _choose(recorder, tools, options, Call(), next_id), next_id)
     except TargetTimedOut as exc:
         raise CheckError(f"{target.label} did not answer in time ({exc.context}): {exc.why}") from None
     report = Report(target.label, call.tool, dict(call.arguments),

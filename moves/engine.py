@@ -81,6 +81,11 @@ class Call:
     #: Answers the author supplied (`--answers`): by key for any round, or by round number ("2") then key.
     #: A value for a form question without "action" is its content (sent as an accept); any other is sent as is.
     answers: dict[str, Any] = field(default_factory=dict)
+    #: Another listed tool that asks for input when called with the same arguments, and the questions it asked then:
+    #: the moves that spend this tool's ticket on it (request "other-tool") go there; None when the server has none.
+    #: The default is the lab's second asking tool (the checker sets both from what the server lists).
+    cross_tool: str | None = "provision"
+    cross_questions: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -191,6 +196,19 @@ def supplied_answers(call: Call, round_n: int) -> dict[str, Any]:
     """The author's answers (`Call.answers`) for round `round_n`: those given for any round, then the round's."""
     general = {k: v for k, v in call.answers.items() if not k.isdigit()}
     return {**general, **as_object(call.answers.get(str(round_n)))}
+
+
+def cross_tool_call(call: Call, requests: dict[str, Any]) -> tuple[Call, dict[str, Any]]:
+    """The call and questions of a retry sent to another asking tool with this tool's ticket: that tool, the same
+    arguments, and its own questions answered beside this one's (so a ticket it wrongly accepts can do its work).
+
+    Raises:
+        ValueError: the server has no other tool that asks for input with these arguments.
+    """
+    if not call.cross_tool:
+        raise ValueError(f"{call.tool} is the only listed tool that asks for input when called with these "
+                         "arguments, so there is no other tool to spend its ticket on")
+    return replace(call, tool=call.cross_tool), {**call.cross_questions, **requests}
 
 
 def unanswerable(input_requests: dict[str, Any], supplied: dict[str, Any] | None = None) -> str | None:
@@ -663,6 +681,8 @@ def _retries(move: Move, target: Target, call: Call, ticket: str, requests: dict
              round_n: int = 1, seen: set[str] | None = None) -> Sent:
     """Send the move's own retry (one per junk shape); an accepted answer's flow is followed to its end. Raises
     ValueError when the move cannot be built against this tool (no other arguments, no field to answer wrongly)."""
+    if move.request == "other-tool":
+        call, requests = cross_tool_call(call, requests)
     arguments = call.arguments
     if move.request == "other":
         if call.other_arguments is None:
@@ -869,7 +889,7 @@ def play(move: Move, target: Target, call: Call | None = None, *, on_progress: P
             return _not_run(move, "skipped: the move waits past the ticket's expiry", minted, steps, ticket)
         mine = _retries(move, target, call, ticket, requests, round_n, start.seen)
     except ValueError as exc:
-        return _not_run(move, f"not run: {exc}", minted, steps, ticket)
+        return _not_run(move, f"not shown: {exc}", minted, steps, ticket)
     steps += mine.steps
     rounds = [*start.rounds, *mine.rounds]
     if mine.stuck:

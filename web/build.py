@@ -298,7 +298,9 @@ class Outcomes:
     """What the checker reports once an experiment's lines are gone, worked out from the move catalogue."""
 
     red: tuple[Move, ...]  # the moves that fail
-    not_run: tuple[Move, ...]  # the moves that cannot be shown, because a move sent before them now fails
+    #: the moves that cannot be shown: a move sent before them now fails, or they need a second asking tool (the
+    #: lesson's server has deploy alone)
+    not_run: tuple[Move, ...]
     summary: str  # the checker's last line
 
 
@@ -306,9 +308,9 @@ def outcomes(experiment: Experiment, catalogue: tuple[Move, ...]) -> Outcomes:
     """Without the removed check, the moves refused by it alone fail, and nothing else does; a move sent after
     one of them (`before`) is not run. The summary is the checker's own (moves.check.Report), so its words
     never drift."""
-    red = tuple(m for m in catalogue if m.expect == Outcome.REFUSED
+    red = tuple(m for m in catalogue if m.expect == Outcome.REFUSED and not m.needs_other_tool
                 and m.refused_by_checks == {experiment.check})
-    not_run = tuple(m for m in catalogue if m.before is not None and m.before in red)
+    not_run = tuple(m for m in catalogue if (m.before is not None and m.before in red) or m.needs_other_tool)
     rows = [MoveRow(m.slug, m.title, m.expect.value,
                     Outcome.COMPLETED.value if m in red else Outcome.NOT_RUN.value if m in not_run else m.expect.value,
                     m not in red and m not in not_run, "") for m in catalogue]

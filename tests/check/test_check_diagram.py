@@ -145,7 +145,7 @@ def test_a_finished_report_draws_each_move_from_its_real_exchange(app_server: Li
         labels = [t.get_text() for t in details.select("svg.seq-wide g.seq-msg text.seq-label")]
         assert labels[:2] == [f"tools/call deploy · id {first['sent']['id']}",
                               f"result: input_required · id {first['sent']['id']}"]
-        assert labels[-2:][0] == f"tools/call deploy · id {last['sent']['id']}"
+        assert labels[-2:][0] == f"tools/call {last['sent']['params']['name']} · id {last['sent']['id']}"
         assert labels[-1].endswith(f"· id {last['sent']['id']}")
         assert len(details.select("svg.seq-narrow g.seq-msg")) == len(labels)
         words = [li.get_text(" ", strip=True) for li in details.select("details.seq-words ol.seq-text li")]

@@ -27,6 +27,9 @@ CATALOGUE: tuple[Move, ...] = moves_from_env()
 OWNED: frozenset[str] = frozenset(slug for step in BUILD.steps for slug in step.moves)
 #: Moves whose answer is malformed: a step is done only when each got an error that is not the ticket refusal.
 MALFORMED: frozenset[str] = frozenset(slug for step in BUILD.steps for slug in step.errors)
+#: The moves the lesson's server can show: it serves deploy alone, so a move that needs a second tool that asks
+#: (a ticket spent on another tool) is not run there, never passed.
+SHOWABLE: frozenset[str] = frozenset(m.slug for m in CATALOGUE if not m.needs_other_tool)
 #: Tickets live this long in checker runs, so the late move waits about a second longer, for real.
 TTL = "2"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from moves.check import Report, main
-from tests.lessons.buildkit import BUILD, CATALOGUE, LESSON, OWNED, TTL, check, passing, verdicts
+from tests.lessons.buildkit import BUILD, CATALOGUE, LESSON, OWNED, SHOWABLE, TTL, check, passing, verdicts
 from web.build import grade
 
 
@@ -56,10 +56,13 @@ def test_the_full_solution_passes_everything_and_the_cli_exits_0(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     assert BUILD.partial({s.id for s in BUILD.steps}) == BUILD.solution
     report = check(BUILD.solution, tmp_path)
-    assert passing(report) == {m.slug for m in CATALOGUE}
+    assert passing(report) == SHOWABLE
+    assert {slug for slug, verdict in verdicts(report).items() if verdict == "not-run"} == \
+        {m.slug for m in CATALOGUE} - SHOWABLE
     assert all(p.ok for p in report.probes) and report.ok
     assert graded_done(report) == {s.id for s in BUILD.steps}
-    assert grade(BUILD, json.dumps(report.to_json()), CATALOGUE).others == ()
+    others = grade(BUILD, json.dumps(report.to_json()), CATALOGUE).others
+    assert {o.slug for o in others} == {m.slug for m in CATALOGUE} - SHOWABLE  # listed as not shown
     monkeypatch.setenv("MRTR_TICKET_TTL", TTL)
     code = main(["--json", "--stdio", f"{sys.executable} {LESSON / 'solution' / 'server.py'}"])
     assert code == 0

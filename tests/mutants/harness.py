@@ -54,10 +54,12 @@ def check_http(name: str, options: CheckOptions = DEFAULTS, *, timeout: float = 
             return run_check(target, options, moves=moves, secrets=[token for _, token in TOKENS])
 
 
-def check_stdio(name: str, tmp_path: Path, options: CheckOptions = DEFAULTS, *,
+def check_stdio(name: str, tmp_path: Path, options: CheckOptions = DEFAULTS, *, late_after: float | None = None,
                 moves: Sequence[Move] | None = None) -> Report:
     clock = Clock.at_zero(tmp_path / f"{name}.clock")
     env = {**os.environ, "MRTR_PEER_CLOCK_FILE": str(clock.path)}
+    timing = timing_on(clock)
+    timing.late_after = late_after
     with closing(StdioTarget([sys.executable, str(SERVER), name], [("bob", "bob"), ("alice", "alice")], env=env,
-                             timing=timing_on(clock), timeout=20)) as target:
+                             timing=timing, timeout=20)) as target:
         return run_check(target, options, moves=moves)

@@ -50,6 +50,9 @@ CONFIRM = {"type": "object", "properties": {"confirm": {"type": "boolean", "titl
            "required": ["confirm"]}
 DEPLOY = {"name": "deploy", "description": "Deploy after a yes.",
           "inputSchema": {"type": "object", "properties": {"env": {"type": "string"}}, "required": ["env"]}}
+#: A second tool that asks for input with the same arguments: a ticket of one must not work on the other.
+RESTART = {"name": "restart", "description": "Restart the environment after a yes.",
+           "inputSchema": DEPLOY["inputSchema"]}
 FROZEN = "Invalid or expired requestState"
 
 
@@ -111,7 +114,13 @@ class BadTicket(Exception):
 
 
 class Sound:
-    """The control: every rule kept."""
+    """The control: every rule kept. Two tools ask for input with the same arguments (deploy and restart), and a
+    ticket is bound to its tool as well as its arguments."""
+
+    #: The tools listed, each asking "<verb> <env>?" under the key confirm; the first is the one the checker plays.
+    tools: tuple[dict[str, Any], ...] = (DEPLOY, RESTART)
+    #: The checker's --late-after for this server: None when the ticket's exp is readable (the checker waits for it).
+    late_after: float | None = None
 
     def __init__(self, clock: Clock | None = None, key: bytes = KEY, ttl: int = TTL) -> None:
         self.clock = clock or Clock()
@@ -144,8 +153,8 @@ class Sound:
         self.check_version(meta.get(META_VERSION))
         method = message.get("method")
         if method == "tools/list":
-            return self.complete({"tools": [DEPLOY]})
-        if method != "tools/call" or params.get("name") != "deploy":
+            return self.complete({"tools": list(self.tools)})
+        if method != "tools/call" or params.get("name") not in {t["name"] for t in self.tools}:
             raise Refused(-32601, "Method not found")
         arguments = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
         self.check_capability(meta.get(META_CAPS) if isinstance(meta.get(META_CAPS), dict) else {})
@@ -166,39 +175,50 @@ class Sound:
     # -- the tool -------------------------------------------------------------------------------------
 
     def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Every tool's prologue: round one asks; a retry's ticket is verified (any failure refused), then
+        `proceed` reads the answers."""
         params = message["params"]
+        tool = str(params.get("name"))
         if "requestState" not in params:
-            return self.ask(principal, arguments)
+            return self.ask(principal, arguments, tool)
         try:
             claims = self.verify(params["requestState"], principal, arguments, message)
         except BadTicket as bad:
             return self.refuse_ticket(bad.check)
+        return self.proceed(claims, message, principal, arguments)
+
+    def proceed(self, claims: dict[str, Any], message: dict[str, Any], principal: str,
+                arguments: dict[str, Any]) -> dict[str, Any]:
+        """A verified retry: ask again without the answer, end on a no, else spend the ticket and do the work."""
+        params = message["params"]
         answer = self.answer_of(params.get("inputResponses"))
         decision = self.decide(answer)
         if decision == "missing":
-            return self.missing(principal, arguments)
+            return self.missing(principal, arguments, str(params.get("name")))
         self.spend(claims, message, principal, arguments)
         if decision == "no":
-            return self.complete({"content": [{"type": "text", "text": "nothing deployed: the user said no"}],
-                                  "isError": False})
+            return self.nothing()
         return self.work(claims)
 
-    def ask(self, principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    def ask(self, principal: str, arguments: dict[str, Any], tool: str = "deploy") -> dict[str, Any]:
+        verb = "Deploy to" if tool == self.tools[0]["name"] else f"{tool.capitalize()}"
         question = {"method": "elicitation/create", "params": {"mode": "form", "message":
-                    f"Deploy to {arguments.get('env')}?", "requestedSchema": CONFIRM}}
+                    f"{verb} {arguments.get('env')}?", "requestedSchema": CONFIRM}}
         return {"resultType": "input_required", "inputRequests": {"confirm": question},
-                "requestState": self.mint(principal, arguments)}
+                "requestState": self.mint(principal, arguments, tool)}
 
-    def missing(self, principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    def missing(self, principal: str, arguments: dict[str, Any], tool: str = "deploy") -> dict[str, Any]:
         """A retry without the answer is asked again (spec: a new InputRequiredResult, not an error)."""
-        return self.ask(principal, arguments)
+        return self.ask(principal, arguments, tool)
 
     def work(self, claims: dict[str, Any]) -> dict[str, Any]:
         with self.lock:
             self.deploys += 1
             number = self.deploys
         # The deploy number differs per call: the checker must mask it to compare two results of the same work.
-        text = f"deployed to {claims['work']['env']} (deploy {number}, id {secrets.token_hex(6)})"
+        tool = claims["work"].get("tool")
+        done = f"{tool}: done for" if tool else "deployed to"
+        text = f"{done} {claims['work']['env']} (deploy {number}, id {secrets.token_hex(6)})"
         return self.complete({"content": [{"type": "text", "text": text}], "isError": False})
 
     def refuse_ticket(self, check: str) -> dict[str, Any]:
@@ -206,17 +226,17 @@ class Sound:
 
     # -- the ticket -----------------------------------------------------------------------------------
 
-    @staticmethod
-    def digest(arguments: dict[str, Any]) -> str:
-        return hashlib.sha256(json.dumps(["tools/call", "deploy", arguments], sort_keys=True).encode()).hexdigest()[:24]
+    def digest(self, arguments: dict[str, Any], tool: str = "deploy") -> str:
+        """The request a ticket is bound to: the method, the tool and the arguments."""
+        return hashlib.sha256(json.dumps(["tools/call", tool, arguments], sort_keys=True).encode()).hexdigest()[:24]
 
     def sign(self, body: str) -> str:
         return _b64(hmac.new(self.key, body.encode(), hashlib.sha256).digest())
 
-    def mint(self, principal: str, arguments: dict[str, Any], **extra: Any) -> str:
+    def mint(self, principal: str, arguments: dict[str, Any], tool: str = "deploy", **extra: Any) -> str:
         """A ticket; `extra` claims (a flow's step) go into the signed payload too."""
-        payload = {"sub": principal, "exp": int(self.clock.now()) + self.ttl, "req": self.digest(arguments),
-                   "jti": secrets.token_hex(8), "work": {"env": arguments.get("env")}, **extra}
+        payload = {"sub": principal, "exp": int(self.clock.now()) + self.ttl, "req": self.digest(arguments, tool),
+                   "jti": secrets.token_hex(8), "work": self.work_of(arguments, tool), **extra}
         body = _b64(json.dumps(payload, sort_keys=True).encode())
         return f"m1.{body}.{self.sign(body)}"
 
@@ -245,7 +265,7 @@ class Sound:
         claims = self.open(ticket)
         self.check_principal(claims, principal)
         self.check_expiry(claims)
-        self.check_request(claims, arguments)
+        self.check_request(claims, arguments, str(message["params"].get("name")))
         self.check_unspent(claims, message, principal, arguments)
         return claims
 
@@ -258,9 +278,14 @@ class Sound:
         if not isinstance(exp, int) or self.clock.now() >= exp:
             raise BadTicket("expiry")
 
-    def check_request(self, claims: dict[str, Any], arguments: dict[str, Any]) -> None:
-        if claims.get("req") != self.digest(arguments):
+    def check_request(self, claims: dict[str, Any], arguments: dict[str, Any], tool: str = "deploy") -> None:
+        if claims.get("req") != self.digest(arguments, tool):
             raise BadTicket("request")
+
+    def work_of(self, arguments: dict[str, Any], tool: str) -> dict[str, Any]:
+        """What the ticket carries to the retry: the env, and the tool when it is not the first."""
+        return {"env": arguments.get("env")} if tool == self.tools[0]["name"] else \
+            {"env": arguments.get("env"), "tool": tool}
 
     # -- single use -----------------------------------------------------------------------------------
 
@@ -321,30 +346,26 @@ class TwoRounds(Sound):
 
     second_key = "window"
 
-    def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    def proceed(self, claims: dict[str, Any], message: dict[str, Any], principal: str,
+                arguments: dict[str, Any]) -> dict[str, Any]:
         params = message["params"]
-        if "requestState" not in params:
-            return self.ask(principal, arguments)
-        try:
-            claims = self.verify(params["requestState"], principal, arguments, message)
-        except BadTicket as bad:
-            return self.refuse_ticket(bad.check)
+        tool = str(params.get("name"))
         responses = params.get("inputResponses") if isinstance(params.get("inputResponses"), dict) else {}
         second = claims.get("step") == 2
         decision = self.decide_second(responses.get(self.second_key)) if second else \
             self.decide(self.answer_of(responses))
         if decision == "missing":
-            return self.ask_second(principal, arguments) if second else self.missing(principal, arguments)
+            return self.ask_second(principal, arguments, tool) if second else self.missing(principal, arguments, tool)
         self.spend(claims, message, principal, arguments)
         if decision == "no":
             return self.nothing()
-        return self.work(claims) if second else self.ask_second(principal, arguments)
+        return self.work(claims) if second else self.ask_second(principal, arguments, tool)
 
-    def ask_second(self, principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    def ask_second(self, principal: str, arguments: dict[str, Any], tool: str = "deploy") -> dict[str, Any]:
         question = {"method": "elicitation/create", "params": {"mode": "form", "message": "Deploy now or tonight?",
                                                                 "requestedSchema": WINDOW}}
         return {"resultType": "input_required", "inputRequests": {self.second_key: question},
-                "requestState": self.mint(principal, arguments, step=2)}
+                "requestState": self.mint(principal, arguments, tool, step=2)}
 
     def decide_second(self, answer: Any) -> str:
         if answer is None:
@@ -365,8 +386,9 @@ class StateOnlyFirst(Sound):
 
     def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
         params = message["params"]
+        tool = str(params.get("name"))
         if "requestState" not in params:
-            return {"resultType": "input_required", "requestState": self.mint(principal, arguments, step=0)}
+            return {"resultType": "input_required", "requestState": self.mint(principal, arguments, tool, step=0)}
         try:
             claims = self.open(params["requestState"])
         except BadTicket:
@@ -376,7 +398,7 @@ class StateOnlyFirst(Sound):
                 self.verify(params["requestState"], principal, arguments, message)
             except BadTicket as bad:
                 return self.refuse_ticket(bad.check)
-            return self.ask(principal, arguments)
+            return self.ask(principal, arguments, tool)
         return super().deploy(message, principal, arguments)
 
 
@@ -386,12 +408,12 @@ class SignsInSecond(TwoRounds):
 
     second_key = "login"
 
-    def ask_second(self, principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    def ask_second(self, principal: str, arguments: dict[str, Any], tool: str = "deploy") -> dict[str, Any]:
         question = {"method": "elicitation/create", "params": {
             "mode": "url", "message": "Sign in to approve the deploy", "url": "https://example.com/approve",
             "elicitationId": secrets.token_hex(4)}}
         return {"resultType": "input_required", "inputRequests": {self.second_key: question},
-                "requestState": self.mint(principal, arguments, step=2)}
+                "requestState": self.mint(principal, arguments, tool, step=2)}
 
     def decide_second(self, answer: Any) -> str:
         if answer is None:
@@ -399,6 +421,157 @@ class SignsInSecond(TwoRounds):
         if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
             raise Refused(-32602, "Invalid inputResponses: login is not an elicitation result")
         return "yes" if answer["action"] == "accept" else "no"
+
+
+class Opaque(Sound):
+    """Sound, with opaque tickets: a random handle to claims kept server-side, so no holder can read exp (the
+    checker needs --late-after for the timed moves). The claims live in this object, or, for processes sharing a
+    clock file, in a handles file beside it that every process of the server reads (a shared store, as replicas
+    would have)."""
+
+    late_after = TTL + 1
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tickets: dict[str, dict[str, Any]] = {}
+        self.shared = self.clock.path.with_suffix(".handles") if self.clock.path is not None else None
+
+    def mint(self, principal: str, arguments: dict[str, Any], tool: str = "deploy", **extra: Any) -> str:
+        ticket = "o1." + secrets.token_urlsafe(24)
+        claims = {"sub": principal, "exp": int(self.clock.now()) + self.ttl, "req": self.digest(arguments, tool),
+                  "jti": secrets.token_hex(8), "work": self.work_of(arguments, tool), **extra}
+        self.tickets[ticket] = claims
+        if self.shared is not None:
+            with self.lock, self.shared.open("a", encoding="utf-8") as handles:
+                handles.write(json.dumps([ticket, claims]) + "\n")
+        return ticket
+
+    def open(self, ticket: Any) -> dict[str, Any]:
+        claims = self.tickets.get(ticket) if isinstance(ticket, str) else None
+        if claims is None and isinstance(ticket, str) and self.shared is not None and self.shared.exists():
+            lines = self.shared.read_text(encoding="utf-8").splitlines()
+            claims = next((c for t, c in (json.loads(line) for line in lines if line) if t == ticket), None)
+        if claims is None:
+            raise BadTicket("signature")
+        return claims
+
+
+class TwoQuestions(Sound):
+    """Sound, asking two questions in one round (a yes, and a reason under a key of its own): both are needed, a
+    missing one is asked again, a malformed one gets an error, and a no to either ends the call."""
+
+    QUESTIONS = {"confirm": CONFIRM, "reason": {"type": "object", "required": ["reason"], "properties": {
+        "reason": {"type": "string", "title": "Why now?", "minLength": 2}}}}
+
+    def ask(self, principal: str, arguments: dict[str, Any], tool: str = "deploy") -> dict[str, Any]:
+        asked = super().ask(principal, arguments, tool)
+        reason = {"method": "elicitation/create", "params": {"mode": "form", "message": "Why deploy now?",
+                                                             "requestedSchema": self.QUESTIONS["reason"]}}
+        return {**asked, "inputRequests": {**asked["inputRequests"], "reason": reason}}
+
+    def proceed(self, claims: dict[str, Any], message: dict[str, Any], principal: str,
+                arguments: dict[str, Any]) -> dict[str, Any]:
+        params = message["params"]
+        responses = params.get("inputResponses") if isinstance(params.get("inputResponses"), dict) else {}
+        if any(responses.get(key) is None for key in self.QUESTIONS):
+            return self.missing(principal, arguments, str(params.get("name")))
+        decisions = [self.decide(responses["confirm"]), self.decide_reason(responses["reason"])]
+        self.spend(claims, message, principal, arguments)
+        return self.work(claims) if decisions == ["yes", "yes"] else self.nothing()
+
+    def decide_reason(self, answer: Any) -> str:
+        if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
+            raise Refused(-32602, "Invalid inputResponses: reason is not an elicitation result")
+        if answer["action"] != "accept":
+            return "no"
+        reason = answer.get("content", {}).get("reason") if isinstance(answer.get("content"), dict) else None
+        if not isinstance(reason, str) or len(reason) < 2:
+            raise Refused(-32602, "Invalid inputResponses: reason must be text of at least 2 characters")
+        return "yes"
+
+
+SHIP = {"name": "ship", "description": "Ship a build after an approval.",
+        "inputSchema": {"type": "object", "properties": {"env": {"type": "string"}}, "required": ["env"]}}
+ROLLBACK = {"name": "rollback", "description": "Roll back after an approval.", "inputSchema": SHIP["inputSchema"]}
+APPROVE = {"type": "object", "properties": {"approved": {"type": "boolean", "title": "Approve"}},
+           "required": ["approved"]}
+
+
+class Renamed(Sound):
+    """Sound, with names of its own: tools ship and rollback (no deploy, so the checker finds the tool that asks),
+    asking under the key approval for a field approved."""
+
+    tools = (SHIP, ROLLBACK)
+
+    def ask(self, principal: str, arguments: dict[str, Any], tool: str = "ship") -> dict[str, Any]:
+        question = {"method": "elicitation/create", "params": {"mode": "form", "message":
+                    f"Approve {tool} to {arguments.get('env')}?", "requestedSchema": APPROVE}}
+        return {"resultType": "input_required", "inputRequests": {"approval": question},
+                "requestState": self.mint(principal, arguments, tool)}
+
+    def answer_of(self, responses: Any) -> Any:  # type: ignore[override]
+        """The answer under approval, its field approved read as Sound's confirm (absent stays absent)."""
+        answer = responses.get("approval") if isinstance(responses, dict) else None
+        if isinstance(answer, dict) and isinstance(answer.get("content"), dict):
+            content = answer["content"]
+            return {**answer, "content": {"confirm": content["approved"]} if "approved" in content else {}}
+        return answer
+
+
+def _keystream(key: bytes, nonce: bytes, length: int) -> bytes:
+    blocks = (hmac.new(key, nonce + n.to_bytes(4, "big"), hashlib.sha256).digest() for n in range(length // 32 + 1))
+    return b"".join(blocks)[:length]
+
+
+class Sealed(Sound):
+    """Sound, with sealed tickets: the payload encrypted (an HMAC keystream) and then authenticated (an HMAC tag
+    over nonce and ciphertext), so no holder can read exp; the checker needs --late-after for the timed moves."""
+
+    late_after = TTL + 1
+
+    def mint(self, principal: str, arguments: dict[str, Any], tool: str = "deploy", **extra: Any) -> str:
+        opened = Sound.mint(self, principal, arguments, tool, **extra).split(".")[1]
+        plain, nonce = _unb64(opened), secrets.token_bytes(12)
+        sealed = nonce + bytes(a ^ b for a, b in zip(plain, _keystream(self.key + b"enc", nonce, len(plain)),
+                                                     strict=True))
+        return f"s1.{_b64(sealed)}.{_b64(hmac.new(self.key + b'tag', sealed, hashlib.sha256).digest())}"
+
+    def open(self, ticket: Any) -> dict[str, Any]:
+        parts = ticket.split(".") if isinstance(ticket, str) and len(ticket) <= 4096 else []
+        if len(parts) != 3 or parts[0] != "s1":
+            raise BadTicket("signature")
+        try:
+            sealed, tag = _unb64(parts[1]), _unb64(parts[2])
+        except ValueError:
+            raise BadTicket("signature") from None
+        if len(sealed) < 13 or not hmac.compare_digest(tag, hmac.new(self.key + b"tag", sealed,
+                                                                        hashlib.sha256).digest()):
+            raise BadTicket("signature")
+        nonce, body = sealed[:12], sealed[12:]
+        plain = bytes(a ^ b for a, b in zip(body, _keystream(self.key + b"enc", nonce, len(body)), strict=True))
+        claims = json.loads(plain)
+        if not isinstance(claims, dict) or not isinstance(claims.get("work"), dict):
+            raise BadTicket("signature")
+        return claims
+
+
+#: How long the slow control takes over each tools/call (a server that does real work before it answers).
+SLOW_DELAY = 0.1
+
+
+class Slow(Sound):
+    """Sound, answering every tools/call after SLOW_DELAY seconds: the checker's waits and copies sent at once must
+    not mistake a slow answer for a missing one."""
+
+    def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        time.sleep(SLOW_DELAY)
+        return super().deploy(message, principal, arguments)
+
+
+class OneTool(Sound):
+    """Sound, with deploy as its only tool: a ticket cannot be tried on another tool, so that move is not run."""
+
+    tools = (DEPLOY,)
 
 
 # -- the mutants: one plausible mistake each ------------------------------------------------------------
@@ -599,7 +772,7 @@ class NoExpiry(Sound):
 class NoRequestCheck(Sound):
     """Never compares the ticket's request digest with the retry's arguments: a yes for staging deploys prod."""
 
-    def check_request(self, claims: dict[str, Any], arguments: dict[str, Any]) -> None:
+    def check_request(self, claims: dict[str, Any], arguments: dict[str, Any], tool: str = "deploy") -> None:
         pass
 
 
@@ -643,6 +816,14 @@ class PreAnswered(Sound):
         return super().deploy(message, principal, arguments)
 
 
+class BindsArgumentsOnly(Sound):
+    """Binds a ticket to the arguments only, not the tool: deploy's ticket and yes, sent to restart with the same
+    arguments, restart (and do deploy's work)."""
+
+    def digest(self, arguments: dict[str, Any], tool: str = "deploy") -> str:
+        return super().digest(arguments, "any tool")
+
+
 class AnswerErrorIsTicketError(Sound):
     """Answers a malformed answer with the frozen bad-ticket error: a client cannot tell "your answer does not fit"
     from "your ticket was refused"."""
@@ -668,7 +849,7 @@ class MalformedAsksAgain(Sound):
 class MissingAnswerIsAnError(Sound):
     """Answers a retry without the answer with an error instead of asking again."""
 
-    def missing(self, principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    def missing(self, principal: str, arguments: dict[str, Any], tool: str = "deploy") -> dict[str, Any]:
         raise Refused(-32602, "Invalid inputResponses: confirm is missing")
 
 
@@ -708,7 +889,7 @@ class StartsOver(Sound):
         try:
             return super().deploy(message, principal, arguments)
         except _StartOver:
-            return self.ask(principal, arguments)
+            return self.ask(principal, arguments, str(message["params"].get("name")))
 
 
 #: The mutants by name (the names tests/mutants/expectations.toml uses), and the sound servers.
@@ -734,6 +915,7 @@ MUTANTS: dict[str, type[Sound]] = {
     "process-key": ProcessKey,
     "missing-answer-is-an-error": MissingAnswerIsAnError,
     "answer-error-is-ticket-error": AnswerErrorIsTicketError,
+    "binds-arguments-only": BindsArgumentsOnly,
     "missing-answer-is-yes": MissingAnswerIsYes,
     "first-key-wins": FirstKeyWins,
     "pre-answered": PreAnswered,
@@ -742,31 +924,11 @@ MUTANTS: dict[str, type[Sound]] = {
     "no-result-type": NoResultType,
 }
 SOUND: dict[str, type[Sound]] = {"sound": Sound, "starts-over": StartsOver, "two-rounds": TwoRounds,
-                                  "state-only-first": StateOnlyFirst}
+                                  "state-only-first": StateOnlyFirst, "opaque": Opaque, "sealed": Sealed,
+                                  "two-questions": TwoQuestions, "renamed": Renamed, "slow": Slow}
 
 
 # -- servers for the checker's own verdict tests (tests/check/test_verdicts.py), not mutants ----------------
-
-
-class Opaque(Sound):
-    """Sound, with opaque tickets: a random handle to claims kept server-side, so no holder can read exp."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.tickets: dict[str, dict[str, Any]] = {}
-
-    def mint(self, principal: str, arguments: dict[str, Any]) -> str:
-        ticket = "o1." + secrets.token_urlsafe(24)
-        self.tickets[ticket] = {"sub": principal, "exp": int(self.clock.now()) + self.ttl,
-                                "req": self.digest(arguments), "jti": secrets.token_hex(8),
-                                "work": {"env": arguments.get("env")}}
-        return ticket
-
-    def open(self, ticket: Any) -> dict[str, Any]:
-        claims = self.tickets.get(ticket) if isinstance(ticket, str) else None
-        if claims is None:
-            raise BadTicket("signature")
-        return claims
 
 
 class HangsOnRetry(Sound):
@@ -819,22 +981,16 @@ class AsksForever(Sound):
     """Asks a new question under a new key after every answer and never finishes: the checker must stop following
     it at its bound, and say so, rather than loop."""
 
-    def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        params = message["params"]
-        if "requestState" not in params:
-            return self.ask(principal, arguments)
-        try:
-            claims = self.verify(params["requestState"], principal, arguments, message)
-        except BadTicket as bad:
-            return self.refuse_ticket(bad.check)
+    def proceed(self, claims: dict[str, Any], message: dict[str, Any], principal: str,
+                arguments: dict[str, Any]) -> dict[str, Any]:
         step = int(claims.get("step", 1)) + 1
         question = {"method": "elicitation/create", "params": {"mode": "form", "message": f"Question {step}?",
                                                                 "requestedSchema": CONFIRM}}
         return {"resultType": "input_required", "inputRequests": {f"q{step}": question},
-                "requestState": self.mint(principal, arguments, step=step)}
+                "requestState": self.mint(principal, arguments, str(message["params"].get("name")), step=step)}
 
 
-VARIANTS: dict[str, type[Sound]] = {"opaque": Opaque, "hangs-on-retry": HangsOnRetry, "echoes-token": EchoesToken,
+VARIANTS: dict[str, type[Sound]] = {"one-tool": OneTool, "hangs-on-retry": HangsOnRetry, "echoes-token": EchoesToken,
                                     "lists-for-nobody": ListsForNobody,
                                     "hangs-without-capability": HangsWithoutCapability,
                                     "signs-in-second": SignsInSecond, "asks-forever": AsksForever,

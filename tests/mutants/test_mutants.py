@@ -101,14 +101,14 @@ def test_the_table_names_every_server_and_only_catalogue_moves_and_known_probes(
 
 @pytest.mark.parametrize("name", list(SOUND))
 def test_the_sound_controls_pass_everything_over_http(name: str) -> None:
-    report = check_http(name)
+    report = check_http(name, late_after=SOUND[name].late_after)
     assert report.ok and all(r.verdict == "pass" for r in report.moves) and all(p.ok for p in report.probes), \
         report.table()
 
 
 @pytest.mark.parametrize("name", list(SOUND))
 def test_the_sound_controls_pass_everything_over_stdio(name: str, tmp_path: Path) -> None:
-    report = check_stdio(name, tmp_path)
+    report = check_stdio(name, tmp_path, late_after=SOUND[name].late_after)
     assert report.ok and all(r.verdict == "pass" for r in report.moves) and all(p.ok for p in report.probes), \
         report.table()
 

@@ -36,8 +36,8 @@ META = {
 
 
 def call(rid: int, arguments: dict[str, Any], *, state: str | None = None,
-         answers: dict[str, Any] | None = None) -> dict[str, Any]:
-    params: dict[str, Any] = {"name": "deploy", "arguments": arguments, "_meta": META}
+         answers: dict[str, Any] | None = None, tool: str = "deploy") -> dict[str, Any]:
+    params: dict[str, Any] = {"name": tool, "arguments": arguments, "_meta": META}
     if state is not None:
         params["requestState"] = state
     if answers is not None:
@@ -198,6 +198,20 @@ def _mint(hand: Hand, peer: HttpPeer | StdioPeer) -> tuple[dict[str, Any], str]:
     return minted, minted["result"]["requestState"]
 
 
+def _second_tool(hand: Hand, peer: HttpPeer | StdioPeer) -> str | None:
+    """Another listed tool taking {env} that asks for input when bob calls it with deploy's arguments, or None."""
+    listed = hand.send(peer.owner, {"jsonrpc": "2.0", "id": 40, "method": "tools/list", "params": {"_meta": META}})
+    for tool in listed.get("result", {}).get("tools", []):
+        required = tool.get("inputSchema", {}).get("required", [])
+        if tool.get("name") == "deploy" or set(required) - set(ARGS) or "env" not in tool.get("inputSchema", {}).get(
+                "properties", {}):
+            continue
+        asked = hand.send(peer.owner, call(41, ARGS, tool=tool["name"])).get("result", {})
+        if asked.get("resultType") == "input_required" and asked.get("requestState"):
+            return str(tool["name"])
+    return None
+
+
 def _keys(minted: dict[str, Any]) -> list[str]:
     return list(minted["result"].get("inputRequests") or {"confirm": None})
 
@@ -251,9 +265,9 @@ def _senders(move: Move, ticket: str) -> list[bool]:
     return [move.sender == "other"] * len(_retries(move, ticket, ["confirm"]))
 
 
-def _retries(move: Move, ticket: str, keys: list[str]) -> list[dict[str, Any]]:
+def _retries(move: Move, ticket: str, keys: list[str], tool: str = "deploy") -> list[dict[str, Any]]:
     """The move's retries as plain JSON-RPC: one, one per junk shape, or the move's copies (sent here one after
-    another: the by-hand truth is about what a peer does with each, not about a race)."""
+    another: the by-hand truth is about what a peer does with each, not about a race); to `tool`."""
     arguments = OTHER_ARGS if move.request == "other" else ARGS
     rid = move.request_id if move.request_id is not None else 3
     tickets: list[str | None]
@@ -269,15 +283,15 @@ def _retries(move: Move, ticket: str, keys: list[str]) -> list[dict[str, Any]]:
         tickets = [edited(ticket) if move.ticket == "edit-work" else ticket]
     if move.copies > 1:
         ids = [rid if move.copy_ids == "same" else rid * 100 + n for n in range(1, move.copies + 1)]
-        return [call(i, arguments, state=tickets[0], answers=answers(move.answer, keys)) for i in ids]
-    return [call(rid, arguments, state=sent, answers=answers(move.answer, keys)) for sent in tickets]
+        return [call(i, arguments, state=tickets[0], answers=answers(move.answer, keys), tool=tool) for i in ids]
+    return [call(rid, arguments, state=sent, answers=answers(move.answer, keys), tool=tool) for sent in tickets]
 
 
-def _send(hand: Hand, peer: HttpPeer | StdioPeer, move: Move, ticket: str, keys: list[str]
+def _send(hand: Hand, peer: HttpPeer | StdioPeer, move: Move, ticket: str, keys: list[str], tool: str = "deploy"
           ) -> tuple[str, list[dict[str, Any]]]:
     """Send the move's own retries; the outcome is the first that does not hold, else the last."""
     replies = [hand.send(peer.other if other else peer.owner, message)
-               for message, other in zip(_retries(move, ticket, keys), _senders(move, ticket), strict=True)]
+               for message, other in zip(_retries(move, ticket, keys, tool), _senders(move, ticket), strict=True)]
     seen = [read(reply, move.answer) for reply in replies]
     if move.copies > 1:  # exactly one copy may do the work; the outcome is then the others'
         done = seen.count("completed")
@@ -315,7 +329,13 @@ def play(peer: HttpPeer | StdioPeer, move: Move | str) -> Played:
             peer.clock.advance(peer.ttl + 5)
         elif move.timing == "near-expiry":  # late in the ticket's life, still in time
             peer.clock.advance(peer.ttl * NEAR_EXPIRY)
-        seen, mine = _send(hand, peer, move, ticket, keys)
+        tool = "deploy"
+        if move.request == "other-tool":  # another tool that asks, with the same arguments; none: not shown
+            second = _second_tool(hand, peer)
+            if second is None:
+                return Played("not-run", minted, replies)
+            tool = second
+        seen, mine = _send(hand, peer, move, ticket, keys, tool)
         replies += mine
         if move.sender == "other" and holds(move.expect, Outcome(seen))[0] and not _owner_again(peer):
             return Played("not-run", minted, replies)
