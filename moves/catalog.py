@@ -157,6 +157,8 @@ class Move:
     before_ticket: Literal["same", "new"] = "same"
     #: The check this move shows, in a sentence ("the redeemed store is keyed on the ticket"), for reports.
     shows: str = ""
+    #: What a server author changes when this move fails, in a sentence or two (reports: moves/wording.py).
+    fix: str = ""
     #: The round of the flow the move is played on: the rounds before it are answered honestly first.
     round: int = 1
     #: How many identical copies of the retry are sent at once (1: one retry). With more, exactly one copy may do
@@ -247,6 +249,7 @@ _FIELDS: dict[str, tuple[type | tuple[type, ...], tuple[Any, ...] | None, bool]]
     "before": (str, None, False),
     "before_ticket": (str, BEFORE_TICKETS, False),
     "shows": (str, None, False),
+    "fix": (str, None, False),
     "round": (int, None, False),
     "copies": (int, None, False),
     "copy_ids": (str, COPY_IDS, False),

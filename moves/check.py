@@ -50,7 +50,8 @@ from moves.targets.http import HttpTarget, TargetConfigError
 from moves.targets.module import Clock, ModuleLoadError, ModuleTarget
 from moves.targets.remote import DEFAULT_TIMEOUT, Timing, clip
 from moves.targets.stdio import PRINCIPAL_ENV, StdioConfigError, StdioTarget
-from mrtr import as_object
+from moves.wording import explain, ticket_warnings, timestamp
+from mrtr import __version__, as_object
 from mrtr_settings.environment import ConfigError, read_settings
 
 if TYPE_CHECKING:
@@ -137,6 +138,12 @@ class Report:
     #: it ("" when it did).
     rounds: list[dict[str, Any]] = field(default_factory=list)
     flow_stuck: str = ""
+    #: The other listed tool that asks with the same arguments (the other-tool moves' target), or None.
+    other_tool: str | None = None
+    #: When the run started, in seconds since the epoch (the run's injected wall clock), or None.
+    generated: float | None = None
+    #: What the server does that no move fails but an author should know (an expiry in milliseconds, ...).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -147,10 +154,28 @@ class Report:
     def redact(self, text: str) -> str:
         return _redacted(text, [secret for secret in self.secrets if secret])
 
+    def redact_value(self, value: Any) -> Any:
+        """A JSON value with every string redacted (arguments built from a server's schema may echo a token)."""
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, list):
+            return [self.redact_value(v) for v in value]
+        if isinstance(value, dict):
+            return {self.redact(str(k)): self.redact_value(v) for k, v in value.items()}
+        return value
+
     def to_json(self) -> dict[str, Any]:
         """The report for CI (docs/checker/reports.md, "The JSON report"); never the exchanges."""
         report: dict[str, Any] = {
+            "checker": {"name": "mrtr check", "version": __version__},
+            "generated": timestamp(self.generated),
             "target": self.redact(self.target),
+            "tool": self.redact(self.tool),
+            "arguments": self.redact_value(self.arguments),
+            "other_arguments": self.redact_value(self.other_arguments),
+            "other_tool": self.redact(self.other_tool) if self.other_tool is not None else None,
+            "rounds": self.redact_value(self.rounds),
+            "warnings": [self.redact(w) for w in self.warnings],
             "ok": self.ok,
             "moves": [{"move": r.move, "verdict": r.verdict, "required": r.required, "expected": r.expected,
                        "observed": r.observed, "ok": r.ok, "detail": self.redact(r.detail)} for r in self.moves],
@@ -185,6 +210,7 @@ class Report:
             asked = "; ".join(", ".join(r["keys"]) for r in self.rounds)
             lines.append(f"Rounds: {len(self.rounds)} ({asked})" + (f"; not finished: {self.flow_stuck}"
                                                                     if self.flow_stuck else ""))
+        lines += [f"Warning: {w}" for w in self.warnings]
         lines.append("")
         width = max([len("move"), *(len(r.move) for r in self.moves)]) + 2
         lines.append(f"{'MOVE':<{width}}{'EXPECTED':<13}{'SERVER DID':<13}VERDICT")
@@ -212,6 +238,13 @@ class Report:
         suite = ET.SubElement(suites, "testsuite", name=f"mrtr check {self.redact(self.target)}",
                               tests=str(c["moves"] + c["probes"]), failures=str(failures), errors=str(errors),
                               skipped=str(c["not_run"]), time=f"{total_time:.3f}")
+        if self.generated is not None:
+            suite.set("timestamp", timestamp(self.generated).removesuffix("Z"))
+        properties = ET.SubElement(suite, "properties")
+        for name, value in (("checker.version", __version__), ("tool", self.tool),
+                            ("arguments", json.dumps(self.arguments, ensure_ascii=False, sort_keys=True)),
+                            *(("warning", self.redact(w)) for w in self.warnings)):
+            ET.SubElement(properties, "property", name=name, value=self.redact(str(value)))
         for r in self.moves:
             case = ET.SubElement(suite, "testcase", classname="mrtr.check.moves", name=r.move,
                                  time=f"{r.seconds:.3f}")
@@ -373,6 +406,7 @@ def _move_row(result: MoveResult, move: Move, options: CheckOptions, target: Any
     detail = result.detail
     ok = bool(result.ok)
     required = True
+    excused = ""
     timing = getattr(target, "timing", None)
     if result.outcome == Outcome.NOT_RUN:
         reason = getattr(timing, "skip_reason", None)
@@ -384,19 +418,18 @@ def _move_row(result: MoveResult, move: Move, options: CheckOptions, target: Any
         required = False
     elif not ok and options.allow_replay and move.requires == "single-use":
         required = False
-        detail = f"allowed by --allow-replay: {detail}"
-    if not ok and not result.warn and result.outcome not in (Outcome.NOT_RUN, Outcome.ERROR):
-        if move.stops_at:
-            detail = f"{detail} (a sound server stops this move at its {move.stops_at} check)"
-        elif move.shows:
-            detail = f"{detail} (this move checks that {move.shows})"
+        excused = "allowed by --allow-replay: "
     if ok and result.note:
         detail = f"{detail}; {result.note}"
     waited = getattr(timing, "waited", None)
     if move.timing != "in-time" and waited and result.outcome != Outcome.NOT_RUN:
         detail = f"{detail} ({waited})"
-    return MoveRow(move.slug, move.title, Outcome(move.expect).value, observed, ok, detail, required,
-                   move.stops_at, exchange_of(result))
+    row = MoveRow(move.slug, move.title, Outcome(move.expect).value, observed, ok, detail, required,
+                  move.stops_at, exchange_of(result))
+    # What was sent, what came back, what to fix (moves/wording.py).
+    row.detail = excused + explain(move, result, detail, row.verdict, owner=str(getattr(target, "owner", "the owner")),
+                                   other=str(getattr(target, "other", "the other principal")))
+    return row
 
 
 def _tools(target: Target, call: Call, role: Any, next_id: Callable[[], int]) -> list[dict[str, Any]]:
@@ -468,7 +501,7 @@ class CheckStopped(CheckError):
 
 def run_check(target: Target, options: CheckOptions = CheckOptions(), *, moves: Sequence[Move] | None = None,
               events: Events | None = None, clock: Callable[[], float] = time.monotonic,
-              secrets: Sequence[str] = ()) -> Report:
+              secrets: Sequence[str] = (), wall_clock: Callable[[], float] = time.time) -> Report:
     """Play every move and probe against `target` and report. Raises CheckError when it cannot start, and
     CheckStopped (with the report so far) at the first request the target does not answer in time.
 
@@ -488,7 +521,7 @@ def run_check(target: Target, options: CheckOptions = CheckOptions(), *, moves: 
         raise CheckError(f"{target.label} did not answer in time ({exc.context}): {exc.why}") from None
     report = Report(target.label, call.tool, dict(call.arguments),
                     dict(call.other_arguments) if call.other_arguments is not None else None,
-                    secrets=tuple(secrets))
+                    secrets=tuple(secrets), other_tool=call.cross_tool, generated=wall_clock())
     probe_ids = counter(1000)
     results: list[MoveResult] = []
     total = len(catalog)
@@ -533,6 +566,7 @@ def run_check(target: Target, options: CheckOptions = CheckOptions(), *, moves: 
         report.probe_seconds[slug] = clock() - started
         report.probes.append(result_probe)
         events.probe_done(result_probe)
+    report.warnings = ticket_warnings(next((r.ticket for r in results if r.ticket), None))
     for result_probe in (probe_same_error(results), probe_result_type(recorder.exchanges)):
         report.probe_seconds[result_probe.probe] = 0.0
         report.probes.append(result_probe)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -57,8 +58,16 @@ def check_json(*argv: str) -> tuple[int, dict[str, Any]]:
 def assert_exact_schema(report: dict[str, Any]) -> None:
     """The JSON contract of docs/checker/reports.md ("The JSON report"): these keys, in this order, these values."""
     stopped = ["stopped"] if "stopped" in report else []
-    assert list(report) == ["target", "ok", "moves", "probes", *stopped]
+    assert list(report) == ["checker", "generated", "target", "tool", "arguments", "other_arguments", "other_tool",
+                            "rounds", "warnings", "ok", "moves", "probes", *stopped]
     assert isinstance(report["target"], str) and isinstance(report["ok"], bool)
+    assert report["checker"]["name"] == "mrtr check" and re.fullmatch(r"\d+\.\d+\.\d+.*", report["checker"]["version"])
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", report["generated"])
+    assert isinstance(report["tool"], str) and isinstance(report["arguments"], dict)
+    assert report["other_arguments"] is None or isinstance(report["other_arguments"], dict)
+    assert report["other_tool"] is None or isinstance(report["other_tool"], str)
+    assert all(list(r) == ["round", "keys"] for r in report["rounds"])
+    assert all(isinstance(w, str) for w in report["warnings"])
     assert [m["move"] for m in report["moves"]] == SLUGS[:len(report["moves"])]
     for move in report["moves"]:
         assert list(move) == ["move", "verdict", "required", "expected", "observed", "ok", "detail"]

@@ -977,6 +977,19 @@ class ListsForNobody(Sound):
         return super().dispatch(message, principal)
 
 
+class MillisecondExp(Sound):
+    """Sound on its own clock, but writes exp in milliseconds (a JavaScript habit): every move holds, and the report
+    warns that exp reads as milliseconds."""
+
+    def mint(self, principal: str, arguments: dict[str, Any], tool: str = "deploy", **extra: Any) -> str:
+        return super().mint(principal, arguments, tool, **extra, exp=int((self.clock.now() + self.ttl) * 1000))
+
+    def check_expiry(self, claims: dict[str, Any]) -> None:
+        exp = claims.get("exp")
+        if not isinstance(exp, int) or self.clock.now() * 1000 >= exp:
+            raise BadTicket("expiry")
+
+
 class AsksForever(Sound):
     """Asks a new question under a new key after every answer and never finishes: the checker must stop following
     it at its bound, and say so, rather than loop."""
@@ -990,7 +1003,8 @@ class AsksForever(Sound):
                 "requestState": self.mint(principal, arguments, str(message["params"].get("name")), step=step)}
 
 
-VARIANTS: dict[str, type[Sound]] = {"one-tool": OneTool, "hangs-on-retry": HangsOnRetry, "echoes-token": EchoesToken,
+VARIANTS: dict[str, type[Sound]] = {"one-tool": OneTool, "millisecond-exp": MillisecondExp,
+                                    "hangs-on-retry": HangsOnRetry, "echoes-token": EchoesToken,
                                     "lists-for-nobody": ListsForNobody,
                                     "hangs-without-capability": HangsWithoutCapability,
                                     "signs-in-second": SignsInSecond, "asks-forever": AsksForever,
