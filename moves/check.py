@@ -238,8 +238,9 @@ class Report:
         suite = ET.SubElement(suites, "testsuite", name=f"mrtr check {self.redact(self.target)}",
                               tests=str(c["moves"] + c["probes"]), failures=str(failures), errors=str(errors),
                               skipped=str(c["not_run"]), time=f"{total_time:.3f}")
-        if self.generated is not None:
-            suite.set("timestamp", timestamp(self.generated).removesuffix("Z"))
+        started = timestamp(self.generated)
+        if started is not None:
+            suite.set("timestamp", started.removesuffix("Z"))
         properties = ET.SubElement(suite, "properties")
         for name, value in (("checker.version", __version__), ("tool", self.tool),
                             ("arguments", json.dumps(self.arguments, ensure_ascii=False, sort_keys=True)),
