@@ -65,6 +65,7 @@ def start_class(presenter: Page) -> str:
     assert len(code) == 6
     expect(presenter.locator("[data-control-link]")).to_contain_text(f"/class/{code}/control/")
     presenter.locator('[data-action="open-host"]').click()
+    expect(presenter).to_have_url(f"/class/{code}/host")  # the presenter page left behind has a join code too
     expect(presenter.locator("[data-join-code]")).to_have_text(code)
     expect(presenter.locator("[data-control-link]")).to_have_count(0)  # shown once
     return code
