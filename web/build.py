@@ -28,7 +28,8 @@ from moves.catalog import Move, load_moves
 from moves.check import VERDICTS, MoveRow, Report
 from moves.probes import PROBES, ProbeResult
 from moves.target import Outcome
-from mrtr import CHECKS, FROZEN_TICKET_MESSAGE
+from mrtr import CHECKS
+from mrtr.errors import FROZEN_TICKET_MESSAGE
 from web import build_runner, htmx
 from web.content import ContentError, Lesson, get_content
 

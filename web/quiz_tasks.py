@@ -21,7 +21,8 @@ from typing import Any
 from moves.catalog import Move
 from moves.engine import MINT_ID, MoveResult, Step, modern_request, outcome_of, play
 from moves.target import Outcome
-from mrtr import CHECK_TITLES, CHECKS, as_list, as_object
+from mrtr import CHECK_TITLES, CHECKS, as_object
+from mrtr.messages import as_list
 from web.content import TASK_RIGHT, TASK_WRONG, Question, get_content
 from web.moveviews import pretty_json
 from web.playground import CALL, MAX_AT, Toggles, new_target, seeded_jti
