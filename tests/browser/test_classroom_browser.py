@@ -20,7 +20,7 @@ from moves.catalog import load_moves
 from tests.browser.conftest import BROWSER_TEST_CONFIG
 from tests.browser.helpers import LiveServer, assert_no_axe_violations, serve
 from tests.web.helpers import stopped_move
-from web.classroom import live_questions
+from web.classroom_services import live_questions
 from web.content import Question, load_course
 
 MOVES = load_moves()

@@ -20,7 +20,7 @@ from typing import Any
 import redis
 
 from loopback.loadgen import deploy_request, flow_headers
-from web.classroom import GUESS_LIMIT
+from web.classroom_services import GUESS_LIMIT
 from web.deployment import REPLICA_HEADER
 
 from .conftest import ROOT, Cluster

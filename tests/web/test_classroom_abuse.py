@@ -13,7 +13,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from mrtr import FakeClock
-from web.classroom import (
+from web.classroom_services import (
     ALL_START_LIMIT,
     GUESS_LIMIT,
     GUESS_WINDOW,
