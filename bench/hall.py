@@ -12,8 +12,8 @@ the command scripts/run.sh ends with, read from the script with the variables it
    they refuse is added straight to the class's SQLite store (MRTR_CLASS_DB, set by the bench), so the rest of
    the run has the whole room. The report says how many got in over HTTP.
 3. Every phone loads its page (`GET /class/<code>/me`) and then polls `/class/<code>/me/live?stage=N` every
-   POLL_S seconds with `HX-Request`, as `templates/classroom/_live.html`'s `hx-trigger` does (read from it), from a random
-   phase: 204 until the stage changes. Each phone answers once, at a seeded offset spread over `--spread`
+   POLL_S seconds with `HX-Request`, as `templates/classroom/_live.html`'s `hx-trigger` does (read from it), from
+   a random phase: 204 until the stage changes. Each phone answers once, at a seeded offset spread over `--spread`
    seconds, with htmx's `hx-post` (the answer's latency is measured from send to last byte).
 4. One second after the last answer the presenter reveals; a phone has seen the reveal when a poll brings the
    panel with `data-revealed`. Its reveal latency is that poll's end minus the moment the reveal was sent.
