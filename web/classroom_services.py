@@ -23,7 +23,7 @@ from flask import current_app
 from mrtr import RedeemedStore
 from mrtr_settings.stores import open_classes, open_rate_limit
 from mrtr_stores.class_notices import LocalBus, make_bus
-from mrtr_stores.classes import ClassRow, ClassStore, LocalRateLimit, RateLimit
+from mrtr_stores.classes import MAX_LEARNERS, ClassRow, ClassStore, LocalRateLimit, RateLimit
 from mrtr_stores.redeemed_sqlite import SqliteStore
 from web.classroom_round import ClassLab, class_ring
 from web.content import Lesson, Question, get_content
@@ -40,9 +40,13 @@ PLAY_LIMIT, PLAY_WINDOW = 30, 60.0
 #: neither: where MRTR_INSTRUCTOR_TOKEN is set, only its holders open classes, so nobody else fills the places.
 START_LIMIT, START_WINDOW = 3, 3600.0
 ALL_START_LIMIT = 30
-#: Joins per client address a minute (a classroom behind one school router still fits), and per class.
-JOIN_CLIENT_LIMIT, JOIN_CLIENT_WINDOW = 30, 60.0
-JOIN_CLASS_LIMIT, JOIN_CLASS_WINDOW = 60, 60.0
+#: Joins per client address a minute, and per class: a full lecture hall (MAX_LEARNERS phones) behind one router
+#: joins within the minute, as the hall bench plays it (30 a minute had left 470 of 500 phones outside for a quarter
+#: of an hour). These bound speed, not storage: a class never holds more than MAX_LEARNERS, there are at most
+#: MRTR_MAX_CLASSES, and a code must be known to join (GUESS_LIMIT holds the guessers). What keeps an uninvited
+#: crowd out once the room is in is the presenter's lock under "Manage learners".
+JOIN_CLIENT_LIMIT, JOIN_CLIENT_WINDOW = MAX_LEARNERS, 60.0
+JOIN_CLASS_LIMIT, JOIN_CLASS_WINDOW = MAX_LEARNERS, 60.0
 #: Codes that open no class (wrong, ended or locked), per client address, before it must wait. With 31^6
 #: possible codes and at most MRTR_MAX_CLASSES (200) open, one guess finds a class with odds 200 in 887.5
 #: million; at 10 guesses per 10 minutes a client needs about 8 years on average, and has 1 chance in about
