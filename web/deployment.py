@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from mrtr_settings.environment import ProxyNetwork
+
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
@@ -122,7 +124,8 @@ def without_lean_mcp(app: Any) -> None:
     layer.app = layer.app.fallback
 
 
-def wrap(app: WSGIApplication, *, trusted_proxies: int | tuple[Any, ...], replica: str | None) -> WSGIApplication:
+def wrap(app: WSGIApplication, *, trusted_proxies: int | tuple[ProxyNetwork, ...],
+         replica: str | None) -> WSGIApplication:
     """The app as a replica serves it: the replica header outermost, then ProxyFix when proxies are trusted."""
     inner: WSGIApplication = app
     if isinstance(trusted_proxies, tuple):
