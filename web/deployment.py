@@ -27,6 +27,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from mrtr_settings.environment import ProxyNetwork
 
 if TYPE_CHECKING:
+    from _typeshed import OptExcInfo
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 REPLICA_HEADER = "MRTR-Replica"
@@ -59,7 +60,8 @@ class ReplicaHeader:
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         header = (REPLICA_HEADER, self._name(environ))
 
-        def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Callable[[bytes], object]:
+        def start(status: str, headers: list[tuple[str, str]],
+                  exc_info: OptExcInfo | None = None) -> Callable[[bytes], object]:
             return start_response(status, [*headers, header], exc_info)
 
         return self.app(environ, start)
