@@ -100,6 +100,8 @@ def test_a_step_run_in_the_page_is_graded_and_sent_to_the_course_from_this_sessi
     expect(grade.locator("[data-lti-error='403']")).to_contain_text("another browser session")
     assert len(platform.scores) == 1
     expect(page.locator("#lti-score")).to_have_text(f"Your course has your score: 1 of {steps}.")
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: nothing scrolls sideways
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
 
 
 def test_without_javascript_the_pasted_report_form_still_grades(browser: Browser,
