@@ -11,9 +11,9 @@ that has not expired (`complete` returns False otherwise and stores nothing), an
 kept at once (past it, the ones that expire first are forgotten). Everything is forgotten `TTL` seconds after it
 was opened.
 
-Two backends keep the contract (tests/stores/test_completions.py runs one suite against both): `SqliteCompletions`
-(`completions_sqlite`: the processes of one machine) and `RedisCompletions` (`completions_redis`: replicas on several
-hosts). Stores never read the clock: callers pass `now`. Every backend failure is `mrtr.StoreUnavailable` (a
+Three backends keep the contract (tests/stores/test_completions.py runs one suite against each): `MemoryCompletions`
+(here: one process, the lab's figures), `SqliteCompletions` (`completions_sqlite`: the processes of one machine) and
+`RedisCompletions` (`completions_redis`: replicas on several hosts). Stores never read the clock: callers pass `now`. Every backend failure is `mrtr.StoreUnavailable` (a
 retryable error on /mcp, a "try again" on the page), never a driver exception.
 """
 
@@ -51,3 +51,37 @@ class CompletionStore(Protocol):
 
     def is_complete(self, ref: str, now: float) -> bool:
         """Whether the page for `ref` was finished and the reference has not expired."""
+
+
+class MemoryCompletions:
+    """One process's completions, in a dict: the lab's own figures, where nothing is shared (a fresh one per
+    figure keeps the lab's fake clock away from the real store)."""
+
+    def __init__(self, *, cap: int = MAX_OPEN) -> None:
+        self.cap = cap
+        self._refs: dict[str, tuple[bool, float]] = {}  # ref -> (finished, expires)
+
+    def _alive(self, ref: str, now: float) -> tuple[bool, float] | None:
+        found = self._refs.get(ref) if REF.fullmatch(ref) else None
+        return found if found is not None and found[1] > now else None
+
+    def open(self, ref: str, now: float) -> None:
+        self._refs = {r: v for r, v in self._refs.items() if v[1] > now}
+        self._refs[ref] = (False, now + TTL)
+        for gone in sorted(self._refs, key=lambda r: self._refs[r][1])[:max(0, len(self._refs) - self.cap)]:
+            del self._refs[gone]
+
+    def is_open(self, ref: str, now: float) -> bool:
+        found = self._alive(ref, now)
+        return found is not None and not found[0]
+
+    def complete(self, ref: str, now: float) -> bool:
+        found = self._alive(ref, now)
+        if found is None or found[0]:
+            return False
+        self._refs[ref] = (True, found[1])
+        return True
+
+    def is_complete(self, ref: str, now: float) -> bool:
+        found = self._alive(ref, now)
+        return found is not None and found[0]

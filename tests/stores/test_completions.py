@@ -1,5 +1,5 @@
 """The URL-mode completion stores keep one contract (`mrtr_stores.completions.CompletionStore`), in SQLite and in
-Redis: a reference the server opened is finished once by its page and then read as finished by another process;
+Redis (and in one process's memory): a reference the server opened is finished once by its page and then read as finished by another process;
 a page cannot finish what was never opened, what expired or what it finished already, and stores nothing then;
 everything is forgotten after TTL, at most the cap is kept, and a store that is away says so as StoreUnavailable."""
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mrtr import StoreUnavailable
-from mrtr_stores.completions import TTL, new_ref
+from mrtr_stores.completions import TTL, MemoryCompletions, new_ref
 from mrtr_stores.completions_redis import RedisCompletions
 from mrtr_stores.completions_sqlite import SqliteCompletions
 from tests.stores.conftest import BACKENDS, away_redis, on_new_thread, spoil
@@ -19,9 +19,12 @@ from tests.stores.conftest import BACKENDS, away_redis, on_new_thread, spoil
 NOW = 1_000_000.0
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=["memory", *BACKENDS])
 def replicas(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Any, Any]:
-    """Two processes' views of one store, with a cap of 3 references."""
+    """Two processes' views of one store (one process's, twice, for memory), with a cap of 3 references."""
+    if request.param == "memory":
+        one = MemoryCompletions(cap=3)
+        return one, one
     if request.param == "sqlite":
         return SqliteCompletions(tmp_path, cap=3), SqliteCompletions(tmp_path, cap=3)
     import redis
