@@ -19,6 +19,7 @@ This module holds the routes and the page's context; the parts live beside it by
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -63,7 +64,7 @@ def playground_context(args: Mapping[str, Any] | None = None, *, strict: bool = 
         groups=[MoveList(g.key, g.title, g.hint, [views[m.slug] for m in g.moves]) for g in grouped(all_moves)],
         round_one=first,
         custom=CustomForm(ticket=first.ticket.token, token_choice=first.token, minted_at=str(first.minted_at),
-                          seed=first.seed),
+                          seed=first.seed, arguments=json.dumps(toggles.played.arguments)),
         tokens=list(services.lab_tokens),
         mcp_url=mcp_url(),
         ttl=services.server.ttl,
@@ -79,7 +80,6 @@ def playground_context(args: Mapping[str, Any] | None = None, *, strict: bool = 
         else:
             pg.result = run_move(move, toggles)
     return {"pg": pg}
-
 
 
 # -- views -----------------------------------------------------------------------------------------
@@ -155,7 +155,7 @@ def play_custom_move() -> ResponseReturnValue:
     except PlaygroundInputError as exc:
         return _bad_input(exc, request.args)
     try:
-        values, call = parse_custom(request.form)
+        values, call = parse_custom(request.form, toggles.played)
     except PlaygroundInputError as exc:
         values = CustomForm(**{k: str(request.form.get(k, "")) for k in CustomForm.__dataclass_fields__})
         return _bad_input(exc, toggles.params, values)

@@ -25,7 +25,7 @@ from moves.target import Outcome, Role
 from moves.targets.in_process import LabStore, LabTarget
 from mrtr import b64encode, shape_problem
 from web.moveviews import pretty_json
-from web.playground_switches import PlaygroundInputError, Toggles
+from web.playground_switches import PlayedTool, PlaygroundInputError, Toggles
 from web.playground_views import (
     ANSWERS,
     CheckView,
@@ -43,16 +43,19 @@ from web.services import get_services
 
 #: The custom move's latest send time: enough to go well past expiry, no more.
 MAX_AT = 3_600
-ANSWER_BODIES: dict[str, Any] = {
-    "accept": {"confirm": {"action": "accept", "content": {"confirm": True}}},
-    "decline": {"confirm": {"action": "decline"}},
-    "cancel": {"confirm": {"action": "cancel"}},
-}
 CUSTOM_REQUEST_ID = 7
 #: The custom move's lab state: at most this many redeemed ids, each a plain ticket id.
 MAX_REDEEMED = 16
 _JTI = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")
+#: What bob's client sends deploy; `call_for` gives the call for the tool a learner picked.
 CALL = Call(client_name="mrtr-lab-playground")
+
+
+def call_for(toggles: Toggles) -> Call:
+    """The call the moves make: the picked tool, with its arguments (and another request's, for the moves that
+    change them)."""
+    tool = toggles.played
+    return replace(CALL, tool=tool.name, arguments=dict(tool.arguments), other_arguments=dict(tool.other_arguments))
 
 
 def note_for(move: Move, outcome: Outcome, stopped_at: str | None, sealed: bool) -> NoteView | None:
@@ -106,7 +109,7 @@ def _result(target: LabTarget, minted: Step | None, steps: list[Step], principal
 
 def run_move(move: Move, toggles: Toggles) -> Result:
     target = new_target(toggles, _now())
-    played: MoveResult = play(replace(move, at=move.at + toggles.offset), target, CALL)
+    played: MoveResult = play(replace(move, at=move.at + toggles.offset), target, call_for(toggles))
     if played.minted is None or not played.steps:  # round one failed: show what came back
         steps = [played.minted] if played.minted else []
         return _result(target, played.minted, steps, lambda s: target.principal(s.role), "move", move=move)
@@ -117,8 +120,8 @@ def run_move(move: Move, toggles: Toggles) -> Result:
                    holds_note=played.note)
 
 
-def _mint(target: LabTarget) -> Step:
-    first = modern_request(MINT_ID, "tools/call", {"name": CALL.tool, "arguments": CALL.arguments}, CALL)
+def _mint(target: LabTarget, call: Call) -> Step:
+    first = modern_request(MINT_ID, "tools/call", {"name": call.tool, "arguments": call.arguments}, call)
     target.begin()
     return Step("owner", 0.0, first, target.send("owner", first))
 
@@ -127,7 +130,7 @@ def round_one(toggles: Toggles) -> RoundOne:
     now = _now()
     seed = secrets.token_urlsafe(9)
     target = new_target(toggles, now, jti=seeded_jti(seed))
-    step = _mint(target)
+    step = _mint(target, call_for(toggles))
     token = _token(target.owner)
     ticket = TicketView.of(((step.reply.response or {}).get("result") or {}).get("requestState"))
     assert ticket is not None
@@ -149,7 +152,7 @@ def _json_field(text: str, label: str) -> Any:
     return value
 
 
-def parse_custom(form: Mapping[str, Any]) -> tuple[CustomForm, dict[str, Any]]:
+def parse_custom(form: Mapping[str, Any], tool: PlayedTool) -> tuple[CustomForm, dict[str, Any]]:
     """The learner's retry as `play_custom` arguments; PlaygroundInputError says what is wrong."""
     values = CustomForm(
         ticket=str(form.get("ticket", "")),
@@ -163,10 +166,10 @@ def parse_custom(form: Mapping[str, Any]) -> tuple[CustomForm, dict[str, Any]]:
         seed=str(form.get("seed", "")).strip(),
         redeemed=str(form.get("redeemed", "")).strip(),
     )
-    return values, _custom_call(values)
+    return values, _custom_call(values, tool)
 
 
-def _custom_call(values: CustomForm) -> dict[str, Any]:
+def _custom_call(values: CustomForm, tool: PlayedTool) -> dict[str, Any]:
     arguments = _json_field(values.arguments, "Arguments")
     token = values.token_other.strip() or values.token_choice.strip()
     if not token:
@@ -190,7 +193,7 @@ def _custom_call(values: CustomForm) -> dict[str, Any]:
             raise PlaygroundInputError("Answer is set to raw JSON, but the raw inputResponses box is empty")
         answers = _json_field(values.answer_raw, "The raw inputResponses")
     else:
-        answers = ANSWER_BODIES.get(values.answer)
+        answers = tool.answer(values.answer) if values.answer != "none" else None
     now = _now()
     minted_at = now
     if values.minted_at:
@@ -222,13 +225,14 @@ def run_custom(call: dict[str, Any], toggles: Toggles) -> tuple[Result, str]:
     """
     store = LabStore(call["redeemed"], until=call["minted_at"] + MAX_AT + 3600)
     target = new_target(toggles, call["minted_at"], jti=seeded_jti(call["seed"]), store=store)
-    minted = _mint(target)
-    params: dict[str, Any] = {"name": CALL.tool, "arguments": call["arguments"]}
+    played = call_for(toggles)
+    minted = _mint(target, played)
+    params: dict[str, Any] = {"name": played.tool, "arguments": call["arguments"]}
     if call["input_responses"] is not None:
         params["inputResponses"] = call["input_responses"]
     if call["request_state"] is not None:
         params["requestState"] = call["request_state"]
-    message = modern_request(CUSTOM_REQUEST_ID, "tools/call", params, CALL)
+    message = modern_request(CUSTOM_REQUEST_ID, "tools/call", params, played)
     role: Role = "owner" if call["principal"] == target.owner else "other"
     at = call["at"] + toggles.offset  # the clock offset moves this retry too, like every move's own retry
     target.advance(at, past_expiry=False, expires_at=None)

@@ -21,7 +21,7 @@ from moves.target import Outcome, Role
 from mrtr import CHECK_TITLES, CHECKS, SEALED_PREFIX, as_object
 from web.content import get_content
 from web.moveviews import pretty_json, step_words
-from web.playground_switches import MAX_OFFSET, Toggles
+from web.playground_switches import MAX_OFFSET, TOOLS, PlayedTool, Toggles
 from web.services import get_services
 from web.templating import OUTCOME_LABELS
 
@@ -286,6 +286,7 @@ class Playground:
     oob: bool = False
     answers: tuple[str, ...] = ANSWERS
     max_offset: int = MAX_OFFSET
+    tools: tuple[PlayedTool, ...] = tuple(TOOLS.values())
 
     @property
     def h(self) -> int:
