@@ -89,3 +89,37 @@ def test_an_expired_page_gets_a_new_one_on_the_retry(client: FlaskClient, clock:
     # The ticket itself has expired too by now: the retry is refused with the frozen ticket error.
     late = call(client, 2, ACCEPT, first["requestState"]).get_json()
     assert late["error"]["code"] == -32602
+
+
+def test_the_stdio_server_serves_connect_with_links_to_the_public_url(tmp_path: Any) -> None:
+    from moves.engine import client_meta
+    from mrtr_cli.stdio_server import server_from_env
+    from tests.conftest import TEST_KEY
+
+    server = server_from_env({"MRTR_STATE_DIR": str(tmp_path), "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory",
+                              "MRTR_PUBLIC_URL": "https://lab.example.org/"})
+    conn = server.connect("bob", channel=True)
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "connect", "arguments": {"service": "billing"}, "_meta": client_meta(URL_CAPS)}}
+    result = conn.receive(call).messages[-1]["result"]
+    assert result["inputRequests"]["key"]["params"]["url"].startswith("https://lab.example.org/out-of-band/")
+
+
+def test_the_checker_plays_connect_and_fails_no_move_of_the_sound_lab_server(app: Any) -> None:
+    """Each move either holds, or is not run with the reason (the checker cannot finish a URL-mode page): the
+    ticket moves (tampered, late, junk, ...) are still played and refused, and nothing is a failure without evidence."""
+    from moves.engine import Call, play
+    from moves.target import Outcome
+    from web.content import get_content
+    from web.services import get_services
+
+    call = Call(tool="connect", arguments={"service": "billing"}, other_arguments={"service": "payments"},
+                capabilities=URL_CAPS)
+    with app.test_request_context():
+        played = {m.slug: play(m, get_services().new_lab_target(now=1_790_000_000.0), call)
+                  for m in get_content().moves}
+    assert all(r.ok or r.outcome == Outcome.NOT_RUN for r in played.values()), {
+        s: r.detail for s, r in played.items() if not r.ok and r.outcome != Outcome.NOT_RUN}
+    assert "url-mode elicitation" in played["honest"].detail and played["honest"].outcome == Outcome.NOT_RUN
+    assert played["tampered"].ok and played["tampered"].outcome == Outcome.REFUSED
+    assert sum(r.ok for r in played.values()) >= 6
