@@ -123,3 +123,12 @@ def test_the_checker_plays_connect_and_fails_no_move_of_the_sound_lab_server(app
     assert "url-mode elicitation" in played["honest"].detail and played["honest"].outcome == Outcome.NOT_RUN
     assert played["tampered"].ok and played["tampered"].outcome == Outcome.REFUSED
     assert sum(r.ok for r in played.values()) >= 6
+
+
+@pytest.mark.parametrize("value", ["ftp://lab.example.org", "lab.example.org", "https://lab example.org"])
+def test_a_public_url_that_is_no_web_address_is_refused_at_start_up(value: str) -> None:
+    from mrtr_settings.environment import ConfigError, read_settings
+
+    with pytest.raises(ConfigError, match="MRTR_PUBLIC_URL must be an http:// or https:// address"):
+        read_settings({"MRTR_PUBLIC_URL": value})
+    assert read_settings({"MRTR_PUBLIC_URL": "https://lab.example.org/"}).public_url == "https://lab.example.org"
