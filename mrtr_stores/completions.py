@@ -13,8 +13,9 @@ was opened.
 
 Three backends keep the contract (tests/stores/test_completions.py runs one suite against each): `MemoryCompletions`
 (here: one process, the lab's figures), `SqliteCompletions` (`completions_sqlite`: the processes of one machine) and
-`RedisCompletions` (`completions_redis`: replicas on several hosts). Stores never read the clock: callers pass `now`. Every backend failure is `mrtr.StoreUnavailable` (a
-retryable error on /mcp, a "try again" on the page), never a driver exception.
+`RedisCompletions` (`completions_redis`: replicas on several hosts). Stores never read the clock: callers pass
+`now`. Every backend failure is `mrtr.StoreUnavailable` (a retryable error on /mcp, a "try again" on the page), never
+a driver exception.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The URL-mode completion stores keep one contract (`mrtr_stores.completions.CompletionStore`), in SQLite and in
-Redis (and in one process's memory): a reference the server opened is finished once by its page and then read as finished by another process;
-a page cannot finish what was never opened, what expired or what it finished already, and stores nothing then;
-everything is forgotten after TTL, at most the cap is kept, and a store that is away says so as StoreUnavailable."""
+Redis (and in one process's memory): a reference the server opened is finished once by its page and then read as
+finished by another process; a page cannot finish what was never opened, what expired or what it finished already,
+and stores nothing then; everything is forgotten after TTL, at most the cap is kept, and a store that is away says
+so as StoreUnavailable."""
 
 from __future__ import annotations
 
