@@ -23,7 +23,8 @@ from moves.catalog import Move
 from moves.engine import MINT_ID, Call, MoveResult, Step, modern_request, outcome_of, play
 from moves.target import Outcome, Role
 from moves.targets.in_process import LabStore, LabTarget
-from mrtr import b64encode, shape_problem
+from mrtr.protocol import shape_problem
+from mrtr.tickets import b64encode
 from web.moveviews import pretty_json
 from web.playground_switches import PlayedTool, PlaygroundInputError, Toggles
 from web.playground_views import (

@@ -18,7 +18,8 @@ from moves.catalog import Move
 from moves.engine import Step, outcome_of, readable_claims
 from moves.script import TICKET_MARK, ScriptStep, replay_script
 from moves.target import Outcome, Role
-from mrtr import CHECK_TITLES, CHECKS, SEALED_PREFIX, as_object
+from mrtr import CHECK_TITLES, CHECKS, as_object
+from mrtr.tickets import SEALED_PREFIX
 from web.content import get_content
 from web.moveviews import pretty_json, step_words
 from web.playground_switches import MAX_OFFSET, TOOLS, PlayedTool, Toggles
