@@ -1,7 +1,7 @@
 """Quiz items answered by doing (web.content.TASK_KINDS): the real in-process lab server grades every one.
 
 Owns what each kind shows before the answer (a server log, a raw retry to edit, the checks to put in order)
-and how it is graded: by playing on a fresh lab target (web.playground.new_target: lab keys /mcp never
+and how it is graded: by playing on a fresh lab target (web.playground_lab.new_target: lab keys /mcp never
 accepts, lab tokens, a fake clock, a fresh store), never by comparing with text in the quiz data. A chosen
 move counts when it really produces the shown log; a prediction when the server really ends that way; an
 order when it is the order of a real retry's trace; a raw retry when the server really deploys. It stores
@@ -24,7 +24,8 @@ from mrtr import CHECK_TITLES, CHECKS, JSONObject, as_object
 from mrtr.messages import as_list
 from web.content import TASK_RIGHT, TASK_WRONG, Question, get_content
 from web.moveviews import pretty_json
-from web.playground import CALL, MAX_AT, Toggles, new_target, seeded_jti
+from web.playground_lab import CALL, MAX_AT, new_target, seeded_jti
+from web.playground_switches import Toggles
 
 #: The lab clock every shown log is played on, so the log a chosen move produces can be compared line by line.
 LOG_EPOCH = 1_790_000_000.0
