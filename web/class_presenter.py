@@ -4,14 +4,13 @@ HttpOnly) listing each class's code and when it opened, newest first, at most MA
 It lets the presenter find their way back (the start control on /demo names their open classes and links each
 to its presenter page, where the control link can be shown again on the laptop), and lets a refused start say
 when this browser's next class can open. It holds no secret: the presenter page itself still needs the class's
-host cookie (web/classroom.py), so a copied or forged list opens nothing. Signed with the app's key ring under
+host cookie (web/classroom_access.py), so a copied or forged list opens nothing. Signed with the app's key ring under
 its own salt, so a visitor cannot plant codes in it; anything unreadable reads as an empty list.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from flask import request
 from itsdangerous import BadData, URLSafeSerializer
@@ -67,6 +66,6 @@ def next_start(opened: list[float], limit: int, window: float, now: float) -> fl
     return recent[-limit] + window
 
 
-def context(open_codes: set[str]) -> dict[str, Any]:
+def context(open_codes: set[str]) -> dict[str, object]:
     """The start control's view of this browser's classes that are still open."""
     return {"presenting": [c for c, _ in remembered() if c in open_codes]}

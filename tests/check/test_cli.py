@@ -25,7 +25,8 @@ import pytest
 from moves.catalog import EXPECTS, load_moves
 from moves.check import VERDICTS, ProgressBar, arguments_for, main, other_arguments_for
 from moves.target import Outcome
-from mrtr import SIGNED_PREFIX, FakeClock
+from mrtr import FakeClock
+from mrtr.tickets import SIGNED_PREFIX
 from tests.check.catalogue import HONEST, caught_by, gated_by
 from tests.check.conftest import TOKENS, on_clock
 from tests.mutants.harness import SERVER, running

@@ -15,7 +15,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from moves.labcodec import peek
-from mrtr import b64decode_strict, b64encode, lone_surrogate_escape, parse_claims, utf8_problem
+from mrtr.tickets import b64decode_strict, b64encode, parse_claims
+from mrtr.wire import lone_surrogate_escape, utf8_problem
 from tests.corpus.hostile import Route
 from tests.corpus.page_samples import custom_form, page_routes
 from tests.web.helpers import HX, rendered
@@ -285,7 +286,8 @@ def test_every_route_is_declared(app: Flask) -> None:
 
 
 #: How the views read a field: request.args/form.get("x"), form.get("x"), _last(args, "x"), form["x"].
-READS = re.compile(r"""(?:\b(?:args|form)\.(?:get|getlist)\(|_last\(\w+, |\b(?:args|form)\[)["'](\w+)["']""")
+READS = re.compile(
+    r"""(?:\b(?:args|form)\.(?:get|getlist)\(|(?:_last|\blast_value)\(\w+, |\b(?:args|form)\[)["'](\w+)["']""")
 
 
 def test_every_field_a_view_reads_is_declared(app: Flask) -> None:
