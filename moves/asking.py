@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from mrtr import as_list, as_object
+from mrtr import as_object
+from mrtr.messages import as_list
 
 from .engine import Call, modern_request
 from .target import Target

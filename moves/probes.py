@@ -38,6 +38,20 @@ PROBES: dict[str, str] = {
 }
 
 
+#: What a server author changes when a probe does not hold (the end of a failed probe's detail).
+PROBE_FIXES: dict[str, str] = {
+    "capability": "before asking for input, read the request's _meta client capabilities; without elicitation, "
+                  "answer error -32021 with data.requiredCapabilities naming what the tool needs",
+    "version": "answer a protocol version you do not speak with error -32022, data.supported listing the versions "
+               "you do",
+    "missing-answer": "when the answer to a question you asked is missing, send a new input_required result asking "
+                      "it again (not an error, and never the work)",
+    "result-type": "put resultType (\"complete\" or \"input_required\") on every result",
+    "same-error": "answer every refused ticket with one frozen error (the same code, message and data, whatever "
+                  "failed) and write the reason to your own log",
+}
+
+
 @dataclass(frozen=True)
 class ProbeResult:
     probe: str
@@ -47,6 +61,11 @@ class ProbeResult:
     @property
     def title(self) -> str:
         return PROBES.get(self.probe, self.probe)
+
+
+def _failed(probe: str, detail: str) -> ProbeResult:
+    """A probe that did not hold: what came back, then what to change (`PROBE_FIXES`)."""
+    return ProbeResult(probe, False, f"{detail.rstrip('.')}. Fix: {PROBE_FIXES[probe]}.")
 
 
 @dataclass(frozen=True)
@@ -179,9 +198,9 @@ def probe_capability(target: Target, call: Call, next_id: Callable[[], int]) -> 
         note = "" if named else "; data.requiredCapabilities is missing"
         return ProbeResult("capability", True, f"refused with -32021{note}{_status_note(reply)}")
     if input_required(reply):
-        return ProbeResult("capability", False, "asked for input anyway, although the request declared no "
+        return _failed("capability", "asked for input anyway, although the request declared no "
                                                 "capabilities (it must answer -32021)")
-    return ProbeResult("capability", False, f"got {describe(reply)}, not error -32021")
+    return _failed("capability", f"got {describe(reply)}, not error -32021")
 
 
 def probe_version(target: Target, call: Call, next_id: Callable[[], int]) -> ProbeResult:
@@ -189,11 +208,11 @@ def probe_version(target: Target, call: Call, next_id: Callable[[], int]) -> Pro
     message["params"]["_meta"][META_VERSION] = UNKNOWN_VERSION_DATE
     reply = target.send("owner", message)
     if error_code(reply) != UNSUPPORTED_VERSION:
-        return ProbeResult("version", False, f"got {describe(reply)}, not error -32022")
+        return _failed("version", f"got {describe(reply)}, not error -32022")
     data = reply.response.get("error", {}).get("data") if reply.response else None
     supported = data.get("supported") if isinstance(data, dict) else None
     if not (isinstance(supported, list) and supported and all(isinstance(v, str) for v in supported)):
-        return ProbeResult("version", False, "refused with -32022 but without data.supported listing the versions "
+        return _failed("version", "refused with -32022 but without data.supported listing the versions "
                                              "it speaks")
     shown = ", ".join(str(v)[:20] for v in supported[:5])
     return ProbeResult("version", True, f"refused with -32022; supported: {shown}{_status_note(reply)}")
@@ -206,7 +225,7 @@ def probe_missing_answer(target: Target, call: Call, next_id: Callable[[], int])
     ticket = minted.ticket
     if ticket is None:
         got = describe((minted.hops or [minted.first])[-1].reply)
-        return ProbeResult("missing-answer", False, f"round one got {got}, so there was nothing to answer")
+        return _failed("missing-answer", f"round one got {got}, so there was nothing to answer")
     questions = minted.requests
     answers = answers_for(questions, supplied_answers(call, 1))
     left_out = next(iter(questions), None)
@@ -217,7 +236,7 @@ def probe_missing_answer(target: Target, call: Call, next_id: Callable[[], int])
     what = f"the answer to {left_out!r}" if left_out else "an answer"
     if input_required(reply):
         return ProbeResult("missing-answer", True, f"a retry without {what} was asked again")
-    return ProbeResult("missing-answer", False, f"a retry without {what} got {describe(reply)}; it should be asked "
+    return _failed("missing-answer", f"a retry without {what} got {describe(reply)}; it should be asked "
                                                 "again with a new input_required")
 
 
@@ -235,7 +254,7 @@ def probe_result_type(exchanges: Iterable[ProbeExchange]) -> ProbeResult:
             if where not in missing:
                 missing.append(where)
     if missing:
-        return ProbeResult("result-type", False, "no resultType on the result of " + ", ".join(missing[:6]))
+        return _failed("result-type", "no resultType on the result of " + ", ".join(missing[:6]))
     return ProbeResult("result-type", True, f"all {seen} results carried resultType")
 
 
@@ -288,7 +307,7 @@ def probe_same_error(results: Iterable[MoveResult]) -> ProbeResult:
         shown = ", ".join(f"{k} {_show(shape[k]) if k in shape else 'absent'}" for k in differing)
         parts.append(f"{', '.join(slugs)}: {shown}")
     revealed = [slug for _, slugs in ordered[1:] for slug in slugs]
-    return ProbeResult("same-error", False, f"the error gives away which check failed for {', '.join(revealed)}; "
+    return _failed("same-error", f"the error gives away which check failed for {', '.join(revealed)}; "
                                             "they differ in " + "; ".join(parts))
 
 

@@ -13,7 +13,8 @@ from moves.catalog import ANSWERS, TICKETS, load_moves
 from moves.check import CheckOptions, run_check
 from moves.targets.http import HttpTarget
 from moves.wording import ANSWER_WORDS, EXPECTED_WORDS, TICKET_WORDS
-from mrtr import FROZEN_TICKET_MESSAGE, __version__
+from mrtr import __version__
+from mrtr.errors import FROZEN_TICKET_MESSAGE
 from tests.mutants.harness import TOKENS, check_http, running, timing_on
 
 MOVES = {m.slug: m for m in load_moves()}
