@@ -205,7 +205,8 @@ class Report:
     def table(self) -> str:
         args = json.dumps(self.arguments, ensure_ascii=False)
         other = json.dumps(self.other_arguments, ensure_ascii=False) if self.other_arguments is not None else "none"
-        lines = [f"Target: {self.target}", f"Tool:   {self.tool} {args} (other request: {other})"]
+        also = f"; other tool that asks: {self.other_tool}" if self.other_tool else ""
+        lines = [f"Target: {self.target}", f"Tool:   {self.tool} {args} (other request: {other}{also})"]
         if len(self.rounds) > 1 or self.flow_stuck:
             asked = "; ".join(", ".join(r["keys"]) for r in self.rounds)
             lines.append(f"Rounds: {len(self.rounds)} ({asked})" + (f"; not finished: {self.flow_stuck}"

@@ -108,7 +108,7 @@ def explain(move: Move, result: Any, evidence: str, verdict: str, *, owner: str 
     text = f"{sent_words(move, result, owner=owner, other=other)}. The server answered: {evidence}"
     text = text.rstrip(".") + "."
     if verdict == "pass":
-        return f"{text} That holds: {move.shows}." if move.shows else text
+        return f"{text} As it should: {move.shows}." if move.shows else text
     if verdict == "fail":
         first = f" (its {move.stops_at} check stops it first)" if move.stops_at else ""
         why = f", because {move.shows}" if move.shows else ""

@@ -135,7 +135,8 @@ def test_the_table_and_summary_line(mcp_url: str) -> None:
     assert code == 0
     lines = out.splitlines()
     assert lines[0] == f"Target: {mcp_url}"
-    assert lines[1] == 'Tool:   deploy {"env": "staging"} (other request: {"env": "prod"})'
+    assert lines[1] == ('Tool:   deploy {"env": "staging"} (other request: {"env": "prod"}; '
+                        'other tool that asks: provision)')
     assert "MOVE" in lines[3] and "EXPECTED" in lines[3] and "SERVER DID" in lines[3] and "VERDICT" in lines[3]
     rows = {line.split()[0]: line.split() for line in lines[4:4 + len(SLUGS)]}
     assert list(rows) == SLUGS

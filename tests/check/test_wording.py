@@ -38,7 +38,7 @@ def test_a_pass_says_what_was_sent_what_came_back_and_what_holds() -> None:
         assert row.verdict == "pass", row
         assert row.detail.startswith("bob (the principal the ticket names) sent " if move.sender == "owner"
                                      else "alice (not the principal the ticket names) sent "), row.detail
-        assert " The server answered: " in row.detail and row.detail.endswith(f"That holds: {move.shows}.")
+        assert " The server answered: " in row.detail and row.detail.endswith(f"As it should: {move.shows}.")
         assert "Fix:" not in row.detail
 
 
