@@ -6,12 +6,14 @@ whose schema takes the arguments; and its own questions are answered beside the 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from moves.asking import takes
+from moves.asking import takes, with_cross_tool
 from moves.catalog import load_moves
 from moves.engine import Call, cross_tool_call
+from moves.target import Reply
 from tests.mutants.harness import check_http, check_stdio
 
 CROSS = {m.slug for m in load_moves() if m.request == "other-tool"}
@@ -59,3 +61,34 @@ def test_the_other_tools_questions_are_answered_beside_the_first_ones() -> None:
     assert set(questions) == {"region", "confirm"}
     with pytest.raises(ValueError, match="only listed tool that asks"):
         cross_tool_call(Call(cross_tool=None), {})
+
+
+class Listing:
+    """A target whose tools/call answers input_required for the tools in `asking`, and records what was called."""
+
+    def __init__(self, asking: set[str]) -> None:
+        self.asking = asking
+        self.called: list[str] = []
+
+    def send(self, role: str, message: dict[str, Any]) -> Reply:
+        name = message["params"]["name"]
+        self.called.append(name)
+        result = {"resultType": "input_required", "requestState": "t", "inputRequests": {"region": {}}} \
+            if name in self.asking else {"resultType": "complete", "content": []}
+        return Reply({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+
+def schema(*names: str) -> dict[str, Any]:
+    return {"type": "object", "properties": {n: {"type": "string"} for n in names}, "required": list(names)}
+
+
+def test_only_tools_whose_schema_takes_the_arguments_are_called_and_the_first_that_asks_is_kept() -> None:
+    tools = [{"name": "deploy", "inputSchema": schema("env")}, {"name": "release", "inputSchema": schema("version")},
+             {"name": "status", "inputSchema": schema("env")}, {"name": "provision", "inputSchema": schema("env")},
+             {"name": "restart", "inputSchema": schema("env")}]
+    target = Listing({"provision", "restart"})
+    call = with_cross_tool(target, tools, Call(tool="deploy", arguments={"env": "staging"}), iter(range(100)).__next__)
+    assert target.called == ["status", "provision"]  # never release (it takes a version), never deploy itself
+    assert call.cross_tool == "provision" and call.cross_questions == {"region": {}}
+    none = with_cross_tool(Listing(set()), tools[:3], Call(), iter(range(100)).__next__)
+    assert none.cross_tool is None and none.cross_questions == {}
