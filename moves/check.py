@@ -44,6 +44,7 @@ from moves.probes import (
     probe_same_error,
     probe_version,
 )
+from moves.schedule import WIDTH, Countdown, Gate, Schedule
 from moves.target import Outcome, Reply, Role, Target
 from moves.targets.http import HttpTarget, TargetConfigError
 from moves.targets.module import Clock, ModuleLoadError, ModuleTarget
@@ -72,6 +73,8 @@ class CheckOptions:
     skip_late: bool = False  # the past- and near-expiry moves are not run (set the target's Timing too)
     #: Answers the checker cannot make up (`--answers`): by question key, or by round number ("2") then key.
     answers: dict[str, Any] | None = None
+    #: Moves played at once over HTTP and stdio (moves.schedule); 1 plays them one after another.
+    concurrency: int = WIDTH
 
 
 #: The verdicts a move row can have, in the JSON and JUnit contracts (docs/checker/reports.md).
@@ -457,6 +460,75 @@ def _choose(target: Target, tools: list[dict[str, Any]], options: CheckOptions, 
                      + ". Name one with --tool")
 
 
+@dataclass
+class _Played:
+    """One move as played: its result (None at a time-out), its row, the exchanges it sent, and why the run stopped
+    there ("" when it did not)."""
+
+    result: MoveResult | None
+    row: MoveRow
+    exchanges: list[Any]
+    stopped: str = ""
+
+
+def _play_one(move: Move, target: Target, call: Call, options: CheckOptions, clock: Callable[[], float],
+              on_progress: Callable[[float, float], None]) -> _Played:
+    recorder = Recorder(target)
+    recorder.context = f"move {move.slug}"
+    started = clock()
+    try:
+        result = play(move, recorder, call, on_progress=on_progress)
+    except TargetTimedOut as exc:
+        row = MoveRow(move.slug, move.title, Outcome(move.expect).value, Outcome.ERROR.value, False,
+                      f"no answer in time ({exc.why}); the run stopped here", True, move.stops_at,
+                      seconds=clock() - started, timed_out=True)
+        return _Played(None, row, recorder.exchanges,
+                       f"{target.label} did not answer in time during {exc.context}: {exc.why}")
+    row = _move_row(result, move, options, target)
+    row.seconds = clock() - started
+    return _Played(result, row, recorder.exchanges)
+
+
+def _play_moves(target: Target, call: Call, catalog: Sequence[Move], options: CheckOptions, events: Events,
+                clock: Callable[[], float]) -> list[_Played | None]:
+    """Every move played, in catalogue order: `options.concurrency` at a time on a target that can play several
+    (`for_move`: HTTP and stdio; moves.schedule), else one after another. Each row goes to `events.move_done` as its
+    move ends; the first time-out stops what has not started (None)."""
+    total = len(catalog)
+    for_move = getattr(target, "for_move", None)
+    if for_move is None or options.concurrency <= 1:
+        played: list[_Played | None] = [None] * total
+        for index, move in enumerate(catalog):
+            events.phase(f"playing {move.slug}")
+            played[index] = one = _play_one(move, target, call, options, clock, events.wait)
+            events.move_done(one.row, index + 1, total)
+            if one.stopped:
+                break
+        return played
+    gate = Gate(width=options.concurrency)
+    countdown = Countdown(events.wait)
+
+    def job(move: Move, index: int) -> _Played:
+        view = for_move(gate, index)
+        try:
+            one = _play_one(move, view, call, options, clock, countdown.for_move(index))
+        finally:
+            view.close()
+        if one.stopped:
+            gate.stop()
+        return one
+
+    stops: list[int] = []
+
+    def done(index: int, one: _Played) -> None:  # after a time-out, only the row of the move that timed out
+        if not stops:
+            events.move_done(one.row, index + 1, total)
+            stops.extend([index] if one.stopped else [])
+
+    events.phase(f"playing the moves, {options.concurrency} at a time")
+    return Schedule(job, gate, done).run(catalog)
+
+
 class CheckStopped(CheckError):
     """The run stopped at a time-out; `report` holds what was played until then (exit 2)."""
 
@@ -490,30 +562,21 @@ def run_check(target: Target, options: CheckOptions = CheckOptions(), *, moves: 
                     secrets=tuple(secrets))
     probe_ids = counter(1000)
     results: list[MoveResult] = []
-    total = len(catalog)
-    for index, move in enumerate(catalog, 1):
-        recorder.context = f"move {move.slug}"
-        events.phase(f"playing {move.slug}")
-        started = clock()
-        try:
-            result = play(move, recorder, call, on_progress=events.wait)
-        except TargetTimedOut as exc:
-            row = MoveRow(move.slug, move.title, Outcome(move.expect).value, Outcome.ERROR.value, False,
-                          f"no answer in time ({exc.why}); the run stopped here", True, move.stops_at,
-                          seconds=clock() - started, timed_out=True)
-            report.moves.append(row)
-            report.stopped = f"{target.label} did not answer in time during {exc.context}: {exc.why}"
-            events.move_done(row, index, total)
-            raise CheckStopped(report.redact(report.stopped), report) from None
-        row = _move_row(result, move, options, target)
-        row.seconds = clock() - started
+    for played in _play_moves(target, call, catalog, options, events, clock):
+        if played is None:  # never started: an earlier time-out stopped the run
+            continue
+        report.moves.append(played.row)
+        recorder.exchanges += played.exchanges
+        if played.stopped:
+            report.stopped = played.stopped
+            raise CheckStopped(report.redact(report.stopped), report)
+        result = played.result
+        assert result is not None
         results.append(result)
         if len(result.rounds) > len(report.rounds):
             report.rounds = [{"round": n, "keys": [str(k)[:60] for k in list(r)[:20]]}
                              for n, r in enumerate(result.rounds, 1)]
         report.flow_stuck = report.flow_stuck or result.stuck
-        report.moves.append(row)
-        events.move_done(row, index, total)
     for slug, probe in (("capability", probe_capability), ("version", probe_version),
                         ("missing-answer", probe_missing_answer)):
         recorder.context = f"probe {slug}"

@@ -19,7 +19,7 @@ from typing import Any
 from flask import Flask, current_app
 
 from moves.catalog import Move
-from moves.check import CheckError, CheckOptions, Events, run_check
+from moves.check import CheckError, CheckOptions, CheckStopped, Events, run_check
 from moves.targets.http import HttpTarget
 from moves.targets.remote import DEFAULT_TIMEOUT, Timing
 from mrtr_settings.environment import Settings
@@ -100,9 +100,18 @@ class _Progress:
             self.run.rows.append({"move": row.move, "title": row.title, "expected": row.expected,
                                   "observed": row.observed, "verdict": row.verdict,
                                   "detail": redact(row.detail, self.secrets), "stops_at": row.stops_at,
-                                  "exchange": exchange})
+                                  "exchange": exchange, "index": index})
+            # Moves end in any order when played concurrently: the page lists them in the catalogue's.
+            self.run.rows.sort(key=lambda r: r.get("index", 0))
             self.run.total = total
             self.save()
+
+    def resync(self, rows: Sequence[Any]) -> None:
+        """Show exactly `rows` (a stopped report's), dropping any that ended after the time-out stopped the run."""
+        with self.lock:
+            total, self.run.rows = self.run.total, []
+        for index, row in enumerate(rows, 1):
+            self.move_done(row, index, total)
 
     def probe_done(self, probe: Any) -> None:
         with self.lock:
@@ -147,6 +156,9 @@ def _execute(app: Flask, store: RunStore, run: Run, order: Order, tokens: tuple[
         report = run_check(target, order.options, moves=order.moves, events=progress.events(),
                            secrets=progress.secrets)
         progress.end("done", summary=report.summary())
+    except CheckStopped as exc:  # the rows as the report keeps them: those played before the time-out, in order
+        progress.resync(exc.report.moves)
+        progress.end("error", error=redact(str(exc), progress.secrets))
     except CheckError as exc:
         progress.end("error", error=redact(str(exc), progress.secrets))
     except Exception as exc:  # never a traceback on the page; the log gets the type, never a token
