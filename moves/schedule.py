@@ -47,10 +47,17 @@ class Gate:
     #: The most moves ever playing at once (what the tests read to see the schedule was concurrent).
     peak: int = 0
 
-    def acquire(self, index: int) -> None:
-        """Wait for a slot; moves get theirs in catalogue order. Raises Stopped when the schedule stopped."""
+    def enqueue(self, indices: Sequence[int]) -> None:
+        """Every move of the schedule wants a slot, before any thread starts (so none sees an empty queue)."""
         with self.lock:
-            heapq.heappush(self.queued, index)
+            self.queued = sorted({*self.queued, *indices})
+
+    def acquire(self, index: int) -> None:
+        """Wait for a slot (`enqueue`d first); moves get theirs in catalogue order. Raises Stopped when the
+        schedule stopped."""
+        with self.lock:
+            if index not in self.queued:
+                heapq.heappush(self.queued, index)
             while not self.stopped and (self.running >= self.width or self.queued[0] != index):
                 self.lock.wait()
             self.queued.remove(index)
@@ -128,6 +135,7 @@ class Schedule(Generic[T, R]):
             with report:
                 self.done(index, result)
 
+        self.gate.enqueue(range(len(items)))
         threads = [threading.Thread(target=one, args=(i,), name=f"move-{i}", daemon=True) for i in range(len(items))]
         for thread in threads:
             thread.start()
