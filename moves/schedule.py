@@ -1,7 +1,8 @@
 """Playing a check's moves concurrently: at most `width` moves at a time, the timed waits in parallel with the rest.
 
 `Schedule` runs one job per move, each in a thread of its own, and hands the results back in catalogue order, so a
-report reads the same however the moves interleaved. Moves start in catalogue order as slots free up. A move that
+report reads the same however the moves interleaved. Moves start in the order given (longest first, say) as slots
+free up. A move that
 waits out real time (the late move past its ticket's expiry, the replay near it) gives its slot back while it waits.
 
 `Gate` is how those waits take turns. A wait begins only when no move is playing or queued and it has the earliest
@@ -16,7 +17,7 @@ import heapq
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 #: Moves played at once by default: enough to hide a slow server's latency, few enough for its rate limits.
 WIDTH = 4
@@ -38,7 +39,7 @@ class Gate:
     width: int = WIDTH
     #: Moves holding a slot (playing, not waiting).
     running: int = 0
-    #: Moves that want a slot, by their catalogue index: the lowest gets the next one.
+    #: Moves that want a slot, by their rank in the start order: the lowest gets the next one.
     queued: list[int] = field(default_factory=list)
     #: Waits that want their turn: (deadline, catalogue index).
     waiting: list[tuple[float, int]] = field(default_factory=list)
@@ -71,6 +72,12 @@ class Gate:
     def release(self) -> None:
         with self.lock:
             self.running -= 1
+            self.lock.notify_all()
+
+    def widen(self, width: int) -> None:
+        """Let `width` moves play at once from now on (after the moves that play alone)."""
+        with self.lock:
+            self.width = width
             self.lock.notify_all()
 
     def turn(self, until: float, index: int, tick: Callable[[], None] = lambda: None) -> bool:
@@ -113,14 +120,22 @@ class Schedule(Generic[T, R]):
     gate: Gate = field(default_factory=Gate)
     done: Callable[[int, R], None] = lambda index, result: None
 
-    def run(self, items: Sequence[T]) -> list[R | None]:
+    def run(self, items: Sequence[T], first: Sequence[Any] | None = None, alone: int = 0) -> list[R | None]:
+        """`first`: a key per item, lowest starts first (ties in item order); default, item order. The first `alone`
+        items (in item order) play one after another before any other starts."""
+        keys = list(first) if first is not None else [0] * len(items)
+        order = [*range(alone), *sorted(range(alone, len(items)), key=lambda i: (keys[i], i))]
+        width, alone_left = self.gate.width, [alone]
+        if alone:
+            self.gate.width = 1
+        rank = {index: n for n, index in enumerate(order)}
         results: list[R | None] = [None] * len(items)
         failures: dict[int, BaseException] = {}
         report = threading.Lock()
 
         def one(index: int) -> None:
             try:
-                self.gate.acquire(index)
+                self.gate.acquire(rank[index])
             except Stopped:
                 return
             try:
@@ -131,6 +146,11 @@ class Schedule(Generic[T, R]):
                 return
             finally:
                 self.gate.release()
+                if index < alone:
+                    with report:
+                        alone_left[0] -= 1
+                        if not alone_left[0]:
+                            self.gate.widen(width)
             results[index] = result
             with report:
                 self.done(index, result)

@@ -160,3 +160,19 @@ def test_moves_share_a_stdio_process_with_lines_interleaved_and_replies_matched_
         # Every move used id 3; each got its own answer back, under its own id, though the server saw distinct ids.
         assert reply.response["id"] == 3 and result["echo"] == n and result["who"] == "bob"
     assert len({r.response["result"]["seenId"] for r in got.values()}) == 3
+
+
+def test_the_first_item_plays_alone_before_the_rest_start_together() -> None:
+    barrier = threading.Barrier(3, timeout=GUARD)
+    log: list[str] = []
+
+    def job(item: str, index: int) -> str:
+        if index == 0:
+            log.append(f"alone with {gate.running - 1} others")
+        else:
+            barrier.wait()
+        return item
+
+    gate = Gate(width=3)
+    Schedule(job, gate).run(["honest", "a", "b", "c"], first=[0, 3, 2, 1], alone=1)
+    assert log == ["alone with 0 others"] and gate.peak == 3 and gate.width == 3

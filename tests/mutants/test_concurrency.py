@@ -47,7 +47,7 @@ def test_concurrent_moves_report_what_serial_moves_report_over_stdio(name: str, 
 
 
 class HoldsUntilFour(Sound):
-    """Sound, but the first four calls of the tool wait until four are in flight together."""
+    """Sound, but four calls of the tool after the honest move's wait until four are in flight together."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -58,7 +58,8 @@ class HoldsUntilFour(Sound):
     def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
         with self.lock:
             self.held += 1
-            hold = 2 < self.held <= 6  # round one of the tool choice is the checker's own, one at a time
+            # The tool's choice (call 1) and the honest move (calls 2 and 3) go one at a time; then four moves mint.
+            hold = 4 <= self.held <= 7
         if hold:
             try:
                 self.together.wait()
