@@ -167,7 +167,8 @@ def section(rows: list[Timed], started: str, note: str, delay: float) -> str:
         for skip in (True, False):
             serial, fast = by.get((transport, "one at a time", skip)), by.get((transport, "4 at a time", skip))
             if serial and fast:
-                speedups.append(f"{transport}{' --skip-late' if skip else ', full'}: {serial.seconds / fast.seconds:.1f}x")
+                how = "--skip-late" if skip else "full"
+                speedups.append(f"{transport} {how}: {serial.seconds / fast.seconds:.1f}x")
     if speedups:
         lines += ["", "Speed-up, 4 at a time over one at a time: " + "; ".join(speedups) + "."]
     lines.append(CHECKER.end)
