@@ -31,7 +31,7 @@ from moves.catalog import Move, load_moves
 from moves.choosing import DEFAULT_TOOL, _choose, _tools, arguments_for, other_arguments_for
 from moves.engine import Call, MoveResult
 from moves.exchange import exchange_of, short_ticket
-from moves.playing import play_all
+from moves.playing import plan, play_all
 from moves.probes import Recorder, TargetTimedOut, counter, probe_result_type, probe_same_error
 from moves.report import (
     VERDICTS,
@@ -46,8 +46,9 @@ from moves.report import (
 from moves.target import Reply, Role, Target
 from moves.targets.http import HttpTarget, TargetConfigError
 from moves.targets.module import Clock, ModuleLoadError, ModuleTarget
-from moves.targets.remote import DEFAULT_TIMEOUT, Timing, clip
+from moves.targets.remote import DEFAULT_TIMEOUT, Timing, clip, ticket_expiry
 from moves.targets.stdio import PRINCIPAL_ENV, StdioConfigError, StdioTarget
+from moves.terminal import ProgressBar, Terminal
 from mrtr_settings.environment import ConfigError, read_settings
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ def run_check(target: Target, options: CheckOptions | None = None, *, moves: Seq
     catalog = tuple(moves) if moves is not None else moves_from_env()
     recorder = Recorder(target)
     next_id = counter(1)
+    began = clock()
     events.phase("listing tools")
     try:
         tools = _tools(recorder, Call(), "owner", next_id)
@@ -83,6 +85,8 @@ def run_check(target: Target, options: CheckOptions | None = None, *, moves: Seq
         call = _choose(recorder, tools, options, Call(), next_id)
     except TargetTimedOut as exc:
         raise CheckError(f"{target.label} did not answer in time ({exc.context}): {exc.why}") from None
+    events.planned(_plan(target, recorder, catalog, options, per_request=(clock() - began) / max(
+        1, len(recorder.exchanges))))
     report = Report(target.label, call.tool, dict(call.arguments),
                     dict(call.other_arguments) if call.other_arguments is not None else None,
                     secrets=tuple(secrets))
@@ -114,6 +118,19 @@ def run_check(target: Target, options: CheckOptions | None = None, *, moves: Seq
         report.probes.append(result_probe)
         events.probe_done(result_probe)
     return report
+
+
+def _plan(target: Target, recorder: Recorder, catalog: Sequence[Move], options: CheckOptions, *,
+          per_request: float) -> str:
+    """`playing.plan` from what the setup showed: its requests' pace and the lifetime of the ticket it was given."""
+    expiry = ticket_expiry(recorder.last_ticket) if recorder.last_ticket else None
+    timing = getattr(target, "timing", None)
+    lifetime = None
+    if expiry is not None and timing is not None and hasattr(timing, "clock"):
+        seconds = expiry / 1000.0 if expiry > 1e11 else expiry  # one absurdly far off is in milliseconds
+        lifetime = max(seconds - timing.clock(), 0.0)
+    return plan(catalog, options, timing, per_request=per_request, lifetime=lifetime,
+                concurrent=hasattr(target, "for_move"))
 
 
 def _rounds_seen(report: Report, result: MoveResult) -> None:
@@ -249,33 +266,6 @@ def _write_report(out: IO[str], report: Report, *, as_json: bool) -> None:
     out.flush()
 
 
-class ProgressBar:
-    """The late move's wait as a bar on a terminal; one line per phase otherwise."""
-
-    def __init__(self, stream: IO[str], width: int = 30, tty: bool | None = None) -> None:
-        self.stream = stream
-        self.width = width
-        self.tty = stream.isatty() if tty is None else tty
-        self._announced = False
-
-    def __call__(self, waited: float, total: float) -> None:
-        done = total <= 0 or waited >= total
-        if not self.tty:
-            if not self._announced:
-                self.stream.write(f"late move: waiting {total:.1f} s for the ticket to expire\n")
-                self.stream.flush()
-                self._announced = True
-            if done:
-                self._announced = False
-            return
-        filled = self.width if done else int(self.width * waited / total)
-        bar = "#" * filled + "-" * (self.width - filled)
-        self.stream.write(f"\rlate move: waiting for the ticket to expire [{bar}] {waited:5.1f} / {total:.1f} s")
-        if done:
-            self.stream.write("\n")
-        self.stream.flush()
-
-
 def main(argv: Sequence[str], *, stdout: IO[str] | None = None, stderr: IO[str] | None = None,
          timeout: float | None = None) -> int:
     out = stdout or sys.stdout
@@ -298,11 +288,7 @@ def main(argv: Sequence[str], *, stdout: IO[str] | None = None, stderr: IO[str] 
                                allow_replay=args.allow_replay, skip_late=args.skip_late,
                                answers=_answers(args.answers))
         target = build_target(args, timeout=timeout)
-        tty = err.isatty()
-        events = Events(
-            phase=(lambda text: print(f"… {text}", file=err, flush=True)) if tty else (lambda text: None),
-            wait=ProgressBar(err),
-        )
+        events = Terminal(err, secrets=secrets).events()
         try:
             report = run_check(target, options, events=events, secrets=secrets)
         except CheckStopped as stopped:

@@ -122,17 +122,54 @@ def _run_probe(job: _Job, target: Target, call: Call, clock: Callable[[], float]
 
 
 def cost(job: _Job) -> int:
-    """About how many requests a job sends one after another: the longest start first, so the last to end ends
-    soon after the others. A timed move (its real wait starts at its ticket's minting) comes before any."""
+    """About how many requests a job sends one after another (its controls and the move it needs first included)."""
     move = job.move
     if move is None:
         return 3 if job.probe == "missing-answer" else 1
-    if move.timing != "in-time":
-        return 1000
     shapes = {"edit-each": 8, "junk": 6, "unsigned": 3}.get(move.ticket, 1)
     controls = 2 * (move.answer in NOT_A_YES) + 2 * (move.sender == "other") + 2 * move.distinct_error
     first = 0 if move.before is None else 1 + (move.before_ticket == "new")
     return 1 + shapes + controls + first + (move.copies > 1)
+
+
+def _starts_first(job: _Job) -> tuple[bool, int]:
+    """Timed moves first (their real wait starts at their ticket's minting), then the longest: the last job to end
+    then ends soon after the others."""
+    return job.move is None or job.move.timing == "in-time", -cost(job)
+
+
+def plan(catalog: Sequence[Move], options: CheckOptions, timing: Any, *, per_request: float,
+         lifetime: float | None, concurrent: bool) -> str:
+    """How long the check will take, in words, from what is known once the tool is chosen: the seconds a request
+    took so far, the ticket's lifetime when it is readable (else the wait the user set), the late moves' fate."""
+    jobs = [_Job(move=m) for m in catalog] + [_Job(probe=slug) for slug, _ in PROBES]
+    width = max(1, options.concurrency) if concurrent else 1
+    timed = [m for m in catalog if m.timing != "in-time"]
+    seconds = per_request * sum(cost(j) for j in jobs if j.move is None or j.move.timing == "in-time") / width
+    skip_name = getattr(timing, "skip_late_name", "--skip-late")
+    late_after = getattr(timing, "late_after", None)
+    wait = lifetime if lifetime is not None else late_after
+    if not timed:
+        why = ""
+    elif options.skip_late:
+        why = "; the late moves are skipped"
+    elif wait is None:
+        why = (f"; the ticket's expiry is unreadable, so the late moves will not run unless "
+               f"{getattr(timing, 'late_after_name', '--late-after')} is set")
+    else:
+        whose = f"the ticket lives {wait:.0f} s" if lifetime is not None else f"the late moves wait {wait:.0f} s"
+        why = f"; {whose} and the late moves wait it out ({skip_name} leaves them out)"
+        late = wait + 1.0 + 3 * per_request
+        seconds = max(seconds, late) if concurrent else seconds + late
+    how = f"{width} at a time" if width > 1 else "one at a time"
+    return f"about {duration(seconds)}: {len(catalog)} moves and {len(PROBES) + 2} probes, {how}{why}"
+
+
+def duration(seconds: float) -> str:
+    """Seconds as a person estimates them: "40 s", "2 min", "2.5 min" (to the half minute past 90 s)."""
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    return f"{round(seconds / 30) / 2:g} min"
 
 
 def play_all(target: Target, call: Call, catalog: Sequence[Move], options: CheckOptions, events: Events,
@@ -169,9 +206,11 @@ def play_all(target: Target, call: Call, catalog: Sequence[Move], options: Check
             stops.extend([index] if one.stopped else [])
 
     events.phase(f"playing the moves, {options.concurrency} at a time")
-    # The catalogue's first move (the honest call) plays alone first: on a server that remembers requests rather than
-    # tickets, it must be the call that does the work, as it is when moves are played one after another.
-    return Schedule(job, gate, done).run(jobs, first=[-cost(j) for j in jobs], alone=1)
+    # The catalogue's first move (the honest call) plays before any other move, with only the probes beside it (they
+    # spend nothing): on a server that remembers requests rather than tickets, it must be the call that does the
+    # work, as it is when moves are played one after another.
+    probes = [i for i, j in enumerate(jobs) if j.move is None]
+    return Schedule(job, gate, done).run(jobs, first=[_starts_first(j) for j in jobs], alone=1, beside=probes)
 
 
 def _one_after_another(jobs: list[_Job], target: Target, call: Call, options: CheckOptions, events: Events,

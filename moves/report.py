@@ -73,7 +73,10 @@ class Events:
     phase: Callable[[str], None] = lambda text: None  # "listing tools", "playing stolen", ...
     move_done: Callable[[MoveRow, int, int], None] = lambda row, index, total: None
     probe_done: Callable[[ProbeResult], None] = lambda probe: None
-    wait: Callable[[float, float], None] = lambda waited, total: None  # the late move's real wait
+    #: The late moves' real waits, as one: (seconds waited, seconds in all) of the wait that ends last.
+    wait: Callable[[float, float], None] = lambda waited, total: None
+    #: How long the check will take, in words, said once the tool is chosen ("about 2 min: ...").
+    planned: Callable[[str], None] = lambda text: None
 
 
 @dataclass

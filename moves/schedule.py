@@ -47,6 +47,8 @@ class Gate:
     lock: threading.Condition = field(default_factory=threading.Condition)
     #: The most moves ever playing at once (what the tests read to see the schedule was concurrent).
     peak: int = 0
+    #: Ranks from this one on wait until the jobs that go first have ended (None: nothing waits).
+    barrier: int | None = None
 
     def enqueue(self, indices: Sequence[int]) -> None:
         """Every move of the schedule wants a slot, before any thread starts (so none sees an empty queue)."""
@@ -59,7 +61,8 @@ class Gate:
         with self.lock:
             if index not in self.queued:
                 heapq.heappush(self.queued, index)
-            while not self.stopped and (self.running >= self.width or self.queued[0] != index):
+            while not self.stopped and (self.running >= self.width or self.queued[0] != index
+                                        or (self.barrier is not None and index >= self.barrier)):
                 self.lock.wait()
             self.queued.remove(index)
             heapq.heapify(self.queued)
@@ -74,10 +77,10 @@ class Gate:
             self.running -= 1
             self.lock.notify_all()
 
-    def widen(self, width: int) -> None:
-        """Let `width` moves play at once from now on (after the moves that play alone)."""
+    def open(self) -> None:
+        """Let every job start (the ones that go first have ended)."""
         with self.lock:
-            self.width = width
+            self.barrier = None
             self.lock.notify_all()
 
     def turn(self, until: float, index: int, tick: Callable[[], None] = lambda: None) -> bool:
@@ -120,15 +123,17 @@ class Schedule(Generic[T, R]):
     gate: Gate = field(default_factory=Gate)
     done: Callable[[int, R], None] = lambda index, result: None
 
-    def run(self, items: Sequence[T], first: Sequence[Any] | None = None, alone: int = 0) -> list[R | None]:
+    def run(self, items: Sequence[T], first: Sequence[Any] | None = None, alone: int = 0,
+            beside: Sequence[int] = ()) -> list[R | None]:
         """`first`: a key per item, lowest starts first (ties in item order); default, item order. The first `alone`
-        items (in item order) play one after another before any other starts."""
+        items play before any other starts, but for those in `beside` (which may play alongside them)."""
         keys = list(first) if first is not None else [0] * len(items)
-        order = [*range(alone), *sorted(range(alone, len(items)), key=lambda i: (keys[i], i))]
-        width, alone_left = self.gate.width, [alone]
-        if alone:
-            self.gate.width = 1
+        early = [*range(alone), *(i for i in beside if i >= alone)]
+        order = [*early, *sorted((i for i in range(len(items)) if i not in early), key=lambda i: (keys[i], i))]
         rank = {index: n for n, index in enumerate(order)}
+        alone_left = [alone]
+        if alone:
+            self.gate.barrier = len(early)
         results: list[R | None] = [None] * len(items)
         failures: dict[int, BaseException] = {}
         report = threading.Lock()
@@ -150,7 +155,7 @@ class Schedule(Generic[T, R]):
                     with report:
                         alone_left[0] -= 1
                         if not alone_left[0]:
-                            self.gate.widen(width)
+                            self.gate.open()
             results[index] = result
             with report:
                 self.done(index, result)

@@ -34,6 +34,8 @@ RUNS_KEY = "mrtr.check_runs"
 WAIT_SAVE_EVERY = 0.5
 #: What the late move's wait for unreadable expiries is called on the page (the CLI's --late-after).
 LATE_AFTER_FIELD = "“Late move after”"
+#: What skipping the late moves is called on the page (the CLI's --skip-late).
+SKIP_LATE_FIELD = "“Skip the late moves”"
 #: This process's runs going on, by id: their threads, for tests and shutdown.
 THREADS: dict[str, threading.Thread] = {}
 
@@ -81,7 +83,13 @@ class _Progress:
     last_wait: float = 0.0
 
     def events(self) -> Events:
-        return Events(phase=self.phase, move_done=self.move_done, probe_done=self.probe_done, wait=self.wait)
+        return Events(phase=self.phase, move_done=self.move_done, probe_done=self.probe_done, wait=self.wait,
+                      planned=self.planned)
+
+    def planned(self, text: str) -> None:
+        with self.lock:
+            self.run.plan = text[:1].upper() + text[1:] + "."
+            self.save()
 
     def save(self) -> None:
         try:
@@ -140,7 +148,8 @@ class _Progress:
 def _target(settings: Settings, order: Order, tokens: tuple[str, str]) -> HttpTarget:
     # MRTR_CHECK_TIMEOUT bounds each request here as it does for the CLI; a time-out stops the run (CheckStopped).
     timing = Timing(late_after=order.late_after, skip_late=order.options.skip_late, max_wait=settings.check_max_wait,
-                    late_after_name=LATE_AFTER_FIELD, late_after_hint=f"fill in {LATE_AFTER_FIELD} with seconds")
+                    late_after_name=LATE_AFTER_FIELD, late_after_hint=f"fill in {LATE_AFTER_FIELD} with seconds",
+                    skip_late_name=SKIP_LATE_FIELD)
     return HttpTarget(order.url, [("owner", tokens[0]), ("other", tokens[1])], connect_to=order.address,
                       timeout=settings.check_timeout or DEFAULT_TIMEOUT, timing=timing)
 

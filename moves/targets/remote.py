@@ -59,6 +59,8 @@ class Timing:
     #: flag; the /check page names its form field instead).
     late_after_name: str = "--late-after"
     late_after_hint: str = "pass --late-after SECONDS"
+    #: What skipping the late moves is called where the user sets it (the CLI's flag; the page's checkbox).
+    skip_late_name: str = "--skip-late"
     #: When moves are played concurrently, each move's own copy (`for_move`) takes turns for its waits here
     #: (moves.schedule.Gate), under its catalogue index; None when moves are played one after another.
     gate: Any = None

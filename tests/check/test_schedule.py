@@ -162,17 +162,27 @@ def test_moves_share_a_stdio_process_with_lines_interleaved_and_replies_matched_
     assert len({r.response["result"]["seenId"] for r in got.values()}) == 3
 
 
-def test_the_first_item_plays_alone_before_the_rest_start_together() -> None:
+def test_the_first_item_plays_before_the_rest_with_only_those_beside_it() -> None:
+    """The honest move with the probes beside it (the probe waits for the honest move, so they ran together), then
+    the other moves, three together."""
     barrier = threading.Barrier(3, timeout=GUARD)
+    honest_done = threading.Event()
     log: list[str] = []
 
     def job(item: str, index: int) -> str:
-        if index == 0:
-            log.append(f"alone with {gate.running - 1} others")
+        if item == "honest":
+            log.append("honest")
+            assert probe_started.wait(GUARD)
+            honest_done.set()
+        elif item == "probe":
+            probe_started.set()
+            log.append("probe")
         else:
+            assert honest_done.is_set()
             barrier.wait()
         return item
 
+    probe_started = threading.Event()
     gate = Gate(width=3)
-    Schedule(job, gate).run(["honest", "a", "b", "c"], first=[0, 3, 2, 1], alone=1)
-    assert log == ["alone with 0 others"] and gate.peak == 3 and gate.width == 3
+    Schedule(job, gate).run(["honest", "a", "b", "c", "probe"], first=[0, 0, 0, 0, 9], alone=1, beside=[4])
+    assert sorted(log) == ["honest", "probe"] and gate.peak == 3
