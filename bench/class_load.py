@@ -272,9 +272,8 @@ def hall_main(args: argparse.Namespace) -> int:
         " refuse (web/classroom.py: JOIN_CLIENT_LIMIT per address and JOIN_CLASS_LIMIT per class, a minute, per"
         " process) are added through the class store so the measured phases have the whole room.",
         "",
-        f"Reveal: a phone polls every {hall.POLL_S:g} s, so the last phone sees a reveal up to {hall.POLL_S:g} s plus"
-        " one poll's latency after it is sent; seeing it within 2 s needs a shorter poll or a push, not a faster"
-        " server.",
+        f"Reveal: a phone polls every {hall.POLL_S:g} s (the learner page's interval), so the last phone sees a reveal"
+        f" up to {hall.POLL_S:g} s plus one poll's latency after it is sent.",
         HALL.end,
     ])
     print(section)

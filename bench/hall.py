@@ -12,8 +12,8 @@ the command scripts/run.sh ends with, read from the script with the variables it
    they refuse is added straight to the class's SQLite store (MRTR_CLASS_DB, set by the bench), so the rest of
    the run has the whole room. The report says how many got in over HTTP.
 3. Every phone loads its page (`GET /class/<code>/me`) and then polls `/class/<code>/me/live?stage=N` every
-   2 s with `HX-Request`, as `templates/classroom/_live.html`'s `hx-trigger="every 2s"` does, from a random
-   phase: 204 until the stage changes. Each phone answers once, at a seeded offset spread over `--spread`
+   POLL_S seconds with `HX-Request`, as `templates/classroom/_live.html`'s `hx-trigger` does (read from it), from
+   a random phase: 204 until the stage changes. Each phone answers once, at a seeded offset spread over `--spread`
    seconds, with htmx's `hx-post` (the answer's latency is measured from send to last byte).
 4. One second after the last answer the presenter reveals; a phone has seen the reveal when a poll brings the
    panel with `data-revealed`. Its reveal latency is that poll's end minus the moment the reveal was sent.
@@ -44,7 +44,18 @@ from loopback.class_driver import FORM, cookie_of, form_request, host_tally, sta
 from loopback.launchers import our_env
 
 RUN_SH = ROOT / "scripts" / "run.sh"
-POLL_S = 2.0  # templates/classroom/_live.html: hx-trigger="every 2s"
+LIVE_TEMPLATE = ROOT / "templates" / "classroom" / "_live.html"
+
+
+def _poll_seconds() -> float:
+    """The learner page's poll interval, read from its template so the bench plays what phones really do."""
+    found = re.search(r'hx-trigger="every (\d+(?:\.\d+)?)(ms|s)"', LIVE_TEMPLATE.read_text(encoding="utf-8"))
+    if found is None:
+        raise RuntimeError(f"no 'every N' hx-trigger in {LIVE_TEMPLATE}")
+    return float(found[1]) / (1000 if found[2] == "ms" else 1)
+
+
+POLL_S = _poll_seconds()
 TARGET_ANSWER_P99_MS = 300.0
 TARGET_REVEAL_S = 2.0
 HTMX = {"HX-Request": "true"}

@@ -56,7 +56,8 @@ def _ticket_op(name: str) -> Callable[[], object]:
     import hmac
 
     from bench import micro
-    from mrtr import KeyRing, TicketCodec, Trace, check_binding
+    from mrtr import KeyRing, TicketCodec, Trace
+    from mrtr.tickets import check_binding
 
     kind = name.rsplit("-", 1)[1]
     codec = TicketCodec(KeyRing([micro.KEY]), sealed=kind == "sealed")

@@ -18,7 +18,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mrtr import KeyRing, TicketCodec, Trace, check_binding
+from mrtr import KeyRing, TicketCodec, Trace
+from mrtr.tickets import check_binding
 
 KEY = "bench-key-0123456789abcdef0123456789abcdef"
 NOW = 1_790_000_000.0

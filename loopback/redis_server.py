@@ -25,7 +25,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _ping(port: int) -> bool:
+def ping(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
             s.sendall(b"PING\r\n")
@@ -57,7 +57,7 @@ class RedisServer:
             )
             deadline = time.monotonic() + START_TIMEOUT_S
             while time.monotonic() < deadline and self.proc.poll() is None:
-                if _ping(self.port):
+                if ping(self.port):
                     return self
                 time.sleep(0.05)
             self._kill()

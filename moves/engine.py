@@ -19,19 +19,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mrtr import (
-    META_CAPABILITIES,
-    META_CLIENT_INFO,
-    META_VERSION,
-    MODERN_VERSION,
-    SIGNED_PREFIX,
-    as_list,
-    as_object,
-    b64decode_strict,
-    b64encode,
-    canonical_json,
-    read_payload,
-)
+from mrtr import as_object
+from mrtr.messages import as_list
+from mrtr.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION, MODERN_VERSION
+from mrtr.tickets import SIGNED_PREFIX, b64decode_strict, b64encode, canonical_json, read_payload
 
 from .catalog import JUNK_SHAPES, NEAR_EXPIRY, NOT_A_YES, YES_ANSWERS, Move
 from .target import Outcome, Progress, Reply, Role, Target

@@ -20,24 +20,19 @@ from typing import Any
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from mrtr import (
-    DEFAULT_TTL,
-    JSON,
+from mrtr import DEFAULT_TTL, JSON, KeyRing, TicketCodec, TicketRejected, Trace
+from mrtr.tickets import (
     MAX_TICKET_LENGTH,
     SEALED_PREFIX,
     SIGNED_PREFIX,
-    KeyRing,
     SignedParts,
-    TicketCodec,
-    TicketRejected,
-    Trace,
     b64decode_strict,
-    holds_lone_surrogate,
     parse_claims,
     seal_key,
     seal_key_id,
     split_ticket,
 )
+from mrtr.wire import holds_lone_surrogate
 
 #: The purpose label lab keys are derived under; changing it changes every lab key.
 LAB_PURPOSE = b"mrtr-lab: keys of the pages' lab servers, never accepted by /mcp. v1"

@@ -22,11 +22,11 @@ from typing import Any
 from moves.engine import Call, MoveResult, answers_for, mint_round, modern_request, supplied_answers
 from moves.target import Outcome, Reply, Role, Target
 from moves.targets.remote import ticket_expiry
+from mrtr.errors import MISSING_CAPABILITY, UNSUPPORTED_VERSION
+from mrtr.protocol import META_VERSION
 
-META_VERSION = "io.modelcontextprotocol/protocolVersion"
-UNSUPPORTED_VERSION = "1900-01-01"
-CAPABILITY_MISSING = -32021
-VERSION_UNSUPPORTED = -32022
+#: A protocol version no server supports: the version probe expects the error `UNSUPPORTED_VERSION` for it.
+UNKNOWN_VERSION_DATE = "1900-01-01"
 
 #: Probe slugs, in report order, with the one-line title the report shows.
 PROBES: dict[str, str] = {
@@ -50,7 +50,7 @@ class ProbeResult:
 
 
 @dataclass(frozen=True)
-class Exchange:
+class ProbeExchange:
     """One request sent during the run and what came back; `label` says who sent it and why."""
 
     role: Role
@@ -74,7 +74,7 @@ class Recorder:
 
     def __init__(self, target: Target) -> None:
         self.target = target
-        self.exchanges: list[Exchange] = []
+        self.exchanges: list[ProbeExchange] = []
         self.context = "setup"
         self.last_ticket: str | None = None
 
@@ -83,7 +83,7 @@ class Recorder:
 
     def send(self, role: Role, message: dict[str, Any]) -> Reply:
         reply = self.target.send(role, message)
-        self.exchanges.append(Exchange(role, message, reply, self.context))
+        self.exchanges.append(ProbeExchange(role, message, reply, self.context))
         if reply.timed_out:
             raise TargetTimedOut(self.context, reply.transport_error or "no answer in time")
         minted = input_required(reply)
@@ -96,7 +96,7 @@ class Recorder:
         burst = getattr(self.target, "send_burst", None)
         replies = burst(role, messages) if burst is not None else [self.target.send(role, m) for m in messages]
         for message, reply in zip(messages, replies, strict=True):
-            self.exchanges.append(Exchange(role, message, reply, self.context))
+            self.exchanges.append(ProbeExchange(role, message, reply, self.context))
         late = next((r for r in replies if r.timed_out), None)
         if late is not None:
             raise TargetTimedOut(self.context, late.transport_error or "no answer in time")
@@ -173,7 +173,7 @@ def _status_note(reply: Reply) -> str:
 def probe_capability(target: Target, call: Call, next_id: Callable[[], int]) -> ProbeResult:
     params = {"name": call.tool, "arguments": call.arguments}
     reply = target.send("owner", modern_request(next_id(), "tools/call", params, replace(call, capabilities={})))
-    if error_code(reply) == CAPABILITY_MISSING:
+    if error_code(reply) == MISSING_CAPABILITY:
         data = reply.response.get("error", {}).get("data") if reply.response else None
         named = isinstance(data, dict) and isinstance(data.get("requiredCapabilities"), dict)
         note = "" if named else "; data.requiredCapabilities is missing"
@@ -186,9 +186,9 @@ def probe_capability(target: Target, call: Call, next_id: Callable[[], int]) -> 
 
 def probe_version(target: Target, call: Call, next_id: Callable[[], int]) -> ProbeResult:
     message = modern_request(next_id(), "tools/list", {}, call)
-    message["params"]["_meta"][META_VERSION] = UNSUPPORTED_VERSION
+    message["params"]["_meta"][META_VERSION] = UNKNOWN_VERSION_DATE
     reply = target.send("owner", message)
-    if error_code(reply) != VERSION_UNSUPPORTED:
+    if error_code(reply) != UNSUPPORTED_VERSION:
         return ProbeResult("version", False, f"got {describe(reply)}, not error -32022")
     data = reply.response.get("error", {}).get("data") if reply.response else None
     supported = data.get("supported") if isinstance(data, dict) else None
@@ -221,7 +221,7 @@ def probe_missing_answer(target: Target, call: Call, next_id: Callable[[], int])
                                                 "again with a new input_required")
 
 
-def probe_result_type(exchanges: Iterable[Exchange]) -> ProbeResult:
+def probe_result_type(exchanges: Iterable[ProbeExchange]) -> ProbeResult:
     seen = 0
     missing: list[str] = []
     for exchange in exchanges:

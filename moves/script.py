@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mrtr import MODERN_VERSION, as_object
+from mrtr import as_object
+from mrtr.protocol import MODERN_VERSION
 
 #: Stands in for the real ticket in a retry's JSON until the script puts it there.
 TICKET_MARK = "__MRTR_TICKET__"

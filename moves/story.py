@@ -17,19 +17,19 @@ from typing import Any
 
 from mrtr import (
     DEFAULT_TTL,
-    FIXED_EPOCH,
-    SIGNED_PREFIX,
     Clock,
     Exchange,
     FakeClock,
     KeyRing,
-    Line,
     MemoryStore,
     Policy,
     RedeemedStore,
     Server,
     TicketCodec,
 )
+from mrtr.client import Line
+from mrtr.clock import FIXED_EPOCH
+from mrtr.tickets import SIGNED_PREFIX
 from mrtr_toolsets.lesson import lesson_catalog
 
 from .catalog import Move

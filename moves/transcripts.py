@@ -13,23 +13,20 @@ from dataclasses import dataclass
 
 from mrtr import (
     JSON,
-    META_CAPABILITIES,
-    META_CLIENT_INFO,
-    META_VERSION,
     Client,
     ClientError,
     FakeClock,
     InMemoryTransport,
     JSONObject,
     KeyRing,
-    Line,
     MemoryStore,
     Server,
     Transport,
-    as_list,
     as_object,
-    error_of,
 )
+from mrtr.client import Line
+from mrtr.messages import as_list, error_of
+from mrtr.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION
 from mrtr_toolsets.lesson import lesson_catalog
 
 from .story import FIGURE_EPOCH

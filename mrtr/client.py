@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from .connection import Connection
+from ._connection import Connection
 from .messages import JSONObject, as_list, as_object, error_json, error_of
 from .protocol import LEGACY_VERSION, META_CAPABILITIES, META_CLIENT_INFO, META_VERSION, MODERN_VERSION
 

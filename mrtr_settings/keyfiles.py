@@ -12,7 +12,8 @@ import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
-from mrtr import MIN_KEY_LENGTH, KeyConfigError, KeyRing
+from mrtr import KeyConfigError, KeyRing
+from mrtr.keys import MIN_KEY_LENGTH
 from mrtr_stores.secret_files import secret_file
 
 KEY_FILE_NAME = "secret.key"

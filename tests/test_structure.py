@@ -19,11 +19,10 @@ MAX_FUNCTION_LINES = 60
 ALLOWED = {
     "moves/*": "the checker's moves and engine (issue 31)",
     "moves/*/*": "the checker's targets (issue 31)",
-    "mrtr/calls.py": "the answer rule (issue 31)",
+    "mrtr/_calls.py": "the answer rule (issue 31)",
     "web/build*.py": "the build lesson's page (issue 34)",
     "web/demo.py": "the deck and the presenter view (issue 34)",
     "web/playground.py": "the playground's behaviour (issue 34)",
-    "web/classroom.py": "the presenter view's routes (issue 34)",
     "web/lti.py": "the LTI key set cache (issue 33)",
     "web/widgets.py": "the lessons' live figures (issue 32)",
     "web/quiz.py": "the quizzes (issue 32)",
@@ -74,3 +73,36 @@ def test_the_measure_counts_module_lines_and_whole_functions_and_methods() -> No
     assert oversized(method) == ["<source>:2 m: 61 lines (at most 60)"]
     assert oversized("x = 1\n" * MAX_MODULE_LINES) == []
     assert oversized("x = 1\n" * (MAX_MODULE_LINES + 1)) == ["<source>: 601 lines (at most 600)"]
+
+
+#: Class names still defined twice, and who is changing the file that holds the second (issue 35).
+DUPLICATES_ALLOWED = {
+    "Line": "web/exchanges.py's transcript line, the same shape as mrtr.client.Line (the lessons' exchanges, issue 35)",
+    "Scene": "web/exchanges.py's scene beside moves/transcripts.py's (the lessons' exchanges, issue 35)",
+}
+
+
+def class_homes(files: list[Path]) -> dict[str, list[str]]:
+    """Each module-level class name in `files`, with the modules that define it."""
+    homes: dict[str, list[str]] = {}
+    for path in files:
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                homes.setdefault(node.name, []).append(path.relative_to(ROOT).as_posix())
+    return homes
+
+
+def test_every_class_name_has_one_definition() -> None:
+    """One name, one meaning: a reader who meets `Step` or `Tool` finds one class, not two to tell apart."""
+    twice = {name: where for name, where in class_homes(_product_files()).items()
+             if len(where) > 1 and name not in DUPLICATES_ALLOWED}
+    assert twice == {}
+
+
+def test_a_name_means_one_thing_across_the_core_and_the_checker() -> None:
+    """`UNSUPPORTED_VERSION` is the core's error code; the probe's date has its own name."""
+    import moves.probes
+    from mrtr.errors import UNSUPPORTED_VERSION
+
+    assert moves.probes.UNSUPPORTED_VERSION is UNSUPPORTED_VERSION
+    assert moves.probes.UNKNOWN_VERSION_DATE == "1900-01-01"

@@ -28,7 +28,8 @@ from moves.catalog import Move, load_moves
 from moves.check import VERDICTS, MoveRow, Report
 from moves.probes import PROBES, ProbeResult
 from moves.target import Outcome
-from mrtr import CHECKS, FROZEN_TICKET_MESSAGE
+from mrtr import CHECKS
+from mrtr.errors import FROZEN_TICKET_MESSAGE
 from web import build_runner, htmx
 from web.content import ContentError, Lesson, get_content
 
@@ -48,7 +49,7 @@ _BLOCK = re.compile(r"^(?P<c>#|//) -- step: (?P<id>[a-z][a-z-]*) --\n(?P<code>.*
 
 
 @dataclass(frozen=True)
-class Step:
+class BuildStep:
     id: str
     n: int
     title: str
@@ -65,11 +66,11 @@ class Step:
 
 @dataclass(frozen=True)
 class Build:
-    steps: tuple[Step, ...]
+    steps: tuple[BuildStep, ...]
     starter: str
     solution: str
 
-    def step(self, step_id: str) -> Step | None:
+    def step(self, step_id: str) -> BuildStep | None:
         return next((s for s in self.steps if s.id == step_id), None)
 
     def partial(self, step_ids: set[str] | frozenset[str]) -> str:
@@ -114,7 +115,7 @@ def load_build(directory: Path) -> Build | None:
         raise ContentError(f"{directory}: starter and solution mark different steps")
     if _BLOCK.sub("", starter) != _BLOCK.sub("", solution):
         raise ContentError(f"{directory}: starter and solution differ outside their step blocks")
-    steps: list[Step] = []
+    steps: list[BuildStep] = []
     raw_steps = data.get("steps")
     if not isinstance(raw_steps, list) or not raw_steps:
         raise ContentError(f"{path}: no [[steps]]")
@@ -140,7 +141,7 @@ def load_build(directory: Path) -> Build | None:
         errors = raw.get("errors", [])
         if not isinstance(errors, list) or not set(errors) <= set(moves) or not all(isinstance(e, str) for e in errors):
             raise ContentError(f"{where}: errors must list some of the step's own moves")
-        steps.append(Step(sid, n, title, function, moves, task, hints, answers[sid], stubs[sid], tuple(errors)))
+        steps.append(BuildStep(sid, n, title, function, moves, task, hints, answers[sid], stubs[sid], tuple(errors)))
     claimed = [m for s in steps for m in s.moves]
     if len(set(claimed)) != len(claimed):
         raise ContentError(f"{path}: a move shows one step only (one is named by two steps)")
@@ -185,7 +186,7 @@ class MoveVerdict:
 
 @dataclass(frozen=True)
 class Graded:
-    step: Step
+    step: BuildStep
     moves: tuple[MoveVerdict, ...]
 
     @property

@@ -4,7 +4,7 @@ HttpOnly) listing each class's code and when it opened, newest first, at most MA
 It lets the presenter find their way back (the start control on /demo names their open classes and links each
 to its presenter page, where the control link can be shown again on the laptop), and lets a refused start say
 when this browser's next class can open. It holds no secret: the presenter page itself still needs the class's
-host cookie (web/classroom.py), so a copied or forged list opens nothing. Signed with the app's key ring under
+host cookie (web/classroom_access.py), so a copied or forged list opens nothing. Signed with the app's key ring under
 its own salt, so a visitor cannot plant codes in it; anything unreadable reads as an empty list.
 """
 

@@ -26,7 +26,9 @@ from moves.labcodec import LabRing
 from moves.story import roundtrip
 from moves.target import Outcome
 from moves.targets.in_process import LabTarget, lab_target
-from mrtr import CHECK_TITLES, DEFAULT_TTL, FIXED_EPOCH, b64encode
+from mrtr import CHECK_TITLES, DEFAULT_TTL
+from mrtr.clock import FIXED_EPOCH
+from mrtr.tickets import b64encode
 from web.content import Lesson, get_content
 from web.moveviews import OUTCOME_TEXT, step_words, stopped_first_by
 from web.templating import OUTCOME_LABELS

@@ -6,6 +6,7 @@ headers) is an edit here and nowhere else. Views never look at `HX-*` headers th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from flask import Flask, Response, render_template
@@ -26,9 +27,11 @@ def wants_fragment() -> bool:
     return bool(headers) and not headers.boosted and not headers.history_restore_request
 
 
-def render(page: str, fragment: str, *, status: int = 200, push_url: str | None = None,
-           trigger: str | dict[str, Any] | None = None, **context: Any) -> Response:
-    """Render the fragment for htmx, the full page otherwise; either way `Vary: HX-Request`."""
+def render(page: str, fragment: str, given: Mapping[str, object] | None = None, /, *, status: int = 200,
+           push_url: str | None = None, trigger: str | dict[str, Any] | None = None, **more: object) -> Response:
+    """Render the fragment for htmx, the full page otherwise; either way `Vary: HX-Request`. The context is
+    `given` (a view's context, built once) and `more`."""
+    context = {**(given or {}), **more}
     if wants_fragment():
         response: Response = make_response(render_template(fragment, **context), status, push_url=push_url or None,
                                  trigger=trigger)

@@ -32,14 +32,9 @@ from urllib.parse import unquote_to_bytes, urlsplit
 from flask import Flask, request
 from werkzeug.exceptions import BadRequest
 
-from mrtr import (
-    MAX_JSON_DEPTH,
-    SIGNED_PREFIX,
-    b64decode_strict,
-    has_lone_surrogate,
-    lone_surrogate_escape,
-    utf8_problem,
-)
+from mrtr.protocol import MAX_JSON_DEPTH
+from mrtr.tickets import SIGNED_PREFIX, b64decode_strict
+from mrtr.wire import has_lone_surrogate, lone_surrogate_escape, utf8_problem
 
 #: At most this many fields in a query string, and (separately) in a form body, repeats included.
 MAX_FIELDS = 64

@@ -139,7 +139,7 @@ def _cookies(req: FlaskRequest) -> _Cookies:
 
 
 @dataclass
-class Tool:
+class LtiTool:
     platforms: tuple[LtiPlatform, ...]
     conf: ToolConfDict
     db: LtiStore
@@ -159,12 +159,12 @@ class Tool:
 _build_lock = threading.Lock()
 
 
-def get_tool() -> Tool | None:
+def get_tool() -> LtiTool | None:
     """The tool for this app, built on first use; None when no platform is registered."""
     platforms = get_settings().lti_platforms
     if not platforms:
         return None
-    tool: Tool | None = current_app.extensions.get(EXTENSION)
+    tool: LtiTool | None = current_app.extensions.get(EXTENSION)
     if tool is not None:
         return tool
     with _build_lock:
@@ -184,7 +184,7 @@ def get_tool() -> Tool | None:
             for p in platforms:
                 conf.set_private_key(p.issuer, private, client_id=p.client_id)
                 conf.set_public_key(p.issuer, public, client_id=p.client_id)
-            tool = Tool(platforms, conf, db, KeySetCache(db.clock))
+            tool = LtiTool(platforms, conf, db, KeySetCache(db.clock))
             current_app.extensions[EXTENSION] = tool
     return tool
 
@@ -193,7 +193,7 @@ def _page(status: int, title: str, message: str) -> Response:
     return Response(render_template("lti/error.html", code=status, title=title, message=message), status)
 
 
-def _tool_or_page() -> Tool | Response:
+def _tool_or_page() -> LtiTool | Response:
     tool = get_tool()
     if tool is None:
         return _page(404, "Course platforms are not set up here",
@@ -214,7 +214,7 @@ def _before() -> Response | None:
     return None
 
 
-def _tool() -> Tool:
+def _tool() -> LtiTool:
     tool = get_tool()
     assert tool is not None  # _before answered the 404 otherwise
     return tool
@@ -571,7 +571,7 @@ def record_score(data: dict[str, Any], chosen: Activity, given: int, *, complete
         flush_scores(tool, 1, key=key)
 
 
-def flush_scores(tool: Tool, limit: int, key: str | None = None) -> None:
+def flush_scores(tool: LtiTool, limit: int, key: str | None = None) -> None:
     """Post up to `limit` queued scores that are due; each stays queued until the platform accepts it."""
     for score in tool.db.due_scores(limit, key):
         try:

@@ -35,22 +35,10 @@ from flask import Blueprint, Flask, Response, current_app, request
 from werkzeug.datastructures import Headers, MIMEAccept
 from werkzeug.http import HTTP_STATUS_CODES, parse_accept_header
 
-from mrtr import (
-    JSON,
-    LEGACY_VERSIONS,
-    MAX_JSON_DEPTH,
-    META_VERSION,
-    Connection,
-    HeaderMismatch,
-    InternalError,
-    JSONObject,
-    NotUtf8,
-    as_object,
-    json_loads,
-    may_hold_surrogates,
-    nesting_bound,
-    utf8_text,
-)
+from mrtr import JSON, Connection, JSONObject, as_object
+from mrtr.errors import HeaderMismatch, InternalError
+from mrtr.protocol import LEGACY_VERSIONS, MAX_JSON_DEPTH, META_VERSION
+from mrtr.wire import NotUtf8, json_loads, may_hold_surrogates, nesting_bound, utf8_text
 from mrtr_settings.environment import Settings
 from mrtr_settings.stores import open_sessions
 from mrtr_stores.sessions import DirectoryDown, process_tag

@@ -17,12 +17,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from mrtr import (
-    JSON,
-    JSONObject,
-    RequestId,
-    request_id_of,
-)
+from mrtr import JSON, JSONObject
+from mrtr.messages import RequestId
+from mrtr.protocol import request_id_of
 from mrtr_stores.sessions import MAILBOX_TTL, MAX_RELAYS_PER_PRINCIPAL, DirectoryDown, NotAwaited, RelaysExhausted
 from web.mcp_sessions import Session, Sessions, SessionsFull, cancel
 from web.mcp_wire import (

@@ -20,13 +20,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from mrtr import (
-    JSON,
-    Connection,
-    JSONObject,
-    RequestId,
-    error_response,
-)
+from mrtr import JSON, Connection, JSONObject
+from mrtr.messages import RequestId, error_response
 from mrtr_stores.sessions import DirectoryDown, LocalDirectory, SessionDirectory, tag_of
 from web.mcp_wire import (
     HttpRefusal,

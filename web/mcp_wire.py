@@ -18,15 +18,11 @@ from flask import Flask
 from werkzeug.http import parse_options_header
 from werkzeug.wsgi import get_content_length, get_host
 
-from mrtr import (
-    INVALID_REQUEST,
-    JSON,
-    Exchange,
-    ProtocolError,
-    RequestId,
-    json_dumps,
-    request_id_of,
-)
+from mrtr import JSON, Exchange, ProtocolError
+from mrtr.errors import INVALID_REQUEST
+from mrtr.messages import RequestId
+from mrtr.protocol import request_id_of
+from mrtr.wire import json_dumps
 from mrtr_settings.environment import Settings
 from web.admission import HELD_KEY, HeldSlots
 from web.services import SETTINGS_KEY

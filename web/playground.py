@@ -37,7 +37,9 @@ from moves.engine import MINT_ID, Call, MoveResult, Step, modern_request, outcom
 from moves.script import TICKET_MARK, ScriptStep, replay_script
 from moves.target import Outcome, Role
 from moves.targets.in_process import LabStore, LabTarget
-from mrtr import CHECK_TITLES, CHECKS, SEALED_PREFIX, as_object, b64encode, shape_problem
+from mrtr import CHECK_TITLES, CHECKS, as_object
+from mrtr.protocol import shape_problem
+from mrtr.tickets import SEALED_PREFIX, b64encode
 from web import htmx
 from web.content import get_content
 from web.moveviews import grouped, pretty_json, step_words

@@ -76,7 +76,7 @@ class State:
                         self.revealed(question), max(1, len(tried)))
 
 
-def _serializer() -> URLSafeSerializer:
+def answers_serializer() -> URLSafeSerializer:
     # itsdangerous signs with the last key of its list; the ring's first key is the newest.
     return URLSafeSerializer(list(reversed(get_services().ring.keys)), salt=SALT)
 
@@ -86,7 +86,7 @@ def read_state(lesson: Lesson, token: str | None) -> State:
     if not token:
         return State({}, {})
     try:
-        data = _serializer().loads(token)
+        data = answers_serializer().loads(token)
     except BadData:
         return State({}, {})
     if not isinstance(data, dict) or data.get("lesson") != lesson.slug or not isinstance(data.get("answers"), dict):
@@ -108,7 +108,7 @@ def read_progress(lesson: Lesson, token: str | None) -> dict[str, bool]:
 
 
 def write_progress(lesson: Lesson, answers: dict[str, bool], picks: dict[str, list[str]] | None = None) -> str:
-    return _serializer().dumps({"lesson": lesson.slug, "answers": answers, "picks": picks or {}})
+    return answers_serializer().dumps({"lesson": lesson.slug, "answers": answers, "picks": picks or {}})
 
 
 def quiz_context(lesson: Lesson, token: str | None, feedback: Feedback | None = None) -> dict[str, Any]:

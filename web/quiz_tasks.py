@@ -21,7 +21,8 @@ from typing import Any
 from moves.catalog import Move
 from moves.engine import MINT_ID, MoveResult, Step, modern_request, outcome_of, play
 from moves.target import Outcome
-from mrtr import CHECK_TITLES, CHECKS, as_list, as_object
+from mrtr import CHECK_TITLES, CHECKS, as_object
+from mrtr.messages import as_list
 from web.content import TASK_RIGHT, TASK_WRONG, Question, get_content
 from web.moveviews import pretty_json
 from web.playground import CALL, MAX_AT, Toggles, new_target, seeded_jti
@@ -41,7 +42,7 @@ class TaskInputError(ValueError):
 
 
 @dataclass(frozen=True)
-class Graded:
+class TaskGrade:
     correct: bool
     chosen: str  # the choice id, or TASK_RIGHT / TASK_WRONG for a free task
     said: str  # what the server really did, in words
@@ -122,7 +123,7 @@ def _first_failure(played: MoveResult) -> str:
     return next((c["check"] for c in (last.reply.trace or []) if c.get("outcome") == "fail"), "") if last else ""
 
 
-def grade(question: Question, form: Mapping[str, Any]) -> Graded | None:
+def grade(question: Question, form: Mapping[str, Any]) -> TaskGrade | None:
     """Grade one answer on the real server; None when no answer was given (a choice task with no choice).
 
     Raises:
@@ -135,7 +136,7 @@ def grade(question: Question, form: Mapping[str, Any]) -> Graded | None:
         if chosen is None:
             return None
         shown, got = move_log(_move(task.move)), move_log(_move(chosen.id))
-        return Graded(got == shown, chosen.id, "that move's server log: " + " / ".join(got))
+        return TaskGrade(got == shown, chosen.id, "that move's server log: " + " / ".join(got))
     if task.kind == "predict":
         chosen = question.choice(form.get("choice"))
         if chosen is None:
@@ -146,13 +147,13 @@ def grade(question: Question, form: Mapping[str, Any]) -> Graded | None:
         target = new_target(toggles, LOG_EPOCH, jti=seeded_jti(LOG_SEED))
         played = play(replace(move, at=move.at + toggles.offset), target, CALL)
         right = str(played.outcome) == chosen.outcome and _first_failure(played) == chosen.stopped_at
-        return Graded(right, chosen.id, f"the server {_said(played)}")
+        return TaskGrade(right, chosen.id, f"the server {_said(played)}")
     if task.kind == "order":
         return _grade_order(form)
     return _grade_retry(form)
 
 
-def _grade_order(form: Mapping[str, Any]) -> Graded:
+def _grade_order(form: Mapping[str, Any]) -> TaskGrade:
     getlist = getattr(form, "getlist", None)
     sent = [str(v) for v in (getlist("order") if getlist else form.get("order", []))]
     if len(sent) != len(CHECKS) or set(sent) != set(CHECKS):
@@ -161,10 +162,10 @@ def _grade_order(form: Mapping[str, Any]) -> Graded:
     played = play(honest, new_target(Toggles(), LOG_EPOCH, jti=seeded_jti(LOG_SEED)), CALL)
     ran = [c["check"] for c in played.steps[-1].reply.trace or []]
     said = "the server's trace of an honest retry: " + ", ".join(CHECK_TITLES[c] for c in ran)
-    return Graded(sent == ran, TASK_RIGHT if sent == ran else TASK_WRONG, said)
+    return TaskGrade(sent == ran, TASK_RIGHT if sent == ran else TASK_WRONG, said)
 
 
-def _grade_retry(form: Mapping[str, Any]) -> Graded:
+def _grade_retry(form: Mapping[str, Any]) -> TaskGrade:
     text = str(form.get("retry", ""))
     if not text.strip():
         raise TaskInputError("the retry is empty: edit the one shown and send it")
@@ -197,4 +198,4 @@ def _grade_retry(form: Mapping[str, Any]) -> Graded:
             f"the server answered error {error.get('code')}: {str(error.get('message', ''))[:160]}" if error else
             "the server asked the question again" if outcome == Outcome.ASKED_AGAIN else
             f"the server answered: {pretty_json(reply.response)[:200]}")
-    return Graded(deployed, TASK_RIGHT if deployed else TASK_WRONG, said)
+    return TaskGrade(deployed, TASK_RIGHT if deployed else TASK_WRONG, said)

@@ -456,7 +456,7 @@ class SeqArrow:
         return f"{names[self.src]} to {names[self.dst]}{where}: {self.label}{carries}. {self.sub}".strip()
 
 
-def _message_label(message: Any) -> tuple[str, str]:
+def message_label(message: Any) -> tuple[str, str]:
     """The arrow's label (method and id) and its sub-line, read from the real JSON-RPC message."""
     if not isinstance(message, dict):
         return "a value", ""
@@ -498,7 +498,7 @@ def sequence_model(steps: Any, *, current: int | None = None, focus: bool = Fals
         replica = step.replica
         for line in step.lines:
             message = line.message
-            label, sub = _message_label(message)
+            label, sub = message_label(message)
             jsonrpc = isinstance(message, dict) and "jsonrpc" in message
             if not jsonrpc or not replica:
                 arrows.append(SeqArrow(step.n, "client", "client", label, sub, "", "local", False))

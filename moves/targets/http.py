@@ -37,9 +37,8 @@ from moves.targets.remote import (
     parse_json,
 )
 from mrtr import as_object
+from mrtr.protocol import META_VERSION, MODERN_VERSION
 
-MODERN_VERSION = "2026-07-28"
-META_VERSION = "io.modelcontextprotocol/protocolVersion"
 NAMED_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 ACCEPT = "application/json, text/event-stream"
 USER_AGENT = "mrtr-check/1"

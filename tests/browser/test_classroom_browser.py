@@ -20,7 +20,7 @@ from moves.catalog import load_moves
 from tests.browser.conftest import BROWSER_TEST_CONFIG
 from tests.browser.helpers import LiveServer, assert_no_axe_violations, serve
 from tests.web.helpers import stopped_move
-from web.classroom import live_questions
+from web.classroom_services import live_questions
 from web.content import Question, load_course
 
 MOVES = load_moves()
@@ -65,6 +65,7 @@ def start_class(presenter: Page) -> str:
     assert len(code) == 6
     expect(presenter.locator("[data-control-link]")).to_contain_text(f"/class/{code}/control/")
     presenter.locator('[data-action="open-host"]').click()
+    expect(presenter).to_have_url(f"/class/{code}/host")  # the presenter page left behind has a join code too
     expect(presenter.locator("[data-join-code]")).to_have_text(code)
     expect(presenter.locator("[data-control-link]")).to_have_count(0)  # shown once
     return code

@@ -12,7 +12,8 @@ from playwright.sync_api import Browser, Page, Route, expect
 
 from moves.catalog import holds
 from moves.target import Outcome
-from mrtr import CHECK_TITLES, CHECKS, FROZEN_TICKET_MESSAGE
+from mrtr import CHECK_TITLES, CHECKS
+from mrtr.errors import FROZEN_TICKET_MESSAGE
 from tests.browser.helpers import assert_no_axe_violations
 from tests.web.helpers import honest_move, stopped_move
 from web.content import load_course

@@ -146,6 +146,7 @@ def test_the_deck_and_the_live_class_screen_log_no_error(people: list[tuple[Page
     presenter.locator('[data-action="start-class"]').click()
     code = presenter.locator("[data-join-code]").first.get_attribute("data-join-code") or ""
     presenter.locator('[data-action="open-host"]').click()
+    expect(presenter).to_have_url(f"/class/{code}/host")  # the presenter page left behind has a join code too
     expect(presenter.locator("[data-join-code]")).to_have_text(code)
     phone.goto(f"/j/{code}")
     phone.locator('input[name="nickname"]').fill("Ada")

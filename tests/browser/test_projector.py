@@ -47,11 +47,13 @@ def test_the_join_screen_reads_from_the_back_and_hides_the_control_link(
     expect(page.locator("[data-control-link]")).to_contain_text(secret)
 
     page.locator('[data-action="open-host"]').click()
+    # The presenter page has a [data-join-code] too: wait for the class screen itself, and for its load event, so
+    # nothing below reads the page being left or a document whose head stylesheet is still arriving (a browser
+    # paints nothing before it, but a script can still measure the unstyled layout).
+    expect(page).to_have_url(f"/class/{code}/host")
+    page.wait_for_load_state("load")
     expect(page.locator("[data-join-code]")).to_have_text(code)
     assert secret not in page.content() and "/control/" not in page.content()
-    # the class screen's stylesheet may still be arriving when the join view is in the DOM; read the QR once it
-    # is laid out by it (until then it is the unstyled full width)
-    page.wait_for_function("() => document.querySelector('svg.qr').getBoundingClientRect().width < innerWidth * 0.9")
     qr = page.locator("svg.qr").bounding_box()
     assert qr and qr["height"] >= 0.4 * size[1] and qr["y"] + qr["height"] <= size[1], qr
     for selector in (".short-url", ".big-code strong"):

@@ -230,11 +230,11 @@ def test_diagrams_appear_once_the_run_is_over_so_a_poll_never_closes_an_open_one
 
 
 def test_an_arrow_names_only_what_its_request_carried() -> None:
-    from web.widgets import _message_label
+    from web.widgets import message_label
 
     def call(**params: object) -> dict[str, object]:
         return {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "deploy", **params}}
 
-    assert _message_label(call(requestState="t1.x.y", inputResponses={}))[1] == "with requestState and the answer"
-    assert _message_label(call(requestState="t1.x.y"))[1] == "with requestState"  # the no-answer move
-    assert _message_label(call())[1] == ""
+    assert message_label(call(requestState="t1.x.y", inputResponses={}))[1] == "with requestState and the answer"
+    assert message_label(call(requestState="t1.x.y"))[1] == "with requestState"  # the no-answer move
+    assert message_label(call())[1] == ""

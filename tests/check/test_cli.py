@@ -26,7 +26,8 @@ from moves.check import VERDICTS, MoveRow, ProgressBar, arguments_for, main, oth
 from moves.probes import ProbeResult
 from moves.terminal import Terminal
 from moves.target import Outcome
-from mrtr import SIGNED_PREFIX, FakeClock
+from mrtr import FakeClock
+from mrtr.tickets import SIGNED_PREFIX
 from tests.check.catalogue import HONEST, caught_by, gated_by
 from tests.check.conftest import TOKENS, on_clock
 from tests.mutants.harness import SERVER, running

@@ -20,7 +20,7 @@ from typing import Any
 import redis
 
 from loopback.loadgen import deploy_request, flow_headers
-from web.classroom import GUESS_LIMIT
+from web.classroom_services import GUESS_LIMIT
 from web.deployment import REPLICA_HEADER
 
 from .conftest import ROOT, Cluster
@@ -33,7 +33,7 @@ LEGACY_CALLS = 20
 SLOW_CLIENT, BOT_CLIENT, SLOW_MCP_CLIENT, CLASS_CLIENT = "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"
 HALF_HEAD_CLIENT = "127.0.0.6"
 #: deploy/nginx.conf's burst on the /join door, read from the file itself.
-JOIN_BURST = int(re.search(r"location = /join \{\s*limit_req zone=strict burst=(\d+)",  # type: ignore[union-attr]
+JOIN_BURST = int(re.search(r"location = /join \{\s*limit_req zone=joins burst=(\d+)",  # type: ignore[union-attr]
                            (ROOT / "deploy" / "nginx.conf").read_text()).group(1))
 #: Open idle connections in the idle test: well past what the replicas' threads could hold, and within this
 #: process's file limit.

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from app import create_app
-from loopback.redis_server import REDIS_SERVER, _ping, free_port
+from loopback.redis_server import REDIS_SERVER, free_port, ping
 from mrtr import FakeClock
 from mrtr_stores.redis_clients import AWAY_FOR
-from web.classroom import classroom
+from web.classroom_services import classroom
 
 KEY = "redis-faults-key-0123456789abcdefghijklmnopqr"
 #: Redis's own time-out in the app (web/classroom_live.py REDIS_TIMEOUT) plus a margin for a busy machine.
@@ -48,7 +48,7 @@ def test_a_class_is_served_while_redis_is_away_and_pushes_again_when_it_is_back(
                               stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + START_S
-        while not _ping(port):
+        while not ping(port):
             assert time.monotonic() < deadline, "redis-server did not start"
             time.sleep(0.05)
         # The listener's next attempt comes after its back-off (0.5 s, then 1 s, ...); bounded, never assumed.

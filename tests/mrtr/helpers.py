@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mrtr import FROZEN_TICKET_MESSAGE, INVALID_PARAMS
+from mrtr.errors import FROZEN_TICKET_MESSAGE, INVALID_PARAMS
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",

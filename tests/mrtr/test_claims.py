@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mrtr import Catalog, Claim, ClaimingStore, FakeClock, KeyRing, Server, Tool
-from mrtr.handler import CallContext
+from mrtr import CallContext, Catalog, Claim, ClaimingStore, FakeClock, KeyRing, Server, Tool
 from mrtr.tickets import Trace
 from tests.mrtr.helpers import ACCEPT, assert_frozen_rejection, deploy
 

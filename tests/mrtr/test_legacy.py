@@ -6,15 +6,8 @@ import json
 
 import pytest
 
-from mrtr import (
-    FROZEN_TICKET_MESSAGE,
-    INVALID_INPUT_RESPONSE,
-    INVALID_PARAMS,
-    METHOD_NOT_FOUND,
-    Catalog,
-    Tool,
-    elicit_form,
-)
+from mrtr import Catalog, Tool, elicit_form
+from mrtr.errors import FROZEN_TICKET_MESSAGE, INVALID_INPUT_RESPONSE, INVALID_PARAMS, METHOD_NOT_FOUND
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},

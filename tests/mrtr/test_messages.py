@@ -5,15 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from mrtr import (
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    ProtocolError,
-    Request,
-    Server,
-    error_of,
-    parse_request,
-)
+from mrtr import ProtocolError, Server
+from mrtr.errors import INVALID_PARAMS, INVALID_REQUEST
+from mrtr.messages import Request, error_of
+from mrtr.protocol import parse_request
 
 from .helpers import ACCEPT, deploy
 

@@ -6,29 +6,20 @@ import json
 
 import pytest
 
-from mrtr import (
+from mrtr import Catalog, Connection, KeyRing, MemoryStore, Prompt, Resource, Server, Tool, elicit_form
+from mrtr._methods import MODERN_METHODS
+from mrtr.errors import (
     FROZEN_TICKET_MESSAGE,
-    INPUT_REQUIRED_METHODS,
     INTERNAL_ERROR,
     INVALID_INPUT_RESPONSE,
     INVALID_PARAMS,
     INVALID_REQUEST,
-    MAX_MESSAGE_BYTES,
     METHOD_NOT_FOUND,
     MISSING_CAPABILITY,
     PARSE_ERROR,
     UNSUPPORTED_VERSION,
-    Catalog,
-    Connection,
-    KeyRing,
-    MemoryStore,
-    Prompt,
-    Resource,
-    Server,
-    Tool,
-    elicit_form,
 )
-from mrtr.methods import MODERN_METHODS
+from mrtr.protocol import INPUT_REQUIRED_METHODS, MAX_MESSAGE_BYTES
 
 from .helpers import ACCEPT, META, assert_frozen_rejection, deploy, request
 

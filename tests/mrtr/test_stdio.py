@@ -117,7 +117,7 @@ def test_the_official_typescript_sdk_client_completes_deploy_over_stdio(mode):
 @pytest.mark.external  # a fresh interpreter
 def test_importing_mrtr_loads_no_web_framework():
     """The core is sans-IO: importing it must not pull in Flask (or any socket-level HTTP stack)."""
-    code = ("import sys, mrtr, mrtr.server, mrtr.client, mrtr_cli.stdio_server, mrtr_cli.raw_lab, moves.engine,"
+    code = ("import sys, mrtr, mrtr._server, mrtr.client, mrtr_cli.stdio_server, mrtr_cli.raw_lab, moves.engine,"
             " moves.story;"
             "bad = [m for m in ('flask', 'werkzeug', 'http.client', 'urllib.request', 'requests') if m in sys.modules];"
             "print(bad)")

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from mrtr import INVALID_INPUT_RESPONSE, Server
+from mrtr import Server
+from mrtr.errors import INVALID_INPUT_RESPONSE
 
 from .helpers import assert_frozen_rejection, request
 

@@ -11,20 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from itsdangerous import Signer
 
-from mrtr import (
-    MAX_TICKET_LENGTH,
-    KeyConfigError,
-    KeyRing,
-    TicketCodec,
-    TicketRejected,
-    Trace,
-    b64decode_strict,
-    b64encode,
-    canonical_json,
-    check_binding,
-    has_lone_surrogate,
-    read_payload,
-)
+from mrtr import KeyConfigError, KeyRing, TicketCodec, TicketRejected, Trace
+from mrtr.tickets import MAX_TICKET_LENGTH, b64decode_strict, b64encode, canonical_json, check_binding, read_payload
+from mrtr.wire import has_lone_surrogate
 from mrtr_settings.keyfiles import load_or_create_key, ring_from_config
 
 NOW = 1_790_000_000.0

@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 
 from mrtr import FakeClock
 from web.class_presenter import COOKIE
-from web.classroom import START_LIMIT, START_WINDOW
+from web.classroom_services import START_LIMIT, START_WINDOW
 
 
 @pytest.fixture

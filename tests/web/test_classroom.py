@@ -20,7 +20,7 @@ from mrtr_stores import classes
 from tests.conftest import APP_CONFIG
 from tests.web.helpers import honest_move, stopped_move
 from web.admission import HELD_KEY
-from web.classroom import live_questions
+from web.classroom_services import live_questions
 from web.content import load_course
 
 COURSE = load_course()

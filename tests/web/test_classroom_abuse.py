@@ -13,7 +13,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from mrtr import FakeClock
-from web.classroom import (
+from mrtr_stores.classes import MAX_LEARNERS
+from web.classroom_services import (
     ALL_START_LIMIT,
     GUESS_LIMIT,
     GUESS_WINDOW,
@@ -142,7 +143,7 @@ def test_guessing_codes_runs_out_before_a_real_code_is_found(app: Flask, clock: 
 
 def test_one_address_joins_at_most_so_many_a_minute(app: Flask) -> None:
     code = start(client_at(app, "198.51.100.1"))
-    router = client_at(app, "203.0.113.20")  # one school router: a whole class behind it still fits
+    router = client_at(app, "203.0.113.20")  # one router: a full lecture hall behind it gets in within the minute
     statuses = [join(router, code, f"Learner {n}") for n in range(JOIN_CLIENT_LIMIT + 1)]
     assert statuses[:JOIN_CLIENT_LIMIT] == [303] * JOIN_CLIENT_LIMIT and statuses[-1] == 429
 
@@ -153,7 +154,9 @@ def test_a_class_takes_at_most_so_many_joins_a_minute(app: Flask, clock: FakeClo
                 for n in range(JOIN_CLASS_LIMIT + 1)]
     assert statuses[:JOIN_CLASS_LIMIT] == [303] * JOIN_CLASS_LIMIT and statuses[-1] == 429
     clock.advance(61)
-    assert join(client_at(app, "192.0.2.77"), code, "Late") == 303
+    # A minute on, the speed limit has passed and the class's size is what holds: a full class says so (409).
+    assert JOIN_CLASS_LIMIT == MAX_LEARNERS
+    assert join(client_at(app, "192.0.2.77"), code, "Late") == 409
 
 
 def test_the_presenter_locks_the_class_and_removes_a_learner(app: Flask) -> None:

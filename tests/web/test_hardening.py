@@ -14,7 +14,8 @@ from flask.testing import FlaskClient
 
 from app import create_app
 from loopback.loadgen import ACCEPT, deploy_request, flow_headers
-from mrtr import MAX_JSON_DEPTH, MAX_TICKET_LENGTH
+from mrtr.protocol import MAX_JSON_DEPTH
+from mrtr.tickets import MAX_TICKET_LENGTH
 from web import security
 from web.content import get_content
 

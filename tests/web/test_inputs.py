@@ -15,7 +15,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from moves.labcodec import peek
-from mrtr import b64decode_strict, b64encode, lone_surrogate_escape, parse_claims, utf8_problem
+from mrtr.tickets import b64decode_strict, b64encode, parse_claims
+from mrtr.wire import lone_surrogate_escape, utf8_problem
 from tests.corpus.hostile import Route
 from tests.corpus.page_samples import custom_form, page_routes
 from tests.web.helpers import HX, rendered

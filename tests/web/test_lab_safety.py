@@ -36,17 +36,9 @@ from moves.catalog import holds
 from moves.labcodec import LabCodec, LabRing, lab_ring_from
 from moves.target import Outcome
 from moves.targets.in_process import lab_server
-from mrtr import (
-    FROZEN_TICKET_MESSAGE,
-    INVALID_INPUT_RESPONSE,
-    FakeClock,
-    KeyRing,
-    Policy,
-    TicketCodec,
-    TicketRejected,
-    Trace,
-    b64encode,
-)
+from mrtr import FakeClock, KeyRing, Policy, TicketCodec, TicketRejected, Trace
+from mrtr.errors import FROZEN_TICKET_MESSAGE, INVALID_INPUT_RESPONSE
+from mrtr.tickets import b64encode
 from tests.conftest import APP_CONFIG
 from web.content import load_course
 

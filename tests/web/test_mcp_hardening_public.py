@@ -27,8 +27,10 @@ from flask import Flask
 
 from app import create_app
 from loopback.launchers import Served, gunicorn_app
-from loopback.redis_server import REDIS_SERVER, RedisServer, _ping
-from mrtr import STORE_UNAVAILABLE_MESSAGE, FakeClock, KeyRing, MemoryStore, Server, StoreUnavailable, utf8_text
+from loopback.redis_server import REDIS_SERVER, RedisServer, ping
+from mrtr import FakeClock, KeyRing, MemoryStore, Server, StoreUnavailable
+from mrtr.errors import STORE_UNAVAILABLE_MESSAGE
+from mrtr.wire import utf8_text
 from mrtr_stores.redeemed_redis import RedisStore
 from mrtr_stores.redeemed_sqlite import SqliteStore
 from mrtr_toolsets.lesson import lesson_catalog
@@ -536,7 +538,7 @@ class StoppableRedis(RedisServer):
              "--dir", self._dir.name, "--loglevel", "warning"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
-        wait_until(lambda: _ping(self.port), "redis-server answering PING again")
+        wait_until(lambda: ping(self.port), "redis-server answering PING again")
 
 
 @dataclass

@@ -14,7 +14,8 @@ import pytest
 from moves.catalog import load_moves
 from moves.engine import play
 from moves.target import Outcome, Reply, Role
-from mrtr import CHECK_TITLES, FROZEN_TICKET_MESSAGE, INVALID_INPUT_RESPONSE
+from mrtr import CHECK_TITLES
+from mrtr.errors import FROZEN_TICKET_MESSAGE, INVALID_INPUT_RESPONSE
 
 from .helpers import post
 

@@ -19,7 +19,8 @@ from flask.testing import FlaskClient
 
 from moves.catalog import holds
 from moves.target import Outcome
-from mrtr import CHECK_TITLES, CHECKS, FROZEN_TICKET_MESSAGE, INVALID_INPUT_RESPONSE
+from mrtr import CHECK_TITLES, CHECKS
+from mrtr.errors import FROZEN_TICKET_MESSAGE, INVALID_INPUT_RESPONSE
 from tests.web.helpers import honest_move, move_where, rendered, stopped_move
 from web.content import load_course
 from web.moveviews import grouped

@@ -157,10 +157,10 @@ def test_a_forged_or_foreign_progress_token_counts_for_nothing(app: Flask, clien
     response = client.post(answer_url(q.id), data={"choice": wrong_choice(q), "progress": forged}, headers=HX)
     assert "0 correct out of 1 answered" in score_text(response.data)
     with app.app_context():
-        from web.quiz import _serializer
+        from web.quiz import answers_serializer
 
-        other_lesson = _serializer().dumps({"lesson": "another", "answers": {QUESTIONS[1].id: True}})
-        junk = _serializer().dumps(["not", "a", "dict"])
+        other_lesson = answers_serializer().dumps({"lesson": "another", "answers": {QUESTIONS[1].id: True}})
+        junk = answers_serializer().dumps(["not", "a", "dict"])
     for token in (other_lesson, junk, "garbage", ""):
         response = client.post(answer_url(q.id), data={"choice": q.answer, "progress": token}, headers=HX)
         assert "1 correct out of 1 answered" in score_text(response.data)

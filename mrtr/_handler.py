@@ -14,9 +14,9 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ._questions import answers_problem, has_capability, required_capability
 from .errors import InvalidParams, MalformedAnswer, MissingCapability, StoreUnavailable, TicketRejected
 from .messages import JSON, JSONObject, notification_message
-from .questions import answers_problem, has_capability, required_capability
 from .redeemed import ClaimingStore, RedeemedStore
 from .tickets import TicketCodec, Trace
 

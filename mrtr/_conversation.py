@@ -1,7 +1,7 @@
 """What serving one message needs to know, whichever era serves it.
 
 What this module owns: `ServerView`, the part of a server the eras read (its catalog, codec,
-clock, policy, store, identity and limits; `mrtr.server.Server` is one), and `Conversation`: that
+clock, policy, store, identity and limits; `mrtr.Server` is one), and `Conversation`: that
 server, who is speaking, and what serving the current message has produced so far (log lines,
 notifications to send before the response). Both eras work on a `Conversation`; neither inherits
 from the other. It must never serve a method itself.
@@ -13,10 +13,10 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
+from ._handler import Policy
+from ._primitives import Catalog
 from .clock import Clock
-from .handler import Policy
 from .messages import JSONObject
-from .primitives import Catalog
 from .redeemed import RedeemedStore
 from .tickets import TicketCodec
 

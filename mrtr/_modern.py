@@ -9,11 +9,11 @@ exception into a wire error (`connection.py` does).
 
 from __future__ import annotations
 
-from .conversation import Conversation
+from ._conversation import Conversation
+from ._handler import InputRequired
+from ._methods import MODERN_METHODS
 from .errors import MethodNotFound, MissingMeta, UnsupportedVersion
-from .handler import InputRequired
 from .messages import JSONObject
-from .methods import MODERN_METHODS
 from .protocol import (
     META_CAPABILITIES,
     META_VERSION,

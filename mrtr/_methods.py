@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .calls import Outcome, call
-from .conversation import Conversation
+from ._calls import Outcome, call
+from ._conversation import Conversation
 from .errors import InvalidParams
 from .messages import JSON, JSONObject
 from .protocol import INPUT_REQUIRED_METHODS, LIST_TTL_MS, SUPPORTED_VERSIONS

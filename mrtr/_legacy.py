@@ -15,8 +15,10 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .calls import call
-from .conversation import Conversation
+from ._calls import call
+from ._conversation import Conversation
+from ._handler import InputRequired
+from ._methods import LIST_METHODS, complete
 from .errors import (
     InternalError,
     InvalidParams,
@@ -26,9 +28,7 @@ from .errors import (
     ProtocolError,
     TicketRejected,
 )
-from .handler import InputRequired
 from .messages import JSON, JSONObject, RequestId, as_object, error_response, request_message, result_response
-from .methods import LIST_METHODS, complete
 from .protocol import INPUT_REQUIRED_METHODS, LEGACY_VERSION, LEGACY_VERSIONS, Exchange, request_id_of
 from .tickets import CHECK_TITLES, Trace
 

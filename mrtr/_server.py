@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from . import __version__
+from ._connection import Connection
+from ._handler import DEFAULT_POLICY, Policy
+from ._primitives import Catalog
+from ._version import __version__
 from .clock import Clock
-from .connection import Connection
-from .handler import DEFAULT_POLICY, Policy
 from .keys import KeyRing
 from .messages import JSON, RequestId
-from .primitives import Catalog
 from .protocol import Exchange
 from .redeemed import RedeemedStore
 from .tickets import DEFAULT_TTL, TicketCodec

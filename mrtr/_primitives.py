@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .handler import CallContext, InputRequired
+from ._handler import CallContext, InputRequired
 from .messages import JSONObject
 
 #: What a handler is: the context of one call in, a complete result or `InputRequired` out.

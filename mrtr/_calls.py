@@ -11,11 +11,11 @@ exception into a wire error and never builds a response.
 
 from __future__ import annotations
 
-from .conversation import Conversation
+from ._conversation import Conversation
+from ._handler import CallContext, InputRequired
+from ._primitives import Prompt, Resource, ResourceTemplate, Tool
 from .errors import InternalError, InvalidParams
-from .handler import CallContext, InputRequired
 from .messages import JSONObject
-from .primitives import Prompt, Resource, ResourceTemplate, Tool
 from .protocol import INPUT_REQUIRED_METHODS, LIST_TTL_MS
 from .tickets import Trace, check_binding
 

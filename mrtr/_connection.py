@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-from . import modern
-from .conversation import Conversation, ServerView
+from . import _modern
+from ._conversation import Conversation, ServerView
+from ._legacy import LegacySession
 from .errors import InternalError, InvalidRequest, ParseError, ProtocolError, TicketRejected
-from .legacy import LegacySession
 from .messages import JSON, JSONObject, RequestId, error_response, result_response
 from .protocol import (
     MAX_JSON_DEPTH,
@@ -145,7 +145,7 @@ class Connection:
             return self.legacy.initialize(params or {})
         if not is_modern and self.legacy.initialized and not self.stateless:
             return self.legacy.serve(method, params or {}, request_id, trace)
-        return modern.serve(self.conv, method, params or {}, trace)
+        return _modern.serve(self.conv, method, params or {}, trace)
 
     def _notification(self, method: str, params: JSONObject) -> None:
         if method == "notifications/initialized":
