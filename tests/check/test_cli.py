@@ -24,8 +24,8 @@ import pytest
 from moves.catalog import EXPECTS, load_moves
 from moves.check import VERDICTS, MoveRow, ProgressBar, arguments_for, main, other_arguments_for
 from moves.probes import ProbeResult
-from moves.terminal import Terminal
 from moves.target import Outcome
+from moves.terminal import Terminal
 from mrtr import FakeClock
 from mrtr.tickets import SIGNED_PREFIX
 from tests.check.catalogue import HONEST, caught_by, gated_by
