@@ -25,7 +25,7 @@ from moves.probes import (
     probe_version,
 )
 from moves.report import CheckOptions, Events, MoveRow
-from moves.schedule import Countdown, Gate, Schedule
+from moves.schedule import Countdown, Schedule, Slots
 from moves.target import Outcome, Target
 
 
@@ -182,7 +182,7 @@ def play_all(target: Target, call: Call, catalog: Sequence[Move], options: Check
     for_move = getattr(target, "for_move", None)
     if for_move is None or options.concurrency <= 1:
         return _one_after_another(jobs, target, call, options, events, clock)
-    gate = Gate(width=options.concurrency)
+    gate = Slots(width=options.concurrency)
     countdown = Countdown(events.wait)
 
     def job(item: _Job, index: int) -> Played:

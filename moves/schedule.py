@@ -5,7 +5,7 @@ report reads the same however the moves interleaved. Moves start in the order gi
 free up. A move that
 waits out real time (the late move past its ticket's expiry, the replay near it) gives its slot back while it waits.
 
-`Gate` is how those waits take turns. A wait begins only when no move is playing or queued and it has the earliest
+`Slots` is how those waits take turns. A wait begins only when no move is playing or queued and it has the earliest
 deadline of those waiting; the deadlines are absolute, so on a real clock the waits still end when they would have
 (all of them overlap the in-time moves), and on a movable clock (tests, the mutation suite) moving time for one wait
 never ages another move's ticket midway. Nothing here sends a message, reads a target or knows what a move is.
@@ -33,7 +33,7 @@ class Stopped(Exception):
 
 
 @dataclass
-class Gate:
+class Slots:
     """Turns for timed waits and slots for moves, under one lock (see the module)."""
 
     width: int = WIDTH
@@ -112,7 +112,7 @@ class Gate:
 
 @dataclass
 class Schedule(Generic[T, R]):
-    """Run `job(item, index)` for every item, `width` at a time on a `Gate`; `results` in item order.
+    """Run `job(item, index)` for every item, `width` at a time on a `Slots`; `results` in item order.
 
     A job that raises stops the schedule: moves not yet started never start, waits give up, and `run` re-raises the
     first exception (in item order) once every started job has ended. `done(index, result)` is called as each job
@@ -120,7 +120,7 @@ class Schedule(Generic[T, R]):
     """
 
     job: Callable[[T, int], R]
-    gate: Gate = field(default_factory=Gate)
+    gate: Slots = field(default_factory=Slots)
     done: Callable[[int, R], None] = lambda index, result: None
 
     def run(self, items: Sequence[T], first: Sequence[Any] | None = None, alone: int = 0,

@@ -62,7 +62,7 @@ class Timing:
     #: What skipping the late moves is called where the user sets it (the CLI's flag; the page's checkbox).
     skip_late_name: str = "--skip-late"
     #: When moves are played concurrently, each move's own copy (`for_move`) takes turns for its waits here
-    #: (moves.schedule.Gate), under its catalogue index; None when moves are played one after another.
+    #: (moves.schedule.Slots), under its catalogue index; None when moves are played one after another.
     gate: Any = None
     index: int = 0
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from moves.schedule import Countdown, Gate, Schedule
+from moves.schedule import Countdown, Schedule, Slots
 from moves.targets.remote import Timing
 from moves.targets.stdio import StdioTarget
 
@@ -29,7 +29,7 @@ def test_a_schedule_runs_width_jobs_at_once_and_hands_results_back_in_item_order
             barrier.wait()
         return item.upper()
 
-    gate = Gate(width=4)
+    gate = Slots(width=4)
     results = Schedule(job, gate, lambda index, result: seen.append(index)).run([f"m{i}" for i in range(10)])
     assert results == [f"M{i}" for i in range(10)]
     assert gate.peak == 4 and sorted(seen) == list(range(10))
@@ -44,7 +44,7 @@ def test_moves_start_in_catalogue_order_as_slots_free_up() -> None:
             started.append(index)
         return item
 
-    Schedule(job, Gate(width=1)).run(list(range(6)))
+    Schedule(job, Slots(width=1)).run(list(range(6)))
     assert started == list(range(6))
 
 
@@ -81,7 +81,7 @@ def test_waits_take_their_turn_after_every_in_time_move_earliest_deadline_first(
         with lock:
             log.append(f"{name}@{clock() - 1000:.0f}")
 
-    gate = Gate(width=4)
+    gate = Slots(width=4)
     Schedule(job, gate).run([("late", 121.0), ("a", 0.0), ("near", 96.0), ("b", 0.0), ("c", 0.0)])
     assert sorted(log[:3]) == ["a@0", "b@0", "c@0"] and log[3:] == ["near@96", "late@121"]
 
@@ -104,7 +104,7 @@ def test_a_stopped_schedule_starts_nothing_more_and_a_wait_gives_up() -> None:
             raise TimeoutError("no answer")
         failed.wait(GUARD)
 
-    gate = Gate(width=2)
+    gate = Slots(width=2)
     with pytest.raises(TimeoutError):
         Schedule(job, gate).run(["late", "hang", "later", "later"])
     assert sorted(started) == [0, 1] and waits == [False]
@@ -143,7 +143,7 @@ sys.stdin.read()
 def test_moves_share_a_stdio_process_with_lines_interleaved_and_replies_matched_by_id(tmp_path: Path) -> None:
     script = tmp_path / "reverser.py"
     script.write_text(REVERSER)
-    gate = Gate(width=3)
+    gate = Slots(width=3)
     got: dict[int, Any] = {}
     with StdioTarget([sys.executable, str(script)], timeout=GUARD) as target:
 
@@ -183,6 +183,6 @@ def test_the_first_item_plays_before_the_rest_with_only_those_beside_it() -> Non
         return item
 
     probe_started = threading.Event()
-    gate = Gate(width=3)
+    gate = Slots(width=3)
     Schedule(job, gate).run(["honest", "a", "b", "c", "probe"], first=[0, 0, 0, 0, 9], alone=1, beside=[4])
     assert sorted(log) == ["honest", "probe"] and gate.peak == 3

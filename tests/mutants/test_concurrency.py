@@ -47,7 +47,7 @@ def test_concurrent_moves_report_what_serial_moves_report_over_stdio(name: str, 
 
 
 class HoldsUntilFour(Sound):
-    """Sound, but four calls of the tool after the honest move's wait until four are in flight together."""
+    """Sound, but four of the moves' first calls wait until four are in flight together."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -57,9 +57,10 @@ class HoldsUntilFour(Sound):
 
     def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
         with self.lock:
-            self.held += 1
-            # The tool's choice (call 1) and the honest move (calls 2 and 3) go one at a time; then four moves mint.
-            hold = 4 <= self.held <= 7
+            # Calls that mint: the tool's choice (1), the honest move (2) and the missing-answer probe beside it
+            # (3) go before the other moves; then four moves mint together.
+            self.held += "requestState" not in message["params"]
+            hold = "requestState" not in message["params"] and 4 <= self.held <= 7
         if hold:
             try:
                 self.together.wait()
