@@ -43,6 +43,7 @@ from moves.report import (
     Report,
     redacted,
 )
+from moves.schedule import WIDTH
 from moves.target import Reply, Role, Target
 from moves.targets.http import HttpTarget, TargetConfigError
 from moves.targets.module import Clock, ModuleLoadError, ModuleTarget
@@ -187,6 +188,8 @@ def _parser(out: IO[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--allow-replay", action="store_true",
                    help="single use becomes a warning (for tools without side effects)")
     p.add_argument("--skip-late", action="store_true", help="do not wait for the ticket to expire")
+    p.add_argument("--concurrency", type=int, default=WIDTH, metavar="N",
+                   help=f"moves played at a time (default {WIDTH}; 1 plays them one after another)")
     p.add_argument("--late-after", type=float, metavar="SECONDS",
                    help="when the ticket's expiry is unreadable, send the late move this long after minting")
     p.out = out
@@ -213,6 +216,12 @@ def _answers(text: str | None) -> dict[str, Any] | None:
             raise CheckError(f"--answers: round {key!r} must be a number from 1 to 8 and its answers an object by "
                              "question key")
     return answers
+
+
+def _width(args: argparse.Namespace) -> int:
+    if not 1 <= args.concurrency <= 16:
+        raise CheckError("--concurrency must be a whole number from 1 to 16")
+    return int(args.concurrency)
 
 
 def _tokens(values: list[str]) -> list[tuple[str, str]]:
@@ -285,7 +294,7 @@ def main(argv: Sequence[str], *, stdout: IO[str] | None = None, stderr: IO[str] 
         secrets = [value.partition("=")[2] for value in args.token if value.partition("=")[2]]
         options = CheckOptions(tool=args.tool, arguments=_json_object(args.args, "--args"),
                                other_arguments=_json_object(args.other_args, "--other-args"),
-                               allow_replay=args.allow_replay, skip_late=args.skip_late,
+                               allow_replay=args.allow_replay, skip_late=args.skip_late, concurrency=_width(args),
                                answers=_answers(args.answers))
         target = build_target(args, timeout=timeout)
         events = Terminal(err, secrets=secrets).events()

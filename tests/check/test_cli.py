@@ -391,3 +391,11 @@ def test_the_check_says_how_long_it_will_take_once_the_server_has_answered() -> 
     assert code == 0
     plan = next(line for line in err.splitlines() if line.startswith("This check takes about "))
     assert f"{len(MOVES)} moves and 5 probes, 4 at a time; the late moves are skipped" in plan
+
+
+def test_concurrency_is_a_whole_number_from_1_to_16_and_1_plays_one_move_at_a_time() -> None:
+    code, _out, err = check("http://127.0.0.1:9/mcp", *TOKENS, "--concurrency", "0")
+    assert code == 2 and "--concurrency must be a whole number from 1 to 16" in err
+    with running("sound") as (url, _server):
+        code, _out, err = check(url, *TOKENS, "--skip-late", "--concurrency", "1")
+    assert code == 0 and "one at a time; the late moves are skipped" in err
