@@ -86,8 +86,9 @@ def run_check(target: Target, options: CheckOptions | None = None, *, moves: Seq
         call = _choose(recorder, tools, options, Call(), next_id)
     except TargetTimedOut as exc:
         raise CheckError(f"{target.label} did not answer in time ({exc.context}): {exc.why}") from None
-    events.planned(_plan(target, recorder, catalog, options, per_request=(clock() - began) / max(
-        1, len(recorder.exchanges))))
+    if isinstance(getattr(target, "timing", None), Timing):  # a remote server: its real waits are what take time
+        events.planned(_plan(target, recorder, catalog, options, per_request=(clock() - began) / max(
+            1, len(recorder.exchanges))))
     report = Report(target.label, call.tool, dict(call.arguments),
                     dict(call.other_arguments) if call.other_arguments is not None else None,
                     secrets=tuple(secrets))
@@ -127,7 +128,7 @@ def _plan(target: Target, recorder: Recorder, catalog: Sequence[Move], options: 
     expiry = ticket_expiry(recorder.last_ticket) if recorder.last_ticket else None
     timing = getattr(target, "timing", None)
     lifetime = None
-    if expiry is not None and timing is not None and hasattr(timing, "clock"):
+    if expiry is not None and isinstance(timing, Timing):
         seconds = expiry / 1000.0 if expiry > 1e11 else expiry  # one absurdly far off is in milliseconds
         lifetime = max(seconds - timing.clock(), 0.0)
     return plan(catalog, options, timing, per_request=per_request, lifetime=lifetime,
