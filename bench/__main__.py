@@ -15,7 +15,7 @@ at 1, 8 and 32 clients; the weight of every page. Each target is checked and rep
 `--pyodide` times instead the build lesson's in-page checker in headless Chromium: a cold first Run, a revisit,
 a Run after the preload, and warm re-runs (bench/pyodide.py), and writes its own section of RESULTS.md.
 
-`--checker` times instead `mrtr check` on a slow sound server, its moves one at a time and 4 at a time, over HTTP
+`--checker` times instead `mrtr check` on a slow sound server, its moves one at a time and several at a time, over HTTP
 and stdio (bench/checker_speed.py), and writes its own section of RESULTS.md.
 
 `--cluster` runs instead the comparison of deployments (bench/cluster.py): our app as
@@ -224,8 +224,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="only the build lesson's in-page checker, cold and warm in headless Chromium "
                    "(bench/pyodide.py); writes its own section")
     p.add_argument("--checker", action="store_true",
-                   help="only `mrtr check` on a slow sound server, moves one at a time and 4 at a time, over HTTP "
-                   "and stdio (bench/checker_speed.py); writes its own section")
+                   help="only `mrtr check` on a slow sound server, moves one at a time and several at a time, over "
+                   "HTTP and stdio (bench/checker_speed.py); writes its own section")
     args = p.parse_args(argv)
     if args.checker:
         return checker_speed.run(RESULTS, analysis_heading(), write=not args.no_write, quick=args.quick,

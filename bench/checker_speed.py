@@ -1,4 +1,4 @@
-"""How long `mrtr check` takes on a slow sound server: moves played one after another, then 4 at a time.
+"""How long `mrtr check` takes on a slow sound server: moves played one after another, then several at a time.
 
     .venv/bin/python -m bench --checker          # writes its own section of bench/RESULTS.md
     .venv/bin/python -m bench --checker --quick  # HTTP and stdio with --skip-late only
@@ -30,6 +30,7 @@ from typing import Any
 from werkzeug.serving import make_server
 
 from bench.recorded import CHECKER
+from moves.schedule import WIDTH
 
 DELAY = 0.8
 #: The ticket lifetime of the full checks (seconds): short, so a full check's wait stays short too.
@@ -144,7 +145,7 @@ def timed_check(transport: str, concurrency: int, skip_late: bool, delay: float,
 
 def section(rows: list[Timed], started: str, note: str, delay: float) -> str:
     by = {(r.transport, r.mode, r.skip_late): r for r in rows}
-    lines = [CHECKER.begin, "## The checker on a slow sound server: moves one at a time, then 4 at a time", "",
+    lines = [CHECKER.begin, f"## The checker on a slow sound server: moves one at a time, then {WIDTH} at a time", "",
              f"Recorded by `python -m bench --checker` on {started} UTC ({platform.python_version()}, "
              f"`nproc` {os.cpu_count()}){'; ' + note if note else ''}. The app's own sound server, every request "
              f"answered {delay:g} s late; over stdio one process per principal, lines served in parallel. Wall "
@@ -154,10 +155,10 @@ def section(rows: list[Timed], started: str, note: str, delay: float) -> str:
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         if r.skip_late:
-            target = f"under {TARGET_SKIP_LATE_S:g} s" if r.mode != "one at a time" else ""
+            target = f"under {TARGET_SKIP_LATE_S:g} s" if r.mode == f"{WIDTH} at a time" else ""
             met = r.seconds < TARGET_SKIP_LATE_S
         else:
-            target = f"under {TTL + TARGET_FULL_SLACK_S:g} s" if r.mode != "one at a time" else ""
+            target = f"under {TTL + TARGET_FULL_SLACK_S:g} s" if r.mode == f"{WIDTH} at a time" else ""
             met = r.seconds < TTL + TARGET_FULL_SLACK_S
         verdict = f"{target}: {'met' if met else 'MISSED'}" if target else ""
         lines.append(f"| {r.transport} | {'skipped' if r.skip_late else 'played'} | {r.mode} | {r.seconds:.1f} | "
@@ -165,12 +166,12 @@ def section(rows: list[Timed], started: str, note: str, delay: float) -> str:
     speedups = []
     for transport in ("http", "stdio"):
         for skip in (True, False):
-            serial, fast = by.get((transport, "one at a time", skip)), by.get((transport, "4 at a time", skip))
+            serial, fast = by.get((transport, "one at a time", skip)), by.get((transport, f"{WIDTH} at a time", skip))
             if serial and fast:
                 how = "--skip-late" if skip else "full"
                 speedups.append(f"{transport} {how}: {serial.seconds / fast.seconds:.1f}x")
     if speedups:
-        lines += ["", "Speed-up, 4 at a time over one at a time: " + "; ".join(speedups) + "."]
+        lines += ["", f"Speed-up, {WIDTH} at a time over one at a time: " + "; ".join(speedups) + "."]
     lines.append(CHECKER.end)
     return "\n".join(lines)
 
@@ -178,9 +179,9 @@ def section(rows: list[Timed], started: str, note: str, delay: float) -> str:
 def run(results: Path, before: str, *, write: bool, quick: bool = False, note: str = "",
         delay: float = DELAY) -> int:
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
-    plan = [(t, c, True) for t in ("http", "stdio") for c in (1, 4)]
+    plan = [(t, c, True) for t in ("http", "stdio") for c in (1, 4, WIDTH)]
     if not quick:
-        plan += [(t, c, False) for t in ("http", "stdio") for c in (1, 4)]
+        plan += [(t, c, False) for t in ("http", "stdio") for c in (1, WIDTH)]
     rows = []
     for transport, concurrency, skip in plan:
         row = timed_check(transport, concurrency, skip, delay, TTL)

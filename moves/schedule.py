@@ -19,8 +19,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-#: Moves played at once by default: enough to hide a slow server's latency, few enough for its rate limits.
-WIDTH = 4
+#: Moves played at once by default: enough to hide a slow server's latency (at 4, a sound server answering in 0.8 s
+#: took 19.5 s with --skip-late, too near the 20 s target: bench/RESULTS.md), few enough for a server's limits.
+WIDTH = 6
 #: How often a blocked wait reports its progress (seconds of the real clock).
 TICK = 0.1
 

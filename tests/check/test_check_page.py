@@ -20,6 +20,7 @@ from flask.testing import FlaskClient
 from moves.check import MoveRow
 from moves.playing import duration
 from moves.probes import ProbeResult
+from moves.schedule import WIDTH
 from mrtr import FakeClock
 from mrtr_stores.check_runs import Run
 from tests.browser.helpers import LiveServer
@@ -339,5 +340,5 @@ def test_the_form_says_how_long_a_check_takes_and_the_run_says_it_again_from_wha
     with running("sound") as (url, _server):
         html = finish(app, client, client.post("/check", data=form(url, skip_late="1"), headers={}))
     plan = html.select_one("#check-plan").get_text(" ", strip=True)
-    assert plan.startswith("About ") and f"{len(MOVES)} moves and 5 probes, 4 at a time" in plan
+    assert plan.startswith("About ") and f"{len(MOVES)} moves and 5 probes, {WIDTH} at a time" in plan
     assert plan.endswith("the late moves are skipped.")

@@ -24,6 +24,7 @@ import pytest
 from moves.catalog import EXPECTS, load_moves
 from moves.check import VERDICTS, MoveRow, ProgressBar, arguments_for, main, other_arguments_for
 from moves.probes import ProbeResult
+from moves.schedule import WIDTH
 from moves.target import Outcome
 from moves.terminal import Terminal
 from mrtr import FakeClock
@@ -390,7 +391,7 @@ def test_the_check_says_how_long_it_will_take_once_the_server_has_answered() -> 
         code, _out, err = check(url, *TOKENS, "--skip-late")
     assert code == 0
     plan = next(line for line in err.splitlines() if line.startswith("This check takes about "))
-    assert f"{len(MOVES)} moves and 5 probes, 4 at a time; the late moves are skipped" in plan
+    assert f"{len(MOVES)} moves and 5 probes, {WIDTH} at a time; the late moves are skipped" in plan
 
 
 def test_concurrency_is_a_whole_number_from_1_to_16_and_1_plays_one_move_at_a_time() -> None:

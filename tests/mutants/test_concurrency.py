@@ -1,7 +1,7 @@
-"""Moves played 4 at a time give the very report moves played one after another give, on every server of the mutation
-suite, over HTTP and stdio: the same rows in the same order, each with the same verdict and observed outcome, the
-same probes. And the checker really plays them together: a server that holds the first calls until four are in
-flight is checked at all only if four moves were sent at once (structure, not wall time)."""
+"""Moves played several at a time give the very report moves played one after another give, on every server of the
+mutation suite, over HTTP and stdio: the same rows in the same order, each with the same verdict and observed
+outcome, the same probes. And the checker really plays them together: a server that holds the first calls until four
+are in flight is checked at all only if four moves were sent at once (structure, not wall time)."""
 
 from __future__ import annotations
 
