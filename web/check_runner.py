@@ -19,7 +19,8 @@ from typing import Any
 from flask import Flask, current_app
 
 from moves.catalog import Move
-from moves.check import CheckError, CheckOptions, CheckStopped, Events, run_check
+from moves.check import CheckError, CheckOptions, CheckStopped, Events, MoveRow, run_check
+from moves.probes import ProbeResult
 from moves.targets.http import HttpTarget
 from moves.targets.remote import DEFAULT_TIMEOUT, Timing
 from mrtr_settings.environment import Settings
@@ -102,7 +103,7 @@ class _Progress:
             self.run.phase, self.run.waiting = text[:1].upper() + text[1:], False
             self.save()
 
-    def move_done(self, row: Any, index: int, total: int) -> None:
+    def move_done(self, row: MoveRow, index: int, total: int) -> None:
         exchange = redact(row.exchange, self.secrets)
         with self.lock:
             self.run.rows.append({"move": row.move, "title": row.title, "expected": row.expected,
@@ -114,14 +115,14 @@ class _Progress:
             self.run.total = total
             self.save()
 
-    def resync(self, rows: Sequence[Any]) -> None:
+    def resync(self, rows: Sequence[MoveRow]) -> None:
         """Show exactly `rows` (a stopped report's), dropping any that ended after the time-out stopped the run."""
         with self.lock:
             total, self.run.rows = self.run.total, []
         for index, row in enumerate(rows, 1):
             self.move_done(row, index, total)
 
-    def probe_done(self, probe: Any) -> None:
+    def probe_done(self, probe: ProbeResult) -> None:
         with self.lock:
             self.run.probes.append({"probe": probe.probe, "title": probe.title, "ok": probe.ok,
                                     "detail": redact(probe.detail, self.secrets)})
