@@ -206,11 +206,12 @@ def play_all(target: Target, call: Call, catalog: Sequence[Move], options: Check
             stops.extend([index] if one.stopped else [])
 
     events.phase(f"playing the moves, {options.concurrency} at a time")
-    # The catalogue's first move (the honest call) plays before any other move, with only the probes beside it (they
-    # spend nothing): on a server that remembers requests rather than tickets, it must be the call that does the
-    # work, as it is when moves are played one after another.
-    probes = [i for i, j in enumerate(jobs) if j.move is None]
-    return Schedule(job, gate, done).run(jobs, first=[_starts_first(j) for j in jobs], alone=1, beside=probes)
+    # The catalogue's first move (the honest call) plays before any other move: on a server that remembers requests
+    # rather than tickets, it must be the call that does the work, as it is when moves are played one after another.
+    # Beside it go only the probes that never call the tool with a ticket (the missing-answer probe retries the same
+    # request, so on such a server it must come after the honest call, as it does one at a time).
+    beside = [i for i, j in enumerate(jobs) if j.move is None and j.probe in ("capability", "version")]
+    return Schedule(job, gate, done).run(jobs, first=[_starts_first(j) for j in jobs], alone=1, beside=beside)
 
 
 def _one_after_another(jobs: list[_Job], target: Target, call: Call, options: CheckOptions, events: Events,

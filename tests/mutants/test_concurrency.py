@@ -57,10 +57,10 @@ class HoldsUntilFour(Sound):
 
     def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
         with self.lock:
-            # Calls that mint: the tool's choice (1), the honest move (2) and the missing-answer probe beside it
-            # (3) go before the other moves; then four moves mint together.
+            # Calls that mint: the tool's choice (1) and the honest move (2) go before the others; then four of the
+            # other moves and the missing-answer probe mint together.
             self.held += "requestState" not in message["params"]
-            hold = "requestState" not in message["params"] and 4 <= self.held <= 7
+            hold = "requestState" not in message["params"] and 3 <= self.held <= 6
         if hold:
             try:
                 self.together.wait()
