@@ -2,8 +2,8 @@
 
 `Schedule` runs one job per move, each in a thread of its own, and hands the results back in catalogue order, so a
 report reads the same however the moves interleaved. Moves start in the order given (longest first, say) as slots
-free up. A move that
-waits out real time (the late move past its ticket's expiry, the replay near it) gives its slot back while it waits.
+free up; the first few may play before all others (the honest move). A move that waits out real time (the late move
+past its ticket's expiry, the replay near it) gives its slot back while it waits.
 
 `Slots` is how those waits take turns. A wait begins only when no move is playing or queued and it has the earliest
 deadline of those waiting; the deadlines are absolute, so on a real clock the waits still end when they would have
@@ -57,7 +57,7 @@ class Slots:
             self.queued = sorted({*self.queued, *indices})
 
     def acquire(self, index: int) -> None:
-        """Wait for a slot (`enqueue`d first); moves get theirs in catalogue order. Raises Stopped when the
+        """Wait for a slot (`enqueue`d first); moves get theirs in the order of their ranks. Raises Stopped when the
         schedule stopped."""
         with self.lock:
             if index not in self.queued:
