@@ -18,7 +18,7 @@ from typing import Any
 from mrtr import as_object
 from mrtr.messages import as_list
 
-from .engine import Call, modern_request
+from .calls import Call, modern_request
 from .target import Target
 
 #: The most other tools called while looking for one that asks (each call is a real call of that tool).

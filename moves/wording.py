@@ -18,7 +18,7 @@ from typing import Any
 from mrtr import as_object
 
 from .catalog import NEAR_EXPIRY, Move
-from .engine import readable_claims
+from .forgery import readable_claims
 from .target import Outcome
 
 #: What a sound server does with the move, per expectation, after "a sound server would".

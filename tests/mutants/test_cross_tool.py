@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
+from moves.answers import cross_tool_call
 from moves.asking import takes, with_cross_tool
 from moves.catalog import load_moves
-from moves.engine import Call, cross_tool_call
+from moves.engine import Call
 from moves.target import Reply
 from tests.mutants.harness import check_http, check_stdio
 
