@@ -16,6 +16,8 @@ from mrtr_stores.sqlite_files import SQLITE_BUSY_TIMEOUT, PerThread
 
 T = TypeVar("T")
 
+_INSERT = "INSERT OR IGNORE INTO redeemed (jti, exp) VALUES (?, ?)"
+_EVICT = "DELETE FROM redeemed WHERE exp <= ?"
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS redeemed (jti TEXT PRIMARY KEY, exp REAL NOT NULL) WITHOUT ROWID",
     "CREATE INDEX IF NOT EXISTS redeemed_exp ON redeemed (exp)",
@@ -41,18 +43,20 @@ class SqliteStore:
             work, lambda exc: StoreUnavailable(f"SQLite store {self.path}: {type(exc).__name__}: {exc}"))
 
     def redeem(self, jti: str, exp: float, now: float) -> bool:
-        self._count += 1
-        evict = self._count % self._evict_every == 0
-
-        def work(db: sqlite3.Connection) -> bool:
-            if evict:
-                db.execute("DELETE FROM redeemed WHERE exp <= ?", (now,))
+        """One statement in one transaction (autocommit) on this thread's connection: sqlite3 keeps the statement
+        prepared in the connection's cache, and the PRAGMAs and the schema ran when the connection opened, so
+        nothing else reaches SQLite on the request path (every 64th call also evicts expired ids first)."""
+        self._count += 1  # unlocked: a lost increment only moves an eviction by one call
+        try:
+            db = self._connections.get()
+            if self._count % self._evict_every == 0:
+                db.execute(_EVICT, (now,))
             # A spent id whose ticket has expired may be reused only after eviction; an expired
             # ticket never gets this far, so the lazy schedule above is enough.
-            cur = db.execute("INSERT OR IGNORE INTO redeemed (jti, exp) VALUES (?, ?)", (jti, exp))
-            return cur.rowcount == 1
-
-        return self._run(work)
+            return db.execute(_INSERT, (jti, exp)).rowcount == 1
+        except sqlite3.Error as exc:
+            self._connections.drop()  # the file may have been fixed or replaced: the next call reopens it
+            raise StoreUnavailable(f"SQLite store {self.path}: {type(exc).__name__}: {exc}") from exc
 
     def __len__(self) -> int:
         return self._run(lambda db: int(db.execute("SELECT COUNT(*) FROM redeemed").fetchone()[0]))

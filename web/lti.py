@@ -11,8 +11,9 @@ score calls); this module wires it to the app:
 * Deep linking: the instructor picks a lesson's quiz, one question or the build lesson; the platform
   gets one content item with a line item whose scoreMaximum is the number of questions or steps.
 * Scores: the quiz's first-try score once every question of the link is answered, the build lesson's
-  verified steps after each pasted checker report; written to the LTI store before posting, retried on later
-  LTI requests until the platform accepts them. A launch without the AGS score scope sends nothing.
+  steps after each checker report (the in-page run's, or a pasted one); written to the LTI store before posting,
+  retried on later LTI requests until the platform accepts them. A launch without the AGS score scope sends
+  nothing. Only the browser session the launch was verified in may post a score (`_resource(scoring=True)`).
 
 Cookies (pylti1p3's state and session id) are `Secure; SameSite=None; HttpOnly` and scoped to `/lti/`,
 so they survive the platform's iframe and never reach another route. LTI pages may be framed by the
@@ -77,6 +78,9 @@ RETRIES_PER_REQUEST = 2
 #: reports done are the learner's own account, not something this server observed.
 SELF_REPORTED = ("Build steps are self-reported: the checker runs in the learner's own browser and this score is "
                  "what its report says.")
+#: Where a build report came from (the form's `source`): the in-page run posts "run", the paste form "paste". The
+#: server cannot tell them apart any better than it can check either, so it only names the source in the comment.
+REPORT_SOURCES = {"run": "from the in-page run", "paste": "from a pasted checker report"}
 #: pylti1p3's browser session cookie (set at login): a launch's pages that post a score must come from it.
 SESSION_COOKIE = "lti1p3-session-id"
 #: Pages a platform shows inside its iframe: framed by the registered platforms only.
@@ -93,7 +97,7 @@ inputs.FIELDS.update({
     "lti.jwks": {}, "lti.config": {}, "lti.activity": {"launch": _LAUNCH}, "lti.pick": {"launch": _LAUNCH},
     "lti.pick_post": {"launch": _LAUNCH, "item": inputs.Field(max_chars=200)},
     "lti.answer": {"launch": _LAUNCH, **inputs.FIELDS["quiz.answer"]},
-    "lti.build_report": {"launch": _LAUNCH, **inputs.FIELDS["build.report"]},
+    "lti.build_report": {"launch": _LAUNCH, **inputs.FIELDS["build.report"], "source": inputs.Field(max_chars=16)},
 })
 
 
@@ -190,7 +194,10 @@ def get_tool() -> LtiTool | None:
 
 
 def _page(status: int, title: str, message: str) -> Response:
-    return Response(render_template("lti/error.html", code=status, title=title, message=message), status)
+    """The error page; under htmx (the build page's in-page run posting its report) the same words as a fragment,
+    with the same status, which static/js/lti-build.js swaps in."""
+    return htmx.render("lti/error.html", "lti/_error.html", status=status, code=status, title=title,
+                       message=message)
 
 
 def _tool_or_page() -> LtiTool | Response:
@@ -492,7 +499,7 @@ def activity_page() -> Response | str:
     status = _score_status(data, chosen)
     if chosen.kind == "build":
         return render_template("lti/build.html", ref=ref, chosen=chosen, build=build.build_for(chosen.lesson),
-                               grading=None, error=None, lti_score=status)
+                               figure=_build_figure(ref, chosen), grading=None, error=None, lti_score=status)
     return render_template("lti/quiz.html", lesson=chosen.lesson, only=chosen.question,
                            quiz=_quiz_context(ref, chosen, None), lti_score=status)
 
@@ -521,10 +528,19 @@ def answer(slug: str, qid: str) -> Response:
                        question=question, feedback=feedback, oob=True, lti_score=status)
 
 
+def _build_figure(ref: str, chosen: Activity) -> dict[str, Any]:
+    """The lesson's build widget (editors and the in-page run), its finished run's report posted to this launch's
+    build_report as `source=run` instead of to the lesson's own grading endpoint."""
+    return {**build.widget_context(chosen.lesson), "report_url": url_for("lti.build_report", launch=ref),
+            "report_target": "#lti-build-grade", "report_source": "run"}
+
+
 @bp.post("/build-report")
 def build_report() -> Response:
-    """Grade a pasted checker report as the lesson does (web.build.grade); the steps it shows done are the score,
-    and a later, worse report never lowers it."""
+    """Grade a checker report as the lesson does (web.build.grade), from the in-page run (`source=run`, posted by
+    static/js/build-runner.js under htmx) or pasted (`source=paste`, the default): the steps it shows done are the
+    score, sent with a comment saying they are self-reported, and a later, worse report never lowers it. Under htmx
+    the answer is the grade fragment (a bad report is a message in it, as on the lesson page)."""
     ref = _ref()
     found = _resource(ref, scoring=True)
     if isinstance(found, Response):
@@ -533,15 +549,22 @@ def build_report() -> Response:
     if chosen.kind != "build":
         return _page(404, "Not part of this activity", "This activity has no checker report to paste.")
     lesson_build = build.build_for(chosen.lesson)
-    try:
-        grading, error = build.grade(lesson_build, request.form.get("report", ""), get_content().moves), None
-    except build.ReportError as exc:
-        grading, error = None, str(exc)
+    source = request.form.get("source") or "paste"
+    grading: build.Grading | None = None
+    if source not in REPORT_SOURCES:
+        error = "that report names no known source (the in-page run or a pasted report): reload the activity"
+    else:
+        try:
+            grading, error = build.grade(lesson_build, request.form.get("report", ""), get_content().moves), None
+        except build.ReportError as exc:
+            error = str(exc)
     if grading is not None:
         record_score(data, chosen, grading.done, complete=grading.done == len(lesson_build.steps), keep_best=True,
-                     comment=SELF_REPORTED)
-    return Response(render_template("lti/build.html", ref=ref, chosen=chosen, build=lesson_build, grading=grading,
-                                    error=error, lti_score=_score_status(data, chosen)), 400 if error else 200)
+                     comment=f"{SELF_REPORTED} This report came {REPORT_SOURCES[source]}.")
+    status = 400 if error and not htmx.wants_fragment() else 200
+    return htmx.render("lti/build.html", "lti/_build_grade.html", status=status, ref=ref, chosen=chosen,
+                       build=lesson_build, figure=_build_figure(ref, chosen), grading=grading, error=error,
+                       source=source, lti_score=_score_status(data, chosen))
 
 
 def _score_key(data: dict[str, Any], chosen: Activity) -> str | None:

@@ -8,15 +8,14 @@ builds a page's lab target. Nothing here reads a request; nothing here renders.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from flask import current_app
 
 from moves.labcodec import LabRing, lab_ring_from
 from moves.targets.in_process import LabTarget, lab_target
-from mrtr import Catalog, Clock, KeyRing, Server, system_clock
+from mrtr import Catalog, Clock, KeyRing, RedeemedStore, Server, system_clock
 from mrtr_settings.environment import ConfigError, Settings, open_store, parse_tokens
 from mrtr_settings.keyfiles import ring_from_config
 from mrtr_settings.stores import open_completions, page_url
@@ -59,8 +58,8 @@ class Services:
         return {p: t for t, p in self.tokens.items()} if self.tokens_public else {}
 
     def new_lab_target(self, *, now: float, single_use: bool = True, sealed: bool = False,
-                       verify_signature: bool = True, jti: Any = None, store: Any = None,
-                       catalog: Catalog | None = None) -> LabTarget:
+                       verify_signature: bool = True, jti: Callable[[], str] | None = None,
+                       store: RedeemedStore | None = None, catalog: Catalog | None = None) -> LabTarget:
         """A fresh lab target for the move engine (`moves.engine.play`): lab keys, fake clock at `now`, the app's
         catalog unless told another."""
         return lab_target(self.lab_ring, now=now, single_use=single_use, sealed=sealed,

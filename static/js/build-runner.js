@@ -3,7 +3,7 @@
    is drawn as it finishes, in the /check report's table with the same verdict words and check badges (cloned
    from <template>s the server renders with the same macro). When the run ends, its --json report goes to the
    same grading endpoint as a pasted report, so the steps marked done, the progress kept and the announcement
-   are exactly the pasted report's.
+   are exactly the pasted report's (on the LTI build page: the launch's, which sends the score to the course).
 
    A run that goes quiet for data-timeout seconds (an endless loop in the learner's code) is ended by
    terminating the worker: the page says so and the next run starts a fresh one. No address here leaves the
@@ -179,7 +179,10 @@
     var url = root.getAttribute("data-report-url");
     var target = root.getAttribute("data-report-target");
     if (!window.htmx || !url || !target) { return; }
-    window.htmx.ajax("POST", url, { target: target, swap: "innerHTML", values: { report: JSON.stringify(report) } });
+    var values = { report: JSON.stringify(report) };
+    var source = root.getAttribute("data-report-source");  // the LTI page: the report came from this run
+    if (source) { values.source = source; }
+    window.htmx.ajax("POST", url, { target: target, swap: "innerHTML", values: values });
   }
 
   function Runner(root) {

@@ -2,11 +2,14 @@
 
 Its browser-facing half (OIDC login initiation, the signed launch, deep-linking validation) is driven directly
 through the library's core classes; its service half (the key set, the OAuth2 token endpoint, the AGS score
-endpoint) is a real HTTP server on 127.0.0.1 that the tool calls, stopped by the fixture that starts it.
+endpoint) is a real HTTP server on 127.0.0.1 that the tool calls, stopped by the fixture that starts it. For a
+real browser (tests/browser), that server also answers the tool's auth redirect once `browser_launch` is set:
+with a page holding the signed launch form, as a platform's page posts it.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import threading
 import time
@@ -84,6 +87,8 @@ class Platform:
         self.jwks_fetches = 0
         self.jwks_cache_control: str | None = None  # the key set's Cache-Control header, if any
         self.jwks_delay = 0.0  # seconds the key set URL takes to answer (a slow platform)
+        #: (the tool's launch URL, the activity) a browser's auth request is answered with; None: a 404
+        self.browser_launch: tuple[str, str] | None = None
 
     def tool_entry(self, **changes: Any) -> dict[str, Any]:
         """This platform as the tool's MRTR_LTI_PLATFORMS lists it."""
@@ -153,6 +158,19 @@ def _handler(platform: Platform) -> type[BaseHTTPRequestHandler]:
                 time.sleep(platform.jwks_delay)
                 control = platform.jwks_cache_control
                 self._send(200, platform.conf.get_jwks(), {"Cache-Control": control} if control else None)
+            elif self.path.startswith("/auth?") and platform.browser_launch is not None:
+                launch_url, item = platform.browser_launch
+                data = platform.launch(platform.base + self.path, item=item)
+                fields = "".join(f'<input type="hidden" name="{name}" value="{html.escape(data[name])}">'
+                                 for name in ("id_token", "state"))
+                page = (f'<!doctype html><html lang="en"><title>Course</title><form method="post" '
+                        f'action="{html.escape(launch_url)}">{fields}<button>Open the activity</button></form></html>')
+                body = page.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
             elif self.path == "/moved-jwks":  # a key set URL that redirects elsewhere
                 self._send(302, {}, {"Location": f"{platform.base}/jwks"})
             else:

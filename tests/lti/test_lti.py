@@ -21,8 +21,10 @@ from bs4 import BeautifulSoup
 from flask import Flask
 from flask.testing import FlaskClient
 
+from moves.check import check_source
 from mrtr import FakeClock
 from mrtr_settings.environment import ConfigError, read_settings
+from tests.lessons.buildkit import BUILD, CATALOGUE
 from tests.lti.platform import CLIENT_ID, SCORE_TYPE, Platform, new_key_pair, running_platform
 from tests.web.helpers import answer_form
 from web.content import get_content
@@ -432,3 +434,72 @@ def test_a_quiz_answer_from_another_browser_scores_nothing(app: Flask, client: F
     response = app.test_client().post(form["action"].split("#")[0], data={"choice": "a", "progress": ""},
                                       base_url=TOOL)
     assert response.status_code == 403 and platform.scores == []
+
+
+# -- the build lesson's in-page run ----------------------------------------------------------------------------
+
+HX = {"HX-Request": "true"}
+
+
+def test_the_in_page_runs_report_posts_the_grade_from_the_launchs_browser_only(app: Flask, client: FlaskClient,
+                                                                                platform: Platform) -> None:
+    page = follow(client, launch(client, platform, item=f"build/{BUILD_LESSON}"))
+    runner = soup(page).select_one("[data-build-runner]")
+    assert runner is not None and soup(page).select_one("form[action*='/build/report']") is None  # graded here
+    url, target = runner["data-report-url"], runner["data-report-target"]
+    assert runner["data-report-source"] == "run" and soup(page).select_one(target) is not None
+    assert url.startswith("/lti/build-report?launch=")
+    # What the page's worker posts when a run ends: the in-page checker's own report (moves.check.check_source, run
+    # on Pyodide there) for the learner's server, here the starter with the first step written.
+    first = BUILD.steps[0]
+    report = check_source(BUILD.partial({first.id}), moves=CATALOGUE)["report"]
+    form = {"report": json.dumps(report), "source": "run"}
+    refused = app.test_client().post(url, data=form, headers=HX, base_url=TOOL)  # holds ?launch=, not the session
+    assert refused.status_code == 403 and soup(refused).select_one("html") is None
+    assert soup(refused).select_one("[data-lti-error='403'][role=alert]") is not None
+    assert "another browser session" in refused.get_data(as_text=True) and platform.scores == []
+    graded = client.post(url, data=form, headers=HX, base_url=TOOL)
+    fragment = soup(graded)
+    assert graded.status_code == 200 and fragment.select_one("html") is None
+    done = [li["data-step"] for li in fragment.select("li[data-done=true]")]
+    assert first.id in done and len(done) < len(BUILD.steps)
+    [score] = platform.scores
+    assert (score["scoreGiven"], score["scoreMaximum"]) == (len(done), len(BUILD.steps))
+    assert (score["activityProgress"], score["gradingProgress"]) == ("InProgress", "Pending")
+    assert "self-reported" in score["comment"] and "learner's own browser" in score["comment"]
+    assert "from the in-page run" in score["comment"]
+    line = fragment.select_one("#lti-score[hx-swap-oob=true]")
+    assert line["data-lti-accepted"] == "true" and f"{len(done)} of {len(BUILD.steps)}" in line.get_text()
+    assert fragment.select_one("[data-lti-graded=run]") is not None
+    # The solution, run in the page: every step, and the grade is complete.
+    client.post(url, data={"report": json.dumps(check_source(BUILD.solution, moves=CATALOGUE)["report"]),
+                           "source": "run"}, headers=HX, base_url=TOOL)
+    assert [(s["scoreGiven"], s["activityProgress"]) for s in platform.scores][-1] == (len(BUILD.steps), "Completed")
+
+
+def test_a_pasted_report_says_so_in_the_comment(client: FlaskClient, platform: Platform) -> None:
+    page = follow(client, launch(client, platform, item=f"build/{BUILD_LESSON}"))
+    form = soup(page).select_one("form[action*=build-report]")
+    assert form.select_one("input[name=source]")["value"] == "paste"
+    client.post(form["action"], data={"report": _report(["tampered"]), "source": "paste"}, base_url=TOOL)
+    [score] = platform.scores
+    assert "self-reported" in score["comment"] and "from a pasted checker report" in score["comment"]
+
+
+@pytest.mark.parametrize("form, words", [
+    ({"report": "not json", "source": "run"}, "that is not JSON"),
+    ({"report": "", "source": "run"}, "paste the output"),
+    ({"report": "[]", "source": "run"}, "not a checker report"),
+    ({"report": "{}", "source": "elsewhere"}, "names no known source"),
+])
+def test_a_bad_report_from_the_page_is_a_clear_message_and_sends_nothing(client: FlaskClient, platform: Platform,
+                                                                         form: dict[str, str], words: str) -> None:
+    page = follow(client, launch(client, platform, item=f"build/{BUILD_LESSON}"))
+    url = soup(page).select_one("[data-build-runner]")["data-report-url"]
+    under_htmx = client.post(url, data=form, headers=HX, base_url=TOOL)
+    assert under_htmx.status_code == 200 and words in soup(under_htmx).select_one("[role=alert]").get_text()
+    plain = client.post(url, data=form, base_url=TOOL)
+    assert plain.status_code == 400 and words in plain.get_data(as_text=True)
+    huge = client.post(url, data={"report": "x" * 80_000, "source": "run"}, headers=HX, base_url=TOOL)
+    assert huge.status_code == 400 and "Traceback" not in huge.get_data(as_text=True)
+    assert platform.scores == []
