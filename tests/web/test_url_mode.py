@@ -157,3 +157,18 @@ def test_a_2025_client_is_asked_in_url_mode_with_the_elicitation_id_its_version_
     assert completions.complete(ref, FakeClock()())
     done = conn.receive({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept"}})
     assert done.response["result"]["content"][0]["text"].startswith("connected billing")
+
+
+def test_a_store_that_is_away_is_a_503_page_that_says_try_again(app: Any, client: FlaskClient) -> None:
+    from mrtr import StoreUnavailable
+
+    class Away:
+        def __getattr__(self, name: str) -> Any:
+            def refuse(*args: Any) -> None:
+                raise StoreUnavailable("the completion store is away")
+            return refuse
+
+    app.extensions["mrtr"].completions = Away()
+    path = "/out-of-band/" + "A" * 22
+    for response in (client.get(path), client.post(path, data={"key": KEY})):
+        assert response.status_code == 503 and "try again shortly" in response.text and KEY not in response.text
