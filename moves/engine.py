@@ -659,7 +659,14 @@ def _retries(move: Move, target: Target, call: Call, ticket: str, requests: dict
         if call.other_arguments is None:
             raise ValueError("the tool has no argument to change for another request; pass --other-args")
         arguments = call.other_arguments
-    answers = answers_of(move.answer, requests, supplied_answers(call, round_n))
+    supplied = supplied_answers(call, round_n)
+    # A move judged by an accepted call completing (or, in a burst, by one of them doing the work) cannot be judged
+    # on a question the checker cannot answer: a URL-mode page is finished outside MCP, and an accept alone is not it.
+    judged_by_work = move.answer in YES_ANSWERS and (move.expect == Outcome.COMPLETED or move.copies > 1)
+    why = unanswerable(requests, supplied) if judged_by_work else None
+    if why is not None:
+        raise ValueError(f"round {round_n} asks {why}, which the checker cannot answer by itself")
+    answers = answers_of(move.answer, requests, supplied)
     request_id = move.request_id if move.request_id is not None else RETRY_ID
     sent = Sent([], [])
     for label, message, role, reply in _send(move, target, call, arguments, answers, ticket, request_id):

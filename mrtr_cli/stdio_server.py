@@ -19,6 +19,7 @@ from typing import IO, Any
 from mrtr import Server, system_clock
 from mrtr_settings.environment import open_store, read_settings
 from mrtr_settings.keyfiles import ring_from_config
+from mrtr_settings.stores import open_pages
 from mrtr_toolsets.lesson import lesson_catalog
 
 
@@ -26,7 +27,7 @@ def server_from_env(environ: Mapping[str, str] | None = None) -> Server:
     """The stdio server the settings describe (see `mrtr_settings.environment`): keys, store, lifetime."""
     settings = read_settings(environ)
     return Server(ring=ring_from_config(settings.secret_keys), store=open_store(settings), clock=system_clock,
-                  catalog=lesson_catalog(), ttl=settings.ticket_ttl)
+                  catalog=lesson_catalog(open_pages(settings)), ttl=settings.ticket_ttl)
 
 
 def serve(server: Server, principal: str, stdin: IO[bytes], stdout: IO[bytes], *, tick: float = 1.0) -> None:

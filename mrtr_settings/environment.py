@@ -59,6 +59,13 @@ def _text(name: str, raw: Any) -> str:
     return str(raw).strip()
 
 
+def _http_url(name: str, raw: Any) -> str:
+    value = str(raw).strip().rstrip("/")
+    if not value.startswith(("http://", "https://")) or any(c.isspace() for c in value):
+        raise ConfigError(f"{name} must be an http:// or https:// address, for example https://lab.example.org")
+    return value
+
+
 def _whole(minimum: int) -> Callable[[str, Any], int]:
     def parse(name: str, raw: Any) -> int:
         try:
@@ -192,6 +199,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("MRTR_TRUSTED_PROXIES", parse_proxies,
             "proxies in front whose X-Forwarded-* headers are believed: a count, or their addresses/CIDRs"),
     Setting("MRTR_REDIS_WAITERS", _whole(1), "threads of one process waiting inside Redis at once; the rest hear 503"),
+    Setting("MRTR_PUBLIC_URL", _http_url,
+            "where learners open the app: the stdio server's URL-mode links start there"),
     Setting("MRTR_LTI_PLATFORMS", _lti_platforms, "LTI 1.3 platforms (JSON, or a JSON file's path); unset: no LTI"),
 )
 
@@ -235,6 +244,7 @@ class Settings:
     trusted_proxies: int | tuple[ProxyNetwork, ...] = 0
     redis_waiters: int = 1
     lti_platforms: tuple[LtiPlatform, ...] = ()
+    public_url: str = "http://127.0.0.1:5000"
 
     @property
     def store_kind(self) -> str:

@@ -18,10 +18,16 @@ from mrtr_stores.check_runs import RunStore
 from mrtr_stores.check_runs_sqlite import SqliteRunStore
 from mrtr_stores.classes import ClassStore, LocalRateLimit, RateLimit
 from mrtr_stores.classes_sqlite import SqliteClassStore
+from mrtr_stores.completions import CompletionStore
+from mrtr_stores.completions_sqlite import SqliteCompletions
 from mrtr_stores.lti import Clock, LtiStore
 from mrtr_stores.lti_sqlite import SqliteLtiStore
 from mrtr_stores.sessions import LocalDirectory, SessionDirectory
 from mrtr_stores.sessions_sqlite import SqliteDirectory
+from mrtr_toolsets.lesson import Pages
+
+#: Where the lab serves the URL-mode page (web/out_of_band.py), followed by the reference.
+OUT_OF_BAND_PATH = "/out-of-band/"
 
 #: The session directory's file, beside the redeemed store's.
 SESSIONS_FILE = "legacy-sessions.sqlite3"
@@ -89,3 +95,24 @@ def open_lti(settings: Settings, clock: Clock | None = None) -> LtiStore:
 
         return RedisLtiStore.from_url(settings.redis_url, clock or time.time)
     return SqliteLtiStore(settings.state_directory(), clock or time.time)
+
+
+def open_completions(settings: Settings) -> CompletionStore:
+    """The URL-mode pages' completions: in Redis (every replica sees a finished page), else in the state directory."""
+    if settings.redis_url:
+        from mrtr_stores.completions_redis import RedisCompletions
+
+        return RedisCompletions.from_url(settings.redis_url)
+    return SqliteCompletions(settings.state_directory())
+
+
+def page_url(settings: Settings) -> Callable[[str], str]:
+    """The out-of-band page's address for a reference: MRTR_PUBLIC_URL, then OUT_OF_BAND_PATH. Never the Host a
+    request named: a URL-mode link must lead to the lab itself, whoever asks."""
+    base = settings.public_url.rstrip("/")
+    return lambda ref: f"{base}{OUT_OF_BAND_PATH}{ref}"
+
+
+def open_pages(settings: Settings) -> Pages:
+    """The out-of-band page the `connect` tool sends users to: its completions, and its address."""
+    return Pages(open_completions(settings), page_url(settings))

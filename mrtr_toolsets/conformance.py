@@ -14,13 +14,13 @@ import json
 import struct
 import zlib
 from collections.abc import Callable
-from typing import Any
 
 from mrtr import (
     CallContext,
     Catalog,
     Handler,
     InputRequired,
+    JSONObject,
     Prompt,
     Resource,
     ResourceTemplate,
@@ -30,9 +30,10 @@ from mrtr import (
     list_roots,
     sample,
 )
+from mrtr.messages import as_list
 from mrtr_toolsets.lesson import text_result
 
-NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}}
+NO_ARGS: JSONObject = {"type": "object", "properties": {}}
 
 
 def _png_1x1() -> str:
@@ -60,28 +61,28 @@ PNG = _png_1x1()
 WAV = _wav_silence()
 
 
-def _schema(**props: str) -> dict[str, Any]:
+def _schema(**props: str) -> JSONObject:
     return {"type": "object", "properties": {k: {"type": v} for k, v in props.items()}, "required": list(props)}
 
 
 # -- plain content tools ------------------------------------------------------------------------
 
 
-def _fixed(result: dict[str, Any]) -> Handler:
+def _fixed(result: JSONObject) -> Handler:
     return lambda ctx: json.loads(json.dumps(result))  # a fresh copy per call
 
 
-def _progress(ctx: CallContext) -> dict[str, Any]:
+def _progress(ctx: CallContext) -> JSONObject:
     for step in (0, 50, 100):
         ctx.progress(step, 100)
     return text_result("Progress reported: 0, 50 and 100 of 100.")
 
 
-def _echo_region(ctx: CallContext) -> dict[str, Any]:
+def _echo_region(ctx: CallContext) -> JSONObject:
     return text_result(f"region: {ctx.string_arg('region')}")
 
 
-JSON_SCHEMA_2020_12: dict[str, Any] = {
+JSON_SCHEMA_2020_12: JSONObject = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
     "$defs": {
@@ -117,11 +118,11 @@ GREETING_Q = sample("Write a one-line greeting.")
 ROOTS_Q = list_roots()
 
 
-def _one_round(questions: dict[str, dict[str, Any]],
-               finish: Callable[[dict[str, Any]], dict[str, Any]]) -> Handler:
+def _one_round(questions: dict[str, JSONObject],
+               finish: Callable[[dict[str, JSONObject]], JSONObject]) -> Handler:
     """A fixture that asks `questions` once and finishes with `finish(answers)` when they are answered."""
 
-    def handler(ctx: CallContext) -> dict[str, Any] | InputRequired:
+    def handler(ctx: CallContext) -> JSONObject | InputRequired:
         answers = ctx.answers(questions)
         if answers is None:
             return ctx.ask(questions, work={}, step="ask")
@@ -130,13 +131,13 @@ def _one_round(questions: dict[str, dict[str, Any]],
     return handler
 
 
-def _greet(answers: dict[str, Any]) -> dict[str, Any]:
+def _greet(answers: dict[str, JSONObject]) -> JSONObject:
     reply = answers["user_name"]
-    name = (reply.get("content") or {}).get("name") if reply["action"] == "accept" else None
+    name = as_object(reply.get("content")).get("name") if reply["action"] == "accept" else None
     return text_result(f"Hello, {name}!" if isinstance(name, str) else f"No name given ({reply['action']}).")
 
 
-def _multi_round(ctx: CallContext) -> dict[str, Any] | InputRequired:
+def _multi_round(ctx: CallContext) -> JSONObject | InputRequired:
     state = ctx.state or {}
     step = state.get("step")
     if step == "color":
@@ -154,7 +155,7 @@ def _multi_round(ctx: CallContext) -> dict[str, Any] | InputRequired:
     return ctx.ask({"favorite_color": COLOR_Q}, work={"name": name}, step="color")
 
 
-def _capabilities(ctx: CallContext) -> dict[str, Any] | InputRequired:
+def _capabilities(ctx: CallContext) -> JSONObject | InputRequired:
     """Ask only what this request's capabilities allow; with none of them, -32021 names sampling."""
     wanted = {"user_name": NAME_Q, "capital_question": CAPITAL_Q}
     questions = {k: q for k, q in wanted.items() if ctx.can_ask(q)} or {"capital_question": CAPITAL_Q}
@@ -164,8 +165,8 @@ def _capabilities(ctx: CallContext) -> dict[str, Any] | InputRequired:
     return text_result(f"Answered: {', '.join(sorted(answers))}.")
 
 
-def _prompt_result(answers: dict[str, Any]) -> dict[str, Any]:
-    context = answers["user_context"].get("content", {}).get("context", "(none)")
+def _prompt_result(answers: dict[str, JSONObject]) -> JSONObject:
+    context = as_object(answers["user_context"].get("content")).get("context", "(none)")
     return {
         "description": "A prompt that asked for context first",
         "messages": [{"role": "user", "content": {"type": "text", "text": f"Use this context: {context}"}}],
@@ -178,16 +179,16 @@ _missing_capability = _one_round({"capital_question": CAPITAL_Q}, lambda a: text
 # -- prompts and resources ----------------------------------------------------------------------
 
 
-def _user_text(text: str) -> dict[str, Any]:
+def _user_text(text: str) -> JSONObject:
     return {"role": "user", "content": {"type": "text", "text": text}}
 
 
-def _prompt_with_arguments(ctx: CallContext) -> dict[str, Any]:
+def _prompt_with_arguments(ctx: CallContext) -> JSONObject:
     arg1, arg2 = ctx.string_arg("arg1"), ctx.string_arg("arg2")
     return {"messages": [_user_text(f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'")]}
 
 
-def _prompt_with_resource(ctx: CallContext) -> dict[str, Any]:
+def _prompt_with_resource(ctx: CallContext) -> JSONObject:
     uri = ctx.string_arg("resourceUri", max_length=2000)
     return {
         "messages": [
@@ -207,7 +208,7 @@ def _prompt_with_resource(ctx: CallContext) -> dict[str, Any]:
     }
 
 
-def _template_read(ctx: CallContext) -> dict[str, Any]:
+def _template_read(ctx: CallContext) -> JSONObject:
     variables = TEMPLATE.match(ctx.target) or {}
     item = variables.get("id", "")
     body = json.dumps({"id": item, "templateTest": True, "data": f"Data for ID: {item}"}, separators=(",", ":"))
@@ -223,7 +224,7 @@ TEMPLATE = ResourceTemplate(
 )
 
 
-def _tool(name: str, description: str, handler: Handler, schema: dict[str, Any] | None = None) -> Tool:
+def _tool(name: str, description: str, handler: Handler, schema: JSONObject | None = None) -> Tool:
     return Tool(name=name, description=description, handler=handler, input_schema=schema or dict(NO_ARGS))
 
 
@@ -238,7 +239,7 @@ def _prompt(name: str, description: str, handler: Handler, *arguments: str) -> P
 
 def _content_tools() -> list[Tool]:
     """The tools whose results carry each kind of content, or a tool error."""
-    embedded = {
+    embedded: JSONObject = {
         "uri": "test://embedded-resource",
         "mimeType": "text/plain",
         "text": "This is an embedded resource content.",
@@ -339,7 +340,8 @@ def _input_required_tools() -> list[Tool]:
             "test_input_required_result_list_roots",
             "Asks for the client's roots.",
             _one_round(
-                {"client_roots": ROOTS_Q}, lambda a: text_result(f"{len(a['client_roots'].get('roots', []))} root(s).")
+                {"client_roots": ROOTS_Q},
+                lambda a: text_result(f"{len(as_list(a['client_roots'].get('roots')))} root(s)."),
             ),
         ),
         _tool(

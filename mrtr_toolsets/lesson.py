@@ -8,13 +8,21 @@ one, with nothing minted, is ignored and the question asked properly.
 The third lesson's tools show what one confirmation does not: `provision` asks in two rounds, each on
 a ticket of its own (the first is spent when it is answered); `release` asks several questions in one
 round; `report` answers its first call with a requestState and nothing to ask (load shedding: another
-replica finishes it). All follow the answer rule, through `ctx.answers`, and keep nothing between
-rounds but the ticket. Every server of the app (/mcp, the stdio server, the checker's lab) serves them.
+replica finishes it); `connect` asks for an API key with URL-mode elicitation: the key goes to a page the lab
+serves, never through the conversation, and the retry checks the page's completion in the server's own store, never
+in what the client says (an `accept` only means the user agreed to go). All follow the answer rule, through
+`ctx.answers`, and keep nothing between rounds but the ticket (and, for `connect`, the page's reference in the
+completion store). Every server of the app (/mcp, the stdio server, the checker's lab) serves them; `connect` is
+there when the catalog is given `Pages` (a completion store and the page's address), which a server wires from its
+settings.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from mrtr import CHECK_TITLES, CallContext, Catalog, InputRequired, Prompt, Resource, Tool, as_object, elicit_form
 
@@ -137,6 +145,70 @@ def report(ctx: CallContext) -> dict[str, Any] | InputRequired:
     return text_result(f"report for {period}: ready")
 
 
+class Completions(Protocol):
+    """What `connect` needs of a completion store (mrtr_stores/completions.py keeps this contract)."""
+
+    def open(self, ref: str, now: float) -> None: ...
+
+    def is_open(self, ref: str, now: float) -> bool: ...
+
+    def is_complete(self, ref: str, now: float) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Pages:
+    """The lab's out-of-band page: where its completions are kept, and its address for a reference."""
+
+    completions: Completions
+    url: Callable[[str], str]
+
+
+def elicit_url(message: str, url: str) -> dict[str, Any]:
+    """A URL-mode question (2026-07-28: no elicitationId; the answer is only the user's action)."""
+    return {"method": "elicitation/create", "params": {"mode": "url", "message": message, "url": url}}
+
+
+def connect_tool(pages: Pages) -> Tool:
+    """`connect`: an API key, asked for with URL mode, since a form must never collect a secret."""
+
+    def question(service: str, ref: str) -> dict[str, Any]:
+        return {"key": elicit_url(f"Open the lab's page to enter the API key for {service}.", pages.url(ref))}
+
+    def fresh(ctx: CallContext, service: str) -> InputRequired:
+        """A new page reference, kept in the completion store and sealed in the ticket with the work."""
+        ref = secrets.token_urlsafe(16)
+        if ctx.can_ask(question(service, ref)["key"]):  # a form-only client gets -32021 from ask, with nothing kept
+            pages.completions.open(ref, ctx.now)
+        return ctx.ask(question(service, ref), work={"service": service, "ref": ref}, step="key")
+
+    def connect(ctx: CallContext) -> dict[str, Any] | InputRequired:
+        service = ctx.string_arg("service", max_length=40)
+        if ctx.state is None:
+            return fresh(ctx, service)
+        work = as_object(ctx.state.get("work"))
+        service, ref = str(work.get("service", service)), str(work.get("ref", ""))
+        answers = ctx.answers(question(service, ref))
+        if answers is None:
+            return ctx.ask(question(service, ref), work=work, step="key")
+        ended = _ended(answers["key"], "connected")
+        if ended is not None:
+            return ended
+        # "accept" means the user agreed to open the page, not that they finished it: the server's own store says.
+        if pages.completions.is_complete(ref, ctx.now):
+            return text_result(f"connected {service}: the key was entered on the lab's page and never crossed "
+                               "this conversation")
+        if pages.completions.is_open(ref, ctx.now):
+            return ctx.ask(question(service, ref), work=work, step="key")
+        return fresh(ctx, service)  # the page's reference expired: a new page, a new ticket
+
+    return Tool(name="connect", title="Connect a service",
+                description="Connect the deploy pipeline to a service. Its API key is entered on the lab's own "
+                            "page (URL-mode elicitation), never in the conversation.",
+                input_schema={"type": "object", "properties": {"service": {
+                    "type": "string", "description": "The service, for example billing"}}, "required": ["service"]},
+                handler=connect)
+
+
 def briefing(ctx: CallContext) -> dict[str, Any]:
     env = ctx.string_arg("env")
     return {
@@ -172,7 +244,9 @@ def third_lesson_tools() -> dict[str, Tool]:
     }
 
 
-def lesson_catalog() -> Catalog:
+def lesson_catalog(pages: Pages | None = None) -> Catalog:
+    """The lessons' tools, prompt and resource; `connect` too when the server has an out-of-band page (`pages`)."""
+    extra = {"connect": connect_tool(pages)} if pages is not None else {}
     return Catalog(
         tools={"deploy": Tool(
             name="deploy",
@@ -181,7 +255,7 @@ def lesson_catalog() -> Catalog:
             input_schema={"type": "object", "properties": {"env": {"type": "string", "description":
                           "The environment, for example staging or prod"}}, "required": ["env"]},
             handler=deploy,
-        ), **third_lesson_tools()},
+        ), **third_lesson_tools(), **extra},
         prompts={"deploy-briefing": Prompt(
             name="deploy-briefing",
             description="A short briefing for the team before a deploy.",

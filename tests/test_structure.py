@@ -22,7 +22,6 @@ ALLOWED = {
     "mrtr/_calls.py": "the answer rule (issue 31)",
     "web/build*.py": "the build lesson's page (issue 34)",
     "web/demo.py": "the deck and the presenter view (issue 34)",
-    "web/playground.py": "the playground's behaviour (issue 34)",
     "web/lti.py": "the LTI key set cache (issue 33)",
     "web/widgets.py": "the lessons' live figures (issue 32)",
     "web/quiz.py": "the quizzes (issue 32)",

@@ -4,7 +4,21 @@ from __future__ import annotations
 
 from flask import Flask
 
-from web import build, classroom, content, demo, embed, error_pages, lessons, lti, mcp, playground, quiz, templating
+from web import (
+    build,
+    classroom,
+    content,
+    demo,
+    embed,
+    error_pages,
+    lessons,
+    lti,
+    mcp,
+    out_of_band,
+    playground,
+    quiz,
+    templating,
+)
 from web import check_page as check
 
 
@@ -20,5 +34,6 @@ def register(app: Flask) -> None:
     app.register_blueprint(embed.bp)  # the embeddable quiz and /oembed
     app.register_blueprint(check.bp)  # /check: the server checker in the browser
     app.register_blueprint(classroom.bp)  # the live class: /class/..., /join, /j/<code>
+    app.register_blueprint(out_of_band.bp)  # the URL-mode question's page, where a learner enters an API key
     app.register_blueprint(build.bp)  # the build loop's pasted checker report
     app.register_blueprint(lti.bp)  # LTI 1.3 tool at /lti/...: a 404 page unless MRTR_LTI_PLATFORMS is set

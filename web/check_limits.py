@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
 
 from flask import request
 
+from mrtr import JSONObject
 from web.check_hosts import CheckInputError, is_public
 from web.deployment import visitor_key
 from web.services import get_settings
@@ -33,7 +33,7 @@ def form_field(name: str) -> str:
     return value
 
 
-def json_object(text: str, label: str) -> dict[str, Any] | None:
+def json_object(text: str, label: str) -> JSONObject | None:
     if not text.strip():
         return None
     try:

@@ -19,7 +19,8 @@ from typing import Any
 from flask import Flask, current_app
 
 from moves.catalog import Move
-from moves.check import CheckError, CheckOptions, Events, run_check
+from moves.check import CheckError, CheckOptions, Events, MoveRow, run_check
+from moves.probes import ProbeResult
 from moves.targets.http import HttpTarget
 from moves.targets.remote import DEFAULT_TIMEOUT, Timing
 from mrtr_settings.environment import Settings
@@ -94,7 +95,7 @@ class _Progress:
             self.run.phase, self.run.waiting = text[:1].upper() + text[1:], False
             self.save()
 
-    def move_done(self, row: Any, index: int, total: int) -> None:
+    def move_done(self, row: MoveRow, index: int, total: int) -> None:
         exchange = redact(row.exchange, self.secrets)
         with self.lock:
             self.run.rows.append({"move": row.move, "title": row.title, "expected": row.expected,
@@ -104,7 +105,7 @@ class _Progress:
             self.run.total = total
             self.save()
 
-    def probe_done(self, probe: Any) -> None:
+    def probe_done(self, probe: ProbeResult) -> None:
         with self.lock:
             self.run.probes.append({"probe": probe.probe, "title": probe.title, "ok": probe.ok,
                                     "detail": redact(probe.detail, self.secrets)})

@@ -11,7 +11,6 @@ its own salt, so a visitor cannot plant codes in it; anything unreadable reads a
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from flask import request
 from itsdangerous import BadData, URLSafeSerializer
@@ -67,6 +66,6 @@ def next_start(opened: list[float], limit: int, window: float, now: float) -> fl
     return recent[-limit] + window
 
 
-def context(open_codes: set[str]) -> dict[str, Any]:
+def context(open_codes: set[str]) -> dict[str, object]:
     """The start control's view of this browser's classes that are still open."""
     return {"presenting": [c for c, _ in remembered() if c in open_codes]}

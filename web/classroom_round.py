@@ -19,14 +19,13 @@ import hashlib
 import hmac
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from moves.catalog import Move
 from moves.engine import MINT_ID, Call, modern_request, play
 from moves.labcodec import LabRing
 from moves.target import Outcome
 from moves.targets.in_process import LabTarget, lab_server
-from mrtr import CHECK_TITLES, CHECKS, FakeClock, RedeemedStore, Server
+from mrtr import CHECK_TITLES, CHECKS, FakeClock, JSONObject, RedeemedStore, Server
 from web.moveviews import step_outcome_words, step_words
 
 #: The principal a stolen ticket is replayed under.
@@ -42,8 +41,8 @@ class Attempt:
     stopped_at: str  # the first failing check, or "" when none failed
     checks: tuple[dict[str, str], ...]
     ticket: str
-    sent: dict[str, Any]
-    response: dict[str, Any] | None
+    sent: JSONObject
+    response: JSONObject | None
     single_use: bool
     log: tuple[str, ...] = field(default_factory=tuple)
     title: str = ""  # the move's title, for the learner's screen

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from flask import Flask, current_app
 from markdown_it import MarkdownIt
@@ -155,7 +155,12 @@ class Course:
 # -- reading ---------------------------------------------------------------------------------------
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+#: A TOML table as read: its values are whatever the file holds, checked by `_field` and `_tables` as they are read.
+Table = Mapping[str, object]
+T = TypeVar("T")
+
+
+def _read_toml(path: Path) -> Table:
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)
@@ -165,7 +170,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ContentError(f"{path}: not valid TOML ({exc})") from None
 
 
-def _field(table: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+def _field(table: Table, key: str, kind: type[T], where: str) -> T:
     if key not in table:
         raise ContentError(f"{where}: missing {key!r}")
     value = table[key]
@@ -176,7 +181,7 @@ def _field(table: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
     return value
 
 
-def _tables(data: Mapping[str, Any], key: str, where: str) -> list[Mapping[str, Any]]:
+def _tables(data: Table, key: str, where: str) -> list[Table]:
     value = data.get(key, [])
     if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
         raise ContentError(f"{where}: {key!r} must be an array of tables")
@@ -214,7 +219,7 @@ def _load_moves(path: Path | None) -> tuple[Move, ...]:
         raise ContentError(str(exc)) from None
 
 
-def _no_move_notes(meta: Mapping[str, Any], where: str) -> None:
+def _no_move_notes(meta: Table, where: str) -> None:
     """A move's notes live with the move in moves.toml (`Move.note_for`), so a lesson holds none of its own."""
     if "move_notes" in meta:
         raise ContentError(f"{where}: move notes live with their moves in moves.toml ([[moves.notes]])")
@@ -269,7 +274,7 @@ def _load_questions(path: Path, section_ids: set[str]) -> tuple[Question, ...]:
     return tuple(questions)
 
 
-def _task(raw: Any, where: str) -> Task | None:
+def _task(raw: object, where: str) -> Task | None:
     """A question's [questions.task] table, or None; the moves it names are checked against the catalogue by
     tests/web/test_quiz_tasks.py (the catalogue is loaded after the lessons)."""
     if raw is None:
@@ -287,7 +292,7 @@ def _task(raw: Any, where: str) -> Task | None:
     return Task(raw["kind"], move, tuple(sorted(switches.items())), model)
 
 
-def _load_lesson(root: Path, entry: Mapping[str, Any]) -> Lesson:
+def _load_lesson(root: Path, entry: Table) -> Lesson:
     where = f"{root / 'course.toml'}: lesson"
     slug = _field(entry, "slug", str, where)
     if not _SLUG.match(slug):

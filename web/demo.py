@@ -16,7 +16,6 @@ import hashlib
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from flask import Blueprint, abort, render_template, request, url_for
 
@@ -26,7 +25,7 @@ from moves.labcodec import LabRing
 from moves.story import roundtrip
 from moves.target import Outcome
 from moves.targets.in_process import LabTarget, lab_target
-from mrtr import CHECK_TITLES, DEFAULT_TTL
+from mrtr import CHECK_TITLES, DEFAULT_TTL, JSON
 from mrtr.clock import FIXED_EPOCH
 from mrtr.tickets import b64encode
 from web.content import Lesson, get_content
@@ -60,7 +59,7 @@ class Block:
     """One raw JSON message on a slide, with what it is."""
 
     label: str
-    message: Any
+    message: JSON
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from mrtr_settings.environment import ProxyNetwork
+
 if TYPE_CHECKING:
+    from _typeshed import OptExcInfo
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 REPLICA_HEADER = "MRTR-Replica"
@@ -57,7 +60,8 @@ class ReplicaHeader:
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         header = (REPLICA_HEADER, self._name(environ))
 
-        def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Callable[[bytes], object]:
+        def start(status: str, headers: list[tuple[str, str]],
+                  exc_info: OptExcInfo | None = None) -> Callable[[bytes], object]:
             return start_response(status, [*headers, header], exc_info)
 
         return self.app(environ, start)
@@ -122,7 +126,8 @@ def without_lean_mcp(app: Any) -> None:
     layer.app = layer.app.fallback
 
 
-def wrap(app: WSGIApplication, *, trusted_proxies: int | tuple[Any, ...], replica: str | None) -> WSGIApplication:
+def wrap(app: WSGIApplication, *, trusted_proxies: int | tuple[ProxyNetwork, ...],
+         replica: str | None) -> WSGIApplication:
     """The app as a replica serves it: the replica header outermost, then ProxyFix when proxies are trusted."""
     inner: WSGIApplication = app
     if isinstance(trusted_proxies, tuple):

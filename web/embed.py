@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from flask import Blueprint, Response, abort, current_app, jsonify, render_template, request, url_for
@@ -73,7 +72,7 @@ def _question_or_404(lesson: Lesson, qid: str) -> Question:
 
 
 def embed_context(lesson: Lesson, token: str | None, *, only: Question | None, origin: str | None,
-                  feedback: quiz.Feedback | None = None) -> dict[str, Any]:
+                  feedback: quiz.Feedback | None = None) -> dict[str, object]:
     """The quiz's own context, narrowed to one question when `only` is given, posting to /embed."""
     context = quiz.quiz_context(lesson, token, feedback)
     questions = (only,) if only else lesson.questions
@@ -91,7 +90,7 @@ def embed_context(lesson: Lesson, token: str | None, *, only: Question | None, o
     return context
 
 
-def _page(lesson: Lesson, only: Question | None, context: dict[str, Any], origin: str | None) -> str:
+def _page(lesson: Lesson, only: Question | None, context: dict[str, object], origin: str | None) -> str:
     return render_template("embed/quiz.html", lesson=lesson, only=only, quiz=context, parent_origin=origin,
                            exact_origins=[o for o in embed_origins() if _EXACT_ORIGIN.match(o)],
                            share=share(lesson))
@@ -130,7 +129,7 @@ def answer(slug: str, qid: str) -> Response:
 
 
 @bp.app_template_global("embed_share")
-def share(lesson: Lesson, question: Question | None = None) -> dict[str, Any]:
+def share(lesson: Lesson, question: Question | None = None) -> dict[str, object]:
     """What a quiz page needs to offer itself for embedding: URLs, the snippet, the allow-list."""
     origins = embed_origins()
     exact = [o for o in origins if _EXACT_ORIGIN.match(o)]

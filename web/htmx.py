@@ -7,7 +7,6 @@ headers) is an edit here and nowhere else. Views never look at `HX-*` headers th
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from flask import Flask, Response, render_template
 from htmx_flask import Htmx, make_response  # type: ignore[import-untyped]  # ships no type hints
@@ -28,7 +27,7 @@ def wants_fragment() -> bool:
 
 
 def render(page: str, fragment: str, given: Mapping[str, object] | None = None, /, *, status: int = 200,
-           push_url: str | None = None, trigger: str | dict[str, Any] | None = None, **more: object) -> Response:
+           push_url: str | None = None, trigger: str | Mapping[str, object] | None = None, **more: object) -> Response:
     """Render the fragment for htmx, the full page otherwise; either way `Vary: HX-Request`. The context is
     `given` (a view's context, built once) and `more`."""
     context = {**(given or {}), **more}

@@ -77,6 +77,7 @@ _SWITCHES: dict[str, Field] = {
     "offset": Field(max_chars=16),
     "move": Field(max_chars=64),
     "embedded": Field(max_chars=8),
+    "tool": Field(max_chars=32),
 }
 _PROGRESS = Field(max_chars=4096)
 _ORIGIN = Field(max_chars=512)
@@ -90,7 +91,7 @@ _CUSTOM: dict[str, Field] = {
     "answer": Field(max_chars=16),
     "answer_raw": Field("json", 16_384, max_depth=None),
     "minted_at": Field(max_chars=32),
-    # The custom retry's lab state, carried between sends (web/playground.py validates both).
+    # The custom retry's lab state, carried between sends (web/playground_lab.py validates both).
     "seed": Field(max_chars=64),
     "redeemed": Field(max_chars=4096),
 }
@@ -115,6 +116,8 @@ FIELDS: dict[str, dict[str, Field]] = {
     "playground.play_custom_move": {**_SWITCHES, **_CUSTOM},
     "playground.move_page": dict(_SWITCHES),
     "playground.custom_page": {},
+    # The API key of a URL-mode page: the page checks it (8 to 200 characters) and drops it.
+    "out_of_band.page": {"key": Field(max_chars=256)},
     "demo.deck": _AUTOPLAY,
     "demo.step": _AUTOPLAY,
     "demo.move": _AUTOPLAY,

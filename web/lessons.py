@@ -30,12 +30,12 @@ def _lesson_or_404(slug: str) -> tuple[Course, Lesson]:
     return course, lesson
 
 
-def playground_context() -> dict[str, Any] | None:
+def playground_context() -> dict[str, object] | None:
     """The playground helper's fragment context."""
     return playground.playground_context(request.args)
 
 
-def widget_context(course: Course, lesson: Lesson, name: str, section: str = "") -> dict[str, Any]:
+def widget_context(course: Course, lesson: Lesson, name: str, section: str = "") -> dict[str, object]:
     """Everything one widget template needs, computed from the real server."""
     if name == "exchange":  # a section's own conversation with the lab server (web/exchanges.py)
         from web import exchanges

@@ -27,8 +27,8 @@ import binascii
 import functools
 import json
 import logging
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from flask import Blueprint, Flask, Response, current_app, request
@@ -61,6 +61,10 @@ from web.mcp_wire import (
 )
 from web.services import SETTINGS_KEY, Services, get_services
 
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+    from flask.blueprints import BlueprintSetupState
+
 bp = Blueprint("mcp", __name__)
 log = logging.getLogger("mrtr.http")
 SESSIONS_KEY = "mrtr.mcp_sessions"
@@ -72,8 +76,8 @@ SENTINEL_PREFIX, SENTINEL_SUFFIX = "=?base64?", "?="
 
 
 @bp.record_once
-def _setup(state: Any) -> None:
-    app: Flask = state.app
+def _setup(state: BlueprintSetupState) -> None:
+    app = state.app
     settings: Settings = app.extensions[SETTINGS_KEY]
     app.extensions[SESSIONS_KEY] = Sessions(new_id=session_ids(settings.replica_name),
                                             directory=open_sessions(settings, ttl=SESSION_IDLE_TIMEOUT),
@@ -93,7 +97,6 @@ def endpoint() -> Response:
     return response
 #: The methods the WSGI entry serves; the rest (HEAD, OPTIONS, ...) go to Flask, which answers them as before.
 LEAN_METHODS = frozenset({"POST", "GET", "DELETE"})
-WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
 class WsgiEntry:
@@ -101,12 +104,12 @@ class WsgiEntry:
     `fallback` (the Flask app's own `wsgi_app`). It skips Flask's per-request machinery (request context,
     URL matching, hooks) and adds web/security.py's headers itself, so the answers are the Flask view's."""
 
-    def __init__(self, app: Flask, fallback: WSGIApp) -> None:
+    def __init__(self, app: Flask, fallback: WSGIApplication) -> None:
         self.app = app
         self.fallback = fallback
         self._config: McpConfig | None = None  # read at the first request: the settings never change after
 
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         if environ.get("PATH_INFO") != "/mcp" or environ.get("REQUEST_METHOD") not in LEAN_METHODS:
             return self.fallback(environ, start_response)
         app = self.app
@@ -137,7 +140,7 @@ def _with_security_headers(headers: list[tuple[str, str]]) -> list[tuple[str, st
     return headers + _SECURITY_HEADERS
 
 
-def wsgi_entry(app: Flask, fallback: WSGIApp) -> WsgiEntry:
+def wsgi_entry(app: Flask, fallback: WSGIApplication) -> WsgiEntry:
     """`app.wsgi_app = wsgi_entry(app, app.wsgi_app)`: /mcp served beside Flask, everything else by Flask."""
     return WsgiEntry(app, fallback)
 

@@ -15,10 +15,9 @@ import queue
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from mrtr import JSON, JSONObject
-from mrtr.messages import RequestId
+from mrtr.messages import RequestId, error_response
 from mrtr.protocol import request_id_of
 from mrtr_stores.sessions import MAILBOX_TTL, MAX_RELAYS_PER_PRINCIPAL, DirectoryDown, NotAwaited, RelaysExhausted
 from web.mcp_sessions import Session, Sessions, SessionsFull, cancel
@@ -163,7 +162,7 @@ def _continue_session(session: Session, message: JSON, accepts: Accepts, config:
                 exchange.origin,
                 {"Retry-After": str(RETRY_AFTER)},
             )
-        inbox: queue.Queue[list[dict[str, Any]]] = queue.Queue()
+        inbox: queue.Queue[list[JSONObject]] = queue.Queue()
         session.streams[exchange.origin] = inbox
     held = _HeldCall(session, exchange.origin, give_back)
     wait = config.shim_wait or float(session.conn.server.shim_round_timeout)
@@ -207,9 +206,9 @@ class _HeldCall:
 
 
 def _shim_stream(
-    held: _HeldCall, first: list[dict[str, Any]], inbox: queue.Queue[list[dict[str, Any]]], wait: float,
+    held: _HeldCall, first: list[JSONObject], inbox: queue.Queue[list[JSONObject]], wait: float,
     relayed: Callable[[], None] | None = None,
-) -> Iterator[dict[str, Any] | None]:
+) -> Iterator[JSONObject | None]:
     """The server requests of each shim round, then the final response, on one SSE stream.
 
     Each round waits at most `wait` seconds for the client's answers; then the core's `expire()`
@@ -249,7 +248,7 @@ def _shim_stream(
                     batch = inbox.get_nowait()
                 except queue.Empty:  # the core's clock says "not yet": give up here, and tell the core
                     error = HttpRefusal(f"The client did not answer within {wait:g} s", http_status=200)
-                    batch = [{"jsonrpc": "2.0", "id": origin, "error": error.to_error()}]
+                    batch = [error_response(origin, error.to_error())]
                     with session.lock:
                         cancel(session, origin)
             yield from batch

@@ -18,7 +18,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from mrtr import JSON, Connection, JSONObject
 from mrtr.messages import RequestId, error_response
@@ -47,7 +46,7 @@ class Session:
     last_seen: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: tools/call id -> the queue its SSE stream is waiting on (shim requests, then the result)
-    streams: dict[Any, queue.Queue[list[dict[str, Any]]]] = field(default_factory=dict)
+    streams: dict[RequestId | None, queue.Queue[list[JSONObject]]] = field(default_factory=dict)
 
     def route(self, messages: list[JSONObject], origin: RequestId | None) -> None:
         """Hand messages to the stream of `origin` (caller holds the lock). No stream: nobody waits."""

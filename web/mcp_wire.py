@@ -12,20 +12,23 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 from flask import Flask
 from werkzeug.http import parse_options_header
 from werkzeug.wsgi import get_content_length, get_host
 
-from mrtr import JSON, Exchange, ProtocolError
+from mrtr import JSON, Exchange, JSONObject, ProtocolError
 from mrtr.errors import INVALID_REQUEST
-from mrtr.messages import RequestId
+from mrtr.messages import RequestId, error_response
 from mrtr.protocol import request_id_of
 from mrtr.wire import json_dumps
 from mrtr_settings.environment import Settings
 from web.admission import HELD_KEY, HeldSlots
 from web.services import SETTINGS_KEY
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIEnvironment
 
 #: Retry-After (seconds) on 503 answers: the store is down, or the session table is full.
 RETRY_AFTER = 1
@@ -78,10 +81,10 @@ class HttpIn:
     content_length: int | None
     input_terminated: bool
     stream: IO[bytes]
-    environ: dict[str, Any] = field(repr=False, compare=False)
+    environ: WSGIEnvironment = field(repr=False, compare=False)
 
     @classmethod
-    def from_environ(cls, environ: dict[str, Any]) -> HttpIn:
+    def from_environ(cls, environ: WSGIEnvironment) -> HttpIn:
         return cls(
             method=str(environ.get("REQUEST_METHOD", "GET")).upper(),
             headers=EnvironHeaders(environ),
@@ -135,7 +138,7 @@ class EnvironHeaders(Mapping[str, str]):
 
     _BARE = frozenset({"CONTENT_TYPE", "CONTENT_LENGTH"})
 
-    def __init__(self, environ: Mapping[str, Any]) -> None:
+    def __init__(self, environ: WSGIEnvironment) -> None:
         self._environ = environ
 
     def __getitem__(self, name: str) -> str:
@@ -216,7 +219,7 @@ def empty(status: int) -> HttpOut:
 _JSON_TYPE = ("Content-Type", "application/json")
 
 
-def json_response(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> HttpOut:
+def json_response(payload: JSON, status: int = 200, headers: dict[str, str] | None = None) -> HttpOut:
     body = json_dumps(payload)  # the one encode of the request (compact UTF-8; mrtr.wire)
     length = ("Content-Length", str(len(body)))
     return HttpOut(status, [*headers.items(), _JSON_TYPE, length] if headers else [_JSON_TYPE, length], body)
@@ -230,7 +233,7 @@ class Frames:
     generator's `finally` never runs then).
     """
 
-    def __init__(self, messages: Iterator[dict[str, Any] | None] | list[dict[str, Any]],
+    def __init__(self, messages: Iterator[JSONObject | None] | list[JSONObject],
                  on_close: Callable[[], None] | None = None) -> None:
         self._messages = messages
         self._next = iter(messages).__next__
@@ -254,7 +257,7 @@ class Frames:
             on_close()
 
 
-def sse(messages: Iterator[dict[str, Any] | None] | list[dict[str, Any]],
+def sse(messages: Iterator[JSONObject | None] | list[JSONObject],
          on_close: Callable[[], None] | None = None) -> HttpOut:
     return HttpOut(200, [("Cache-Control", "no-store"), ("X-Accel-Buffering", "no"),
                          ("Content-Type", "text/event-stream; charset=utf-8")], Frames(messages, on_close))
@@ -279,5 +282,5 @@ def reply(exchange: Exchange, accepts: Accepts, *, legacy: bool = False) -> Http
 
 def refusal_response(refusal: Refusal) -> HttpOut:
     """The one place a refusal becomes an HTTP response."""
-    body = {"jsonrpc": "2.0", "id": refusal.request_id, "error": refusal.error.to_error()}
+    body = error_response(refusal.request_id, refusal.error.to_error())
     return json_response(body, refusal.error.http_status, refusal.headers)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from moves.catalog import GROUPS as GROUP_KEYS
 from moves.catalog import Move, find, first_stopped_by
@@ -109,6 +108,6 @@ def step_outcome_words(step: Step) -> str:
     return OUTCOME_TEXT[outcome_of(step.reply)]
 
 
-def pretty_json(value: Any) -> str:
+def pretty_json(value: object) -> str:
     """Indented JSON as plain text; the template escapes it like any other string."""
     return json.dumps(value, indent=2, ensure_ascii=False)

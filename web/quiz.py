@@ -19,7 +19,7 @@ from itsdangerous import BadData, URLSafeSerializer
 from mrtr import as_object
 from web import htmx, quiz_tasks
 from web.content import Choice, Lesson, Question, get_content
-from web.playground import PlaygroundInputError
+from web.playground_switches import PlaygroundInputError
 from web.services import get_services
 
 bp = Blueprint("quiz", __name__)

@@ -1,7 +1,7 @@
 """Quiz items answered by doing (web.content.TASK_KINDS): the real in-process lab server grades every one.
 
 Owns what each kind shows before the answer (a server log, a raw retry to edit, the checks to put in order)
-and how it is graded: by playing on a fresh lab target (web.playground.new_target: lab keys /mcp never
+and how it is graded: by playing on a fresh lab target (web.playground_lab.new_target: lab keys /mcp never
 accepts, lab tokens, a fake clock, a fresh store), never by comparing with text in the quiz data. A chosen
 move counts when it really produces the shown log; a prediction when the server really ends that way; an
 order when it is the order of a real retry's trace; a raw retry when the server really deploys. It stores
@@ -16,16 +16,16 @@ import math
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 from moves.catalog import Move
 from moves.engine import MINT_ID, MoveResult, Step, modern_request, outcome_of, play
-from moves.target import Outcome
-from mrtr import CHECK_TITLES, CHECKS, as_object
+from moves.target import Outcome, Target
+from mrtr import CHECK_TITLES, CHECKS, JSONObject, as_object
 from mrtr.messages import as_list
 from web.content import TASK_RIGHT, TASK_WRONG, Question, get_content
 from web.moveviews import pretty_json
-from web.playground import CALL, MAX_AT, Toggles, new_target, seeded_jti
+from web.playground_lab import CALL, MAX_AT, new_target, seeded_jti
+from web.playground_switches import Toggles
 
 #: The lab clock every shown log is played on, so the log a chosen move produces can be compared line by line.
 LOG_EPOCH = 1_790_000_000.0
@@ -80,13 +80,13 @@ def _now() -> float:
     return float(get_services().server.clock())
 
 
-def _mint(target: Any) -> Step:
+def _mint(target: Target) -> Step:
     first = modern_request(MINT_ID, "tools/call", {"name": CALL.tool, "arguments": CALL.arguments}, CALL)
     target.begin()
     return Step("owner", 0.0, first, target.send("owner", first), "round one")
 
 
-def broken_retry(ticket: str) -> dict[str, Any]:
+def broken_retry(ticket: str) -> JSONObject:
     """The raw retry the learner starts from: the right ticket, but a deploy to prod and a "yes" that is text."""
     params = {"name": CALL.tool, "arguments": {"env": "prod"},
               "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": "yes"}}},
@@ -123,7 +123,7 @@ def _first_failure(played: MoveResult) -> str:
     return next((c["check"] for c in (last.reply.trace or []) if c.get("outcome") == "fail"), "") if last else ""
 
 
-def grade(question: Question, form: Mapping[str, Any]) -> TaskGrade | None:
+def grade(question: Question, form: Mapping[str, str]) -> TaskGrade | None:
     """Grade one answer on the real server; None when no answer was given (a choice task with no choice).
 
     Raises:
@@ -153,7 +153,7 @@ def grade(question: Question, form: Mapping[str, Any]) -> TaskGrade | None:
     return _grade_retry(form)
 
 
-def _grade_order(form: Mapping[str, Any]) -> TaskGrade:
+def _grade_order(form: Mapping[str, str]) -> TaskGrade:
     getlist = getattr(form, "getlist", None)
     sent = [str(v) for v in (getlist("order") if getlist else form.get("order", []))]
     if len(sent) != len(CHECKS) or set(sent) != set(CHECKS):
@@ -165,7 +165,7 @@ def _grade_order(form: Mapping[str, Any]) -> TaskGrade:
     return TaskGrade(sent == ran, TASK_RIGHT if sent == ran else TASK_WRONG, said)
 
 
-def _grade_retry(form: Mapping[str, Any]) -> TaskGrade:
+def _grade_retry(form: Mapping[str, str]) -> TaskGrade:
     text = str(form.get("retry", ""))
     if not text.strip():
         raise TaskInputError("the retry is empty: edit the one shown and send it")

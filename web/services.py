@@ -8,18 +8,19 @@ builds a page's lab target. Nothing here reads a request; nothing here renders.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from flask import current_app
 
 from moves.labcodec import LabRing, lab_ring_from
 from moves.targets.in_process import LabTarget, lab_target
-from mrtr import Clock, KeyRing, Server, system_clock
+from mrtr import Catalog, Clock, KeyRing, RedeemedStore, Server, system_clock
 from mrtr_settings.environment import ConfigError, Settings, open_store, parse_tokens
 from mrtr_settings.keyfiles import ring_from_config
-from mrtr_toolsets.lesson import lesson_catalog
+from mrtr_settings.stores import open_completions, page_url
+from mrtr_stores.completions import CompletionStore
+from mrtr_toolsets.lesson import Pages, lesson_catalog
 
 __all__ = ["ConfigError", "Services", "build_services", "get_services", "get_settings", "parse_tokens"]
 
@@ -36,6 +37,8 @@ class Services:
     tokens: dict[str, str]
     #: The lab's keys: pages sign and seal with these, and /mcp never accepts them.
     lab_ring: LabRing
+    #: Where the out-of-band page (web/out_of_band.py) records the URL-mode steps users finished.
+    completions: CompletionStore
     #: token -> principal for the lab's own servers. Public: safe to show on any page.
     lab_tokens: dict[str, str] = field(default_factory=dict)
     #: True when /mcp runs on the public demo tokens (MRTR_TOKENS unset): pages may show those.
@@ -55,11 +58,13 @@ class Services:
         return {p: t for t, p in self.tokens.items()} if self.tokens_public else {}
 
     def new_lab_target(self, *, now: float, single_use: bool = True, sealed: bool = False,
-                       verify_signature: bool = True, jti: Any = None, store: Any = None) -> LabTarget:
-        """A fresh lab target for the move engine (`moves.engine.play`): lab keys, fake clock at `now`."""
+                       verify_signature: bool = True, jti: Callable[[], str] | None = None,
+                       store: RedeemedStore | None = None, catalog: Catalog | None = None) -> LabTarget:
+        """A fresh lab target for the move engine (`moves.engine.play`): lab keys, fake clock at `now`, the app's
+        catalog unless told another."""
         return lab_target(self.lab_ring, now=now, single_use=single_use, sealed=sealed,
-                          verify_signature=verify_signature, catalog=self.server.catalog, ttl=self.server.ttl, jti=jti,
-                          store=store, owner=LAB_PRINCIPALS[0], other=LAB_PRINCIPALS[1])
+                          verify_signature=verify_signature, catalog=catalog or self.server.catalog,
+                          ttl=self.server.ttl, jti=jti, store=store, owner=LAB_PRINCIPALS[0], other=LAB_PRINCIPALS[1])
 
 
 def lab_tokens_for(tokens: Mapping[str, str]) -> tuple[dict[str, str], bool]:
@@ -78,7 +83,8 @@ def lab_tokens_for(tokens: Mapping[str, str]) -> tuple[dict[str, str], bool]:
 def build_services(settings: Settings, *, clock: Clock | None = None) -> Services:
     """The app's services from its settings; `clock` is a test seam (default: the system clock)."""
     ring = ring_from_config(settings.secret_keys, settings.state_directory())
-    catalog = lesson_catalog()
+    completions = open_completions(settings)
+    catalog = lesson_catalog(Pages(completions, page_url(settings)))
     if settings.conformance_fixtures:
         from mrtr_toolsets.conformance import conformance_catalog
 
@@ -88,7 +94,8 @@ def build_services(settings: Settings, *, clock: Clock | None = None) -> Service
                     ttl=settings.ticket_ttl)
     tokens = settings.tokens or parse_tokens(DEFAULT_TOKENS)
     lab_tokens, public = lab_tokens_for(tokens)
-    return Services(ring, server, tokens, lab_ring_from(ring), lab_tokens, public)
+    return Services(ring, server, tokens, lab_ring_from(ring), completions, lab_tokens, public)
+
 
 
 def get_settings() -> Settings:

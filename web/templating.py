@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Flask
 
 from mrtr import CHECK_TITLES
 from web.build import load_build
-from web.content import get_content
+from web.content import Lesson, get_content
 from web.moveviews import OUTCOME_TEXT, pretty_json
 from web.widgets import roundtrip_sequence, sequence_model
 
@@ -45,7 +43,7 @@ def init_app(app: Flask) -> None:
     app.add_template_global(build_step_ids, "build_step_ids")
 
 
-def build_step_ids(lesson: Any) -> list[str]:
+def build_step_ids(lesson: Lesson) -> list[str]:
     """The ids of a lesson's build steps (the checker-graded loop), or none: the home page counts them."""
     build = load_build(lesson.directory)
     return [step.id for step in build.steps] if build else []

@@ -25,7 +25,7 @@ from moves import story, transcripts
 from moves.engine import Call, answers_for, modern_request, outcome_of, play
 from moves.target import Outcome, Reply
 from moves.targets.in_process import lab_target
-from mrtr import CHECK_TITLES, CHECKS, DEFAULT_TTL, FakeClock, MemoryStore, Server, as_object
+from mrtr import CHECK_TITLES, CHECKS, DEFAULT_TTL, JSON, FakeClock, MemoryStore, Server, as_object
 from mrtr_toolsets import lesson as mrtr_tools
 from web.content import ContentError, Course, Lesson
 from web.moveviews import OUTCOME_CLASS, OUTCOME_TEXT, pretty_json
@@ -52,8 +52,8 @@ _lock = threading.Lock()
 T = TypeVar("T")
 
 
-def _cache() -> dict[str, Any]:
-    cache: dict[str, Any] = current_app.extensions.setdefault("mrtr.widgets", {})
+def _cache() -> dict[str, object]:
+    cache: dict[str, object] = current_app.extensions.setdefault("mrtr.widgets", {})
     return cache
 
 
@@ -86,7 +86,7 @@ class Header:
 class FigureLine:
     direction: str
     note: str
-    message: Any
+    message: JSON
     html: Markup  # the message as indented JSON, each explained key a link to its note
     fields: tuple[FieldNote, ...]
     headers: tuple[Header, ...]
@@ -152,7 +152,7 @@ def _label(path: tuple[str, ...]) -> str:
     return " › ".join(f"[{k}]" if k == "*" else k for k in path) or "(the message)"
 
 
-def annotate(message: Any, notes: FieldNotes, anchor: str, *, base: tuple[str, ...] = ()
+def annotate(message: JSON, notes: FieldNotes, anchor: str, *, base: tuple[str, ...] = ()
              ) -> tuple[Markup, tuple[FieldNote, ...]]:
     """`message` as `json.dumps(indent=2)` would print it, with every key that has a note made a link
     to that note's entry (`#<anchor>-<n>`); and the notes, in the order their fields appear."""
@@ -169,7 +169,7 @@ def annotate(message: Any, notes: FieldNotes, anchor: str, *, base: tuple[str, .
         return Markup('<a class="field-key" href="#{0}" data-field-note="{0}" aria-label="{1}">{2}</a>').format(
             entry.id, f"{key}: what this field is", text)
 
-    def render(value: Any, path: tuple[str, ...], indent: str) -> Markup:
+    def render(value: JSON, path: tuple[str, ...], indent: str) -> Markup:
         inner = indent + "  "
         if isinstance(value, dict) and value:
             items = [Markup("{0}{1}: {2}").format(inner, key_html(str(k), (*path, str(k))),
@@ -184,15 +184,14 @@ def annotate(message: Any, notes: FieldNotes, anchor: str, *, base: tuple[str, .
     return html, tuple(found.values())
 
 
-def _shorten_ticket(message: Any, full: str) -> Any:
+def _shorten_ticket(message: JSON, full: str) -> JSON:
     """The same message with a repeated ticket shortened: the full ticket is shown once, where it is issued."""
     params = message.get("params") if isinstance(message, dict) else None
     ticket = params.get("requestState") if isinstance(params, dict) else None
-    if not isinstance(ticket, str) or len(ticket) < 40 or not full:
+    if not isinstance(message, dict) or not isinstance(params, dict) or not isinstance(ticket, str) \
+            or len(ticket) < 40 or not full:
         return message
-    short = copy.deepcopy(message)
-    short["params"]["requestState"] = f"{ticket[:16]}…{ticket[-6:]}"
-    return short
+    return {**message, "params": {**params, "requestState": f"{ticket[:16]}…{ticket[-6:]}"}}
 
 
 #: Where step 3's question and answer travel, so the same notes explain them.
@@ -236,12 +235,12 @@ REPLAY_MODES = ("shared", "own")
 class ReplayStep:
     label: str
     replica: str
-    request_id: Any
+    request_id: JSON
     verdict: str
     checks: tuple[dict[str, str], ...]
 
 
-def replay_data(mode: str) -> dict[str, Any]:
+def replay_data(mode: str) -> dict[str, object]:
     """bob's retry redeemed on replica B, then the very same retry replayed on replica A.
 
     `shared`: both replicas consult one redeemed store, so A refuses the replay. `own`: each replica
@@ -250,7 +249,7 @@ def replay_data(mode: str) -> dict[str, Any]:
     if mode not in REPLAY_MODES:
         raise ValueError(f"stores must be one of {', '.join(REPLAY_MODES)}")
 
-    def play_it() -> dict[str, Any]:
+    def play_it() -> dict[str, object]:
         ring = get_services().lab_ring
         clock = FakeClock(story.FIGURE_EPOCH)
         shared = MemoryStore()
@@ -288,7 +287,7 @@ def _b64decode(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def anatomy_data() -> dict[str, Any]:
+def anatomy_data() -> dict[str, object]:
     """A freshly minted ticket, its three parts, its claims field by field, and the same claims sealed."""
     raw = story.anatomy(get_services().lab_ring)
     claims = raw["claims"]
@@ -358,12 +357,20 @@ def _play_all(course: Course, lesson: Lesson) -> list[MatrixRow]:
     return rows
 
 
-def timeline_data(course: Course, lesson: Lesson) -> dict[str, Any]:
+@dataclass(frozen=True)
+class TimelineEvent:
+    """One mark on the timeline: the ticket minted, a move played (its row), or the ticket's expiry."""
+
+    kind: str  # "mint", "move" or "expiry"
+    at: float
+    row: MatrixRow | None = None
+
+
+def timeline_data(course: Course, lesson: Lesson) -> dict[str, object]:
     rows = _cached(f"matrix:{lesson.slug}", lambda: _play_all(course, lesson))
-    events: list[dict[str, Any]] = [{"kind": "mint", "at": MINT_AT}]
-    events += [{"kind": "move", "at": row.at, "row": row} for row in rows]
-    events.append({"kind": "expiry", "at": EXPIRY_AT})
-    events.sort(key=lambda e: (e["at"], e["kind"] != "mint"))
+    events = [TimelineEvent("mint", MINT_AT), *(TimelineEvent("move", row.at, row) for row in rows),
+              TimelineEvent("expiry", EXPIRY_AT)]
+    events.sort(key=lambda e: (e.at, e.kind != "mint"))
     return {"rows": rows, "events": events, "checks": [(c, CHECK_TITLES[c]) for c in CHECKS],
             "expiry_at": EXPIRY_AT}
 
@@ -456,7 +463,7 @@ class SeqArrow:
         return f"{names[self.src]} to {names[self.dst]}{where}: {self.label}{carries}. {self.sub}".strip()
 
 
-def message_label(message: Any) -> tuple[str, str]:
+def message_label(message: JSON) -> tuple[str, str]:
     """The arrow's label (method and id) and its sub-line, read from the real JSON-RPC message."""
     if not isinstance(message, dict):
         return "a value", ""
@@ -482,7 +489,7 @@ def message_label(message: Any) -> tuple[str, str]:
 
 
 def sequence_model(steps: Any, *, current: int | None = None, focus: bool = False,
-                   size: str = "page") -> dict[str, Any]:
+                   size: str = "page") -> dict[str, object]:
     """The arrows of the real round trip (`story.roundtrip` steps or the lesson's `FigureStep`s), laid out twice.
 
     Each JSON-RPC message becomes one arrow between the client and the replica that handled it (through the
@@ -529,7 +536,7 @@ def sequence_model(steps: Any, *, current: int | None = None, focus: bool = Fals
 
 
 def _model(arrows: list[SeqArrow], *, current: int | None, answered: dict[int, str], size: str,
-           focus: bool) -> dict[str, Any]:
+           focus: bool) -> dict[str, object]:
     """Lay the arrows out (only the current step's when `focus`), at the text sizes `size` names."""
     if focus and current is not None:
         arrows = [a for a in arrows if a.step == current]
@@ -574,7 +581,7 @@ def _store_arrows(step: Any, replica: str) -> list[SeqArrow]:
                      "refused" if spent else "single use holds across replicas", "", "store", False)]
 
 
-def roundtrip_sequence(current: int | None = None, *, focus: bool = False, size: str = "page") -> dict[str, Any]:
+def roundtrip_sequence(current: int | None = None, *, focus: bool = False, size: str = "page") -> dict[str, object]:
     """The diagram model of the lab's own round trip (the deck draws its current step beside each step slide)."""
     steps = _cached("roundtrip", lambda: story.roundtrip(get_services().lab_ring))
     return sequence_model(steps, current=current, focus=focus, size=size)

@@ -50,6 +50,8 @@ def path_samples(app: Flask) -> dict[str, dict[str, Any]]:
                 values[arg] = "ABC234"
             elif arg == "secret":  # a class's control capability
                 values[arg] = "not-a-capability"
+            elif arg == "ref":  # a URL-mode page's reference, well formed, that the server never opened: 404
+                values[arg] = "A" * 22
             elif arg in ("version", "name", "digest"):  # the in-page checker's files (no such file: 404)
                 values[arg] = "0"
             else:

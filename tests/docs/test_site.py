@@ -65,7 +65,8 @@ def test_every_page_is_in_the_nav_once_and_built(site: Path) -> None:
 
 
 @pytest.mark.parametrize(("doc", "names"), [
-    ("api/mrtr.md", ["mrtr.Server", "mrtr.Connection", "mrtr.KeyRing", "mrtr.FakeClock"]),
+    ("api/mrtr.md", ["mrtr.Server", "mrtr.Connection", "mrtr.KeyRing", "mrtr.FakeClock", "mrtr.tickets.split_ticket",
+                     "mrtr.errors.INVALID_PARAMS", "mrtr.wire.utf8_text", "mrtr.protocol.MODERN_VERSION"]),
     ("api/moves.md", ["moves.check.run_check", "moves.catalog.load_moves", "moves.target.Target"]),
     ("api/stores.md", ["mrtr_stores.sessions", "mrtr_stores.classes", "mrtr_stores.check_runs", "mrtr_stores.lti"]),
     ("api/settings.md", ["mrtr_settings.environment.read_settings"]),

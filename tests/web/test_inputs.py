@@ -286,7 +286,8 @@ def test_every_route_is_declared(app: Flask) -> None:
 
 
 #: How the views read a field: request.args/form.get("x"), form.get("x"), _last(args, "x"), form["x"].
-READS = re.compile(r"""(?:\b(?:args|form)\.(?:get|getlist)\(|_last\(\w+, |\b(?:args|form)\[)["'](\w+)["']""")
+READS = re.compile(
+    r"""(?:\b(?:args|form)\.(?:get|getlist)\(|(?:_last|\blast_value)\(\w+, |\b(?:args|form)\[)["'](\w+)["']""")
 
 
 def test_every_field_a_view_reads_is_declared(app: Flask) -> None:

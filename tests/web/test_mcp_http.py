@@ -90,7 +90,7 @@ def test_discover_lists_both_eras(client):
 def test_lesson_tool_list_has_no_fixtures_unless_asked(client):
     """App: the conformance fixtures appear only with MRTR_CONFORMANCE_FIXTURES."""
     names = [t["name"] for t in post(client, rpc("tools/list")).get_json()["result"]["tools"]]
-    assert names == ["deploy", "provision", "release", "report"]  # the lessons' tools, no fixture
+    assert names == ["deploy", "provision", "release", "report", "connect"]  # the lessons' tools, no fixture
 
 
 def test_a_notification_gets_202_and_no_body(client):

@@ -19,7 +19,9 @@ from flask import Flask
 from moves.target import Outcome
 from mrtr import CHECK_TITLES
 from web.content import load_course
-from web.playground import Result, Toggles, run_move
+from web.playground_lab import run_move
+from web.playground_switches import Toggles
+from web.playground_views import Result
 
 MOVES = load_course().moves
 #: In time; the honest move just past its ticket's expiry (8 + 113 > 120); every move long past it.

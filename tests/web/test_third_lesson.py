@@ -29,11 +29,11 @@ def test_every_exchange_is_played_live_and_ends_as_the_prose_says(client: FlaskC
     assert_unique_ids(response.data)
     page = soup(response.data)
     exchanges = [s for s in LESSON.sections if s.widget == "exchange"]
-    assert len(exchanges) == 5
+    assert len(exchanges) == 6
     for section in exchanges:
         figure = page.select_one(f"#figure-{section.id}")
         assert figure.select_one("[data-exchange-ok]")["data-exchange-ok"] == "true", section.id
-        blocks = [json.loads(pre.get_text()) for pre in figure.select("pre.json")]
+        blocks = [json.loads(pre.get_text()) for pre in figure.select("li:not(.out-of-band) pre.json")]
         assert blocks and all(b["jsonrpc"] == "2.0" for b in blocks)
         sent = [b for b in blocks if "method" in b]
         assert len({b["id"] for b in sent}) == len(sent)  # every retry under a new id
@@ -69,3 +69,23 @@ def test_the_quiz_is_there_and_every_wrong_option_names_a_belief() -> None:
     assert len(LESSON.questions) >= 5
     for q in LESSON.questions:
         assert all(c.belief for c in q.choices if c.id != q.answer), q.id
+
+
+def test_url_mode_is_refused_to_a_form_client_and_completes_only_after_the_page(client: FlaskClient) -> None:
+    """The figure is the spec's URL mode: -32021 without the url capability, a question with a url and no schema,
+    an accept before the page asked again, the page (its key only as dots), then the call done."""
+    from web.exchanges import HIDDEN, LAB_KEY
+
+    response = client.get(URL)
+    figure = soup(response.data).select_one("#figure-url-mode")
+    replies = [json.loads(p.get_text()) for p in figure.select("li.received:not(.out-of-band) pre.json")]
+    assert replies[0]["error"]["code"] == -32021
+    assert replies[0]["error"]["data"]["requiredCapabilities"] == {"elicitation": {"url": {}}}
+    asked = replies[1]["result"]["inputRequests"]["key"]["params"]
+    assert asked["mode"] == "url" and "requestedSchema" not in asked and "/out-of-band/" in asked["url"]
+    again = replies[2]["result"]
+    assert again["resultType"] == "input_required" and again["requestState"] != replies[1]["result"]["requestState"]
+    page = [json.loads(p.get_text()) for p in figure.select("li.out-of-band pre.json")]
+    assert page[0]["form"] == {"key": HIDDEN} and page[1]["status"] == 200
+    assert replies[3]["result"]["content"][0]["text"].startswith("connected billing")
+    assert LAB_KEY not in response.text
