@@ -163,7 +163,7 @@ class RedisStore:
 
     def _run(self, script: Any, key: str, *args: Any) -> Any:
         """One script on one key: a single EVALSHA, one round trip. redis-py's `Script.__call__` does the same plus an
-        import and argument copies on every call (about 8% of a claim's instructions here); its loading is kept for
+        import and argument copies on every call (9% of a claim and commit's instructions: bench/RESULTS.md); its loading is kept for
         a Redis that lost its script cache (restarted): the NOSCRIPT answer sends the script once, through it."""
         try:
             return self.client.evalsha(script.sha, 1, key, *args)
