@@ -162,9 +162,10 @@ class RedisStore:
             self._run(self._release, key, value)
 
     def _run(self, script: Any, key: str, *args: Any) -> Any:
-        """One script on one key: a single EVALSHA, one round trip. redis-py's `Script.__call__` does the same plus an
-        import and argument copies on every call (9% of a claim and commit's instructions: bench/RESULTS.md); its loading is kept for
-        a Redis that lost its script cache (restarted): the NOSCRIPT answer sends the script once, through it."""
+        """One script on one key: a single EVALSHA, one round trip. redis-py's `Script.__call__` does the same plus
+        an import and argument copies on every call (9% of a claim and commit's instructions: bench/RESULTS.md); its
+        loading is kept for a Redis that lost its script cache (restarted): NOSCRIPT sends the script once, through
+        it."""
         try:
             return self.client.evalsha(script.sha, 1, key, *args)
         except redis.exceptions.NoScriptError:
