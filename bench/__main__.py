@@ -15,6 +15,9 @@ at 1, 8 and 32 clients; the weight of every page. Each target is checked and rep
 `--pyodide` times instead the build lesson's in-page checker in headless Chromium: a cold first Run, a revisit,
 a Run after the preload, and warm re-runs (bench/pyodide.py), and writes its own section of RESULTS.md.
 
+`--checker` times instead `mrtr check` on a slow sound server, its moves one at a time and several at a time, over HTTP
+and stdio (bench/checker_speed.py), and writes its own section of RESULTS.md.
+
 `--cluster` runs instead the comparison of deployments (bench/cluster.py): our app as
 scripts/cluster.sh runs it (nginx, two replicas, Redis), one replica direct, the official SDK's
 best configuration behind the same nginx, and the floor (bench/floor.py, two canned answers) alone
@@ -37,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from bench import cluster, compared_servers, micro, page_weight, pyodide, recorded
+from bench import checker_speed, cluster, compared_servers, micro, page_weight, pyodide, recorded
 from loopback import loadgen
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -220,7 +223,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pyodide", action="store_true",
                    help="only the build lesson's in-page checker, cold and warm in headless Chromium "
                    "(bench/pyodide.py); writes its own section")
+    p.add_argument("--checker", action="store_true",
+                   help="only `mrtr check` on a slow sound server, moves one at a time and several at a time, over "
+                   "HTTP and stdio (bench/checker_speed.py); writes its own section")
     args = p.parse_args(argv)
+    if args.checker:
+        return checker_speed.run(RESULTS, analysis_heading(), write=not args.no_write, quick=args.quick,
+                                 note=args.note)
     if args.pyodide:
         return pyodide.run(RESULTS, analysis_heading(), write=not args.no_write, quick=args.quick, note=args.note)
     if args.quick:

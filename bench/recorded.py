@@ -1,4 +1,4 @@
-"""Sections of bench/RESULTS.md that one option records on its own (`--cluster`, `--pyodide`).
+"""Sections of bench/RESULTS.md that one option records on its own (`--cluster`, `--pyodide`, `--checker`).
 
 Each sits between two marker lines of its own, so a later run of the same option replaces it, and a full
 run, which rewrites RESULTS.md, carries every such section over unchanged (`carry_over`). This module only
@@ -46,8 +46,9 @@ class RecordedSection:
 
 CLUSTER = RecordedSection("--cluster")
 PYODIDE = RecordedSection("--pyodide")
+CHECKER = RecordedSection("--checker")
 #: Every section recorded on its own, in the order they stand in RESULTS.md.
-SECTIONS = (CLUSTER, PYODIDE)
+SECTIONS = (CLUSTER, PYODIDE, CHECKER)
 
 
 def carry_over(report: str, old: str, before: str) -> str:

@@ -60,6 +60,8 @@ class Run:
     waited: float = 0.0
     wait_total: float = 0.0
     waiting: bool = False
+    #: How long the check will take, in words, once the tool is chosen ("about 2 min: ..."), or "".
+    plan: str = ""
     summary: str = ""
     error: str = ""
     finished: float = 0.0

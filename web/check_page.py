@@ -18,6 +18,7 @@ from flask import Blueprint, Flask, Response, abort, current_app, redirect, requ
 from werkzeug.wrappers import Response as BaseResponse
 
 from moves.check import CheckOptions
+from moves.playing import duration
 from mrtr_stores.check_runs import Run, RunRefused
 from web import check_runner, htmx
 from web.check_hosts import CheckInputError, is_public, resolve_host, rules, vet_url
@@ -72,7 +73,8 @@ def _page(form: Form, status: int = 200) -> Response:
     own_mcp = request.host_url.rstrip("/") + "/mcp"
     return htmx.render(PAGE, FORM_FRAGMENT, status=status, form=form, enabled=rules().any_allowed,
                        public=public, own_mcp=own_mcp, own_tokens=get_services().public_mcp_tokens(),
-                       run_limit=None if not public else (get_settings().check_runs, get_settings().check_window))
+                       run_limit=None if not public else (get_settings().check_runs, get_settings().check_window),
+                       own_ttl=get_settings().ticket_ttl, own_estimate=duration(get_settings().ticket_ttl + 15))
 
 
 @bp.get("/check")
@@ -227,8 +229,6 @@ def _view(run: Run) -> dict[str, Any]:
                    for p in run.probes]
     if run.state == "running":
         status = f"{run.phase}…" + (f" ({len(run.rows)} of {run.total} moves played)" if run.total else "")
-        if run.waiting:
-            status = "Waiting for the ticket to expire before the late move…"
     elif run.state == "error":
         # A run that played moves and then met a time-out stopped; one that played none could not run at all.
         status = "The check stopped: the server did not answer in time." if run.rows else "The check could not run."
@@ -238,8 +238,16 @@ def _view(run: Run) -> dict[str, Any]:
     overall = ("fail" if any(v.verdict == "fail" for v in rows) else "pass") if run.state == "done" and rows else ""
     return {"moves": move_views, "probes": probe_views, "status": status, "state": run.state, "error": run.error,
             "overall": overall,
-            "waiting": run.waiting, "waited": round(run.waited, 1), "wait_total": round(run.wait_total, 1),
+            "waiting": run.waiting and run.state == "running", "waited": round(run.waited, 1),
+            "wait_total": round(run.wait_total, 1), "wait_left": _left(run.wait_total - run.waited),
+            "plan": run.plan,
             "outcome": _verdict_outcome, "roles": ROLES}
+
+
+def _left(seconds: float) -> str:
+    """A countdown's seconds as the page says them: "1 min 47 s", "9 s"."""
+    whole = max(int(seconds + 0.999), 0)
+    return f"{whole // 60} min {whole % 60} s" if whole >= 60 else f"{whole} s"
 
 
 @bp.get("/check/runs/<run_id>")

@@ -19,7 +19,7 @@ from typing import Any
 from flask import Flask, current_app
 
 from moves.catalog import Move
-from moves.check import CheckError, CheckOptions, Events, MoveRow, run_check
+from moves.check import CheckError, CheckOptions, CheckStopped, Events, MoveRow, run_check
 from moves.probes import ProbeResult
 from moves.targets.http import HttpTarget
 from moves.targets.remote import DEFAULT_TIMEOUT, Timing
@@ -35,6 +35,8 @@ RUNS_KEY = "mrtr.check_runs"
 WAIT_SAVE_EVERY = 0.5
 #: What the late move's wait for unreadable expiries is called on the page (the CLI's --late-after).
 LATE_AFTER_FIELD = "“Late move after”"
+#: What skipping the late moves is called on the page (the CLI's --skip-late).
+SKIP_LATE_FIELD = "“Skip the late moves”"
 #: This process's runs going on, by id: their threads, for tests and shutdown.
 THREADS: dict[str, threading.Thread] = {}
 
@@ -82,7 +84,13 @@ class _Progress:
     last_wait: float = 0.0
 
     def events(self) -> Events:
-        return Events(phase=self.phase, move_done=self.move_done, probe_done=self.probe_done, wait=self.wait)
+        return Events(phase=self.phase, move_done=self.move_done, probe_done=self.probe_done, wait=self.wait,
+                      planned=self.planned)
+
+    def planned(self, text: str) -> None:
+        with self.lock:
+            self.run.plan = text[:1].upper() + text[1:] + "."
+            self.save()
 
     def save(self) -> None:
         try:
@@ -101,9 +109,18 @@ class _Progress:
             self.run.rows.append({"move": row.move, "title": row.title, "expected": row.expected,
                                   "observed": row.observed, "verdict": row.verdict,
                                   "detail": redact(row.detail, self.secrets), "stops_at": row.stops_at,
-                                  "exchange": exchange})
+                                  "exchange": exchange, "index": index})
+            # Moves end in any order when played concurrently: the page lists them in the catalogue's.
+            self.run.rows.sort(key=lambda r: r.get("index", 0))
             self.run.total = total
             self.save()
+
+    def resync(self, rows: Sequence[MoveRow]) -> None:
+        """Show exactly `rows` (a stopped report's), dropping any that ended after the time-out stopped the run."""
+        with self.lock:
+            total, self.run.rows = self.run.total, []
+        for index, row in enumerate(rows, 1):
+            self.move_done(row, index, total)
 
     def probe_done(self, probe: ProbeResult) -> None:
         with self.lock:
@@ -132,7 +149,8 @@ class _Progress:
 def _target(settings: Settings, order: Order, tokens: tuple[str, str]) -> HttpTarget:
     # MRTR_CHECK_TIMEOUT bounds each request here as it does for the CLI; a time-out stops the run (CheckStopped).
     timing = Timing(late_after=order.late_after, skip_late=order.options.skip_late, max_wait=settings.check_max_wait,
-                    late_after_name=LATE_AFTER_FIELD, late_after_hint=f"fill in {LATE_AFTER_FIELD} with seconds")
+                    late_after_name=LATE_AFTER_FIELD, late_after_hint=f"fill in {LATE_AFTER_FIELD} with seconds",
+                    skip_late_name=SKIP_LATE_FIELD)
     return HttpTarget(order.url, [("owner", tokens[0]), ("other", tokens[1])], connect_to=order.address,
                       timeout=settings.check_timeout or DEFAULT_TIMEOUT, timing=timing)
 
@@ -148,6 +166,9 @@ def _execute(app: Flask, store: RunStore, run: Run, order: Order, tokens: tuple[
         report = run_check(target, order.options, moves=order.moves, events=progress.events(),
                            secrets=progress.secrets)
         progress.end("done", summary=report.summary())
+    except CheckStopped as exc:  # the rows as the report keeps them: those played before the time-out, in order
+        progress.resync(exc.report.moves)
+        progress.end("error", error=redact(str(exc), progress.secrets))
     except CheckError as exc:
         progress.end("error", error=redact(str(exc), progress.secrets))
     except Exception as exc:  # never a traceback on the page; the log gets the type, never a token

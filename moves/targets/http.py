@@ -15,6 +15,7 @@ labels or errors. `send` never raises for a bad peer: every failure is a `Reply.
 from __future__ import annotations
 
 import base64
+import copy
 import http.client
 import json
 import socket
@@ -166,6 +167,13 @@ class HttpTarget:
 
     def close(self) -> None:
         """Nothing stays open between requests."""
+
+    def for_move(self, gate: Any, index: int) -> HttpTarget:
+        """This target for move `index` played beside others (moves.schedule): its own timing; every request opens a
+        connection of its own anyway, so the moves share nothing else but the headers tools/list taught."""
+        view = copy.copy(self)
+        view.timing = self.timing.for_move(gate, index)
+        return view
 
     def send(self, role: Role, message: dict[str, Any]) -> Reply:
         try:

@@ -15,7 +15,7 @@ import base64
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from moves.target import Progress
@@ -59,6 +59,16 @@ class Timing:
     #: flag; the /check page names its form field instead).
     late_after_name: str = "--late-after"
     late_after_hint: str = "pass --late-after SECONDS"
+    #: What skipping the late moves is called where the user sets it (the CLI's flag; the page's checkbox).
+    skip_late_name: str = "--skip-late"
+    #: When moves are played concurrently, each move's own copy (`for_move`) takes turns for its waits here
+    #: (moves.schedule.Slots), under its catalogue index; None when moves are played one after another.
+    gate: Any = None
+    index: int = 0
+
+    def for_move(self, gate: Any, index: int) -> Timing:
+        """A copy for one move played concurrently: its own start and reasons, the same clock, sleep and limits."""
+        return replace(self, gate=gate, index=index, started=self.started, skip_reason=None, waited=None)
 
     def begin(self) -> None:
         self.started = self.clock()
@@ -122,18 +132,30 @@ class Timing:
             self.skip_reason = (f"not run: {too_long.format(total=total)}, longer than the {self.max_wait:.0f} s "
                                 "the checker will wait; pass --skip-late")
             return False
-        self._wait(until, max(total, 0.0), on_progress)
+        if not self._wait(until, max(total, 0.0), on_progress):
+            self.skip_reason = "not run: the check stopped (a request elsewhere was not answered in time) before " \
+                               "this move's wait ended"
+            return False
         self.waited = source
         return True
 
-    def _wait(self, until: float, total: float, on_progress: Progress | None) -> None:
+    def _wait(self, until: float, total: float, on_progress: Progress | None) -> bool:
+        """Sleep until `until`, reporting progress; with a gate, first wait for this wait's turn there (the time
+        already counts). False when the gate's schedule stopped meanwhile."""
         start = until - total
-        while True:
+
+        def report() -> float:
             now = self.clock()
             if on_progress is not None:
                 on_progress(min(max(now - start, 0.0), total), total)
+            return now
+
+        if self.gate is not None and not self.gate.turn(until, self.index, report):
+            return False
+        while True:
+            now = report()
             if now >= until:
-                return
+                return True
             self.sleep(min(TICK, until - now))
 
 

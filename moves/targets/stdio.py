@@ -36,6 +36,7 @@ from moves.targets.remote import (
     is_response,
     parse_json,
 )
+from moves.targets.stdio_mux import Mux, StdioMove
 
 PRINCIPAL_ENV = "MRTR_PRINCIPAL"
 #: Seconds a process gets to exit after its stdin closes, then again after SIGTERM.
@@ -165,6 +166,9 @@ class StdioTarget:
         self._monotonic = monotonic
         self._procs: dict[Role, _Process] = {}
         self._start_errors: dict[Role, str] = {}
+        #: Once moves are played concurrently, each shared process is read by its `Mux` (moves.targets.stdio_mux).
+        self._muxes: dict[Role, Mux] = {}
+        self._lock = threading.Lock()
 
     # -- the Target protocol --------------------------------------------------------------------
 
@@ -186,7 +190,27 @@ class StdioTarget:
         """A remote server's clock cannot be moved: wait, for real, until `fraction` of the ticket's life."""
         return self.timing.near_expiry(fraction, expires_at=expires_at, on_progress=on_progress)
 
+    def for_move(self, gate: Any, index: int) -> StdioMove:
+        """This target for move `index` played beside others: the owner's and the other principal's processes shared
+        (lines interleaved, replies matched by id), a second process of the owner of its own, its own timing."""
+        pairs = [(self.owner, self._values["owner"]), (self.other, self._values["other"])]
+        again = StdioTarget(self.argv, pairs, principal_env=self.principal_env, env=self._env, timeout=self.timeout,
+                            max_bytes=self.max_bytes, monotonic=self._monotonic)
+        return StdioMove(self, self.timing.for_move(gate, index), index + 1, again)
+
+    def multiplexed(self, role: Role, lane: int, messages: list[dict[str, Any]]) -> list[Reply]:
+        """Send `messages` as `role` through the process's `Mux`, under lane `lane`'s wire ids."""
+        with self._lock:
+            process = self._process(role)
+            if isinstance(process, str):
+                return [Reply(None, transport_error=process) for _ in messages]
+            mux = self._muxes.get(role)
+            if mux is None or mux.process is not process:
+                mux = self._muxes[role] = Mux(self, process)
+        return mux.exchange(lane, messages)
+
     def close(self) -> None:
+        self._muxes = {}
         procs, self._procs = self._procs, {}
         for process in procs.values():
             process.stop()
@@ -198,6 +222,8 @@ class StdioTarget:
         self.close()
 
     def send(self, role: Role, message: dict[str, Any]) -> Reply:
+        if role in self._muxes:
+            return self.multiplexed(role, 0, [message])[0]
         process = self._process(role)
         if isinstance(process, str):
             return Reply(None, transport_error=process)
@@ -211,6 +237,8 @@ class StdioTarget:
         """Write every message as a line before reading any answer (a server that handles lines concurrently gets
         them together), then read until each has its response; replies are matched by id, in order for ids sent
         more than once."""
+        if role in self._muxes:
+            return self.multiplexed(role, 0, messages)
         process = self._process(role)
         if isinstance(process, str):
             return [Reply(None, transport_error=process) for _ in messages]

@@ -18,7 +18,9 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from moves.check import MoveRow
+from moves.playing import duration
 from moves.probes import ProbeResult
+from moves.schedule import WIDTH
 from mrtr import FakeClock
 from mrtr_stores.check_runs import Run
 from tests.browser.helpers import LiveServer
@@ -200,6 +202,7 @@ def _running(app: Flask, probes: list[ProbeResult] | None = None) -> Run:
     run.rows = [{**row.__dict__, "verdict": row.verdict}]
     run.probes = [{"probe": p.probe, "title": p.title, "ok": p.ok, "detail": p.detail} for p in probes or []]
     run.waiting, run.waited, run.wait_total = True, 1.2, 3.0
+    run.plan = "About 2 min: the ticket lives 120 s."
     store.save(run)
     return run
 
@@ -212,9 +215,12 @@ def test_a_running_check_polls_with_htmx_and_refreshes_without_javascript(app: F
     progress = html.select_one("#check-progress")
     assert progress["hx-get"] == f"/check/runs/{run.id}" and progress["data-state"] == "running"
     assert html.select_one("#check-status")["role"] == "status"
-    assert "Waiting for the ticket to expire" in html.select_one("#check-status").get_text()
+    # The late moves wait beside the others: the status still counts the moves, and a countdown says what is left.
+    assert html.select_one("#check-status").get_text() == "Playing late… (1 of 7 moves played)"
     bar = html.select_one("progress#check-wait-bar")
     assert (bar["value"], bar["max"]) == ("1.2", "3.0")
+    assert html.select_one("#check-wait-left").get_text() == "2 s left"
+    assert html.select_one("#check-plan").get_text() == "About 2 min: the ticket lives 120 s."
     assert [r["data-move"] for r in html.select("tr[data-move]")] == ["honest"]
     fragment = app.test_client().get(f"/check/runs/{run.id}", headers=HX)
     assert "<html" not in fragment.get_data(as_text=True) and soup(fragment).select_one("#check-progress[hx-get]")
@@ -322,3 +328,17 @@ def test_a_late_move_whose_expiry_cannot_be_read_is_not_shown_and_says_which_fie
         assert "its expiry is unknown" in detail and "fill in “Late move after” with seconds" in detail
         assert "--late-after" not in detail
     assert html.select_one("#check-status").get_text().startswith("PASS")
+
+
+def test_the_form_says_how_long_a_check_takes_and_the_run_says_it_again_from_what_the_server_showed(
+        make_app: Callable[..., Flask]) -> None:
+    app = make_app()
+    client = app.test_client()
+    ttl = app.extensions["mrtr.settings"].ticket_ttl
+    help_text = soup(client.get("/check")).select_one("#check-skip-late-help").get_text(" ", strip=True)
+    assert f"this app's own tickets live {ttl} s, so checking it takes about {duration(ttl + 15)}" in help_text
+    with running("sound") as (url, _server):
+        html = finish(app, client, client.post("/check", data=form(url, skip_late="1"), headers={}))
+    plan = html.select_one("#check-plan").get_text(" ", strip=True)
+    assert plan.startswith("About ") and f"{len(MOVES)} moves and 5 probes, {WIDTH} at a time" in plan
+    assert plan.endswith("the late moves are skipped.")

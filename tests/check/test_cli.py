@@ -22,8 +22,11 @@ from typing import Any
 import pytest
 
 from moves.catalog import EXPECTS, load_moves
-from moves.check import VERDICTS, ProgressBar, arguments_for, main, other_arguments_for
+from moves.check import VERDICTS, MoveRow, ProgressBar, arguments_for, main, other_arguments_for
+from moves.probes import ProbeResult
+from moves.schedule import WIDTH
 from moves.target import Outcome
+from moves.terminal import Terminal
 from mrtr import FakeClock
 from mrtr.tickets import SIGNED_PREFIX
 from tests.check.catalogue import HONEST, caught_by, gated_by
@@ -355,3 +358,45 @@ stops_at = "principal"
     monkeypatch.setenv("MRTR_MOVES_FILE", str(tmp_path / "missing.toml"))
     code, _, err = check(mcp_url, *TOKENS)
     assert code == 2 and "cannot read the moves file" in err
+
+
+def test_the_terminal_shows_rows_as_they_end_under_a_countdown_of_the_late_moves() -> None:
+    tty = io.StringIO()
+    terminal = Terminal(tty, tty=True, secrets=["bob-token"])
+    events = terminal.events()
+    events.planned("about 2 min: 23 moves and 5 probes, 4 at a time")
+    events.wait(10.0, 121.0)
+    events.move_done(MoveRow("honest", "Honest retry", "completed", "completed", True, "ok"), 1, 23)
+    events.wait(120.0, 121.0)
+    events.probe_done(ProbeResult("version", False, "no bob-token here"))
+    events.wait(121.0, 121.0)
+    screen = tty.getvalue()
+    assert screen.startswith("This check takes about 2 min: 23 moves and 5 probes, 4 at a time\n")
+    countdown = "late moves: 1:51 left until their tickets expire [#-------------------]"
+    # A row is written over the countdown's line, which is drawn again under it; the last frame clears it.
+    assert f"\r\x1b[2K{countdown}\r\x1b[2K  PASS    honest  (1 of 23)\n{countdown}" in screen
+    assert "late moves: 0:01 left" in screen and screen.endswith("\r\x1b[2K")
+    assert "bob-token" not in screen
+    log = io.StringIO()
+    plain = Terminal(log, tty=False).events()
+    plain.planned("about 40 s")
+    plain.move_done(MoveRow("honest", "Honest retry", "completed", "completed", True, "ok"), 1, 23)
+    for waited in (0.0, 1.0, 2.0):
+        plain.wait(waited, 2.0)
+    assert log.getvalue() == "This check takes about 40 s\nlate move: waiting 2.0 s for the ticket to expire\n"
+
+
+def test_the_check_says_how_long_it_will_take_once_the_server_has_answered() -> None:
+    with running("sound") as (url, _server):
+        code, _out, err = check(url, *TOKENS, "--skip-late")
+    assert code == 0
+    plan = next(line for line in err.splitlines() if line.startswith("This check takes about "))
+    assert f"{len(MOVES)} moves and 5 probes, {WIDTH} at a time; the late moves are skipped" in plan
+
+
+def test_concurrency_is_a_whole_number_from_1_to_16_and_1_plays_one_move_at_a_time() -> None:
+    code, _out, err = check("http://127.0.0.1:9/mcp", *TOKENS, "--concurrency", "0")
+    assert code == 2 and "--concurrency must be a whole number from 1 to 16" in err
+    with running("sound") as (url, _server):
+        code, _out, err = check(url, *TOKENS, "--skip-late", "--concurrency", "1")
+    assert code == 0 and "one at a time; the late moves are skipped" in err

@@ -122,7 +122,9 @@ def test_a_server_that_hangs_only_on_retries_stops_the_run_at_the_first_time_out
         code, table, err = cli(url, *TOKENS, timeout=HANG_CUT)
     assert code == 2 and table.startswith(f"Target: {url}")
     assert table.rstrip().splitlines()[-1].startswith("STOPPED at a time-out: 0 of the 1 moves played")
-    assert err.startswith("mrtr check: error: ") and err.count("\n") == 1
+    # (the late moves wait beside the others, so a line may first say how long they will wait)
+    errors = [line for line in err.splitlines() if line.startswith("mrtr check: ")]
+    assert err.splitlines()[-1].startswith("mrtr check: error: ") and len(errors) == 1
 
 
 def test_a_hang_in_a_probe_stops_the_run_there_with_an_error_case(tmp_path: Path) -> None:

@@ -1,0 +1,140 @@
+"""What the checker calls: the tool (`--tool`, else deploy, else the first listed tool that asks for input), its
+arguments (`--args`, else built from its inputSchema) and the other request's (one value changed). Each tool tried
+is really called as the owner; a tool that never asks for input cannot be checked, and the error says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from moves.engine import Call, modern_request
+from moves.probes import describe, input_required
+from moves.report import CheckError, CheckOptions
+from moves.target import Target
+from moves.targets.remote import clip
+from mrtr import as_object
+
+DEFAULT_TOOL = "deploy"
+
+
+def _example(name: str, schema: Any) -> Any:
+    schema = schema if isinstance(schema, dict) else {}
+    if "default" in schema:
+        return schema["default"]
+    if "const" in schema:
+        return schema["const"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    kind = next((k for k in kind if k != "null"), "string") if isinstance(kind, list) else kind
+    if kind in ("integer", "number"):
+        value = schema.get("minimum", 1)
+        value = value if isinstance(value, int | float) and not isinstance(value, bool) else 1  # a peer's "5"
+        return int(value) if kind == "integer" else value
+    if kind == "boolean":
+        return False
+    if kind == "array":
+        return []
+    if kind == "object":
+        return {}
+    if name == "env":
+        return "staging"
+    formats = {"email": "check@example.com", "uri": "https://example.com/", "date": "2026-07-28",
+               "date-time": "2026-07-28T00:00:00Z"}
+    text = formats.get(schema.get("format"), "mrtr-check")
+    length = schema.get("minLength")
+    return text.ljust(min(length, 10_000) if isinstance(length, int) and not isinstance(length, bool) else 0, "x")
+
+
+def arguments_for(input_schema: Any) -> dict[str, Any]:
+    """Arguments that satisfy a tool's inputSchema: its required properties, each with an example."""
+    schema = input_schema if isinstance(input_schema, dict) else {}
+    props = as_object(schema.get("properties"))
+    required = [r for r in schema.get("required", []) if isinstance(r, str)] \
+        if isinstance(schema.get("required"), list) else []
+    return {name: _example(name, props.get(name)) for name in required}
+
+
+def other_arguments_for(arguments: dict[str, Any], input_schema: Any = None) -> dict[str, Any] | None:
+    """The same arguments with one string changed (staging <-> prod, another enum value, or a suffix).
+
+    None when there is no string (or number, or boolean) argument to change.
+    """
+    schema = input_schema if isinstance(input_schema, dict) else {}
+    props = as_object(schema.get("properties"))
+    for name, value in arguments.items():
+        if not isinstance(value, str):
+            continue
+        enum = as_object(props.get(name)).get("enum")
+        choices = [v for v in enum if isinstance(v, str) and v != value] if isinstance(enum, list) else []
+        swaps = {"staging": "prod", "prod": "staging", "production": "staging"}
+        changed = choices[0] if choices else swaps.get(value, value + "-other")
+        return {**arguments, name: changed}
+    for name, value in arguments.items():
+        if isinstance(value, bool):
+            return {**arguments, name: not value}
+        if isinstance(value, int | float):
+            return {**arguments, name: value + 1}
+    return None
+
+
+def _tools(target: Target, call: Call, role: Any, next_id: Callable[[], int]) -> list[dict[str, Any]]:
+    who = target.owner if role == "owner" else target.other
+    reply = target.send(role, modern_request(next_id(), "tools/list", {}, call))
+    if reply.response is None:
+        raise CheckError(f"{target.label} did not answer tools/list for {who}: {reply.transport_error}")
+    if "error" in reply.response:
+        raise CheckError(f"{target.label} refused tools/list for {who} with {describe(reply)}")
+    tools = reply.response.get("result", {}).get("tools")
+    if not isinstance(tools, list):
+        raise CheckError(f"{target.label} answered tools/list for {who} without a list of tools")
+    return [t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
+
+
+def _round_one(target: Target, call: Call, next_id: Callable[[], int]) -> tuple[bool, str]:
+    reply = target.send("owner", modern_request(next_id(), "tools/call",
+                                                {"name": call.tool, "arguments": call.arguments}, call))
+    if reply.response is None:
+        raise CheckError(f"{target.label} did not answer tools/call {call.tool}: {reply.transport_error}")
+    asked = input_required(reply)
+    if asked and isinstance(asked.get("requestState"), str):
+        return True, ""
+    if asked:
+        return False, "answered input_required without a requestState ticket"
+    return False, f"answered {describe(reply)}"
+
+
+def _choose(target: Target, tools: list[dict[str, Any]], options: CheckOptions, base: Call,
+            next_id: Callable[[], int]) -> Call:
+    names = [t["name"] for t in tools]
+    by_name = {t["name"]: t for t in tools}
+    if options.tool is not None:
+        if options.tool not in by_name:
+            listed = ", ".join(clip(n, 40) for n in names[:12]) or "none"
+            raise CheckError(f"{target.label} lists no tool named {options.tool!r} (it lists: {listed})")
+        candidates = [options.tool]
+    elif DEFAULT_TOOL in by_name:
+        candidates = [DEFAULT_TOOL]
+    else:
+        candidates = names
+    if not candidates:
+        raise CheckError(f"{target.label} lists no tools, so there is nothing to check")
+    tried: list[str] = []
+    for name in candidates:
+        schema = by_name[name].get("inputSchema")
+        arguments = options.arguments if options.arguments is not None else arguments_for(schema)
+        call = replace(base, tool=name, arguments=arguments,
+                       other_arguments=options.other_arguments if options.other_arguments is not None
+                       else other_arguments_for(arguments, schema), answers=dict(options.answers or {}))
+        asks, why = _round_one(target, call, next_id)
+        if asks:
+            return call
+        tried.append(f"{name} {why}")
+    if len(candidates) == 1:
+        raise CheckError(f"tools/call {tried[0]}: it must ask for input (input_required with a requestState) "
+                         "for the moves to be played; choose another tool with --tool, or other --args")
+    raise CheckError("no tool answered input_required with a requestState; tried " + "; ".join(tried[:5])
+                     + ". Name one with --tool")
+

@@ -1,0 +1,217 @@
+"""The checker's report: `Report` (the table, the JSON for CI, JUnit XML), its `MoveRow`s and their verdicts, the
+options a check runs with (`CheckOptions`), the callbacks it reports progress to (`Events`), and the two ways it can
+end early (`CheckError`, `CheckStopped`). Types and rendering only: nothing here sends a request or reads a target.
+The JSON and JUnit shapes are contracts (docs/checker/reports.md).
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from moves.probes import ProbeResult
+from moves.schedule import WIDTH
+from moves.target import Outcome
+
+
+class CheckError(Exception):
+    """The check cannot run at all; the message says why in plain words (exit 2)."""
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    tool: str | None = None  # default: deploy if listed, else the first tool that answers input_required
+    arguments: dict[str, Any] | None = None  # default: built from the tool's inputSchema
+    other_arguments: dict[str, Any] | None = None  # default: the arguments with one string changed
+    allow_replay: bool = False  # a failed single-use move is a warning, not a failure
+    skip_late: bool = False  # the past- and near-expiry moves are not run (set the target's Timing too)
+    #: Answers the checker cannot make up (`--answers`): by question key, or by round number ("2") then key.
+    answers: dict[str, Any] | None = None
+    #: Moves played at once over HTTP and stdio (moves.schedule); 1 plays them one after another.
+    concurrency: int = WIDTH
+
+
+#: The verdicts a move row can have, in the JSON and JUnit contracts (docs/checker/reports.md).
+VERDICTS = ("pass", "fail", "warn", "not-run")
+
+
+@dataclass
+class MoveRow:
+    move: str
+    title: str
+    expected: str
+    observed: str
+    ok: bool
+    detail: str
+    required: bool = True
+    stops_at: str = ""
+    #: The messages of the move as `exchange_of` keeps them (for the report's diagram; never in `to_json`).
+    exchange: list[dict[str, Any]] = field(default_factory=list)
+    #: Seconds the move took, real waits included (JUnit's `time`).
+    seconds: float = 0.0
+    #: True when the run stopped here because the target did not answer in time (JUnit `<error>`).
+    timed_out: bool = False
+
+    @property
+    def verdict(self) -> str:
+        """pass; fail (a required move did not hold); warn (one that is not required did not); not-run (the move
+        could not show what it checks, and says why). A not-run row never fails a report."""
+        if self.ok:
+            return "pass"
+        if self.observed in (Outcome.NOT_RUN.value,) and not self.timed_out:
+            return "not-run"
+        return "fail" if self.required else "warn"
+
+
+@dataclass
+class Events:
+    """Callbacks while a check runs (the terminal progress bar, the /check page's live view)."""
+
+    phase: Callable[[str], None] = lambda text: None  # "listing tools", "playing stolen", ...
+    move_done: Callable[[MoveRow, int, int], None] = lambda row, index, total: None
+    probe_done: Callable[[ProbeResult], None] = lambda probe: None
+    #: The late moves' real waits, as one: (seconds waited, seconds in all) of the wait that ends last.
+    wait: Callable[[float, float], None] = lambda waited, total: None
+    #: How long the check will take, in words, said once the tool is chosen ("about 2 min: ...").
+    planned: Callable[[str], None] = lambda text: None
+
+
+@dataclass
+class Report:
+    target: str
+    tool: str
+    arguments: dict[str, Any]
+    other_arguments: dict[str, Any] | None
+    moves: list[MoveRow] = field(default_factory=list)
+    probes: list[ProbeResult] = field(default_factory=list)
+    #: Seconds each probe took, by probe slug (JUnit's `time`).
+    probe_seconds: dict[str, float] = field(default_factory=dict)
+    #: Why the run stopped before the end (a time-out), or "" when it ran to the end.
+    stopped: str = ""
+    #: The probe the time-out stopped the run in (its case is a JUnit <error>), or "".
+    timed_out_probe: str = ""
+    #: Values that must never reach any output (the bearer tokens; a server may echo them back).
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    #: The rounds an honest call of the tool went through (`Flow.summary`), and why the checker could not finish
+    #: it ("" when it did).
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    flow_stuck: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """No required move failed, every probe held, and the run was not stopped. Warnings and moves that
+        could not be shown (not-run) never fail a report."""
+        return not self.stopped and all(r.verdict != "fail" for r in self.moves) and all(p.ok for p in self.probes)
+
+    def redact(self, text: str) -> str:
+        return redacted(text, [secret for secret in self.secrets if secret])
+
+    def to_json(self) -> dict[str, Any]:
+        """The report for CI (docs/checker/reports.md, "The JSON report"); never the exchanges."""
+        report: dict[str, Any] = {
+            "target": self.redact(self.target),
+            "ok": self.ok,
+            "moves": [{"move": r.move, "verdict": r.verdict, "required": r.required, "expected": r.expected,
+                       "observed": r.observed, "ok": r.ok, "detail": self.redact(r.detail)} for r in self.moves],
+            "probes": [{"probe": p.probe, "ok": p.ok, "detail": self.redact(p.detail)} for p in self.probes],
+        }
+        if self.stopped:
+            report["stopped"] = self.redact(self.stopped)
+        return report
+
+    def counts(self) -> dict[str, int]:
+        verdicts = [r.verdict for r in self.moves]
+        return {"moves": len(self.moves), "held": verdicts.count("pass"), "failed": verdicts.count("fail"),
+                "warned": verdicts.count("warn"), "not_run": verdicts.count("not-run"), "probes": len(self.probes),
+                "probes_held": sum(p.ok for p in self.probes)}
+
+    def summary(self) -> str:
+        c = self.counts()
+        if self.stopped:  # counts of a partial run would read like a verdict on the whole catalogue
+            return (f"STOPPED at a time-out: {c['held']} of the {c['moves']} moves played before it held; "
+                    "the rest were not played")
+        extra = [f"{c['warned']} warning{'s' * (c['warned'] != 1)}"] if c["warned"] else []
+        extra += [f"{c['not_run']} not run"] if c["not_run"] else []
+        tail = f" ({', '.join(extra)})" if extra else ""
+        return (f"{'PASS' if self.ok else 'FAIL'}: {c['held']} of {c['moves']} moves and {c['probes_held']} of "
+                f"{c['probes']} probes held{tail}")
+
+    def table(self) -> str:
+        args = json.dumps(self.arguments, ensure_ascii=False)
+        other = json.dumps(self.other_arguments, ensure_ascii=False) if self.other_arguments is not None else "none"
+        lines = [f"Target: {self.target}", f"Tool:   {self.tool} {args} (other request: {other})"]
+        if len(self.rounds) > 1 or self.flow_stuck:
+            asked = "; ".join(", ".join(r["keys"]) for r in self.rounds)
+            lines.append(f"Rounds: {len(self.rounds)} ({asked})" + (f"; not finished: {self.flow_stuck}"
+                                                                    if self.flow_stuck else ""))
+        lines.append("")
+        width = max([len("move"), *(len(r.move) for r in self.moves)]) + 2
+        lines.append(f"{'MOVE':<{width}}{'EXPECTED':<13}{'SERVER DID':<13}VERDICT")
+        for r in self.moves:
+            lines.append(f"{r.move:<{width}}{r.expected:<13}{r.observed:<13}{r.verdict.upper()}")
+        pwidth = max([len("probe"), *(len(p.probe) for p in self.probes)]) + 2
+        lines += ["", f"{'PROBE':<{pwidth}}VERDICT  DETAIL"]
+        for p in self.probes:
+            lines.append(f"{p.probe:<{pwidth}}{'PASS' if p.ok else 'FAIL':<9}{p.detail}")
+        notes = [f"  {r.move} ({r.verdict}): {r.detail}" for r in self.moves if r.verdict != "pass"]
+        if notes:
+            lines += ["", "Moves that did not hold or could not be shown:", *notes]
+        lines += ["", self.summary()]
+        return self.redact("\n".join(lines))
+
+    def junit(self) -> str:
+        """JUnit XML: one case per move and probe, each with its `time`; a failed required move is a
+        <failure>, a time-out an <error>, a warning <system-out>, a move that could not be shown <skipped>."""
+        c = self.counts()
+        timed_out = sum(r.timed_out for r in self.moves) + bool(self.timed_out_probe)
+        failures = c["failed"] + (c["probes"] - c["probes_held"]) - timed_out
+        errors = timed_out
+        total_time = sum(r.seconds for r in self.moves) + sum(self.probe_seconds.values())
+        suites = ET.Element("testsuites", name="mrtr check", time=f"{total_time:.3f}")
+        suite = ET.SubElement(suites, "testsuite", name=f"mrtr check {self.redact(self.target)}",
+                              tests=str(c["moves"] + c["probes"]), failures=str(failures), errors=str(errors),
+                              skipped=str(c["not_run"]), time=f"{total_time:.3f}")
+        for r in self.moves:
+            case = ET.SubElement(suite, "testcase", classname="mrtr.check.moves", name=r.move,
+                                 time=f"{r.seconds:.3f}")
+            detail = self.redact(r.detail)
+            if r.timed_out:
+                ET.SubElement(case, "error", message="no answer in time; the run stopped here").text = detail
+            elif r.verdict == "fail":
+                failure = ET.SubElement(case, "failure", message=f"expected {r.expected}, the server's answer: "
+                                                                 f"{r.observed}")
+                failure.text = detail
+            elif r.verdict == "not-run":
+                ET.SubElement(case, "skipped", message=detail)
+            elif r.verdict == "warn":
+                ET.SubElement(case, "system-out").text = detail
+        for p in self.probes:
+            case = ET.SubElement(suite, "testcase", classname="mrtr.check.probes", name=p.probe,
+                                 time=f"{self.probe_seconds.get(p.probe, 0.0):.3f}")
+            if p.probe == self.timed_out_probe:
+                ET.SubElement(case, "error", message="no answer in time; the run stopped here").text = \
+                    self.redact(p.detail)
+            elif not p.ok:
+                ET.SubElement(case, "failure", message=p.title).text = self.redact(p.detail)
+        ET.indent(suites)
+        return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+
+class CheckStopped(CheckError):
+    """The run stopped at a time-out; `report` holds what was played until then (exit 2)."""
+
+    def __init__(self, message: str, report: Report) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+
+def redacted(text: str, secrets: Sequence[str]) -> str:
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "[token]")
+    return text
+
