@@ -176,8 +176,10 @@ class LegacySession:
                 flow.sent.add(sid)
                 question = flow.questions[flow.pending[sid]]
                 method = question.get("method")
-                out.append(request_message(sid, method if isinstance(method, str) else "",
-                                           as_object(question.get("params"))))
+                params = as_object(question.get("params"))
+                if method == "elicitation/create" and params.get("mode") == "url" and "elicitationId" not in params:
+                    params = {**params, "elicitationId": str(sid)}  # 2025-11-25 requires one; 2026-07-28 has none
+                out.append(request_message(sid, method if isinstance(method, str) else "", params))
         return out
 
     def client_response(self, message: JSONObject) -> Exchange:

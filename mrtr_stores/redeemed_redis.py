@@ -129,7 +129,7 @@ class RedisStore:
         """Claim `jti` for `attempt` until commit, release or `LEASE` (never past the ticket's expiry)."""
         lease_ms = min(_ttl_ms(exp, now), math.ceil(LEASE * 1000))
         try:
-            before = self._claim(keys=[self.key(jti)], args=[_claim_value(attempt), lease_ms])
+            before = self._run(self._claim, self.key(jti), _claim_value(attempt), lease_ms)
         except redis.exceptions.RedisError as exc:
             if not isinstance(exc, RedisBusy):  # it was sent, and may land once Redis wakes: end it then
                 self._queue("release", self.key(jti), _claim_value(attempt), 0)
@@ -156,10 +156,20 @@ class RedisStore:
 
     def _apply(self, kind: str, key: str, value: bytes, ttl_ms: int) -> None:
         if kind == "commit":
-            if not self._commit(keys=[key], args=[value, ttl_ms]):
+            if not self._run(self._commit, key, value, ttl_ms):
                 log.error("redeemed store: the claim on %s ran out and was taken before its commit landed", key)
         else:
-            self._release(keys=[key], args=[value])
+            self._run(self._release, key, value)
+
+    def _run(self, script: Any, key: str, *args: Any) -> Any:
+        """One script on one key: a single EVALSHA, one round trip. redis-py's `Script.__call__` does the same plus
+        an import and argument copies on every call (9% of a claim and commit's instructions: bench/RESULTS.md); its
+        loading is kept for a Redis that lost its script cache (restarted): NOSCRIPT sends the script once, through
+        it."""
+        try:
+            return self.client.evalsha(script.sha, 1, key, *args)
+        except redis.exceptions.NoScriptError:
+            return script(keys=[key], args=list(args))
 
     def _queue(self, kind: str, key: str, value: bytes, ttl_ms: int) -> None:
         with self._lock:

@@ -59,19 +59,17 @@ def _page(ref: str, state: str, status: int = 200, problem: str = "") -> Respons
 
 @bp.route("/out-of-band/<ref>", methods=["GET", "POST"])
 def page(ref: str) -> Response:
+    """The form while the reference waits; a POST there sends the key. Otherwise what became of the link."""
     services = get_services()
     store, now = services.completions, services.server.clock()
     try:
-        if request.method == "POST":
-            if not store.is_open(ref, now):
-                return _page(ref, "done" if store.is_complete(ref, now) else "unknown",
-                             200 if store.is_complete(ref, now) else 404)
-            problem = receive(store, ref, request.form.get("key", ""), now)
-            if problem == "expired":
-                return _page(ref, "unknown", 404)
-            return _page(ref, "open", 422, problem) if problem else _page(ref, "done")
         if store.is_open(ref, now):
-            return _page(ref, "open")
+            if request.method == "GET":
+                return _page(ref, "open")
+            problem = receive(store, ref, request.form.get("key", ""), now)
+            if problem is None:
+                return _page(ref, "done")
+            return _page(ref, "unknown", 404) if problem == "expired" else _page(ref, "open", 422, problem)
         return _page(ref, "done") if store.is_complete(ref, now) else _page(ref, "unknown", 404)
     except StoreUnavailable:
         return _page(ref, "away", 503, AWAY)

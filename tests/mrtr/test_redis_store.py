@@ -143,6 +143,21 @@ def test_a_released_claim_leaves_the_ticket_unspent_and_only_its_own_attempt_can
     assert store.claim("t", NOW + 60, NOW, "a2") == "claimed"
 
 
+def test_claim_commit_and_release_work_on_a_redis_that_lost_its_scripts(store: RedisStore,
+                                                                         client: redis.Redis) -> None:
+    """Each step is one EVALSHA; a Redis restarted since (its script cache empty) answers NOSCRIPT, and the store
+    sends the script once and goes on."""
+    client.script_flush()
+    assert store.claim("t", NOW + 60, NOW, "a1") == "claimed"
+    client.script_flush()
+    store.release("t", "a1")
+    client.script_flush()
+    assert store.claim("t", NOW + 60, NOW, "a2") == "claimed"
+    client.script_flush()
+    store.commit("t", NOW + 60, NOW, "a2")
+    assert store.undelivered == 0 and store.claim("t", NOW + 60, NOW, "a3") == "spent"
+
+
 def test_a_ticket_spent_in_one_step_is_spent_for_claims_too(store: RedisStore) -> None:
     assert store.redeem("t", NOW + 60, NOW) is True
     assert store.claim("t", NOW + 60, NOW, "a1") == "spent"

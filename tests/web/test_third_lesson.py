@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from typing import Any
 
 from flask.testing import FlaskClient
 
@@ -89,3 +90,20 @@ def test_url_mode_is_refused_to_a_form_client_and_completes_only_after_the_page(
     assert page[0]["form"] == {"key": HIDDEN} and page[1]["status"] == 200
     assert replies[3]["result"]["content"][0]["text"].startswith("connected billing")
     assert LAB_KEY not in response.text
+
+
+def test_a_scene_file_with_a_page_step_that_expects_a_reply_is_refused(tmp_path: Any) -> None:
+    """A page step is the user's browser, not a request: it expects "finished", and nothing else may."""
+    import pytest
+
+    from web.content import ContentError
+    from web.exchanges import load_exchanges
+
+    for n, (method, expect) in enumerate((("page", "complete"), ("tools/call", "finished"))):
+        folder = tmp_path / str(n)
+        folder.mkdir()
+        (folder / "exchanges.toml").write_text(
+            f'[[scenes]]\nsection = "s"\ntitle = "t"\n  [[scenes.steps]]\n  note = "n"\n  method = "{method}"\n'
+            f'  expect = "{expect}"\n', encoding="utf-8")
+        with pytest.raises(ContentError, match="a page step, and only a page step, expects finished"):
+            load_exchanges(folder)

@@ -132,3 +132,43 @@ def test_a_public_url_that_is_no_web_address_is_refused_at_start_up(value: str) 
     with pytest.raises(ConfigError, match="MRTR_PUBLIC_URL must be an http:// or https:// address"):
         read_settings({"MRTR_PUBLIC_URL": value})
     assert read_settings({"MRTR_PUBLIC_URL": "https://lab.example.org/"}).public_url == "https://lab.example.org"
+
+
+def test_a_2025_client_is_asked_in_url_mode_with_the_elicitation_id_its_version_requires(client: FlaskClient) -> None:
+    """2025-11-25 URL mode needs an elicitationId (2026-07-28 has none): the legacy shim gives the server request
+    one, and the page's completion still decides, whatever the answer says."""
+    from mrtr import FakeClock, KeyRing, MemoryStore, Server
+    from mrtr_stores.completions import MemoryCompletions
+    from mrtr_toolsets.lesson import Pages, lesson_catalog
+    from tests.conftest import TEST_KEY
+
+    completions = MemoryCompletions()
+    server = Server(ring=KeyRing([TEST_KEY]), store=MemoryStore(), clock=FakeClock(),
+                    catalog=lesson_catalog(Pages(completions, lambda ref: f"https://lab.example.org/out-of-band/{ref}")))
+    conn = server.connect("bob", channel=True)
+    conn.receive({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": URL_CAPS, "clientInfo": {"name": "t", "version": "1"}}})
+    conn.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    [asked] = conn.receive({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                            "params": {"name": "connect", "arguments": {"service": "billing"}}}).messages
+    params = asked["params"]
+    assert params["mode"] == "url" and params["elicitationId"] == str(asked["id"])
+    ref = params["url"].rsplit("/", 1)[-1]
+    assert completions.complete(ref, FakeClock()())
+    done = conn.receive({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept"}})
+    assert done.response["result"]["content"][0]["text"].startswith("connected billing")
+
+
+def test_a_store_that_is_away_is_a_503_page_that_says_try_again(app: Any, client: FlaskClient) -> None:
+    from mrtr import StoreUnavailable
+
+    class Away:
+        def __getattr__(self, name: str) -> Any:
+            def refuse(*args: Any) -> None:
+                raise StoreUnavailable("the completion store is away")
+            return refuse
+
+    app.extensions["mrtr"].completions = Away()
+    path = "/out-of-band/" + "A" * 22
+    for response in (client.get(path), client.post(path, data={"key": KEY})):
+        assert response.status_code == 503 and "try again shortly" in response.text and KEY not in response.text
