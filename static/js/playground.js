@@ -62,10 +62,25 @@
     }
   }
 
+  // The notice that the move on show was played again sits just above the switches. Replacing the
+  // widget can leave the page scrolled a few lines further than before (the old widget's height and
+  // the browser's scroll anchoring both move it), so bring the notice back into view when it is out
+  // of it: the learner who flipped a switch reads what it did without hunting for it. Instant, no
+  // smooth scrolling, so it needs nothing for reduced motion.
+  function showReplayed() {
+    var notice = document.getElementById("pg-replayed");
+    if (!notice) { return; }
+    var box = notice.getBoundingClientRect();
+    if (box.top < 0 || box.bottom > window.innerHeight) {
+      notice.scrollIntoView({ block: "nearest" });
+    }
+  }
+
   function switched() {
     if (!switching) { return; }
     switching = false;
     setBusy(false);
+    showReplayed();
     flush();
   }
 

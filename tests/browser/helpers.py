@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from axe_playwright_python.sync_playwright import Axe
 from flask import Flask
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 from werkzeug.serving import BaseWSGIServer, make_server
 
 
@@ -116,3 +116,12 @@ def assert_targets_at_least(page: Page, px: float, selector: str = "body") -> No
     """Fail, naming them, when any visible control under `selector` is narrower or shorter than `px`."""
     small = [row for row in page.evaluate(_TARGETS, selector) if min(row[0], row[1]) < px - 0.01]
     assert not small, f"targets under {px} px in {selector} at {page.viewport_size}: {small[:8]}"
+
+
+def replace_code(page: Page, step_id: str, code: str) -> None:
+    """What a learner does: select everything in the step's editor and put other text in its place."""
+    editor = page.locator(f"#step-{step_id} [data-editor]")
+    editor.click()
+    page.keyboard.press("ControlOrMeta+a")
+    page.keyboard.insert_text(code)
+    expect(editor).to_have_value(code)

@@ -17,7 +17,7 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import BrowserContext, Page, Route, expect
 
 from moves.check import check_source
-from tests.browser.helpers import assert_no_axe_violations
+from tests.browser.helpers import assert_no_axe_violations, replace_code
 from tests.lessons.buildkit import BUILD, CATALOGUE, SHOWABLE
 
 SLUG = "build-the-checks"
@@ -54,15 +54,6 @@ def open_lesson(page: Page) -> None:
     page.evaluate("() => window.localStorage.clear()")
     page.reload()
     expect(page.locator("[data-action='run-checks']")).to_be_visible()
-
-
-def replace_code(page: Page, step_id: str, code: str) -> None:
-    """What a learner does: select everything in the step's editor and put other text in its place."""
-    editor = page.locator(f"#step-{step_id} [data-editor]")
-    editor.click()
-    page.keyboard.press("ControlOrMeta+a")
-    page.keyboard.insert_text(code)
-    expect(editor).to_have_value(code)
 
 
 def run(page: Page, timeout: float = WARM) -> None:

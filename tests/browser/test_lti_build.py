@@ -18,7 +18,7 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from tests.browser.conftest import BROWSER_TEST_CONFIG
-from tests.browser.helpers import LiveServer, assert_no_axe_violations, serve
+from tests.browser.helpers import LiveServer, assert_no_axe_violations, replace_code, serve
 from tests.lessons.buildkit import BUILD
 from tests.lti.platform import Platform, running_platform
 
@@ -51,15 +51,6 @@ def launch_in_browser(page: Page, live: LiveServer, platform: Platform, *,
     page.goto(f"{live.url}/lti/login?{query}")
     page.get_by_role("button", name="Open the activity").click()
     expect(page.locator(ready)).to_be_visible()
-
-
-def replace_code(page: Page, step_id: str, code: str) -> None:
-    """What a learner does: select everything in the step's editor and put other text in its place."""
-    editor = page.locator(f"#step-{step_id} [data-editor]")
-    editor.click()
-    page.keyboard.press("ControlOrMeta+a")
-    page.keyboard.insert_text(code)
-    expect(editor).to_have_value(code)
 
 
 def run(page: Page, timeout: float) -> None:
