@@ -149,7 +149,7 @@ class Move:
     expect: Outcome
     stops_at: str
     edit_path: str = "work.env"
-    edit_value: Any = "prod"
+    edit_value: str | int | float | bool = "prod"
     request_id: int | None = None
     requires: str | None = None
     #: Another move whose retry is sent first (its own sender, time and id), or None.

@@ -101,10 +101,7 @@ def test_the_counter_counts_names_not_words():
 
 
 #: Private names imported across packages for now, and why; nothing else may be added without a reason as good.
-PRIVATE_IMPORTS_ALLOWED = {
-    ("tests/moves/test_readable_payloads.py", "moves.engine._expires_at"):
-        "moves/engine.py is being split (issue 35); the split gives the expiry reading a public home",
-}
+PRIVATE_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {}
 
 
 #: The project's own top-level packages and modules (a third party's private parts, like `_typeshed`, are its own).
