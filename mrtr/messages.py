@@ -5,8 +5,9 @@ shapes a caller reads back (`Request`, `ErrorObject`, `InputRequiredResult`, `In
 and the readers that check a peer's message before giving one (`error_of`, `input_required_of`,
 `listed_tools`), the builders of JSON-RPC messages, and `as_object`/`as_list`, which narrow a JSON value
 without trusting it. Messages stay plain JSON objects, so an adapter writes them as they are and a client
-sends what the builders made; the types say what is in them. It must never import another module of the
-core: everything else builds on it.
+sends what the builders made; the types say what is in them. The shapes are TypedDicts, not msgspec
+Structs: they cost nothing at run time, and the in-page checker runs these types on Pyodide, which has no
+msgspec. It must never import another module of the core: everything else builds on it.
 """
 
 from __future__ import annotations
