@@ -47,7 +47,7 @@ from moves.report import (
 from moves.schedule import WIDTH
 from moves.target import Reply, Role, Target
 from moves.targets.http import HttpTarget, TargetConfigError
-from moves.targets.module import Clock, ModuleLoadError, ModuleTarget
+from moves.targets.module import ModuleLoadError, ModuleTarget, MovableClock
 from moves.targets.remote import DEFAULT_TIMEOUT, PRINCIPAL_ENV, Timing, clip, ticket_expiry
 from moves.targets.stdio import StdioConfigError, StdioTarget
 from moves.terminal import ProgressBar, Terminal
@@ -346,7 +346,7 @@ def check_source(source: str, *, moves: Sequence[Move] | None = None, filename: 
                  on_move: Callable[[JSONObject], None] = lambda row: None,
                  on_probe: Callable[[JSONObject], None] = lambda probe: None,
                  on_log: Callable[[list[str]], None] = lambda lines: None,
-                 clock: Clock | None = None) -> JSONObject:
+                 clock: MovableClock | None = None) -> JSONObject:
     """Play every move and probe on the learner's `source`, in this process, as `python -m mrtr check` plays them
     over stdio. Each move and probe is passed to `on_move` / `on_probe` as it finishes (the report's JSON row, with
     the move's title); what the server printed goes to `on_log`. Returns `{"report": <the --json report>,

@@ -2,7 +2,7 @@
 
 What this module owns: `call`, which finds the tool, prompt or resource, checks the shape of the
 arguments and answers, opens and binds a ticket when one came back (signature, then principal,
-expiry and request), and runs the handler; and `Outcome`, what a call gives back. Both eras call
+expiry and request), and runs the handler; and `CallResult`, what a call gives back. Both eras call
 it: the modern one once per request, the legacy shim once per round. A handler that reads the answers
 (`CallContext.answers`) gets the spec's answer rule: a missing answer is asked again, a malformed one
 raises `MalformedAnswer` (an error of its own, never the frozen ticket refusal). It never turns an
@@ -20,10 +20,10 @@ from .protocol import INPUT_REQUIRED_METHODS, LIST_TTL_MS
 from .tickets import Trace, check_binding
 
 #: What a call gives back: a complete result (without `resultType`), or a round that asks.
-Outcome = JSONObject | InputRequired
+CallResult = JSONObject | InputRequired
 
 
-def call(conv: Conversation, method: str, params: JSONObject, caps: JSONObject, trace: Trace) -> Outcome:
+def call(conv: Conversation, method: str, params: JSONObject, caps: JSONObject, trace: Trace) -> CallResult:
     """Serve one `tools/call`, `prompts/get` or `resources/read` for `conv`'s principal."""
     server = conv.server
     entry: Resource | ResourceTemplate | Tool | Prompt | None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ._calls import Outcome, call
+from ._calls import CallResult, call
 from ._conversation import Conversation
 from .errors import InvalidParams
 from .messages import JSON, JSONObject
@@ -80,24 +80,24 @@ LIST_METHODS: dict[str, Callable[[Conversation], JSONObject]] = {
 
 
 #: One method: the conversation, the params, the client's capabilities and the ticket's trace in, an outcome out.
-MethodHandler = Callable[[Conversation, JSONObject, JSONObject, Trace], Outcome]
+MethodHandler = Callable[[Conversation, JSONObject, JSONObject, Trace], CallResult]
 
 
 def _listing(fn: Callable[[Conversation], JSONObject]) -> MethodHandler:
-    def handler(conn: Conversation, params: JSONObject, caps: JSONObject, trace: Trace) -> Outcome:
+    def handler(conn: Conversation, params: JSONObject, caps: JSONObject, trace: Trace) -> CallResult:
         return fn(conn)
 
     return handler
 
 
 def _carrier(method: str) -> MethodHandler:
-    def handler(conn: Conversation, params: JSONObject, caps: JSONObject, trace: Trace) -> Outcome:
+    def handler(conn: Conversation, params: JSONObject, caps: JSONObject, trace: Trace) -> CallResult:
         return call(conn, method, params, caps, trace)
 
     return handler
 
 
-def _complete(conn: Conversation, params: JSONObject, caps: JSONObject, trace: Trace) -> Outcome:
+def _complete(conn: Conversation, params: JSONObject, caps: JSONObject, trace: Trace) -> CallResult:
     return complete(conn, params)
 
 

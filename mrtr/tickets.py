@@ -43,7 +43,7 @@ CHECK_TITLES: dict[str, str] = {
     "single-use": "Not already redeemed",
 }
 
-Outcome = Literal["pass", "fail", "skipped"]
+CheckOutcome = Literal["pass", "fail", "skipped"]
 #: Why a check was skipped: an earlier one failed, the handler never needed it, or a switch removed it.
 SkipReason = Literal["", "not-reached", "not-needed", "switched-off", "unavailable"]
 
@@ -65,7 +65,7 @@ class Check(NamedTuple):
     """One check's result. A tuple, because a verification builds several per request."""
 
     name: str
-    outcome: Outcome
+    outcome: CheckOutcome
     detail: str = ""
     why: SkipReason = ""  # set for skipped checks only
 
@@ -80,7 +80,7 @@ class Trace:
 
     checks: list[Check] = field(default_factory=list)
 
-    def record(self, name: str, outcome: Outcome, detail: str = "", why: SkipReason = "") -> None:
+    def record(self, name: str, outcome: CheckOutcome, detail: str = "", why: SkipReason = "") -> None:
         # tuple.__new__ directly: a NamedTuple's own __new__ is Python code, run four times per verification.
         self.checks.append(_new_tuple(Check, (name, outcome, detail, why if outcome == "skipped" else "")))
 
@@ -94,7 +94,7 @@ class Trace:
     def first_failure(self) -> Check | None:
         return next((c for c in self.checks if c.outcome == "fail"), None)
 
-    def outcome_of(self, name: str) -> Outcome | None:
+    def outcome_of(self, name: str) -> CheckOutcome | None:
         return next((c.outcome for c in self.checks if c.name == name), None)
 
     def as_dicts(self) -> list[dict[str, str]]:

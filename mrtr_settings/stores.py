@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from mrtr.clock import Clock
 from mrtr_settings.environment import Settings
 from mrtr_stores.check_runs import RunStore
 from mrtr_stores.check_runs_sqlite import SqliteRunStore
@@ -20,7 +21,7 @@ from mrtr_stores.classes import ClassStore, LocalRateLimit, RateLimit
 from mrtr_stores.classes_sqlite import SqliteClassStore
 from mrtr_stores.completions import CompletionStore
 from mrtr_stores.completions_sqlite import SqliteCompletions
-from mrtr_stores.lti import Clock, LtiStore
+from mrtr_stores.lti import LtiStore
 from mrtr_stores.lti_sqlite import SqliteLtiStore
 from mrtr_stores.sessions import LocalDirectory, SessionDirectory
 from mrtr_stores.sessions_sqlite import SqliteDirectory

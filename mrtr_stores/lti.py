@@ -17,12 +17,13 @@ Time comes from the store's injected clock. A backend that fails raises `LtiStor
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+
+from mrtr.clock import Clock
 
 #: Retries back off from this many seconds, doubling, up to an hour.
 FIRST_RETRY = 30.0
@@ -32,7 +33,6 @@ LAUNCH_LIFETIME = 12 * 3600
 #: The longest text a failed post's reason is kept as.
 MAX_ERROR = 200
 
-Clock = Callable[[], float]
 
 
 class LtiStoreDown(Exception):

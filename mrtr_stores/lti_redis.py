@@ -20,11 +20,11 @@ from typing import Any
 
 import redis
 
+from mrtr.clock import Clock
 from mrtr_stores.failures import failures_become
 from mrtr_stores.lti import (
     LAUNCH_LIFETIME,
     MAX_ERROR,
-    Clock,
     LtiStoreDown,
     PendingScore,
     new_private_key,

@@ -22,11 +22,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from mrtr.clock import Clock
 from mrtr_stores.failures import failures_become
 from mrtr_stores.lti import (
     LAUNCH_LIFETIME,
     MAX_ERROR,
-    Clock,
     LtiStoreDown,
     PendingScore,
     new_private_key,

@@ -81,18 +81,33 @@ DUPLICATES_ALLOWED = {
 }
 
 
+def _type_names(node: ast.stmt) -> list[str]:
+    """The public type names a module-level statement defines: a class, or a CapWords alias (`Clock = ...`)."""
+    if isinstance(node, ast.ClassDef):
+        names = [node.name]
+    elif isinstance(node, ast.Assign):
+        names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+    elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        names = [node.target.id]
+    else:
+        names = []
+    # CapWords only: constants (UPPER) and type variables (T) are not types a reader has to tell apart.
+    return [n for n in names if n[:1].isupper() and not n.isupper() and not n.startswith("_")]
+
+
 def class_homes(files: list[Path]) -> dict[str, list[str]]:
-    """Each module-level class name in `files`, with the modules that define it."""
+    """Each module-level class or type-alias name in `files`, with the modules that define it."""
     homes: dict[str, list[str]] = {}
     for path in files:
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
-                homes.setdefault(node.name, []).append(path.relative_to(ROOT).as_posix())
+            for name in _type_names(node):
+                homes.setdefault(name, []).append(path.relative_to(ROOT).as_posix())
     return homes
 
 
 def test_every_class_name_has_one_definition() -> None:
-    """One name, one meaning: a reader who meets `Step` or `Tool` finds one class, not two to tell apart."""
+    """One name, one meaning: a reader who meets `Step`, `Tool` or `Clock` finds one class or alias, not two to
+    tell apart."""
     twice = {name: where for name, where in class_homes(_product_files()).items()
              if len(where) > 1 and name not in DUPLICATES_ALLOWED}
     assert twice == {}

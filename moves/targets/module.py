@@ -49,7 +49,7 @@ class ModuleLoadError(ValueError):
     """The learner's source cannot be loaded (syntax error, an exception at import, no `respond`)."""
 
 
-class Clock:
+class MovableClock:
     """The time every instance of one target reads: the real time plus an offset the target moves forward."""
 
     def __init__(self, base: Callable[[], float] = real_time.time) -> None:
@@ -64,7 +64,7 @@ class Clock:
         self.offset += max(0.0, when - self.now())
 
 
-def time_module(clock: Clock) -> types.ModuleType:
+def time_module(clock: MovableClock) -> types.ModuleType:
     """A stand-in for the `time` module: the real one's names, with the wall-clock readings on `clock`."""
     shim = types.ModuleType("time", "The time module, reading the in-page checker's clock.")
     shim.__dict__.update({k: v for k, v in vars(real_time).items() if not k.startswith("__")})
@@ -109,14 +109,14 @@ class ModuleTarget:
     """Moves sent to `respond` of the learner's module; one module instance per principal."""
 
     def __init__(self, source: str, principals: Sequence[tuple[str, str]] = (("bob", "bob"), ("alice", "alice")),
-                 *, filename: str = "server.py", env: Mapping[str, str] | None = None, clock: Clock | None = None,
-                 principal_env: str = PRINCIPAL_ENV) -> None:
+                 *, filename: str = "server.py", env: Mapping[str, str] | None = None,
+                 clock: MovableClock | None = None, principal_env: str = PRINCIPAL_ENV) -> None:
         if len(principals) != 2 or principals[0][0] == principals[1][0]:
             raise ValueError("a module target needs two differently named principals")
         (self.owner, owner_value), (self.other, other_value) = principals
         self.label = f"{filename} (in this page)"
         self.filename = filename
-        self.clock = clock or Clock()
+        self.clock = clock or MovableClock()
         self.principal_env = principal_env
         self._values: dict[Role, str] = {"owner": owner_value, "other": other_value, "owner-again": owner_value}
         self._env = dict(DEFAULT_ENV if env is None else env)
@@ -252,4 +252,4 @@ def _lines(log: io.StringIO) -> list[str]:
     return lines[-MAX_LOG_LINES:]
 
 
-__all__ = ["Clock", "ModuleLoadError", "ModuleTarget", "time_module"]
+__all__ = ["MovableClock", "ModuleLoadError", "ModuleTarget", "time_module"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from moves.check import Report, check_source
-from moves.targets.module import Clock, ModuleTarget
+from moves.targets.module import ModuleTarget, MovableClock
 from tests.lessons.buildkit import BUILD, CATALOGUE, check
 
 SOURCES = {"starter": BUILD.starter, **{f"only-{s.id}": BUILD.partial({s.id}) for s in BUILD.steps},
@@ -49,7 +49,7 @@ def test_the_late_move_moves_the_servers_clock_instead_of_waiting() -> None:
 
 def test_each_principal_is_its_own_instance_reading_the_one_clock() -> None:
     source = "import os, time\nWHO = os.environ['MRTR_PRINCIPAL']\ndef respond(line):\n    return None\n"
-    clock = Clock(base=lambda: 1000.0)
+    clock = MovableClock(base=lambda: 1000.0)
     target = ModuleTarget(source, clock=clock)
     owner, other = target.load("owner"), target.load("other")
     assert (owner.WHO, other.WHO) == ("bob", "alice")
