@@ -9,6 +9,7 @@ clock: adapters move the bytes, the server's clock tells time.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator
 
@@ -42,7 +43,14 @@ class Connection:
         self.principal = principal
         self.stateless = stateless
         self.conv = Conversation(server, principal, stateless=stateless)
-        self.legacy = LegacySession(self.conv, channel=channel, request_ids=request_ids)
+        self._channel = channel
+        self._request_ids = request_ids
+
+    @functools.cached_property
+    def legacy(self) -> LegacySession:
+        """The 2025-11-25 session on this connection, made when first needed: a stateless 2026-07-28 request
+        (every /mcp call) never needs one."""
+        return LegacySession(self.conv, channel=self._channel, request_ids=self._request_ids)
 
     # -- the legacy session, for adapters that keep one across processes --------------------------
 
