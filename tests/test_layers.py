@@ -49,7 +49,6 @@ TYPED_ABOVE_THE_CORE = ("web", "mrtr_toolsets")
 #: typed and taken off the list, and nothing else may be added to it without a reason as good.
 ANY_ALLOWED = {
     "mrtr_toolsets/lesson.py": "the lesson's tools (lessons-beyond)",
-    "web/check_page*.py": "/check's views (checker-speed)",
     "web/lti*.py": "the LTI tool, its key sets and launch data (deploy-speed)",
     "web/build*.py": "the build lesson and its runner (deploy-speed)",
 }

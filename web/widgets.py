@@ -14,9 +14,9 @@ import inspect
 import json
 import threading
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Protocol, TypeVar, cast
 
 from flask import current_app
 from markupsafe import Markup, escape
@@ -488,7 +488,31 @@ def message_label(message: JSON) -> tuple[str, str]:
     return (f"the user: {action}" if action else "the user answers"), "the answer goes into the retry"
 
 
-def sequence_model(steps: Any, *, current: int | None = None, focus: bool = False,
+class SeqLine(Protocol):
+    """A message as the sequence diagram reads it: `mrtr.client.Line`, or the lesson's `FigureLine`."""
+
+    @property
+    def direction(self) -> str: ...  # "-->" sent, "<--" received
+    @property
+    def message(self) -> JSON: ...
+    @property
+    def note(self) -> str: ...
+
+
+class SeqStep(Protocol):
+    """A step as the sequence diagram reads it: `moves.story.RoundTripStep`, `FigureStep`, /check's `DiagramStep`."""
+
+    @property
+    def n(self) -> int: ...
+    @property
+    def replica(self) -> str | None: ...  # the replica that answered; None or "" for the client's host alone
+    @property
+    def lines(self) -> Sequence[SeqLine]: ...
+    @property
+    def checks(self) -> Sequence[Mapping[str, JSON]] | None: ...  # the server's check trace, when it has one
+
+
+def sequence_model(steps: Sequence[SeqStep], *, current: int | None = None, focus: bool = False,
                    size: str = "page") -> dict[str, object]:
     """The arrows of the real round trip (`story.roundtrip` steps or the lesson's `FigureStep`s), laid out twice.
 
@@ -506,8 +530,7 @@ def sequence_model(steps: Any, *, current: int | None = None, focus: bool = Fals
         for line in step.lines:
             message = line.message
             label, sub = message_label(message)
-            jsonrpc = isinstance(message, dict) and "jsonrpc" in message
-            if not jsonrpc or not replica:
+            if not isinstance(message, dict) or "jsonrpc" not in message or not replica:
                 arrows.append(SeqArrow(step.n, "client", "client", label, sub, "", "local", False))
                 continue
             params = as_object(message.get("params"))
@@ -535,7 +558,7 @@ def sequence_model(steps: Any, *, current: int | None = None, focus: bool = Fals
     return _model(arrows, current=current, answered=answered, size=size, focus=focus)
 
 
-def _model(arrows: list[SeqArrow], *, current: int | None, answered: dict[int, str], size: str,
+def _model(arrows: list[SeqArrow], *, current: int | None, answered: dict[int, str | None], size: str,
            focus: bool) -> dict[str, object]:
     """Lay the arrows out (only the current step's when `focus`), at the text sizes `size` names."""
     if focus and current is not None:
@@ -570,7 +593,7 @@ def _model(arrows: list[SeqArrow], *, current: int | None, answered: dict[int, s
             "steps": sorted({a.step for a in arrows}), "size": size, "focus": focus}
 
 
-def _store_arrows(step: Any, replica: str) -> list[SeqArrow]:
+def _store_arrows(step: SeqStep, replica: str) -> list[SeqArrow]:
     single = next((c for c in step.checks or () if c.get("check") == "single-use"), None)
     if single is None or single.get("outcome") == "skipped":
         return []
