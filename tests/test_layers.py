@@ -50,7 +50,6 @@ TYPED_ABOVE_THE_CORE = ("web", "mrtr_toolsets")
 ANY_ALLOWED = {
     "mrtr_toolsets/lesson.py": "the lesson's tools (lessons-beyond)",
     "web/lti*.py": "the LTI tool, its key sets and launch data (deploy-speed)",
-    "web/build*.py": "the build lesson and its runner (deploy-speed)",
 }
 
 

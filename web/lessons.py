@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from flask import Blueprint, Flask, Response, abort, render_template, request
 from flask.blueprints import BlueprintSetupState
 
@@ -35,7 +37,7 @@ def playground_context() -> playground.PlaygroundContext:
     return playground.playground_context(request.args)
 
 
-def widget_context(course: Course, lesson: Lesson, name: str, section: str = "") -> dict[str, object]:
+def widget_context(course: Course, lesson: Lesson, name: str, section: str = "") -> Mapping[str, object]:
     """Everything one widget template needs, computed from the real server."""
     if name == "exchange":  # a section's own conversation with the lab server (web/exchanges.py)
         from web import exchanges
