@@ -79,15 +79,16 @@ def embed_context(lesson: Lesson, token: str | None, *, only: Question | None, o
     answers = quiz.read_progress(lesson, context["progress"])
     scoped = {q.id: answers[q.id] for q in questions if q.id in answers}
     args = {k: v for k, v in (("single", "1" if only else None), ("origin", origin)) if v}
-    context.update(
-        summary=only is None,  # the whole-quiz embed ends with a score summary
-        questions=questions,
-        score={"correct": sum(scoped.values()), "answered": len(scoped), "total": len(questions)},
-        answer_endpoint="embed.answer",
-        answer_args=args,
-        link_target="_blank",  # the lesson refuses framing: open it beside the host page, not inside it
-    )
-    return context
+    score: quiz.Score = {"correct": sum(scoped.values()), "answered": len(scoped), "total": len(questions)}
+    return {
+        **context,
+        "summary": only is None,  # the whole-quiz embed ends with a score summary
+        "questions": questions,
+        "score": score,
+        "answer_endpoint": "embed.answer",
+        "answer_args": args,
+        "link_target": "_blank",  # the lesson refuses framing: open it beside the host page, not inside it
+    }
 
 
 def _page(lesson: Lesson, only: Question | None, context: dict[str, object], origin: str | None) -> str:
