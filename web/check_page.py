@@ -2,7 +2,7 @@
 background run of `moves.check.run_check` (web.check_runner); the run's page shows live progress (htmx polls it
 every second; without JavaScript the page refreshes itself) and then the report, drawn like the playground's check
 matrix, each failing row linking to the lesson section on that defence, and each move's messages drawn as the
-lesson's sequence diagram (`diagram_steps` -> `web.widgets.sequence_model`).
+lesson's sequence diagram (`diagram_steps` -> `web.sequence.sequence_model`).
 
 Safety lives beside it, one job a module: which servers may be checked (web.check_hosts), what a visitor may send
 and how often they may start a run (web.check_limits), and the run itself, whose tokens are never logged,
@@ -28,8 +28,8 @@ from web import check_runner, htmx
 from web.check_hosts import CheckInputError, is_public, resolve_host, rules, vet_url
 from web.check_limits import form_field, json_object, late_after, run_limit, same_site, visitor
 from web.content import get_content
+from web.sequence import SequenceModel, sequence_model
 from web.services import get_services, get_settings
-from web.widgets import sequence_model
 
 bp = Blueprint("check", __name__)
 
@@ -130,7 +130,7 @@ def start_check() -> BaseResponse | Response:
 
 @dataclass(frozen=True)
 class DiagramStep:
-    """One kept step as `web.widgets.sequence_model` reads it; the remote server stands where replica A is."""
+    """One kept step as `web.sequence.sequence_model` reads it; the remote server stands where replica A is."""
 
     n: int
     replica: str
@@ -205,7 +205,7 @@ class RowView:
     detail: str
     lesson_url: str | None
     steps: list[DiagramStep] = field(default_factory=list)
-    diagram: dict[str, object] | None = None  # `sequence_model` of `steps`, the last step current
+    diagram: SequenceModel | None = None  # `sequence_model` of `steps`, the last step current
     move_url: str | None = None  # this move's own row on the lesson's timeline of the checks
 
 
