@@ -17,7 +17,7 @@ import threading
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar, cast
+from typing import TypedDict, TypeVar, cast
 
 from flask import current_app
 from markupsafe import Markup, escape
@@ -242,7 +242,15 @@ class ReplayStep:
     checks: tuple[dict[str, str], ...]
 
 
-def replay_data(mode: str) -> dict[str, object]:
+class ReplayView(TypedDict):
+    """What lessons/_widget_roundtrip.html's replay part draws: the retry, then the same retry on the other replica."""
+
+    mode: str  # shared or own: whether the replicas share one redeemed store
+    steps: list[ReplayStep]
+    modes: tuple[str, ...]
+
+
+def replay_data(mode: str) -> ReplayView:
     """bob's retry redeemed on replica B, then the very same retry replayed on replica A.
 
     `shared`: both replicas consult one redeemed store, so A refuses the replay. `own`: each replica
@@ -251,7 +259,7 @@ def replay_data(mode: str) -> dict[str, object]:
     if mode not in REPLAY_MODES:
         raise ValueError(f"stores must be one of {', '.join(REPLAY_MODES)}")
 
-    def play_it() -> dict[str, object]:
+    def play_it() -> ReplayView:
         ring = get_services().lab_ring
         clock = FakeClock(story.FIGURE_EPOCH)
         shared = MemoryStore()
@@ -368,7 +376,16 @@ class TimelineEvent:
     row: MatrixRow | None = None
 
 
-def timeline_data(course: Course, lesson: Lesson) -> dict[str, object]:
+class TimelineView(TypedDict):
+    """What the checks' timeline (lessons/_widget_timeline.html) draws: every move's row, on the ticket's clock."""
+
+    rows: list[MatrixRow]
+    events: list[TimelineEvent]  # the mint, each move and the expiry, in time order
+    checks: list[tuple[str, str]]  # (check, its title), in order
+    expiry_at: int
+
+
+def timeline_data(course: Course, lesson: Lesson) -> TimelineView:
     rows = _cached(f"matrix:{lesson.slug}", lambda: _play_all(course, lesson))
     events = [TimelineEvent("mint", MINT_AT), *(TimelineEvent("move", row.at, row) for row in rows),
               TimelineEvent("expiry", EXPIRY_AT)]
