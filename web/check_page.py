@@ -21,7 +21,7 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from moves.check import CheckOptions
 from moves.playing import duration
-from mrtr import JSON, JSONObject, as_object
+from mrtr import JSON, JSONObject
 from mrtr.client import Line
 from mrtr_stores.check_runs import Run, RunRefused
 from web import check_runner, htmx
@@ -150,11 +150,10 @@ def diagram_steps(exchange: JSON) -> list[DiagramStep]:
     request, then the answer when one came back. Anything malformed in the file is left out, never raised."""
     steps: list[DiagramStep] = []
     for item in exchange if isinstance(exchange, list) else []:
-        sent, response = as_object(item).get("sent"), as_object(item).get("response")
-        if not isinstance(item, dict) or not isinstance(sent, dict):
+        if not isinstance(item, dict) or not isinstance(sent := item.get("sent"), dict):
             continue
         lines = [Line("-->", sent, f"sent as {ROLES.get(str(item.get('role')), 'the client')}")]
-        if isinstance(response, dict):
+        if isinstance(response := item.get("response"), dict):
             lines.append(Line("<--", response))
         trace = item.get("trace")
         checks = tuple(c for c in trace if isinstance(c, dict)) if isinstance(trace, list) else None
