@@ -217,7 +217,7 @@ def _rows(report: JSONObject, key: str, name: str) -> dict[str, JSONObject]:
     rows = report.get(key)
     if not isinstance(rows, list):
         raise ReportError(f"the report has no {key} list: paste the whole output of --json")
-    return {slug: r for r in rows if isinstance(r, dict) for slug in [r.get(name)] if isinstance(slug, str)}
+    return {slug: r for r in rows if isinstance(r, dict) and isinstance(slug := r.get(name), str)}
 
 
 def _verdict(row: JSONObject | None) -> str:

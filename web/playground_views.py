@@ -78,8 +78,7 @@ def check_views(step: Step) -> list[CheckView]:
 def _result_text(response: JSONObject | None) -> str:
     """The text of a result's content blocks, one space between blocks ("" for a block without text)."""
     content = as_list(as_object((response or {}).get("result")).get("content"))
-    return " ".join(text for c in content if isinstance(c, dict)
-                    for text in [c.get("text", "")] if isinstance(text, str)).strip()
+    return " ".join(text for c in content if isinstance(c, dict) and isinstance(text := c.get("text", ""), str)).strip()
 
 
 def verdict_line(step: Step, checks: list[CheckView], outcome: Outcome | None = None) -> str:
