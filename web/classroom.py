@@ -23,6 +23,7 @@ from markupsafe import escape
 from werkzeug.wrappers import Response as BaseResponse
 
 from moves.catalog import Move
+from mrtr import JSONObject
 from mrtr_stores.classes import (
     NICKNAME_MAX,
     ClassFull,
@@ -250,10 +251,12 @@ def _refuse(row: ClassRow, learner: Learner, status: int, message: str) -> Respo
                        status=status)
 
 
-def _attempt_json(attempt: Attempt, first: bool) -> dict[str, object]:
+def _attempt_json(attempt: Attempt, first: bool) -> JSONObject:
+    """The attempt as the play endpoint's JSON answer (for a client that asked for JSON, not the fragment)."""
     return {"move": attempt.move, "verdict": attempt.verdict, "stopped_at": attempt.stopped_at or None,
-            "single_use": attempt.single_use, "checks": list(attempt.checks), "first_replay_through": first,
-            "ticket": attempt.ticket, "sent": attempt.sent, "response": attempt.response}
+            "single_use": attempt.single_use, "checks": [dict(c) for c in attempt.checks],
+            "first_replay_through": first, "ticket": attempt.ticket, "sent": attempt.sent,
+            "response": attempt.response}
 
 
 @bp.post("/class/<code>/play")
