@@ -22,26 +22,37 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-from mrtr import CHECK_TITLES, CallContext, Catalog, InputRequired, Prompt, Resource, Tool, as_object, elicit_form
+from mrtr import (
+    CHECK_TITLES,
+    CallContext,
+    Catalog,
+    InputRequired,
+    JSONObject,
+    Prompt,
+    Resource,
+    Tool,
+    as_object,
+    elicit_form,
+)
 
-CONFIRM_SCHEMA: dict[str, Any] = {
+CONFIRM_SCHEMA: JSONObject = {
     "type": "object",
     "properties": {"confirm": {"type": "boolean", "title": "Yes, deploy"}},
     "required": ["confirm"],
 }
 
 
-def confirm_question(env: str) -> dict[str, Any]:
+def confirm_question(env: str) -> JSONObject:
     return elicit_form(f"Deploy to {env}?", CONFIRM_SCHEMA)
 
 
-def text_result(text: str, *, is_error: bool = False) -> dict[str, Any]:
+def text_result(text: str, *, is_error: bool = False) -> JSONObject:
     return {"content": [{"type": "text", "text": text}], "isError": is_error}
 
 
-def deploy(ctx: CallContext) -> dict[str, Any] | InputRequired:
+def deploy(ctx: CallContext) -> JSONObject | InputRequired:
     """Ask "Deploy to <env>?"; on a confirmed retry, deploy what the verified ticket says."""
     env = ctx.string_arg("env")
     if ctx.state is None:
@@ -65,18 +76,18 @@ REGIONS = ("eu-west", "us-east", "ap-south")
 SIZES = ("small", "large")
 
 
-def _choice_schema(name: str, title: str, choices: tuple[str, ...]) -> dict[str, Any]:
+def _choice_schema(name: str, title: str, choices: tuple[str, ...]) -> JSONObject:
     return {"type": "object", "properties": {name: {"type": "string", "title": title, "enum": list(choices)}},
             "required": [name]}
 
 
-def _ended(answer: dict[str, Any], what: str) -> dict[str, Any] | None:
+def _ended(answer: JSONObject, what: str) -> JSONObject | None:
     """The result that ends the call when the user declined or cancelled, else None."""
     action = answer.get("action")
     return None if action == "accept" else text_result(f"nothing was {what}: the user chose {action}")
 
 
-def provision(ctx: CallContext) -> dict[str, Any] | InputRequired:
+def provision(ctx: CallContext) -> JSONObject | InputRequired:
     """Two rounds: the region, then the size. Each round ends on a ticket of its own; answering one spends it."""
     env = ctx.string_arg("env")
     step = ctx.state.get("step") if ctx.state is not None else None
@@ -108,7 +119,7 @@ def provision(ctx: CallContext) -> dict[str, Any] | InputRequired:
     return ctx.ask(size_q, work={"env": env, "region": region}, step="size")
 
 
-RELEASE_QUESTIONS_SCHEMAS: dict[str, dict[str, Any]] = {
+RELEASE_QUESTIONS_SCHEMAS: dict[str, JSONObject] = {
     "notes": {"type": "object", "properties": {"notes": {"type": "string", "title": "Release notes",
                                                         "maxLength": 500}}, "required": ["notes"]},
     "notify": {"type": "object", "properties": {"notify": {"type": "boolean", "title": "Tell the team"}},
@@ -116,7 +127,7 @@ RELEASE_QUESTIONS_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
-def release(ctx: CallContext) -> dict[str, Any] | InputRequired:
+def release(ctx: CallContext) -> JSONObject | InputRequired:
     """Several questions in one round, each under a key of its own; a missing one asks the round again."""
     version = ctx.string_arg("version", max_length=40)
     questions = {"notes": elicit_form(f"Release notes for {version}?", RELEASE_QUESTIONS_SCHEMAS["notes"]),
@@ -134,7 +145,7 @@ def release(ctx: CallContext) -> dict[str, Any] | InputRequired:
                        f"{'the team was told' if notify else 'nobody was told'})")
 
 
-def report(ctx: CallContext) -> dict[str, Any] | InputRequired:
+def report(ctx: CallContext) -> JSONObject | InputRequired:
     """Load shedding: the first call gets only a requestState (nothing to ask), and its retry finishes the work,
     on whichever replica it reaches. The retry carries no answers; reading none spends the ticket."""
     period = ctx.string_arg("period", max_length=40)
@@ -163,7 +174,7 @@ class Pages:
     url: Callable[[str], str]
 
 
-def elicit_url(message: str, url: str) -> dict[str, Any]:
+def elicit_url(message: str, url: str) -> JSONObject:
     """A URL-mode question (2026-07-28: no elicitationId; the answer is only the user's action)."""
     return {"method": "elicitation/create", "params": {"mode": "url", "message": message, "url": url}}
 
@@ -171,7 +182,7 @@ def elicit_url(message: str, url: str) -> dict[str, Any]:
 def connect_tool(pages: Pages) -> Tool:
     """`connect`: an API key, asked for with URL mode, since a form must never collect a secret."""
 
-    def question(service: str, ref: str) -> dict[str, Any]:
+    def question(service: str, ref: str) -> dict[str, JSONObject]:
         return {"key": elicit_url(f"Open the lab's page to enter the API key for {service}.", pages.url(ref))}
 
     def fresh(ctx: CallContext, service: str) -> InputRequired:
@@ -181,7 +192,7 @@ def connect_tool(pages: Pages) -> Tool:
             pages.completions.open(ref, ctx.now)
         return ctx.ask(question(service, ref), work={"service": service, "ref": ref}, step="key")
 
-    def connect(ctx: CallContext) -> dict[str, Any] | InputRequired:
+    def connect(ctx: CallContext) -> JSONObject | InputRequired:
         service = ctx.string_arg("service", max_length=40)
         if ctx.state is None:
             return fresh(ctx, service)
@@ -209,7 +220,7 @@ def connect_tool(pages: Pages) -> Tool:
                 handler=connect)
 
 
-def briefing(ctx: CallContext) -> dict[str, Any]:
+def briefing(ctx: CallContext) -> JSONObject:
     env = ctx.string_arg("env")
     return {
         "description": f"Deploy briefing for {env}",
@@ -219,7 +230,7 @@ def briefing(ctx: CallContext) -> dict[str, Any]:
     }
 
 
-def checks_resource(ctx: CallContext) -> dict[str, Any]:
+def checks_resource(ctx: CallContext) -> JSONObject:
     lines = [f"{n}. {title}" for n, title in enumerate(CHECK_TITLES.values(), 1)]
     text = "The checks this server runs on every requestState, in order:\n" + "\n".join(lines)
     return {"contents": [{"uri": ctx.target, "mimeType": "text/plain", "text": text}]}
@@ -227,7 +238,7 @@ def checks_resource(ctx: CallContext) -> dict[str, Any]:
 
 def third_lesson_tools() -> dict[str, Tool]:
     """The tools of "Beyond one question"."""
-    def schema(name: str, description: str) -> dict[str, Any]:
+    def schema(name: str, description: str) -> JSONObject:
         return {"type": "object", "properties": {name: {"type": "string", "description": description}},
                 "required": [name]}
 

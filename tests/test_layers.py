@@ -48,12 +48,7 @@ TYPED_ABOVE_THE_CORE = ("web", "mrtr_toolsets", "moves")
 #: Files other developers are changing as this bar lands (issue 35): reported, not yet held to it; each is to be
 #: typed and taken off the list, and nothing else may be added to it without a reason as good.
 ANY_ALLOWED = {
-    "web/playground*.py": "the playground (lessons-beyond)",
-    "web/exchanges.py": "the lessons' exchanges (lessons-beyond)",
-    "mrtr_toolsets/lesson.py": "the lesson's tools (lessons-beyond)",
-    "web/check_page*.py": "/check's views (checker-speed)",
-    "web/lti*.py": "the LTI tool, its key sets and launch data (deploy-speed)",
-    "web/build*.py": "the build lesson and its runner (deploy-speed)",
+    "web/lti*.py": "the LTI tool, its key sets and launch data: web/lti.py is being split (issue 35, fast-tier)",
 }
 
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from flask import Blueprint, Response, abort, request
 
@@ -28,7 +29,7 @@ from moves.catalog import Move, load_moves
 from moves.check import VERDICTS, MoveRow, Report
 from moves.probes import PROBES, ProbeResult
 from moves.target import Outcome
-from mrtr import CHECKS
+from mrtr import CHECKS, JSONObject
 from mrtr.errors import FROZEN_TICKET_MESSAGE
 from web import build_runner, htmx
 from web.content import ContentError, Lesson, get_content
@@ -212,27 +213,27 @@ class Grading:
         return sum(g.done for g in self.steps)
 
 
-def _rows(report: dict[str, Any], key: str, name: str) -> dict[str, dict[str, Any]]:
+def _rows(report: JSONObject, key: str, name: str) -> dict[str, JSONObject]:
     rows = report.get(key)
     if not isinstance(rows, list):
         raise ReportError(f"the report has no {key} list: paste the whole output of --json")
-    return {r[name]: r for r in rows if isinstance(r, dict) and isinstance(r.get(name), str)}
+    return {slug: r for r in rows if isinstance(r, dict) and isinstance(slug := r.get(name), str)}
 
 
-def _verdict(row: dict[str, Any] | None) -> str:
+def _verdict(row: JSONObject | None) -> str:
     """A row's verdict, "" when the report lacks the move."""
     if row is None:
         return ""
-    verdict = row.get("verdict")
-    return verdict if verdict in VERDICTS else "unknown"  # the checker's JSON contract, nothing else
+    verdict = row.get("verdict")  # the checker's JSON contract, nothing else
+    return verdict if isinstance(verdict, str) and verdict in VERDICTS else "unknown"
 
 
-def _detail(row: dict[str, Any] | None) -> str:
+def _detail(row: JSONObject | None) -> str:
     detail = row.get("detail") if row else None
     return detail[:300] if isinstance(detail, str) else ""
 
 
-def answer_rule_gap(row: dict[str, Any] | None) -> str:
+def answer_rule_gap(row: JSONObject | None) -> str:
     """What a passing malformed-answer move lacks under the answer rule: "" when the server answered it with an
     error that is not the ticket refusal, else why not (a fresh question, an ending, or the frozen error)."""
     observed = row.get("observed") if row else None
@@ -348,7 +349,16 @@ def load_breakit(directory: Path) -> tuple[Experiment, ...]:
     return tuple(experiments)
 
 
-def breakit_by_hand() -> dict[str, Any] | None:
+class BreakItByHand(TypedDict):
+    """What lessons/_breakit_by_hand.html shows: each experiment with what the checker then reports."""
+
+    lesson: Lesson
+    experiments: list[tuple[Experiment, Outcomes]]
+    path: str  # the solution's server.py, relative to the repository
+    command: str  # the checker's command line for it
+
+
+def breakit_by_hand() -> BreakItByHand | None:
     """What lessons/_breakit_by_hand.html shows: the first lesson with break-it-by-hand.toml, or None."""
     catalogue = get_content().moves
     for lesson in get_content().lessons:
@@ -361,11 +371,23 @@ def breakit_by_hand() -> dict[str, Any] | None:
     return None
 
 @bp.app_context_processor
-def _template_globals() -> dict[str, Any]:
+def _template_globals() -> dict[str, Callable[[], BreakItByHand | None]]:
     return {"breakit_by_hand": breakit_by_hand}
 
 
-def widget_context(lesson: Lesson) -> dict[str, Any]:
+class BuildContext(TypedDict):
+    """What the build widget (lessons/_widget_build.html and its parts) renders."""
+
+    build: Build
+    lesson_dir: str
+    ttl: int
+    moves: dict[str, Move]
+    catalogue: tuple[Move, ...]
+    probes: dict[str, str]  # each probe's title
+    runner: build_runner.RunnerContext
+
+
+def widget_context(lesson: Lesson) -> BuildContext:
     return {"build": build_for(lesson), "lesson_dir": f"lessons/{lesson.directory.name}", "ttl": SUGGESTED_TTL,
             "moves": {m.slug: m for m in get_content().moves}, "catalogue": get_content().moves,
             "probes": PROBES, "runner": build_runner.runner_context()}

@@ -22,7 +22,7 @@ from functools import cache
 from importlib.resources.abc import Traversable
 from modulefinder import ModuleFinder
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from flask import Blueprint, Response, abort, send_file, url_for
 
@@ -109,7 +109,20 @@ def worker_digest() -> str:
     return _worker_digest(WORKER_SCRIPT, WORKER_SCRIPT.stat().st_mtime)
 
 
-def runner_context() -> dict[str, Any]:
+class RunnerContext(TypedDict):
+    """What lessons/_build_runner.html hands the worker (addresses on this app's own origin)."""
+
+    installed: bool
+    install_command: str
+    worker: str
+    pyodide: str  # the directory loadPyodide reads from (indexURL)
+    wheel: str
+    bundle: str  # "" when Pyodide is not installed: nothing to run it on
+    catalogue: str
+    timeout: int
+
+
+def runner_context() -> RunnerContext:
     """The addresses the page hands its worker, or `installed: False` when Pyodide is not installed here.
 
     Rendering the runner is what lets its page compile WebAssembly: this also opts the response in."""

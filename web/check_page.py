@@ -2,7 +2,7 @@
 background run of `moves.check.run_check` (web.check_runner); the run's page shows live progress (htmx polls it
 every second; without JavaScript the page refreshes itself) and then the report, drawn like the playground's check
 matrix, each failing row linking to the lesson section on that defence, and each move's messages drawn as the
-lesson's sequence diagram (`diagram_steps` -> `web.widgets.sequence_model`).
+lesson's sequence diagram (`diagram_steps` -> `web.sequence.sequence_model`).
 
 Safety lives beside it, one job a module: which servers may be checked (web.check_hosts), what a visitor may send
 and how often they may start a run (web.check_limits), and the run itself, whose tokens are never logged,
@@ -11,21 +11,25 @@ rendered or kept (web.check_runner). Token inputs are password fields that are n
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from flask import Blueprint, Flask, Response, abort, current_app, redirect, request, url_for
+from flask.blueprints import BlueprintSetupState
 from werkzeug.wrappers import Response as BaseResponse
 
 from moves.check import CheckOptions
 from moves.playing import duration
+from mrtr import JSON, JSONObject
+from mrtr.client import Line
 from mrtr_stores.check_runs import Run, RunRefused
 from web import check_runner, htmx
 from web.check_hosts import CheckInputError, is_public, resolve_host, rules, vet_url
 from web.check_limits import form_field, json_object, late_after, run_limit, same_site, visitor
 from web.content import get_content
+from web.sequence import SequenceModel, sequence_model
 from web.services import get_services, get_settings
-from web.widgets import sequence_model
 
 bp = Blueprint("check", __name__)
 
@@ -49,9 +53,9 @@ SECTIONS: dict[str, str] = {
 
 
 @bp.record_once
-def _setup(state: Any) -> None:
-    app: Flask = state.app
-    check_runner.open_runs(app)
+def _setup(state: BlueprintSetupState) -> None:
+    assert isinstance(state.app, Flask)  # the setup state is typed for any Flask-like app; this one is Flask
+    check_runner.open_runs(state.app)
 
 
 # -- the form ----------------------------------------------------------------------------------------
@@ -125,20 +129,13 @@ def start_check() -> BaseResponse | Response:
 
 
 @dataclass(frozen=True)
-class DiagramLine:
-    direction: str  # "-->" sent, "<--" received
-    message: dict[str, Any]
-    note: str = ""
-
-
-@dataclass(frozen=True)
 class DiagramStep:
-    """One kept step as `web.widgets.sequence_model` reads it; the remote server stands where replica A is."""
+    """One kept step as `web.sequence.sequence_model` reads it; the remote server stands where replica A is."""
 
     n: int
     replica: str
-    lines: tuple[DiagramLine, ...]
-    checks: tuple[dict[str, str], ...] | None
+    lines: tuple[Line, ...]
+    checks: tuple[JSONObject, ...] | None  # the check trace as the run file kept it
     role: str
     at: float
     error: str
@@ -148,16 +145,16 @@ SERVER_LANE = "A"
 ROLES = {"owner": "the ticket's owner", "other": "the second user"}
 
 
-def diagram_steps(exchange: Any) -> list[DiagramStep]:
+def diagram_steps(exchange: JSON) -> list[DiagramStep]:
     """A move's kept exchange (`moves.check.exchange_of`, read back from the run file) as diagram steps: the
     request, then the answer when one came back. Anything malformed in the file is left out, never raised."""
     steps: list[DiagramStep] = []
     for item in exchange if isinstance(exchange, list) else []:
-        if not isinstance(item, dict) or not isinstance(item.get("sent"), dict):
+        if not isinstance(item, dict) or not isinstance(sent := item.get("sent"), dict):
             continue
-        lines = [DiagramLine("-->", item["sent"], f"sent as {ROLES.get(str(item.get('role')), 'the client')}")]
-        if isinstance(item.get("response"), dict):
-            lines.append(DiagramLine("<--", item["response"]))
+        lines = [Line("-->", sent, f"sent as {ROLES.get(str(item.get('role')), 'the client')}")]
+        if isinstance(response := item.get("response"), dict):
+            lines.append(Line("<--", response))
         trace = item.get("trace")
         checks = tuple(c for c in trace if isinstance(c, dict)) if isinstance(trace, list) else None
         at = item.get("at")
@@ -187,7 +184,7 @@ def _move_url(move: str) -> str | None:
     return _lesson_url("checks-and-clock", f"timeline-checks-and-clock-{move}")
 
 
-def _probe_verdict(probe: dict[str, Any]) -> str:
+def _probe_verdict(probe: JSONObject) -> str:
     """A probe's verdict; `same-error` with no refusal at all compared nothing, so it shows nothing either way."""
     if probe["probe"] == "same-error" and probe["ok"] and str(probe["detail"]).startswith("no ticket was refused"):
         return "not-run"
@@ -207,7 +204,7 @@ class RowView:
     detail: str
     lesson_url: str | None
     steps: list[DiagramStep] = field(default_factory=list)
-    diagram: dict[str, Any] | None = None  # `sequence_model` of `steps`, the last step current
+    diagram: SequenceModel | None = None  # `sequence_model` of `steps`, the last step current
     move_url: str | None = None  # this move's own row on the lesson's timeline of the checks
 
 
@@ -215,7 +212,25 @@ def _verdict_outcome(verdict: str) -> str:
     return {"pass": "pass", "fail": "fail"}.get(verdict, "skipped")
 
 
-def _view(run: Run) -> dict[str, Any]:
+class RunView(TypedDict):
+    """What the run's page and fragment (check/_run.html) render beside the run itself."""
+
+    moves: list[RowView]
+    probes: list[RowView]
+    status: str
+    state: str
+    error: str
+    overall: str  # pass or fail once the run is done with rows to judge, else ""
+    waiting: bool
+    waited: float
+    wait_total: float
+    wait_left: str
+    plan: str
+    outcome: Callable[[str], str]  # a row's verdict as the check matrix's outcome class
+    roles: dict[str, str]
+
+
+def _view(run: Run) -> RunView:
     move_views = []
     for r in run.rows:
         steps = diagram_steps(r.get("exchange")) if run.state != "running" else []  # drawn once the run is over

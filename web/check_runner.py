@@ -14,7 +14,7 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import overload
 
 from flask import Flask, current_app
 
@@ -23,6 +23,7 @@ from moves.check import CheckError, CheckOptions, CheckStopped, Events, MoveRow,
 from moves.probes import ProbeResult
 from moves.targets.http import HttpTarget
 from moves.targets.remote import DEFAULT_TIMEOUT, Timing
+from mrtr import JSON
 from mrtr_settings.environment import Settings
 from mrtr_settings.stores import open_check_runs
 from mrtr_stores.check_runs import Run, RunStore, RunStoreDown
@@ -104,7 +105,7 @@ class _Progress:
             self.save()
 
     def move_done(self, row: MoveRow, index: int, total: int) -> None:
-        exchange = redact(row.exchange, self.secrets)
+        exchange = [redact(message, self.secrets) for message in row.exchange]
         with self.lock:
             self.run.rows.append({"move": row.move, "title": row.title, "expected": row.expected,
                                   "observed": row.observed, "verdict": row.verdict,
@@ -181,7 +182,15 @@ def _execute(app: Flask, store: RunStore, run: Run, order: Order, tokens: tuple[
         THREADS.pop(run.id, None)
 
 
-def redact(value: Any, secret_values: tuple[str, ...]) -> Any:
+@overload
+def redact(value: str, secret_values: tuple[str, ...]) -> str: ...
+
+
+@overload
+def redact(value: JSON, secret_values: tuple[str, ...]) -> JSON: ...
+
+
+def redact(value: JSON, secret_values: tuple[str, ...]) -> JSON:
     """`value` with every occurrence of a token replaced: a server could echo one back in its answer."""
     if isinstance(value, str):
         for secret in secret_values:

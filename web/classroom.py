@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from typing import NotRequired, TypedDict
 
 from flask import Blueprint, Response, jsonify, redirect, render_template, request, url_for
 from markupsafe import escape
 from werkzeug.wrappers import Response as BaseResponse
 
+from moves.catalog import Move
+from mrtr import JSONObject
 from mrtr_stores.classes import (
     NICKNAME_MAX,
     ClassFull,
@@ -47,8 +50,8 @@ from web.classroom_services import (
     classroom,
     question_of,
 )
-from web.content import get_content
-from web.moveviews import grouped
+from web.content import Question, get_content
+from web.moveviews import MoveGroup, grouped
 from web.services import get_settings
 
 bp = Blueprint("classroom", __name__)
@@ -153,7 +156,24 @@ def join_post() -> BaseResponse:
     return response
 
 
-def _me_context(row: ClassRow, learner: Learner, **extra: object) -> dict[str, object]:
+class LearnerView(TypedDict):
+    """What the learner's phone (classroom/learner.html, _live.html, _attempt.html) renders."""
+
+    row: ClassRow
+    learner: Learner
+    question: Question | None
+    mine: str | None  # the learner's answer to the current question
+    moves: tuple[Move, ...]
+    move_groups: list[MoveGroup]
+    play_url: str
+    auto_refresh: bool  # without JavaScript, the page refreshes itself while the learner has nothing to do
+    problem: NotRequired[str]  # why the last request was refused
+    attempt: NotRequired[Attempt]  # the move just played
+    first: NotRequired[bool]  # the first replay through in the room
+
+
+def _me_context(row: ClassRow, learner: Learner, *, problem: str | None = None, attempt: Attempt | None = None,
+                first: bool | None = None) -> LearnerView:
     question = question_of(row)
     mine = classroom().store.my_answer(row, learner, question.id) if question else None
     if row.round_open and not learner.ticket:
@@ -163,10 +183,17 @@ def _me_context(row: ClassRow, learner: Learner, **extra: object) -> dict[str, o
         learner = Learner(learner.id, learner.class_id, learner.nickname, learner.created, ticket)
     # Without JavaScript the page refreshes itself only while the learner has nothing to do.
     waiting = not row.round_open and (question is None or (mine is not None and not row.revealed))
-    return {"row": row, "learner": learner, "question": question, "mine": mine, "moves": get_content().moves,
-            "move_groups": grouped(get_content().moves),
-            "play_url": url_for("classroom.play", code=row.code, _external=True), "auto_refresh": waiting,
-            **extra}
+    view: LearnerView = {
+        "row": row, "learner": learner, "question": question, "mine": mine, "moves": get_content().moves,
+        "move_groups": grouped(get_content().moves),
+        "play_url": url_for("classroom.play", code=row.code, _external=True), "auto_refresh": waiting}
+    if problem is not None:
+        view["problem"] = problem
+    if attempt is not None:
+        view["attempt"] = attempt
+    if first is not None:
+        view["first"] = first
+    return view
 
 
 @bp.get("/class/<code>/me")
@@ -224,10 +251,12 @@ def _refuse(row: ClassRow, learner: Learner, status: int, message: str) -> Respo
                        status=status)
 
 
-def _attempt_json(attempt: Attempt, first: bool) -> dict[str, object]:
+def _attempt_json(attempt: Attempt, first: bool) -> JSONObject:
+    """The attempt as the play endpoint's JSON answer (for a client that asked for JSON, not the fragment)."""
     return {"move": attempt.move, "verdict": attempt.verdict, "stopped_at": attempt.stopped_at or None,
-            "single_use": attempt.single_use, "checks": list(attempt.checks), "first_replay_through": first,
-            "ticket": attempt.ticket, "sent": attempt.sent, "response": attempt.response}
+            "single_use": attempt.single_use, "checks": [dict(c) for c in attempt.checks],
+            "first_replay_through": first, "ticket": attempt.ticket, "sent": attempt.sent,
+            "response": attempt.response}
 
 
 @bp.post("/class/<code>/play")

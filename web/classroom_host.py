@@ -14,6 +14,7 @@ import secrets
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypedDict
 
 import segno
 from flask import Response, abort, redirect, render_template, request, stream_with_context, url_for
@@ -21,7 +22,7 @@ from markupsafe import Markup
 from werkzeug.wrappers import Response as BaseResponse
 
 from moves.catalog import Move
-from mrtr_stores.classes import MAX_LEARNERS, ClassRow
+from mrtr_stores.classes import MAX_LEARNERS, ClassRow, Learner
 from web import class_presenter
 from web.admission import held_slots
 from web.classroom_access import class_cookie, client_key, host_row, no_class, slow_down
@@ -40,7 +41,7 @@ from web.classroom_services import (
     live_questions,
     question_of,
 )
-from web.content import Question, get_content
+from web.content import Lesson, Question, get_content
 
 
 def _join_url(row: ClassRow) -> str:
@@ -112,7 +113,25 @@ def _tally(row: ClassRow) -> Tally:
     return Tally(question, counts, sum(counts.values()))
 
 
-def _host_context(row: ClassRow) -> dict[str, object]:
+class HostView(TypedDict):
+    """What the presenter's page (classroom/host.html) and its live fragments (tally, heatmap, roster) render."""
+
+    row: ClassRow
+    lesson: Lesson
+    join_url: str
+    short_url: str  # the join address without its scheme, as the screen shows it
+    qr: Markup
+    learners: list[Learner]
+    learner_count: int
+    tally: Tally
+    heat: Heat
+    more_questions: bool
+    question_total: int
+    max_learners: int
+    replay_move: Move | None  # the catalogue's replay, whose first success the room hears about
+
+
+def _host_context(row: ClassRow) -> HostView:
     store = classroom().store
     lesson = lesson_of(row)
     join_url = _join_url(row)

@@ -20,7 +20,7 @@ import ipaddress
 import re
 import socket
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from werkzeug.middleware.proxy_fix import ProxyFix
 
@@ -29,6 +29,7 @@ from mrtr_settings.environment import ProxyNetwork
 if TYPE_CHECKING:
     from _typeshed import OptExcInfo
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+    from flask import Flask
 
 REPLICA_HEADER = "MRTR-Replica"
 #: What a replica name may hold once it is a header value: letters, digits and a little punctuation.
@@ -117,13 +118,23 @@ class TrustedPeers:
         return self._fixes[hops - 1](environ, start_response)
 
 
-def without_lean_mcp(app: Any) -> None:
+@runtime_checkable
+class _FallsBack(Protocol):
+    """A WSGI entry that hands what it does not serve itself to `fallback` (web.mcp's lean /mcp entry)."""
+
+    fallback: WSGIApplication
+
+
+def without_lean_mcp(app: Flask) -> None:
     """Serve /mcp through the Flask view instead of the lean WSGI entry (the bench's and tests' comparison):
     the entry under the deployment layers is replaced by the Flask app it falls back to."""
-    layer = app.wsgi_app
-    while not hasattr(layer.app, "fallback"):
+    layer: WSGIApplication = app.wsgi_app
+    while isinstance(layer, ReplicaHeader | TrustedPeers | ProxyFix):
+        if isinstance(layer.app, _FallsBack):
+            layer.app = layer.app.fallback
+            return
         layer = layer.app
-    layer.app = layer.app.fallback
+    raise ValueError("no lean /mcp entry under the deployment layers")
 
 
 def wrap(app: WSGIApplication, *, trusted_proxies: int | tuple[ProxyNetwork, ...],

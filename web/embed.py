@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import re
+from typing import TypedDict
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from flask import Blueprint, Response, abort, current_app, jsonify, render_template, request, url_for
@@ -79,15 +80,16 @@ def embed_context(lesson: Lesson, token: str | None, *, only: Question | None, o
     answers = quiz.read_progress(lesson, context["progress"])
     scoped = {q.id: answers[q.id] for q in questions if q.id in answers}
     args = {k: v for k, v in (("single", "1" if only else None), ("origin", origin)) if v}
-    context.update(
-        summary=only is None,  # the whole-quiz embed ends with a score summary
-        questions=questions,
-        score={"correct": sum(scoped.values()), "answered": len(scoped), "total": len(questions)},
-        answer_endpoint="embed.answer",
-        answer_args=args,
-        link_target="_blank",  # the lesson refuses framing: open it beside the host page, not inside it
-    )
-    return context
+    score: quiz.Score = {"correct": sum(scoped.values()), "answered": len(scoped), "total": len(questions)}
+    return {
+        **context,
+        "summary": only is None,  # the whole-quiz embed ends with a score summary
+        "questions": questions,
+        "score": score,
+        "answer_endpoint": "embed.answer",
+        "answer_args": args,
+        "link_target": "_blank",  # the lesson refuses framing: open it beside the host page, not inside it
+    }
 
 
 def _page(lesson: Lesson, only: Question | None, context: dict[str, object], origin: str | None) -> str:
@@ -128,8 +130,21 @@ def answer(slug: str, qid: str) -> Response:
 # -- sharing: the snippet, the discovery link and oEmbed -------------------------------------------
 
 
+class ShareView(TypedDict):
+    """What embed/_share.html and _discovery.html offer: the page's addresses, the snippets and the allow-list."""
+
+    page_url: str
+    oembed_url: str
+    snippet: str  # the iframe for one question (the chosen one, else the first)
+    question: Question | None
+    whole_src: str
+    whole_snippet: str  # the iframe for the whole quiz
+    origins: list[str]  # the sites allowed to frame the quiz
+    enabled: bool  # embedding is on (some site is allowed)
+
+
 @bp.app_template_global("embed_share")
-def share(lesson: Lesson, question: Question | None = None) -> dict[str, object]:
+def share(lesson: Lesson, question: Question | None = None) -> ShareView:
     """What a quiz page needs to offer itself for embedding: URLs, the snippet, the allow-list."""
     origins = embed_origins()
     exact = [o for o in origins if _EXACT_ORIGIN.match(o)]

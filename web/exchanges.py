@@ -17,11 +17,11 @@ import tomllib
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from moves.engine import Call, modern_request, outcome_of
-from moves.target import Outcome, Reply
-from mrtr import Catalog, as_object
+from moves.target import Outcome, Reply, Target
+from mrtr import Catalog, JSONObject, as_object
+from mrtr.client import Line
 from mrtr_settings.stores import page_url
 from mrtr_stores.completions import MemoryCompletions
 from mrtr_toolsets.lesson import Pages, connect_tool
@@ -45,22 +45,19 @@ CALL = Call(client_name="mrtr-lab-lesson")
 class StepData:
     note: str
     method: str
-    params: dict[str, Any]
+    params: JSONObject
     ticket: str  # none | last (the ticket of the last reply that carried one) | first (the first one minted)
     expect: str
     sender: str = "owner"
-    capabilities: dict[str, Any] | None = None  # the client's, when not the default (form elicitation only)
+    capabilities: JSONObject | None = None  # the client's, when not the default (form elicitation only)
 
 
 @dataclass(frozen=True)
-class Line:
-    direction: str  # "-->" sent, "<--" received
-    message: dict[str, Any]
-    note: str = ""
+class ExchangeScene:
+    """A scene as played (templates/lessons/_widget_exchange.html renders it): its lines, in the core's `Line` (whose
+    direction "~~>"/"<~~" here marks the user's browser on the out-of-band page), and the verdict on the replies.
+    Unlike the checker's figures' `moves.transcripts.Scene` it knows its section and what the replies were."""
 
-
-@dataclass(frozen=True)
-class Scene:
     section: str
     title: str
     lines: tuple[Line, ...]
@@ -69,7 +66,7 @@ class Scene:
     got: str
 
 
-def _step(raw: Any, where: str) -> StepData:
+def _step(raw: object, where: str) -> StepData:
     if not isinstance(raw, dict):
         raise ContentError(f"{where}: each step is a table")
     method, ticket, expect = raw.get("method", "tools/call"), raw.get("ticket", "none"), raw.get("expect")
@@ -106,7 +103,7 @@ def load_exchanges(directory: Path) -> dict[str, tuple[str, str, tuple[StepData,
     return scenes
 
 
-def _kind(response: dict[str, Any]) -> str:
+def _kind(response: JSONObject) -> str:
     """error (a JSON-RPC error or an isError result), or the result's resultType."""
     if outcome_of(Reply(response=response)) == Outcome.REFUSED:
         return "error"
@@ -127,12 +124,13 @@ def _visit_page(completions: MemoryCompletions, lines: list[Line], now: float, n
     """The user's browser sends the made-up key on the newest URL-mode page: the reply's kind, and its two lines."""
     url = _page_url_of(lines)
     problem = "no page was asked for" if url is None else receive(completions, url.rsplit("/", 1)[-1], LAB_KEY, now)
-    page = {"status": 200, "page": "The lab has the key."} if problem is None else {"status": 404, "page": problem}
+    page: JSONObject = ({"status": 200, "page": "The lab has the key."} if problem is None
+                        else {"status": 404, "page": problem})
     return ("finished" if problem is None else "error",
             [Line("~~>", {"POST": url or "", "form": {"key": HIDDEN}}, note), Line("<~~", page)])
 
 
-def play_scene(section: str, title: str, expected: str, steps: tuple[StepData, ...]) -> Scene:
+def play_scene(section: str, title: str, expected: str, steps: tuple[StepData, ...]) -> ExchangeScene:
     """Play `steps` on a fresh lab target (with its own completion store) and keep every message, with a verdict."""
     completions = MemoryCompletions()
     catalog = get_services().server.catalog.merged(
@@ -151,10 +149,10 @@ def play_scene(section: str, title: str, expected: str, steps: tuple[StepData, .
         got.append(kind)
         ok = ok and kind == step.expect
         lines += more
-    return Scene(section, title, tuple(lines), ok, expected, ", ".join(got))
+    return ExchangeScene(section, title, tuple(lines), ok, expected, ", ".join(got))
 
 
-def _send(target: Any, n: int, step: StepData, tickets: list[str]) -> tuple[str, list[Line]]:
+def _send(target: Target, n: int, step: StepData, tickets: list[str]) -> tuple[str, list[Line]]:
     """Step `n` as a request to the lab target: the reply's kind and the two lines; a minted ticket joins `tickets`."""
     params = dict(step.params)
     if step.ticket != "none" and tickets:
@@ -170,7 +168,7 @@ def _send(target: Any, n: int, step: StepData, tickets: list[str]) -> tuple[str,
     return _kind(response), [Line("-->", message, step.note), Line("<--", response)]
 
 
-def exchange_data(lesson: Lesson, section: str) -> Scene:
+def exchange_data(lesson: Lesson, section: str) -> ExchangeScene:
     scenes = load_exchanges(lesson.directory)
     if section not in scenes:
         raise ContentError(f"{lesson.directory / EXCHANGES_FILE}: no scene for section {section!r}")

@@ -17,9 +17,9 @@ import importlib.abc
 import importlib.machinery
 import sys
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import NoReturn
 
 #: Top-level modules an in-page run imports but never uses, which Pyodide's core does not ship.
 UNAVAILABLE = ("ssl", "sqlite3", "cryptography", "redis")
@@ -30,7 +30,7 @@ class UnavailableHere(ImportError):
 
 
 def _refuse(module: str, name: str) -> type:
-    def refuse(*args: Any, **kwargs: Any) -> Any:
+    def refuse(*args: object, **kwargs: object) -> NoReturn:
         raise UnavailableHere(f"{module}.{name} is not available in the in-page checker")
 
     # A class, so a module's `class X(stub.Base)` and `except stub.Error` at import still work.
@@ -38,7 +38,7 @@ def _refuse(module: str, name: str) -> type:
 
 
 class _StubModule(types.ModuleType):
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> type:
         if name.startswith("__"):
             raise AttributeError(name)
         value = _refuse(self.__name__, name)
@@ -50,7 +50,8 @@ class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def __init__(self, names: Sequence[str]) -> None:
         self.names = tuple(names)
 
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
         if fullname.partition(".")[0] not in self.names:
             return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
@@ -70,7 +71,7 @@ def install_stubs(names: Sequence[str] = UNAVAILABLE) -> None:
         sys.meta_path.append(_StubFinder(names))
 
 
-def run(source: str, catalogue: str | Path, post: Callable[[str, Any], None]) -> dict[str, Any]:
+def run(source: str, catalogue: str | Path, post: Callable[[str, object], None]) -> Mapping[str, object]:
     """Play the catalogue at `catalogue` (a moves.toml) on the learner's `source`; `post(kind, data)` gets each
     "move", "probe" and "log" as it happens. Returns what `check_source` returns."""
     from moves.catalog import load_moves

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
-from flask import Blueprint, Response, abort, render_template, request
+from flask import Blueprint, Flask, Response, abort, render_template, request
+from flask.blueprints import BlueprintSetupState
 
 from web import htmx, playground, quiz, widgets
 from web.content import Course, Lesson, get_content
@@ -13,9 +14,10 @@ bp = Blueprint("lessons", __name__)
 
 
 @bp.record_once
-def _check_figure_data(state: Any) -> None:
+def _check_figure_data(state: BlueprintSetupState) -> None:
     """The data files the figures read on first use (fields.toml, breakit.toml) are read at start-up too,
     so a broken one fails create_app() with the file and the reason, never a visitor's page."""
+    assert isinstance(state.app, Flask)  # the setup state is typed for any Flask-like app; this one is Flask
     with state.app.app_context():
         for lesson in get_content().lessons:
             widgets.field_notes(lesson)
@@ -30,12 +32,12 @@ def _lesson_or_404(slug: str) -> tuple[Course, Lesson]:
     return course, lesson
 
 
-def playground_context() -> dict[str, object] | None:
+def playground_context() -> playground.PlaygroundContext:
     """The playground helper's fragment context."""
     return playground.playground_context(request.args)
 
 
-def widget_context(course: Course, lesson: Lesson, name: str, section: str = "") -> dict[str, object]:
+def widget_context(course: Course, lesson: Lesson, name: str, section: str = "") -> Mapping[str, object]:
     """Everything one widget template needs, computed from the real server."""
     if name == "exchange":  # a section's own conversation with the lab server (web/exchanges.py)
         from web import exchanges

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TypedDict
 
 from flask import Blueprint, abort, redirect, request
 from flask.typing import ResponseReturnValue
@@ -41,7 +41,13 @@ RESULT = "playground/_result.html"
 ERROR = "playground/_error.html"
 
 
-def playground_context(args: Mapping[str, Any] | None = None, *, strict: bool = False) -> dict[str, Any]:
+class PlaygroundContext(TypedDict):
+    """What `_playground.html` (and the fragments that swap parts of it) render."""
+
+    pg: Playground
+
+
+def playground_context(args: Mapping[str, str] | None = None, *, strict: bool = False) -> PlaygroundContext:
     """Everything `_playground.html` needs, as `{"pg": ...}`; the lesson page includes it too.
 
     Lenient by default (a bad switch falls back to its default) so a stray query parameter never
@@ -85,7 +91,7 @@ def playground_context(args: Mapping[str, Any] | None = None, *, strict: bool = 
 # -- views -----------------------------------------------------------------------------------------
 
 
-def _bad_input(exc: PlaygroundInputError, args: Mapping[str, Any],
+def _bad_input(exc: PlaygroundInputError, args: Mapping[str, str],
                custom: CustomForm | None = None) -> ResponseReturnValue:
     context = playground_context(args)
     pg = context["pg"]
@@ -96,7 +102,7 @@ def _bad_input(exc: PlaygroundInputError, args: Mapping[str, Any],
     return htmx.render(PAGE, ERROR, status=400, **context)
 
 
-def _embedded(args: Mapping[str, Any]) -> bool:
+def _embedded(args: Mapping[str, str]) -> bool:
     return htmx.wants_fragment() and last_value(args, "embedded") == "1"
 
 
@@ -163,7 +169,7 @@ def play_custom_move() -> ResponseReturnValue:
     pg = context["pg"]
     pg.custom = values
     pg.result, values.redeemed = run_custom(call, toggles)
-    values.seed = call["seed"]
+    values.seed = call.seed
     pg.oob = htmx.wants_fragment()
     pg.embedded = _embedded(request.form)
     return htmx.render(PAGE, RESULT, **context)

@@ -16,14 +16,13 @@ import math
 import re
 import secrets
 from collections.abc import Callable, Mapping
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
 
 from moves.catalog import Move
 from moves.engine import MINT_ID, Call, MoveResult, Step, modern_request, outcome_of, play
 from moves.target import Outcome, Role
 from moves.targets.in_process import LabStore, LabTarget
-from mrtr import as_object
+from mrtr import JSON, JSONObject, as_object
 from mrtr.protocol import shape_problem
 from mrtr.tickets import b64encode
 from web.moveviews import pretty_json
@@ -134,16 +133,21 @@ def round_one(toggles: Toggles) -> RoundOne:
     target = new_target(toggles, now, jti=seeded_jti(seed))
     step = _mint(target, call_for(toggles))
     token = _token(target.owner)
-    ticket = TicketView.of(as_object(as_object(step.reply.response).get("result")).get("requestState"))
+    ticket = TicketView.of(_ticket_of(step))
     assert ticket is not None
     return RoundOne(int(now), token, pretty_json(step.sent), pretty_json(step.reply.response), ticket,
                     script_for(step, [], target.principal, title="Round one", ticket=None), seed)
 
 
 
-def _json_field(text: str, label: str) -> Any:
+def _ticket_of(step: Step) -> JSON:
+    """The requestState a step's reply carried (None when it carried none)."""
+    return as_object(as_object(step.reply.response).get("result")).get("requestState")
+
+
+def _json_field(text: str, label: str) -> JSON:
     try:
-        value = json.loads(text)
+        value: JSON = json.loads(text)
     except RecursionError:
         raise PlaygroundInputError(f"{label} nests too deeply to be a sensible request") from None
     except ValueError as exc:
@@ -154,7 +158,23 @@ def _json_field(text: str, label: str) -> Any:
     return value
 
 
-def parse_custom(form: Mapping[str, Any], tool: PlayedTool) -> tuple[CustomForm, dict[str, Any]]:
+@dataclass(frozen=True)
+class CustomCall:
+    """The learner's retry, checked: who sends it with which token, when, what it carries, and the lab's state
+    (the time round one was minted, the ticket-id seed, the redeemed ids) to re-create the page's lab server."""
+
+    principal: str
+    token: str
+    at: float
+    arguments: JSON  # as typed: the server judges a value that is not an object
+    request_state: str | None
+    input_responses: JSON  # None: the retry carries no inputResponses
+    minted_at: float
+    seed: str
+    redeemed: list[str]
+
+
+def parse_custom(form: Mapping[str, str], tool: PlayedTool) -> tuple[CustomForm, CustomCall]:
     """The learner's retry as `play_custom` arguments; PlaygroundInputError says what is wrong."""
     values = CustomForm(
         ticket=str(form.get("ticket", "")),
@@ -171,7 +191,7 @@ def parse_custom(form: Mapping[str, Any], tool: PlayedTool) -> tuple[CustomForm,
     return values, _custom_call(values, tool)
 
 
-def _custom_call(values: CustomForm, tool: PlayedTool) -> dict[str, Any]:
+def _custom_call(values: CustomForm, tool: PlayedTool) -> CustomCall:
     arguments = _json_field(values.arguments, "Arguments")
     token = values.token_other.strip() or values.token_choice.strip()
     if not token:
@@ -208,9 +228,8 @@ def _custom_call(values: CustomForm, tool: PlayedTool) -> dict[str, Any]:
     seed = values.seed or secrets.token_urlsafe(9)
     if not _JTI.match(seed):
         raise PlaygroundInputError("The lab's ticket seed is malformed; reload the playground")
-    return {"principal": principal, "token": token, "at": at, "arguments": arguments,
-            "request_state": values.ticket if values.ticket.strip() else None, "input_responses": answers,
-            "minted_at": minted_at, "seed": seed, "redeemed": _redeemed(values.redeemed)}
+    return CustomCall(principal, token, at, arguments, values.ticket if values.ticket.strip() else None, answers,
+                      minted_at, seed, _redeemed(values.redeemed))
 
 
 def _redeemed(text: str) -> list[str]:
@@ -220,30 +239,30 @@ def _redeemed(text: str) -> list[str]:
     return ids
 
 
-def run_custom(call: dict[str, Any], toggles: Toggles) -> tuple[Result, str]:
+def run_custom(call: CustomCall, toggles: Toggles) -> tuple[Result, str]:
     """Re-mint the page's ticket (same seed, same time), replay the lab's redeemed ids, send the retry.
 
     Returns the result and the redeemed ids after it, for the next send.
     """
-    store = LabStore(call["redeemed"], until=call["minted_at"] + MAX_AT + 3600)
-    target = new_target(toggles, call["minted_at"], jti=seeded_jti(call["seed"]), store=store)
+    store = LabStore(call.redeemed, until=call.minted_at + MAX_AT + 3600)
+    target = new_target(toggles, call.minted_at, jti=seeded_jti(call.seed), store=store)
     played = call_for(toggles)
     minted = _mint(target, played)
-    params: dict[str, Any] = {"name": played.tool, "arguments": call["arguments"]}
-    if call["input_responses"] is not None:
-        params["inputResponses"] = call["input_responses"]
-    if call["request_state"] is not None:
-        params["requestState"] = call["request_state"]
+    params: JSONObject = {"name": played.tool, "arguments": call.arguments}
+    if call.input_responses is not None:
+        params["inputResponses"] = call.input_responses
+    if call.request_state is not None:
+        params["requestState"] = call.request_state
     message = modern_request(CUSTOM_REQUEST_ID, "tools/call", params, played)
-    role: Role = "owner" if call["principal"] == target.owner else "other"
-    at = call["at"] + toggles.offset  # the clock offset moves this retry too, like every move's own retry
+    role: Role = "owner" if call.principal == target.owner else "other"
+    at = call.at + toggles.offset  # the clock offset moves this retry too, like every move's own retry
     target.advance(at, past_expiry=False, expires_at=None)
     step = Step(role, at, message, target.send(role, message))
-    issued = as_object(as_object(minted.reply.response).get("result")).get("requestState")
-    ticket = issued if isinstance(issued, str) else None
-    script = script_for(minted, [step], target.principal, title="Your retry", ticket=ticket)
+    ticket = _ticket_of(minted)
+    script = script_for(minted, [step], target.principal, title="Your retry",
+                        ticket=ticket if isinstance(ticket, str) else None)
     note = custom_note(step, check_views(step), outcome_of(step.reply), toggles.offset)
-    result = _result(target, minted, [step], lambda s: call["principal"], "custom", script=script, note=note)
+    result = _result(target, minted, [step], lambda s: call.principal, "custom", script=script, note=note)
     return result, ",".join(store.spent[-MAX_REDEEMED:])
 
 

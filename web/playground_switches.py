@@ -13,9 +13,10 @@ from __future__ import annotations
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from werkzeug.datastructures import MultiDict
+
+from mrtr import JSON, JSONObject
 
 MAX_OFFSET = 600
 
@@ -27,19 +28,19 @@ class PlayedTool:
     name: str
     lesson: str  # the lesson that teaches it, for the picker
     doing: str  # what round one is, in words: "bob asks to deploy to staging"
-    arguments: dict[str, Any]
-    other_arguments: dict[str, Any]  # another request's arguments, for the moves that change them
+    arguments: JSONObject
+    other_arguments: JSONObject  # another request's arguments, for the moves that change them
     #: An answer that accepts every question of round one, under each question's key.
-    accept: dict[str, Any] = field(default_factory=dict)
+    accept: JSONObject = field(default_factory=dict)
 
-    def answer(self, action: str) -> dict[str, Any]:
+    def answer(self, action: str) -> JSONObject:
         """inputResponses that give `action` (accept, decline or cancel) to every question of round one."""
         if action == "accept":
             return self.accept
         return {key: {"action": action} for key in self.accept}
 
 
-def _accept(**content: Any) -> dict[str, Any]:
+def _accept(**content: JSON) -> JSONObject:
     return {"action": "accept", "content": content}
 
 
@@ -62,7 +63,7 @@ class PlaygroundInputError(ValueError):
 # -- the switches ----------------------------------------------------------------------------------
 
 
-def last_value(args: Mapping[str, Any], name: str) -> str | None:
+def last_value(args: Mapping[str, str], name: str) -> str | None:
     """The last value sent for `name`: a checkbox's value follows its hidden "0" fallback."""
     if isinstance(args, MultiDict):
         values = args.getlist(name)
@@ -71,7 +72,7 @@ def last_value(args: Mapping[str, Any], name: str) -> str | None:
     return None if value is None else str(value)
 
 
-def _flag(args: Mapping[str, Any], name: str, default: bool) -> bool:
+def _flag(args: Mapping[str, str], name: str, default: bool) -> bool:
     value = last_value(args, name)
     if value is None or value == "":
         return default
@@ -91,7 +92,7 @@ class Toggles:
     tool: str = DEFAULT_TOOL
 
     @classmethod
-    def parse(cls, args: Mapping[str, Any]) -> Toggles:
+    def parse(cls, args: Mapping[str, str]) -> Toggles:
         """Read the switches; raises PlaygroundInputError on a value that is not one of theirs."""
         raw = last_value(args, "offset")
         offset = 0

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from flask import request
 
@@ -18,7 +17,8 @@ from moves.catalog import Move
 from moves.engine import Step, outcome_of, readable_claims
 from moves.script import TICKET_MARK, ScriptStep, replay_script
 from moves.target import Outcome, Role
-from mrtr import CHECK_TITLES, CHECKS, as_object
+from mrtr import CHECK_TITLES, CHECKS, JSON, JSONObject, as_object
+from mrtr.messages import as_list
 from mrtr.tickets import SEALED_PREFIX
 from web.content import get_content
 from web.moveviews import pretty_json, step_words
@@ -75,9 +75,10 @@ def check_views(step: Step) -> list[CheckView]:
             for name in CHECKS]
 
 
-def _result_text(response: dict[str, Any] | None) -> str:
-    result = (response or {}).get("result") or {}
-    return " ".join(c.get("text", "") for c in result.get("content", []) if isinstance(c, dict)).strip()
+def _result_text(response: JSONObject | None) -> str:
+    """The text of a result's content blocks, one space between blocks ("" for a block without text)."""
+    content = as_list(as_object((response or {}).get("result")).get("content"))
+    return " ".join(text for c in content if isinstance(c, dict) and isinstance(text := c.get("text", ""), str)).strip()
 
 
 def verdict_line(step: Step, checks: list[CheckView], outcome: Outcome | None = None) -> str:
@@ -109,7 +110,7 @@ class TicketView:
     problem: str | None = None  # why a payload could not be shown
 
     @classmethod
-    def of(cls, token: Any) -> TicketView | None:
+    def of(cls, token: JSON) -> TicketView | None:
         if not isinstance(token, str):
             return None
         peeked = labcodec.peek(token)
@@ -138,18 +139,18 @@ def step_view(step: Step, principal: str, token: str) -> StepView:
                     step_words(step, moves()))
 
 
-def _with_mark(message: dict[str, Any]) -> dict[str, Any]:
+def _with_mark(message: JSONObject) -> JSONObject:
     """`message` with its ticket swapped for the mark the script replaces with a real one."""
     return {**message, "params": {**as_object(message.get("params")), "requestState": TICKET_MARK}}
 
 
-def _leaves(value: Any, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
+def _leaves(value: JSON, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], JSON]:
     if isinstance(value, dict):
         return {k: v for key, inner in value.items() for k, v in _leaves(inner, (*path, str(key))).items()}
     return {path: value}
 
 
-def payload_edit(minted: str, sent: str) -> tuple[str, Any] | None:
+def payload_edit(minted: str, sent: str) -> tuple[str, JSON] | None:
     """The one payload field `sent` changed in the `minted` ticket, as (dotted path, new value); None when the
     two are not one readable payload with one field changed (a sealed ticket, junk, another ticket)."""
     before, after = readable_claims(minted), readable_claims(sent)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from flask import Blueprint, Response, abort, request
 from itsdangerous import BadData, URLSafeSerializer
@@ -111,7 +111,25 @@ def write_progress(lesson: Lesson, answers: dict[str, bool], picks: dict[str, li
     return answers_serializer().dumps({"lesson": lesson.slug, "answers": answers, "picks": picks or {}})
 
 
-def quiz_context(lesson: Lesson, token: str | None, feedback: Feedback | None = None) -> dict[str, Any]:
+class Score(TypedDict):
+    correct: int  # first answers that were right
+    answered: int
+    total: int
+
+
+class QuizContext(TypedDict):
+    """What quiz/_quiz.html and its fragments render (the embed adds its own keys: web/embed.py)."""
+
+    lesson: Lesson
+    questions: tuple[Question, ...]
+    progress: str  # the signed progress token the next answer posts back
+    score: Score
+    feedback: Feedback | None  # the answer just checked
+    feedbacks: dict[str, Feedback]  # every answered question's feedback, by question id
+    tasks: dict[str, quiz_tasks.TaskView | None]  # the "answer by doing" questions' views
+
+
+def quiz_context(lesson: Lesson, token: str | None, feedback: Feedback | None = None) -> QuizContext:
     """The quiz as the templates need it; every answered question shows its feedback again."""
     state = read_state(lesson, token)
     shown = {q.id: fb for q in lesson.questions if (fb := state.feedback(q)) is not None}
@@ -145,7 +163,7 @@ def quiz_page(slug: str) -> Response:
     return htmx.render("quiz/quiz.html", "quiz/_quiz.html", lesson=lesson, quiz=quiz, share_question=share_question)
 
 
-def check(lesson: Lesson, question: Question, form: Mapping[str, str]) -> tuple[Feedback, dict[str, Any]]:
+def check(lesson: Lesson, question: Question, form: Mapping[str, str]) -> tuple[Feedback, QuizContext]:
     """Check one posted answer against the signed progress; the embeddable quiz (web/embed.py) reuses this.
 
     The first answer is what the score counts. A wrong first answer gets why it is wrong and a second

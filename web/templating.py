@@ -8,7 +8,8 @@ from mrtr import CHECK_TITLES
 from web.build import load_build
 from web.content import Lesson, get_content
 from web.moveviews import OUTCOME_TEXT, pretty_json
-from web.widgets import roundtrip_sequence, sequence_model
+from web.sequence import sequence_model
+from web.widgets import roundtrip_sequence
 
 #: The one map of labels for outcomes a page shows: a check's outcome, why it was skipped, a move's verdict.
 OUTCOME_LABELS = {

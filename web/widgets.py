@@ -4,6 +4,7 @@ Each `*_data` function returns plain values for one widget template. The expensi
 ones (the round trip, the lab, the check matrix) are computed once per process and key ring and
 cached on the app; the anatomy mints a fresh ticket whenever it is asked for. Every server here
 runs on the lab's keys (`Services.lab_ring`), never the app's: no ticket a figure shows works on /mcp.
+The round trip's sequence diagram is laid out by web/sequence.py; this module hands it the lesson's steps.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import threading
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import TypedDict, TypeVar, cast
 
 from flask import current_app
 from markupsafe import Markup, escape
@@ -29,6 +30,7 @@ from mrtr import CHECK_TITLES, CHECKS, DEFAULT_TTL, JSON, FakeClock, MemoryStore
 from mrtr_toolsets import lesson as mrtr_tools
 from web.content import ContentError, Course, Lesson
 from web.moveviews import OUTCOME_CLASS, OUTCOME_TEXT, pretty_json
+from web.sequence import SequenceModel, sequence_model
 from web.services import get_services
 
 #: Where each move happens on the figure's clock, and where the ticket stops being valid.
@@ -240,7 +242,15 @@ class ReplayStep:
     checks: tuple[dict[str, str], ...]
 
 
-def replay_data(mode: str) -> dict[str, object]:
+class ReplayView(TypedDict):
+    """What lessons/_widget_roundtrip.html's replay part draws: the retry, then the same retry on the other replica."""
+
+    mode: str  # shared or own: whether the replicas share one redeemed store
+    steps: list[ReplayStep]
+    modes: tuple[str, ...]
+
+
+def replay_data(mode: str) -> ReplayView:
     """bob's retry redeemed on replica B, then the very same retry replayed on replica A.
 
     `shared`: both replicas consult one redeemed store, so A refuses the replay. `own`: each replica
@@ -249,7 +259,7 @@ def replay_data(mode: str) -> dict[str, object]:
     if mode not in REPLAY_MODES:
         raise ValueError(f"stores must be one of {', '.join(REPLAY_MODES)}")
 
-    def play_it() -> dict[str, object]:
+    def play_it() -> ReplayView:
         ring = get_services().lab_ring
         clock = FakeClock(story.FIGURE_EPOCH)
         shared = MemoryStore()
@@ -366,7 +376,16 @@ class TimelineEvent:
     row: MatrixRow | None = None
 
 
-def timeline_data(course: Course, lesson: Lesson) -> dict[str, object]:
+class TimelineView(TypedDict):
+    """What the checks' timeline (lessons/_widget_timeline.html) draws: every move's row, on the ticket's clock."""
+
+    rows: list[MatrixRow]
+    events: list[TimelineEvent]  # the mint, each move and the expiry, in time order
+    checks: list[tuple[str, str]]  # (check, its title), in order
+    expiry_at: int
+
+
+def timeline_data(course: Course, lesson: Lesson) -> TimelineView:
     rows = _cached(f"matrix:{lesson.slug}", lambda: _play_all(course, lesson))
     events = [TimelineEvent("mint", MINT_AT), *(TimelineEvent("move", row.at, row) for row in rows),
               TimelineEvent("expiry", EXPIRY_AT)]
@@ -421,167 +440,10 @@ def breakit_data(lesson: Lesson) -> list[dict[str, str]]:
     return _cached(f"breakit:{lesson.slug}", load)
 
 
-# -- the round trip as a sequence diagram: a model drawn by templates/_sequence.html ------------------
-
-#: The parties, left to right: who sends, who routes, who answers, and the one piece of shared state.
-SEQ_PARTIES = (("client", "Client (bob)", "Client"), ("lb", "Load balancer", "LB"), ("A", "Replica A", "A"),
-               ("B", "Replica B", "B"), ("store", "Redeemed store", "Store"))
-#: Two layouts of the same model: wide (desktop, projector) and narrow (a 390 px phone).
-SEQ_LAYOUTS: dict[str, dict[str, float]] = {
-    "wide": {"left": 84, "gap": 140, "row": 66, "head": 60, "label": 17, "sub": 14.5},
-    "narrow": {"left": 50, "gap": 67, "row": 66, "head": 46, "label": 12, "sub": 11},
-}
-#: Larger text for a room (the deck): wider lanes and taller rows to hold it; sequence.css has the same sizes.
-SEQ_SIZES: dict[str, dict[str, dict[str, float]]] = {
-    "deck": {"wide": {"left": 84, "gap": 165, "row": 84, "head": 66, "label": 22, "sub": 19}},
-}
+# -- the round trip as a sequence diagram (web/sequence.py draws any steps; these are the lesson's own) ----------
 
 
-def _label_x(centre: float, text: str, size: float, width: float, per_char: float) -> float:
-    """Centre a label on its arrow, nudged so it never runs off either edge of the drawing."""
-    half = len(text) * size * per_char / 2
-    return round(min(max(centre, half + 4), width - half - 4), 1)
-
-
-@dataclass(frozen=True)
-class SeqArrow:
-    step: int
-    src: str
-    dst: str
-    label: str  # the method and id, or what the message is when it is not JSON-RPC
-    sub: str  # one short line under the arrow: what it carries or what came of it
-    ticket: str  # "" (no ticket), "issued", "carried" or "edited"
-    kind: str  # request, response, local (inside the client's host) or store
-    via_lb: bool
-
-    @property
-    def text(self) -> str:
-        names = {key: long for key, long, _ in SEQ_PARTIES}
-        where = " via the load balancer" if self.via_lb else ""
-        carries = {"issued": " (carries the new ticket)", "carried": " (carries the ticket)",
-                   "edited": " (carries an edited ticket)"}.get(self.ticket, "")
-        return f"{names[self.src]} to {names[self.dst]}{where}: {self.label}{carries}. {self.sub}".strip()
-
-
-def message_label(message: JSON) -> tuple[str, str]:
-    """The arrow's label (method and id) and its sub-line, read from the real JSON-RPC message."""
-    if not isinstance(message, dict):
-        return "a value", ""
-    mid = message.get("id")
-    at = f" · id {mid}" if mid is not None else ""
-    if "method" in message and "jsonrpc" in message:
-        params = as_object(message.get("params"))
-        tool = f" {params['name']}" if isinstance(params.get("name"), str) else ""
-        carried = [what for key, what in (("requestState", "requestState"), ("inputResponses", "the answer"))
-                   if key in params]
-        return f"{message['method']}{tool}{at}", f"with {' and '.join(carried)}" if carried else ""
-    if "result" in message:
-        result = message["result"] if isinstance(message["result"], dict) else {}
-        kind = result.get("resultType", "result")
-        return f"result: {kind}{at}", "requestState: a signed ticket" if "requestState" in result else ""
-    if "error" in message:
-        error = message["error"] if isinstance(message["error"], dict) else {}
-        return f"error {error.get('code', '')}{at}".replace("  ", " "), str(error.get("message", ""))
-    if "method" in message:
-        return f"{message['method']} (to the user)", "the host shows the question"
-    action = message.get("action")
-    return (f"the user: {action}" if action else "the user answers"), "the answer goes into the retry"
-
-
-def sequence_model(steps: Any, *, current: int | None = None, focus: bool = False,
-                   size: str = "page") -> dict[str, object]:
-    """The arrows of the real round trip (`story.roundtrip` steps or the lesson's `FigureStep`s), laid out twice.
-
-    Each JSON-RPC message becomes one arrow between the client and the replica that handled it (through the
-    load balancer); the host's question and answer stay on the client; the replica's look-up in the redeemed
-    store is drawn when its "Not already redeemed" check ran. Nothing here is drawn by hand: labels, ids,
-    tickets and the answering replica come from the messages and the check trace. With `focus`, only the
-    current step's arrows are drawn (a short diagram that fits one screen beside the step it shows); `size`
-    "deck" draws the text large enough to read on a projector (sequence.css, `.seq-size-deck`).
-    """
-    arrows: list[SeqArrow] = []
-    issued = ""
-    for step in steps:
-        replica = step.replica
-        for line in step.lines:
-            message = line.message
-            label, sub = message_label(message)
-            jsonrpc = isinstance(message, dict) and "jsonrpc" in message
-            if not jsonrpc or not replica:
-                arrows.append(SeqArrow(step.n, "client", "client", label, sub, "", "local", False))
-                continue
-            params = as_object(message.get("params"))
-            result = as_object(message.get("result"))
-            ticket = ""
-            issued_now, sent = result.get("requestState"), params.get("requestState")
-            if isinstance(issued_now, str):
-                issued, ticket = issued_now, "issued"
-            elif isinstance(sent, str):
-                same = not issued or sent in (issued, f"{issued[:16]}…{issued[-6:]}")  # the lesson shortens repeats
-                ticket = "carried" if same else "edited"
-            if line.direction == "-->":
-                arrows.append(SeqArrow(step.n, "client", replica, label, sub or line.note, ticket, "request", True))
-                arrows.extend(_store_arrows(step, replica))
-            else:
-                arrows.append(SeqArrow(step.n, replica, "client", label, sub or line.note, ticket, "response", True))
-        if not any(a.step == step.n and a.kind == "store" for a in arrows) and not any(
-                line.direction == "-->" and replica for line in step.lines):
-            # a response-only step still shows its store look-up before the answer goes back
-            store = _store_arrows(step, replica) if replica else []
-            if store:
-                at = next(i for i, a in enumerate(arrows) if a.step == step.n)
-                arrows[at:at] = store
-    answered = {step.n: step.replica for step in steps}
-    return _model(arrows, current=current, answered=answered, size=size, focus=focus)
-
-
-def _model(arrows: list[SeqArrow], *, current: int | None, answered: dict[int, str], size: str,
-           focus: bool) -> dict[str, object]:
-    """Lay the arrows out (only the current step's when `focus`), at the text sizes `size` names."""
-    if focus and current is not None:
-        arrows = [a for a in arrows if a.step == current]
-    index = {key: i for i, (key, _, _) in enumerate(SEQ_PARTIES)}
-    layouts = {}
-    for name, base in SEQ_LAYOUTS.items():
-        lay = {**base, **SEQ_SIZES.get(size, {}).get(name, {})}
-        xs = {key: lay["left"] + i * lay["gap"] for key, i in index.items()}
-        width = lay["left"] * 2 + lay["gap"] * (len(SEQ_PARTIES) - 1)
-        rows = []
-        y = lay["head"] + lay["row"] * 0.55
-        last_step = None
-        for arrow in arrows:
-            if arrow.step != last_step and last_step is not None:
-                y += lay["row"] * 0.3
-            x1, x2 = xs[arrow.src], xs[arrow.dst]
-            lanes = abs(index[arrow.dst] - index[arrow.src])
-            mid = (x1 + x2) / 2
-            if not lanes:
-                label_x = sub_x = x1 + 42
-            else:
-                label_x = _label_x(mid, arrow.label, lay["label"], width, 0.62)
-                sub_x = _label_x(mid, arrow.sub, lay["sub"], width, 0.52)
-            rows.append({"arrow": arrow, "y": round(y), "x1": x1, "x2": x2, "label_x": label_x, "sub_x": sub_x,
-                         "lanes": lanes, "dir": "r" if x2 > x1 else ("l" if x2 < x1 else "self"),
-                         "lb": xs["lb"], "first": arrow.step != last_step})
-            last_step = arrow.step
-            y += lay["row"]
-        layouts[name] = {"width": width, "height": round(y), "rows": rows, "xs": xs, "head": lay["head"], **lay}
-    return {"parties": SEQ_PARTIES, "arrows": arrows, "layouts": layouts, "current": current, "answered": answered,
-            "steps": sorted({a.step for a in arrows}), "size": size, "focus": focus}
-
-
-def _store_arrows(step: Any, replica: str) -> list[SeqArrow]:
-    single = next((c for c in step.checks or () if c.get("check") == "single-use"), None)
-    if single is None or single.get("outcome") == "skipped":
-        return []
-    spent = single.get("outcome") == "fail"
-    return [SeqArrow(step.n, replica, "store", "redeem the ticket's id", "check 6: Not already redeemed", "", "store",
-                     False),
-            SeqArrow(step.n, "store", replica, "already redeemed" if spent else "not seen before: now spent",
-                     "refused" if spent else "single use holds across replicas", "", "store", False)]
-
-
-def roundtrip_sequence(current: int | None = None, *, focus: bool = False, size: str = "page") -> dict[str, object]:
+def roundtrip_sequence(current: int | None = None, *, focus: bool = False, size: str = "page") -> SequenceModel:
     """The diagram model of the lab's own round trip (the deck draws its current step beside each step slide)."""
     steps = _cached("roundtrip", lambda: story.roundtrip(get_services().lab_ring))
     return sequence_model(steps, current=current, focus=focus, size=size)
