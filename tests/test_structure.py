@@ -21,7 +21,6 @@ ALLOWED = {
     "moves/*/*": "the checker's targets (issue 31)",
     "web/build*.py": "the build lesson's page (issue 34)",
     "web/demo.py": "the deck and the presenter view (issue 34)",
-    "web/lti.py": "the LTI key set cache (issue 33)",
     "web/widgets.py": "the lessons' live figures (issue 32)",
     "web/quiz.py": "the quizzes (issue 32)",
     "web/lessons.py": "the lesson pages (issue 32)",
