@@ -214,7 +214,7 @@ def running_platform(tool_base: str) -> Iterator[Platform]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
     platform = Platform(f"http://127.0.0.1:{server.server_address[1]}", tool_base)
     server.RequestHandlerClass = _handler(platform)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         yield platform
