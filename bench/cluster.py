@@ -229,6 +229,17 @@ def floor_direct(name: str, *, workers: int, threads: int) -> Stack:
     return _build(name, build)
 
 
+def floor_single_use_direct(name: str, *, workers: int, threads: int) -> Stack:
+    """bench/floor_single_use.py alone, with a Redis of its own, as `ours_direct` has."""
+    def build(parts: list[Served]) -> Served:
+        parts.append(store := redis(f"{name}-redis"))
+        parts.append(front := compared_servers.floor_app(workers=workers, threads=threads, name=name,
+                                                         redis_url=f"redis://127.0.0.1:{store.port}/0"))
+        return front
+
+    return _build(name, build)
+
+
 def floor_nginx(name: str, *, replicas: int, workers: int, threads: int) -> Stack:
     def build(parts: list[Served]) -> Served:
         for i in range(1, replicas + 1):

@@ -99,10 +99,14 @@ def production_granian_argv(*, port: int, workers: int, threads: int, target: st
 
 
 def floor_app(*, workers: int = 2, threads: int | None = None, port: int | None = None,
-              name: str = "floor") -> Served:
-    """bench/floor.py (canned answers, no checks) under granian with scripts/production.sh's settings."""
+              name: str = "floor", redis_url: str | None = None) -> Served:
+    """bench/floor.py (canned answers, no checks) under granian with scripts/production.sh's settings; with
+    `redis_url`, bench/floor_single_use.py (the same, each retry's ticket spent in that Redis first), its gate
+    as wide as production.sh makes the app's (THREADS - 1)."""
     tmp = tempfile.TemporaryDirectory(prefix="mrtr-bench-floor-")
     port = port or free_port()
-    argv = production_granian_argv(port=port, workers=workers, threads=threads or production_threads(),
-                                   target="bench.floor:create_app")
-    return spawn(name, argv, {}, port, tmp, children=workers)
+    threads = threads or production_threads()
+    target = "bench.floor_single_use:create_app" if redis_url else "bench.floor:create_app"
+    argv = production_granian_argv(port=port, workers=workers, threads=threads, target=target)
+    env = {"FLOOR_REDIS_URL": redis_url, "MRTR_REDIS_WAITERS": str(threads - 1)} if redis_url else {}
+    return spawn(name, argv, env, port, tmp, children=workers)

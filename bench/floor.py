@@ -40,7 +40,7 @@ ROUND_ONE = _dump({"jsonrpc": "2.0", "id": 1, "result": {
 RETRY = _dump({"jsonrpc": "2.0", "id": 1, "result": {
     "content": [{"type": "text", "text": "deployed to staging"}], "isError": False, "resultType": "complete",
     "_meta": SERVER_INFO}})
-_HEADERS = {body: [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+HEADERS = {body: [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
             for body in (ROUND_ONE, RETRY)}
 
 
@@ -48,7 +48,7 @@ def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable
     """Any request gets 200 and one of the two canned answers; the body is read only to choose which."""
     body = environ["wsgi.input"].read()
     answer = RETRY if b'"requestState"' in body else ROUND_ONE
-    start_response("200 OK", _HEADERS[answer])
+    start_response("200 OK", HEADERS[answer])
     return [answer]
 
 

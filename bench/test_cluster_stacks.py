@@ -62,7 +62,8 @@ def test_a_cluster_run_measures_every_stack_and_leaves_nothing(capsys: pytest.Ca
                             "--workers", "1", "--no-write"])
     out = capsys.readouterr().out
     assert code == 0
-    for name in ("ours-nginx-2", "ours-direct", "sdk-nginx-2", "floor-nginx-2", "floor-direct"):
+    for name in ("ours-nginx-2", "ours-direct", "sdk-nginx-2", "floor-nginx-2", "floor-direct",
+                 "floor-single-use-direct"):
         assert f"| 1 | `{name}` |" in out
     assert "No failed flow on any stack." in out
     assert _children() <= before

@@ -14,6 +14,7 @@ import logging
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from ._questions import answers_problem, has_capability, required_capability
 from .errors import InvalidParams, MalformedAnswer, MissingCapability, StoreUnavailable, TicketRejected
@@ -190,8 +191,8 @@ class CallContext:
 
     def _claim_ticket(self, jti: str, exp: float) -> bool:
         """Claim the ticket for this attempt; another attempt in progress is "try again", not "spent"."""
-        store = self._store
-        assert isinstance(store, ClaimingStore)
+        # `_redeem` asked `_claims` first; no isinstance here, for the reason `_claims` gives.
+        store = cast(ClaimingStore, self._store)
         attempt = secrets.token_hex(8)
         found = store.claim(jti, exp, self.now, attempt)
         if found == "busy":
@@ -207,8 +208,7 @@ class CallContext:
             return
         jti, exp, attempt = self._claim
         self._claim = None
-        store = self._store
-        assert isinstance(store, ClaimingStore)
+        store = cast(ClaimingStore, self._store)  # a claim is only ever held on a ClaimingStore (`_claim_ticket`)
         if done:
             store.commit(jti, exp, self.now, attempt)
         else:

@@ -8,33 +8,35 @@ they need to go first did not get its expectation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
-from moves.catalog import Move, load_moves
+from moves.catalog import DEFAULT_PATH, Move, load_moves
 from moves.target import Outcome
 
 MOVES: tuple[Move, ...] = load_moves()
 SLUGS: list[str] = [m.slug for m in MOVES]
 
 
-def caught_by(feature: str) -> set[str]:
+def caught_by(feature: str, moves: Sequence[Move] = MOVES) -> set[str]:
     """Moves a server without `feature` fails: those only that check refuses (`Move.refused_by`: a move another
     check refuses too, such as a stolen ticket sent late, is still refused), a plain retry a sound server stops
     there without refusing it (a retry without the answer, asked again: a server with no answer check does the
     work), and those whose expectation requires it. Moves that go first for another (`before`) count only for
     themselves."""
-    return {m.slug for m in MOVES
+    return {m.slug for m in moves
             if (m.before is None and m.expect == "refused" and m.refused_by_checks == {feature})
             or (m.before is None and m.expect != "refused" and m.stops_at == feature
                 and m.answer in ("accept", "none", "wrong-key") and m.ticket == "as-issued")
             or m.requires == feature}
 
 
-def gated_by(failed: Iterable[str]) -> set[str]:
+def gated_by(failed: Iterable[str], moves: Sequence[Move] = MOVES) -> set[str]:
     """Moves whose `before` move is in `failed`: the checker reports them as not shown (not-run)."""
     failed = set(failed)
-    return {m.slug for m in MOVES if m.before is not None and m.before.slug in failed}
+    return {m.slug for m in moves if m.before is not None and m.before.slug in failed}
 
 
 def one(description: str, predicate: Callable[[Move], bool]) -> Move:
@@ -57,8 +59,9 @@ PLAIN_REFUSALS = [m for m in MOVES if m.expect == "refused" and m.before is None
 
 
 #: The move fields a selector may name (besides `before.<field>`, the move sent first, `before` for whether there
-#: is one, `same_id`: whether the move's retry reuses the id of the retry sent before it, and `burst`: whether
-#: it sends several copies at once).
+#: is one, `same_id`: whether the move's retry reuses the id of the retry sent before it, `burst`: whether
+#: it sends several copies at once, and `first`: whether it is the catalogue's first move, the honest call that
+#: the checker plays before any other).
 SELECTABLE = ("sender", "timing", "ticket", "answer", "request", "expect", "stops_at", "requires", "before_ticket",
               "copy_ids", "round")
 
@@ -80,16 +83,46 @@ def _value(move: Move | None, field: str) -> Any:
     return str(value) if isinstance(value, Outcome) else value
 
 
-def matching(selector: dict[str, Any]) -> set[str]:
+def matching(selector: dict[str, Any], moves: Sequence[Move] = MOVES) -> set[str]:
     """The catalogue moves that fit a selector (a table of field = value or [values]), so a table can name moves
     by what they do and a new move of an existing kind needs no edit there."""
-    return {m.slug for m in MOVES if all(_value(m, f) in (want if isinstance(want, list) else [want])
+    def value(move: Move, field: str) -> Any:
+        # Only the position in the catalogue is not a fact about the move alone.
+        return move is moves[0] if field == "first" else _value(move, field)
+
+    return {m.slug for m in moves if all(value(m, f) in (want if isinstance(want, list) else [want])
                                          for f, want in selector.items())}
 
 
-def select(items: list[Any]) -> set[str]:
+def select(items: list[Any], moves: Sequence[Move] = MOVES) -> set[str]:
     """The moves a list names: each item a slug, or a selector (see `matching`)."""
     chosen: set[str] = set()
     for item in items:
-        chosen |= {item} if isinstance(item, str) else matching(item)
+        chosen |= {item} if isinstance(item, str) else matching(item, moves)
     return chosen
+
+
+def entry_of(text: str, slug: str) -> str:
+    """The whole `[[moves]]` entry of `slug` in a moves file: its fields and its `[[moves.notes]]`."""
+    entries = re.split(r"(?m)^(?=\[\[moves\]\]$|\[\[notes\]\]$)", text)
+    found = [e for e in entries if e.startswith("[[moves]]") and re.search(rf'(?m)^slug = "{slug}"$', e)]
+    assert len(found) == 1, slug
+    return found[0]
+
+
+def copy_of(move: Move) -> tuple[str, str, str]:
+    """A one-entry copy of `move`'s whole entry, as an author adding a move of its kind would write it, under a
+    new slug and title: (slug, title, the TOML entry)."""
+    slug, title = f"{move.slug}-copy", f"{move.title}, once more"
+    entry = entry_of(DEFAULT_PATH.read_text(encoding="utf-8"), move.slug)
+    entry = entry.replace(f'slug = "{move.slug}"', f'slug = "{slug}"', 1)
+    entry = re.sub(r'(?m)^title = ".*"$', lambda _: f'title = "{title}"', entry, count=1)
+    return slug, title, entry
+
+
+def with_copies(originals: Iterable[Move], path: Path) -> tuple[Move, ...]:
+    """The catalogue with a one-entry copy of each of `originals` appended, written to `path` and read back."""
+    entries = [copy_of(move)[2] for move in originals]
+    path.write_text("\n\n".join([DEFAULT_PATH.read_text(encoding="utf-8").rstrip("\n"), *entries]),
+                    encoding="utf-8")
+    return load_moves(path)

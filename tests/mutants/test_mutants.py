@@ -10,38 +10,40 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from moves.catalog import load_moves
+from moves.catalog import Move, load_moves
 from moves.check import Report
 from moves.probes import PROBES
 from moves.target import Outcome
 from mrtr import CHECKS
-from tests.check.catalogue import caught_by, gated_by, select
+from tests.check.catalogue import caught_by, gated_by, select, with_copies
 from tests.mutants.harness import check_http, check_stdio
 from tests.mutants.server import MUTANTS, SOUND
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 TABLE: dict[str, Any] = tomllib.loads((HERE / "expectations.toml").read_text(encoding="utf-8"))
-MOVES = {m.slug: m for m in load_moves()}
+CATALOGUE = load_moves()
+MOVES = {m.slug: m for m in CATALOGUE}
 TRANSPORTS = ("http", "stdio")
 
 
-def expected(name: str, transport: str) -> dict[str, set[str]]:
+def expected(name: str, transport: str, moves: Sequence[Move] = CATALOGUE) -> dict[str, set[str]]:
     """The table's sets for one mutant over one transport: `fail`, `probes`, `not_run`, with selectors matched
     against the catalogue and `lacks` expanded from it (the moves a server without that defence fails, and those
     they gate)."""
     entry = TABLE["mutants"].get(name, {})
     over = {**entry, **entry.get(transport, {})} if isinstance(entry.get(transport), dict) else entry
-    sets = {key: select(over.get(key, [])) for key in ("fail", "not_run")}
+    sets = {key: select(over.get(key, []), moves) for key in ("fail", "not_run")}
     sets["probes"] = set(over.get("probes", []))
-    caught = set().union(*(caught_by(check) for check in over.get("lacks", [])))
+    caught = set().union(*(caught_by(check, moves) for check in over.get("lacks", [])))
     sets["fail"] |= caught
-    sets["not_run"] |= gated_by(caught) - caught
+    sets["not_run"] |= gated_by(caught, moves) - caught
     return sets
 
 
@@ -64,8 +66,8 @@ def explain(name: str, want: dict[str, set[str]], got: dict[str, set[str]], repo
     return "\n".join(lines) + "\n\n" + report.table()
 
 
-def assert_flags(name: str, transport: str, report: Report) -> None:
-    want, got = expected(name, transport), flagged(report)
+def assert_flags(name: str, transport: str, report: Report, moves: Sequence[Move] = CATALOGUE) -> None:
+    want, got = expected(name, transport, moves), flagged(report)
     assert got == want, explain(name, want, got, report)
     assert report.ok == (not want["fail"] and not want["probes"])
     # A flagged move fails with evidence: what the server really answered, never a transport error.
@@ -131,6 +133,23 @@ def test_each_mutant_is_flagged_exactly_where_its_mistake_shows_over_http(name: 
 @pytest.mark.parametrize("name", list(MUTANTS))
 def test_each_mutant_is_flagged_exactly_where_its_mistake_shows_over_stdio(name: str, tmp_path: Path) -> None:
     assert_flags(name, "stdio", check_stdio(name, tmp_path))
+
+
+@pytest.fixture(scope="module")
+def copied(tmp_path_factory: pytest.TempPathFactory) -> tuple[Move, ...]:
+    """The catalogue plus a one-entry copy of every move in it (notes and all), as an author adding a move of an
+    existing kind writes it."""
+    return with_copies(CATALOGUE, tmp_path_factory.mktemp("copies") / "moves.toml")
+
+
+@pytest.mark.parametrize("name", list(MUTANTS))
+def test_a_copy_of_any_move_is_flagged_as_the_table_says_with_no_edit_to_it(name: str,
+                                                                            copied: tuple[Move, ...]) -> None:
+    """Adding a move of an existing kind needs no edit of expectations.toml: its selectors, read over the longer
+    catalogue, name every copy the checker flags, the copy of the first (honest) move included, which unlike the
+    original is not the first call of its request on a server that remembers requests."""
+    assert len(copied) == 2 * len(CATALOGUE)
+    assert_flags(name, "http", check_http(name, moves=copied), copied)
 
 
 def test_a_process_bound_key_is_never_a_pass_for_the_principal_over_stdio(tmp_path: Path) -> None:

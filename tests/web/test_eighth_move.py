@@ -22,6 +22,7 @@ from moves.engine import play
 from moves.labcodec import LabRing
 from moves.target import Outcome
 from moves.targets.in_process import lab_target
+from tests.check.catalogue import copy_of
 from tests.web.helpers import HX, soup
 from web.moveviews import OUTCOME_TEXT, group_of, grouped
 
@@ -33,23 +34,6 @@ ORIGINALS = {group.key: group.moves[0] for group in grouped(MOVES)}
 ORIGINALS |= {f"request-{m.request}": m for m in reversed(MOVES)
               if m.request not in {o.request for o in ORIGINALS.values()}}
 LESSON = "/lessons/when-the-server-needs-input"
-
-
-def entry_of(text: str, slug: str) -> str:
-    """The whole `[[moves]]` entry of `slug` in a moves file: its fields and its `[[moves.notes]]`."""
-    entries = re.split(r"(?m)^(?=\[\[moves\]\]$|\[\[notes\]\]$)", text)
-    found = [e for e in entries if e.startswith("[[moves]]") and re.search(rf'(?m)^slug = "{slug}"$', e)]
-    assert len(found) == 1, slug
-    return found[0]
-
-
-def copy_of(move: Move) -> tuple[str, str, str]:
-    """A one-entry copy of `move` under a new slug and title: (slug, title, the TOML entry)."""
-    slug, title = f"{move.slug}-copy", f"{move.title}, once more"
-    entry = entry_of(DEFAULT_PATH.read_text(encoding="utf-8"), move.slug)
-    entry = entry.replace(f'slug = "{move.slug}"', f'slug = "{slug}"', 1)
-    entry = re.sub(r'(?m)^title = ".*"$', lambda _: f'title = "{title}"', entry, count=1)
-    return slug, title, entry
 
 
 @pytest.fixture(params=sorted(ORIGINALS), ids=lambda key: f"{key}-kind")
