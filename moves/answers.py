@@ -6,11 +6,11 @@ the author supplied (`--answers`, by key or by round), and each `answer` kind of
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
-from mrtr import as_object
-from mrtr.messages import as_list
+from mrtr import JSON, JSONObject, as_object
+from mrtr.messages import InputRequest, as_list
 
 from .calls import Call
 
@@ -18,20 +18,21 @@ from .calls import Call
 UNASKED = "mrtr-check-unasked"
 
 
-def _number(value: Any, default: float = 0) -> float:
+def _number(value: JSON, default: float = 0) -> float:
     """A schema's numeric keyword as a number; anything else (a peer's "5", null, true) is the default."""
     return value if isinstance(value, int | float) and not isinstance(value, bool) else default
 
 
-def _value_for(schema: Any) -> Any:
+def _value_for(schema: JSON) -> JSON:
     if not isinstance(schema, dict):
         return True
     if "default" in schema:
         return schema["default"]
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return schema["enum"][0]
-    if isinstance(schema.get("oneOf"), list) and schema["oneOf"] and isinstance(schema["oneOf"][0], dict):
-        return schema["oneOf"][0].get("const", True)
+    enum, one_of = schema.get("enum"), schema.get("oneOf")
+    if isinstance(enum, list) and enum:
+        return enum[0]
+    if isinstance(one_of, list) and one_of and isinstance(one_of[0], dict):
+        return one_of[0].get("const", True)
     kind = schema.get("type")
     if kind == "boolean":
         return True
@@ -41,10 +42,8 @@ def _value_for(schema: Any) -> Any:
         return int(value) if kind == "integer" else value
     if kind == "array":
         items = as_object(schema.get("items"))
-        raw_any_of, raw_enum = items.get("anyOf"), items.get("enum")
-        any_of: list[Any] = raw_any_of if isinstance(raw_any_of, list) else []
-        enum: list[Any] = raw_enum if isinstance(raw_enum, list) else []
-        options = enum or [o.get("const") for o in any_of if isinstance(o, dict)]
+        options = as_list(items.get("enum")) or [o.get("const") for o in as_list(items.get("anyOf"))
+                                                 if isinstance(o, dict)]
         return options[: max(1, int(_number(schema.get("minItems"), 1)))] if options else []
     text = "yes"
     if schema.get("format") == "email":
@@ -59,21 +58,31 @@ def _value_for(schema: Any) -> Any:
     return text + "y" * max(0, min(minimum, 10_000) - len(text))
 
 
-def _is_form(request: Any) -> bool:
-    """Whether an input request is a form elicitation (the only kind the checker answers from its schema)."""
+def question_of(request: JSON) -> InputRequest:
+    """An input request as the checker reads it, whatever a peer sent: its method (elicitation/create when it names
+    none; any other value as text, so it never reads as one) and its params (the request itself when it has no
+    "params" member, as an early draft had it; an empty object when they are not one)."""
     request = as_object(request)
-    params = as_object(request.get("params", request))
-    return request.get("method", "elicitation/create") == "elicitation/create" \
+    method = request.get("method", "elicitation/create")
+    return {"method": method if isinstance(method, str) else str(method),
+            "params": as_object(request.get("params", request))}
+
+
+def _is_form(request: JSON) -> bool:
+    """Whether an input request is a form elicitation (the only kind the checker answers from its schema)."""
+    question = question_of(request)
+    params = question["params"]
+    return question["method"] == "elicitation/create" \
         and params.get("mode", "form") == "form" and isinstance(params.get("requestedSchema"), dict)
 
 
-def _supplied(value: Any, request: Any) -> Any:
+def _supplied(value: JSON, request: JSON) -> JSON:
     if _is_form(request) and isinstance(value, dict) and "action" not in value:
         return {"action": "accept", "content": copy.deepcopy(value)}
     return copy.deepcopy(value)
 
 
-def cross_tool_call(call: Call, requests: dict[str, Any]) -> tuple[Call, dict[str, Any]]:
+def cross_tool_call(call: Call, requests: Mapping[str, JSON]) -> tuple[Call, JSONObject]:
     """The call and questions of a retry sent to another asking tool with this tool's ticket: that tool, the same
     arguments, and its own questions answered beside this one's (so a ticket it wrongly accepts can do its work).
 
@@ -86,44 +95,44 @@ def cross_tool_call(call: Call, requests: dict[str, Any]) -> tuple[Call, dict[st
     return replace(call, tool=call.cross_tool), {**call.cross_questions, **requests}
 
 
-def supplied_answers(call: Call, round_n: int) -> dict[str, Any]:
+def supplied_answers(call: Call, round_n: int) -> JSONObject:
     """The author's answers (`Call.answers`) for round `round_n`: those given for any round, then the round's."""
     general = {k: v for k, v in call.answers.items() if not k.isdigit()}
     return {**general, **as_object(call.answers.get(str(round_n)))}
 
 
-def unanswerable(input_requests: dict[str, Any], supplied: dict[str, Any] | None = None) -> str | None:
+def unanswerable(input_requests: Mapping[str, JSON], supplied: Mapping[str, JSON] | None = None) -> str | None:
     """Why the checker cannot answer these questions itself ("'login' (a url-mode elicitation)"), or None."""
     for key, request in (input_requests or {}).items():
         if key in (supplied or {}) or _is_form(request):
             continue
-        request = as_object(request)
-        method = request.get("method", "elicitation/create")
-        mode = as_object(request.get("params", request)).get("mode", "form")
+        question = question_of(request)
+        method = question["method"]
+        mode = question["params"].get("mode", "form")
         kind = f"a {str(mode)[:20]}-mode elicitation" if method == "elicitation/create" else \
             f"a {str(method)[:40]} request"
         return f"{str(key)[:40]!r} ({kind})"
     return None
 
 
-def answers_for(input_requests: dict[str, Any], supplied: dict[str, Any] | None = None) -> dict[str, Any]:
+def answers_for(input_requests: Mapping[str, JSON], supplied: Mapping[str, JSON] | None = None) -> JSONObject:
     """Accept answers that satisfy each input request's requestedSchema (every property filled); a key in
     `supplied` (the author's `--answers`) gets that answer instead."""
-    answers: dict[str, Any] = {}
+    answers: JSONObject = {}
     for key, request in (input_requests or {}).items():
         if supplied and key in supplied:
             answers[key] = _supplied(supplied[key], request)
             continue
-        params = request.get("params", request) if isinstance(request, dict) else {}
-        schema = params.get("requestedSchema") if isinstance(params, dict) else None
+        schema = question_of(request)["params"].get("requestedSchema")
         props = schema.get("properties", {}) if isinstance(schema, dict) else {}
-        content = {name: _value_for(prop) for name, prop in props.items()} if isinstance(props, dict) else {}
+        content: JSONObject = {name: _value_for(prop) for name, prop in props.items()} if isinstance(props, dict) \
+            else {}
         answers[key] = {"action": "accept", "content": content}
     return answers
 
 
-def answers_of(kind: str, input_requests: dict[str, Any], supplied: dict[str, Any] | None = None
-               ) -> dict[str, Any] | None:
+def answers_of(kind: str, input_requests: Mapping[str, JSON], supplied: Mapping[str, JSON] | None = None
+               ) -> JSONObject | None:
     """The inputResponses an `answer` kind sends (see moves/catalog.py), or None for "none".
 
     Raises:
@@ -140,18 +149,21 @@ def answers_of(kind: str, input_requests: dict[str, Any], supplied: dict[str, An
         return {UNASKED: {"action": "accept", "content": {}}, **accepted}
     if kind in ("decline", "cancel"):
         return {key: {"action": kind} for key in accepted}
-    changed: dict[str, Any] = {}
+    changed: JSONObject = {}
     for key, answer in accepted.items():
-        params = as_object(as_object(input_requests.get(key)).get("params", input_requests.get(key)))
-        schema = as_object(params.get("requestedSchema"))
-        content = dict(answer["content"])
+        schema = as_object(question_of(input_requests.get(key))["params"].get("requestedSchema"))
+        given = as_object(answer).get("content")
+        if not isinstance(given, dict):  # an answer the author supplied without content: nothing in it to change
+            changed[key] = answer
+            continue
+        content = dict(given)
         if kind == "wrong-type":
             props = as_object(schema.get("properties"))
             content = {name: _wrong_type(as_object(props.get(name))) for name in content}
         else:  # missing-key
             required = [r for r in as_list(schema.get("required")) if isinstance(r, str)]
             content = {name: value for name, value in content.items() if name not in (required or content)}
-        if content != answer["content"]:
+        if content != given:
             changed[key] = {"action": "accept", "content": content}
         else:
             changed[key] = answer
@@ -161,7 +173,7 @@ def answers_of(kind: str, input_requests: dict[str, Any], supplied: dict[str, An
     return changed
 
 
-def _wrong_type(schema: dict[str, Any]) -> Any:
+def _wrong_type(schema: JSONObject) -> JSON:
     """A value of another JSON type than the field asks for: "yes" for a boolean, a number for text."""
     kind = schema.get("type")
     if kind == "boolean":

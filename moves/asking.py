@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
-from mrtr import as_object
-from mrtr.messages import as_list
+from mrtr import JSON, JSONObject, as_object
+from mrtr.messages import ListedTool, as_list
 
 from .calls import Call, modern_request
 from .target import Target
@@ -28,7 +27,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "boolean": (bool,)
                                             "array": (list,), "number": (int, float), "integer": (int,)}
 
 
-def takes(input_schema: Any, arguments: dict[str, Any]) -> bool:
+def takes(input_schema: JSON, arguments: JSONObject) -> bool:
     """Whether a tool's inputSchema plainly takes `arguments`: every required property given, every argument a
     listed property of the right JSON type (a schema that lists no properties takes none)."""
     schema = as_object(input_schema)
@@ -48,13 +47,13 @@ def takes(input_schema: Any, arguments: dict[str, Any]) -> bool:
     return True
 
 
-def with_cross_tool(target: Target, tools: list[dict[str, Any]], call: Call, next_id: Callable[[], int]) -> Call:
+def with_cross_tool(target: Target, tools: list[ListedTool], call: Call, next_id: Callable[[], int]) -> Call:
     """`call` with `cross_tool` set to the first other listed tool that asks for input when the owner calls it with
     the same arguments (and `cross_questions` to what it asked), or to None when no tool does."""
     tried = 0
     for tool in tools:
-        name = tool.get("name")
-        if not isinstance(name, str) or name == call.tool or not takes(tool.get("inputSchema"), call.arguments):
+        name = tool["name"]
+        if name == call.tool or not takes(tool.get("inputSchema"), call.arguments):
             continue
         if tried == MAX_TRIED:
             break

@@ -8,11 +8,10 @@ from __future__ import annotations
 import copy
 import json
 import re
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field
 
-from mrtr import as_object
-from mrtr.messages import as_list
+from mrtr import JSONObject, as_object
+from mrtr.messages import RequestId, as_list, request_message
 from mrtr.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION, MODERN_VERSION
 
 from .catalog import Move
@@ -29,21 +28,21 @@ class Step:
 
     role: Role
     at: float
-    sent: dict[str, Any]
+    sent: JSONObject
     reply: Reply
     #: What this message was: "round one", "retry", "junk ticket (empty)", "honest: retry", ...
     label: str = "retry"
 
 
-def _default_arguments() -> dict[str, Any]:
+def _default_arguments() -> JSONObject:
     return {"env": "staging"}
 
 
-def _default_other() -> dict[str, Any]:
+def _default_other() -> JSONObject:
     return {"env": "prod"}
 
 
-def _default_capabilities() -> dict[str, Any]:
+def _default_capabilities() -> JSONObject:
     return {"elicitation": {"form": {}}}
 
 
@@ -52,19 +51,19 @@ class Call:
     """What to call, so the engine is tool-agnostic."""
 
     tool: str = "deploy"
-    arguments: dict[str, Any] = field(default_factory=_default_arguments)
+    arguments: JSONObject = field(default_factory=_default_arguments)
     #: None when the tool has no argument to change: a move that needs another request cannot be played.
-    other_arguments: dict[str, Any] | None = field(default_factory=_default_other)
+    other_arguments: JSONObject | None = field(default_factory=_default_other)
     client_name: str = "mrtr-lab"
-    capabilities: dict[str, Any] = field(default_factory=_default_capabilities)
+    capabilities: JSONObject = field(default_factory=_default_capabilities)
     #: Answers the author supplied (`--answers`): by key for any round, or by round number ("2") then key.
     #: A value for a form question without "action" is its content (sent as an accept); any other is sent as is.
-    answers: dict[str, Any] = field(default_factory=dict)
+    answers: JSONObject = field(default_factory=dict)
     #: Another listed tool that asks for input when called with the same arguments, and the questions it asked then:
     #: the moves that spend this tool's ticket on it (request "other-tool") go there; None when the server has none.
     #: The default is the lab's second asking tool (the checker sets both from what the server lists).
     cross_tool: str | None = "provision"
-    cross_questions: dict[str, Any] = field(default_factory=dict)
+    cross_questions: JSONObject = field(default_factory=dict)
 
 
 @dataclass
@@ -81,7 +80,7 @@ class MoveResult:
     #: Calls played only to judge the move (an accepted call to compare with, the owner from a second process).
     controls: list[Step] = field(default_factory=list)
     #: The questions of each round the move's own flow went through, round one first.
-    rounds: list[dict[str, Any]] = field(default_factory=list)
+    rounds: list[JSONObject] = field(default_factory=list)
     #: Why the checker could not follow the flow to its end ("" when it could, or did not need to).
     stuck: str = ""
     #: True when the outcome is one the move allows only as a warning (`Move.warn`): not ok, and not a failure.
@@ -116,19 +115,17 @@ def outcome_of(reply: Reply) -> Outcome:
     return Outcome.COMPLETED
 
 
-def modern_request(id: Any, method: str, params: dict[str, Any], call: Call) -> dict[str, Any]:  # noqa: A002
+def modern_request(id: RequestId, method: str, params: JSONObject, call: Call) -> JSONObject:  # noqa: A002
     """A 2026-07-28 request: `params` plus `_meta` (protocol version, capabilities, clientInfo)."""
-    meta = {META_VERSION: MODERN_VERSION, META_CAPABILITIES: copy.deepcopy(call.capabilities),
-            META_CLIENT_INFO: {"name": call.client_name, "version": "1.0"}}
-    return {"jsonrpc": "2.0", "id": id, "method": method, "params": {**copy.deepcopy(params), "_meta": meta}}
+    return request_message(id, method, {**copy.deepcopy(params), "_meta": client_meta(call.capabilities, call)})
 
 
-def client_meta(capabilities: dict[str, Any] | None = None, call: Call | None = None) -> dict[str, Any]:
+def client_meta(capabilities: JSONObject | None = None, call: Call | None = None) -> JSONObject:
     """The `_meta` a 2026-07-28 request carries (form elicitation unless `capabilities` says otherwise)."""
     call = call or Call(client_name="mrtr-lab-playground")
     caps = call.capabilities if capabilities is None else capabilities
-    meta: dict[str, Any] = modern_request(0, "", {}, replace(call, capabilities=caps))["params"]["_meta"]
-    return meta
+    return {META_VERSION: MODERN_VERSION, META_CAPABILITIES: copy.deepcopy(caps),
+            META_CLIENT_INFO: {"name": call.client_name, "version": "1.0"}}
 
 
 def describe(reply: Reply, outcome: Outcome) -> str:
@@ -136,7 +133,7 @@ def describe(reply: Reply, outcome: Outcome) -> str:
         return reply.transport_error
     response = reply.response or {}
     if outcome == Outcome.REFUSED and "error" in response:
-        error = response["error"] if isinstance(response["error"], dict) else {}
+        error = as_object(response["error"])
         return f"error {error.get('code')}: {str(error.get('message', ''))[:200]}"
     result = as_object(response.get("result"))
     if outcome == Outcome.ASKED_AGAIN:

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
-from mrtr import CHECKS
+from mrtr import CHECKS, JSONObject
 
 from .target import Outcome, Role
 
@@ -149,7 +149,7 @@ class Move:
     expect: Outcome
     stops_at: str
     edit_path: str = "work.env"
-    edit_value: Any = "prod"
+    edit_value: str | int | float | bool = "prod"
     request_id: int | None = None
     requires: str | None = None
     #: Another move whose retry is sent first (its own sender, time and id), or None.
@@ -229,7 +229,11 @@ class Move:
         return (*(self.before.chain if self.before else ()), self)
 
 
-_FIELDS: dict[str, tuple[type | tuple[type, ...], tuple[Any, ...] | None, bool]] = {
+#: A table of the moves file as `tomllib` gives it: its values are whatever the file holds until `_move` has checked
+#: each one against `_FIELDS` (after that, what `Move` takes).
+TomlTable: TypeAlias = dict[str, Any]
+
+_FIELDS: dict[str, tuple[type | tuple[type, ...], tuple[object, ...] | None, bool]] = {
     # name: (type, allowed values or None, required)
     "slug": (str, None, True),
     "title": (str, None, True),
@@ -261,7 +265,7 @@ _FIELDS: dict[str, tuple[type | tuple[type, ...], tuple[Any, ...] | None, bool]]
 _NOTE_FIELDS = {"outcome", "text", "stopped_at", "ticket"}
 
 
-def _note(raw: Any, slug: str, where: str) -> MoveNote:
+def _note(raw: object, slug: str, where: str) -> MoveNote:
     if not isinstance(raw, dict):
         raise ValueError(f"{where}: each note is a table")
     unknown = sorted(set(raw) - _NOTE_FIELDS)
@@ -281,7 +285,7 @@ def _note(raw: Any, slug: str, where: str) -> MoveNote:
     return MoveNote(slug, Outcome(raw["outcome"]), raw["text"].strip(), stopped_at, ticket)
 
 
-def _move(raw: dict[str, Any], where: str, general: tuple[MoveNote, ...]) -> dict[str, Any]:
+def _move(raw: TomlTable, where: str, general: tuple[MoveNote, ...]) -> TomlTable:
     unknown = sorted(set(raw) - set(_FIELDS))
     if unknown:
         raise ValueError(f"{where}: unknown field {unknown[0]!r}")
@@ -325,7 +329,7 @@ def _move(raw: dict[str, Any], where: str, general: tuple[MoveNote, ...]) -> dic
             "notes": own + general}
 
 
-def _resolve(values: dict[str, dict[str, Any]], slug: str, where: str, seen: tuple[str, ...] = ()) -> Move:
+def _resolve(values: dict[str, TomlTable], slug: str, where: str, seen: tuple[str, ...] = ()) -> Move:
     raw = values[slug]
     before = raw.get("before")
     resolved: Move | None = None
@@ -375,7 +379,7 @@ def load_moves(path: Traversable | str | None = None) -> tuple[Move, ...]:
     if not isinstance(general_raw, list):
         raise ValueError(f"{path}: [[notes]] must be tables")
     general = tuple(_note(n, "*", f"{path}: note {i} (any move)") for i, n in enumerate(general_raw, 1))
-    values: dict[str, dict[str, Any]] = {}
+    values: dict[str, TomlTable] = {}
     for i, raw in enumerate(tables, 1):
         name = raw.get("slug") if isinstance(raw.get("slug"), str) else None
         where = f"{path}: move {name!r}" if name else f"{path}: move #{i}"
@@ -426,7 +430,7 @@ ANSWER_WORDS = {"accept": "yes (accepted)", "none": "none", "decline": "no (decl
                 "missing-key": "accepted, with the required field left out"}
 
 
-def facts(move: Move, *, caller: str, arguments: dict[str, Any], other_arguments: dict[str, Any] | None,
+def facts(move: Move, *, caller: str, arguments: JSONObject, other_arguments: JSONObject | None,
           ttl: int, owner: str = "bob", tool: str = "deploy", other_tool: str | None = "provision"
           ) -> tuple[tuple[str, str], ...]:
     """What a move sends, in words, for a page: caller, time, ticket, answer, arguments, what goes first."""

@@ -25,7 +25,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, NoReturn, TypeGuard
 
 from moves.asking import with_cross_tool
 from moves.catalog import Move, load_moves
@@ -33,7 +33,7 @@ from moves.choosing import DEFAULT_TOOL, _choose, _tools, arguments_for, other_a
 from moves.engine import Call, MoveResult
 from moves.exchange import exchange_of, short_ticket
 from moves.playing import plan, play_all
-from moves.probes import Recorder, TargetTimedOut, counter, probe_result_type, probe_same_error
+from moves.probes import ProbeResult, Recorder, TargetTimedOut, counter, probe_result_type, probe_same_error
 from moves.report import (
     VERDICTS,
     CheckError,
@@ -52,6 +52,7 @@ from moves.targets.remote import DEFAULT_TIMEOUT, Timing, clip, ticket_expiry
 from moves.targets.stdio import PRINCIPAL_ENV, StdioConfigError, StdioTarget
 from moves.terminal import ProgressBar, Terminal
 from moves.wording import ticket_warnings
+from mrtr import JSON, JSONObject
 from mrtr_settings.environment import ConfigError, read_settings
 
 if TYPE_CHECKING:
@@ -129,16 +130,16 @@ def _plan(target: Target, recorder: Recorder, catalog: Sequence[Move], options: 
           per_request: float) -> str:
     """`playing.plan` from what the setup showed: its requests' pace and the lifetime of the ticket it was given."""
     expiry = ticket_expiry(recorder.last_ticket) if recorder.last_ticket else None
-    timing: Any = getattr(target, "timing", None)
+    timing = getattr(target, "timing", None)
     lifetime = None
-    if expiry is not None and _real_waits(timing):
+    if expiry is not None and _real_waits(timing):  # a remote target's Timing, read by its shape
         seconds = expiry / 1000.0 if expiry > 1e11 else expiry  # one absurdly far off is in milliseconds
         lifetime = max(seconds - timing.clock(), 0.0)
     return plan(catalog, options, timing, per_request=per_request, lifetime=lifetime,
                 concurrent=hasattr(target, "for_move"))
 
 
-def _real_waits(timing: Any) -> bool:
+def _real_waits(timing: object) -> TypeGuard[Timing]:
     """Whether a target's timing waits in real time (moves.targets.remote.Timing, the HTTP and stdio targets'), read
     by its shape: the build lesson's in-process target moves its server's clock instead."""
     return callable(getattr(timing, "clock", None)) and hasattr(timing, "skip_late_name")
@@ -166,7 +167,7 @@ def moves_from_env() -> tuple[Move, ...]:
 class _Parser(argparse.ArgumentParser):
     out: IO[str] | None = None
 
-    def error(self, message: str) -> Any:  # usage errors: one clear line and exit 2, never a traceback
+    def error(self, message: str) -> NoReturn:  # usage errors: one clear line and exit 2, never a traceback
         raise CheckError(message)
 
     def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
@@ -206,11 +207,11 @@ def _parser(out: IO[str] | None = None) -> argparse.ArgumentParser:
     return p
 
 
-def _json_object(text: str | None, flag: str) -> dict[str, Any] | None:
+def _json_object(text: str | None, flag: str) -> JSONObject | None:
     if text is None:
         return None
     try:
-        value = json.loads(text)
+        value: JSON = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise CheckError(f"{flag} is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
@@ -218,7 +219,7 @@ def _json_object(text: str | None, flag: str) -> dict[str, Any] | None:
     return value
 
 
-def _answers(text: str | None) -> dict[str, Any] | None:
+def _answers(text: str | None) -> JSONObject | None:
     """`--answers`: an object by question key, or by round number then key (each round's an object)."""
     answers = _json_object(text, "--answers")
     for key, value in (answers or {}).items():
@@ -341,11 +342,11 @@ def main(argv: Sequence[str], *, stdout: IO[str] | None = None, stderr: IO[str] 
 # -- a learner's server module, in this process (the build lesson's in-page checker) -----------------------
 
 
-def check_source(source: str, *, moves: Sequence[Any] | None = None, filename: str = "server.py",
-                 on_move: Callable[[dict[str, Any]], None] = lambda row: None,
-                 on_probe: Callable[[dict[str, Any]], None] = lambda probe: None,
+def check_source(source: str, *, moves: Sequence[Move] | None = None, filename: str = "server.py",
+                 on_move: Callable[[JSONObject], None] = lambda row: None,
+                 on_probe: Callable[[JSONObject], None] = lambda probe: None,
                  on_log: Callable[[list[str]], None] = lambda lines: None,
-                 clock: Clock | None = None) -> dict[str, Any]:
+                 clock: Clock | None = None) -> JSONObject:
     """Play every move and probe on the learner's `source`, in this process, as `python -m mrtr check` plays them
     over stdio. Each move and probe is passed to `on_move` / `on_probe` as it finishes (the report's JSON row, with
     the move's title); what the server printed goes to `on_log`. Returns `{"report": <the --json report>,
@@ -357,7 +358,7 @@ def check_source(source: str, *, moves: Sequence[Any] | None = None, filename: s
         return {"report": None, "summary": "", "error": f"your server could not start: {exc}"}
     sent = target.send
 
-    def send(role: Role, message: dict[str, Any]) -> Reply:
+    def send(role: Role, message: JSONObject) -> Reply:
         reply = sent(role, message)
         if reply.log:
             on_log(reply.log)
@@ -365,11 +366,11 @@ def check_source(source: str, *, moves: Sequence[Any] | None = None, filename: s
 
     target.send = send  # type: ignore[method-assign]  # the log goes to the page as it is written
 
-    def move_done(row: Any, index: int, total: int) -> None:
+    def move_done(row: MoveRow, index: int, total: int) -> None:
         on_move({"move": row.move, "title": row.title, "verdict": row.verdict, "expected": row.expected,
                  "observed": row.observed, "detail": row.detail, "index": index, "total": total})
 
-    def probe_done(probe: Any) -> None:
+    def probe_done(probe: ProbeResult) -> None:
         on_probe({"probe": probe.probe, "title": probe.title, "ok": probe.ok, "detail": probe.detail})
 
     with target:

@@ -7,26 +7,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
 from moves.engine import Call, modern_request
 from moves.probes import describe, input_required
 from moves.report import CheckError, CheckOptions
-from moves.target import Target
+from moves.target import Role, Target
 from moves.targets.remote import clip
-from mrtr import as_object
+from mrtr import JSON, JSONObject, as_object
+from mrtr.messages import ListedTool, as_list, listed_tools
 
 DEFAULT_TOOL = "deploy"
 
 
-def _example(name: str, schema: Any) -> Any:
-    schema = schema if isinstance(schema, dict) else {}
+def _example(name: str, schema: JSON) -> JSON:
+    schema = as_object(schema)
     if "default" in schema:
         return schema["default"]
     if "const" in schema:
         return schema["const"]
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return schema["enum"][0]
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum:
+        return enum[0]
     kind = schema.get("type")
     kind = next((k for k in kind if k != "null"), "string") if isinstance(kind, list) else kind
     if kind in ("integer", "number"):
@@ -43,27 +44,25 @@ def _example(name: str, schema: Any) -> Any:
         return "staging"
     formats = {"email": "check@example.com", "uri": "https://example.com/", "date": "2026-07-28",
                "date-time": "2026-07-28T00:00:00Z"}
-    text = formats.get(schema.get("format"), "mrtr-check")
+    text = formats.get(str(schema.get("format")), "mrtr-check")
     length = schema.get("minLength")
     return text.ljust(min(length, 10_000) if isinstance(length, int) and not isinstance(length, bool) else 0, "x")
 
 
-def arguments_for(input_schema: Any) -> dict[str, Any]:
+def arguments_for(input_schema: JSON) -> JSONObject:
     """Arguments that satisfy a tool's inputSchema: its required properties, each with an example."""
-    schema = input_schema if isinstance(input_schema, dict) else {}
+    schema = as_object(input_schema)
     props = as_object(schema.get("properties"))
-    required = [r for r in schema.get("required", []) if isinstance(r, str)] \
-        if isinstance(schema.get("required"), list) else []
+    required = [r for r in as_list(schema.get("required")) if isinstance(r, str)]
     return {name: _example(name, props.get(name)) for name in required}
 
 
-def other_arguments_for(arguments: dict[str, Any], input_schema: Any = None) -> dict[str, Any] | None:
+def other_arguments_for(arguments: JSONObject, input_schema: JSON = None) -> JSONObject | None:
     """The same arguments with one string changed (staging <-> prod, another enum value, or a suffix).
 
     None when there is no string (or number, or boolean) argument to change.
     """
-    schema = input_schema if isinstance(input_schema, dict) else {}
-    props = as_object(schema.get("properties"))
+    props = as_object(as_object(input_schema).get("properties"))
     for name, value in arguments.items():
         if not isinstance(value, str):
             continue
@@ -80,17 +79,17 @@ def other_arguments_for(arguments: dict[str, Any], input_schema: Any = None) -> 
     return None
 
 
-def _tools(target: Target, call: Call, role: Any, next_id: Callable[[], int]) -> list[dict[str, Any]]:
+def _tools(target: Target, call: Call, role: Role, next_id: Callable[[], int]) -> list[ListedTool]:
     who = target.owner if role == "owner" else target.other
     reply = target.send(role, modern_request(next_id(), "tools/list", {}, call))
     if reply.response is None:
         raise CheckError(f"{target.label} did not answer tools/list for {who}: {reply.transport_error}")
     if "error" in reply.response:
         raise CheckError(f"{target.label} refused tools/list for {who} with {describe(reply)}")
-    tools = reply.response.get("result", {}).get("tools")
-    if not isinstance(tools, list):
+    result = reply.response.get("result")
+    if not isinstance(as_object(result).get("tools"), list):
         raise CheckError(f"{target.label} answered tools/list for {who} without a list of tools")
-    return [t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
+    return listed_tools(result)
 
 
 def _round_one(target: Target, call: Call, next_id: Callable[[], int]) -> tuple[bool, str]:
@@ -106,7 +105,7 @@ def _round_one(target: Target, call: Call, next_id: Callable[[], int]) -> tuple[
     return False, f"answered {describe(reply)}"
 
 
-def _choose(target: Target, tools: list[dict[str, Any]], options: CheckOptions, base: Call,
+def _choose(target: Target, tools: list[ListedTool], options: CheckOptions, base: Call,
             next_id: Callable[[], int]) -> Call:
     names = [t["name"] for t in tools]
     by_name = {t["name"]: t for t in tools}

@@ -15,21 +15,20 @@ import copy
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
-from mrtr import as_object
+from mrtr import JSONObject, as_object
 
 from .answers import UNASKED, answers_for, answers_of, cross_tool_call, supplied_answers, unanswerable
 from .calls import MINT_ID, RETRY_ID, Call, MoveResult, Step, client_meta, describe, modern_request, outcome_of, work_of
 from .catalog import JUNK_SHAPES, NEAR_EXPIRY, NOT_A_YES, YES_ANSWERS, Move
 from .flow import MAX_ROUNDS, _walk, mint_round
-from .forgery import _expires_at, edit_ticket, edits_of, flip_one_character, readable_claims, unsigned_of
+from .forgery import edit_ticket, edits_of, flip_one_character, readable_claims, readable_expiry, unsigned_of
 from .target import Outcome, Progress, Reply, Role, Target
 
 #: What other modules import from here (the engine's parts live in moves.calls, .answers, .forgery and .flow).
 __all__ = ["MAX_ROUNDS", "MINT_ID", "RETRY_ID", "UNASKED", "Call", "MoveResult", "Step", "answers_for", "answers_of",
            "client_meta", "edit_ticket", "mint_round", "modern_request", "needs_completed_flow", "outcome_of", "play",
-           "readable_claims", "supplied_answers", "unanswerable", "work_of"]
+           "readable_claims", "readable_expiry", "supplied_answers", "unanswerable", "work_of"]
 
 
 def _tickets_of(move: Move, ticket: str, owner: str = "", other: str = "") -> list[tuple[str, str | None, Role]]:
@@ -60,10 +59,10 @@ class Sent:
     finals: list[Step]
     stuck: str = ""
     #: The rounds each retry's flow went on to (after the move's own round).
-    rounds: list[dict[str, Any]] = field(default_factory=list)
+    rounds: list[JSONObject] = field(default_factory=list)
 
 
-def _retries(move: Move, target: Target, call: Call, ticket: str, requests: dict[str, Any],
+def _retries(move: Move, target: Target, call: Call, ticket: str, requests: JSONObject,
              round_n: int = 1, seen: set[str] | None = None) -> Sent:
     """Send the move's own retry (one per junk shape); an accepted answer's flow is followed to its end. Raises
     ValueError when the move cannot be built against this tool (no other arguments, no field to answer wrongly)."""
@@ -103,14 +102,14 @@ def _retries(move: Move, target: Target, call: Call, ticket: str, requests: dict
     return sent
 
 
-def _send(move: Move, target: Target, call: Call, arguments: dict[str, Any], answers: dict[str, Any] | None,
-          ticket: str, request_id: int) -> Iterable[tuple[str, dict[str, Any], Role, Reply]]:
+def _send(move: Move, target: Target, call: Call, arguments: JSONObject, answers: JSONObject | None,
+          ticket: str, request_id: int) -> Iterable[tuple[str, JSONObject, Role, Reply]]:
     """Build and send the move's retries: one per ticket shape, or `copies` identical ones at once (a target's
     `send_burst`: separate connections, or lines written before any answer is read; one after another on a target
     that has none). Returns (label, message, sender, reply) for each."""
-    messages: list[tuple[str, dict[str, Any], Role]] = []
+    messages: list[tuple[str, JSONObject, Role]] = []
     for label, sent_ticket, role in _tickets_of(move, ticket, target.owner, target.other):
-        params: dict[str, Any] = {"name": call.tool, "arguments": arguments}
+        params: JSONObject = {"name": call.tool, "arguments": arguments}
         if sent_ticket is not None:
             params["requestState"] = sent_ticket
         if answers is not None:
@@ -166,8 +165,8 @@ def _control(target: Target, call: Call, at: float, role: Role, label: str,
     minted = mint_round(target, call, at, f"{label}: round one", round_n)
     if minted.ticket is None:
         return [minted.first, *minted.hops], None, minted.why
-    params = {"name": call.tool, "arguments": call.arguments, "requestState": minted.ticket,
-              "inputResponses": answers_for(minted.requests, supplied_answers(call, round_n))}
+    params: JSONObject = {"name": call.tool, "arguments": call.arguments, "requestState": minted.ticket,
+                          "inputResponses": answers_for(minted.requests, supplied_answers(call, round_n))}
     message = modern_request(RETRY_ID, "tools/call", params, call)
     step = Step(role, at, message, target.send(role, message), f"{label}: retry")
     walk = _walk(target, call, role, step, seen=minted.seen, round_n=round_n, arguments=call.arguments,
@@ -197,12 +196,13 @@ def _refusal(reply: Reply) -> str | None:
     return None
 
 
-def _like_a_bad_ticket(target: Target, call: Call, move: Move, ticket: str, requests: dict[str, Any],
+def _like_a_bad_ticket(target: Target, call: Call, move: Move, ticket: str, requests: JSONObject,
                        reply: Reply) -> tuple[list[Step], bool]:
     """Whether `reply`'s refusal is the one a bad ticket gets: the same retry, answered yes, on a ticket with one
     character flipped, is sent to learn it."""
-    params = {"name": call.tool, "arguments": call.arguments, "requestState": flip_one_character(ticket),
-              "inputResponses": answers_for(requests, supplied_answers(call, move.round))}
+    params: JSONObject = {"name": call.tool, "arguments": call.arguments,
+                          "requestState": flip_one_character(ticket),
+                          "inputResponses": answers_for(requests, supplied_answers(call, move.round))}
     message = modern_request(RETRY_ID, "tools/call", params, call)
     step = Step(move.sender, move.at, message, target.send(move.sender, message), "a bad ticket, to compare")
     theirs, mine = _refusal(step.reply), _refusal(reply)
@@ -225,15 +225,15 @@ class _Playing:
     call: Call
     minted: Step
     ticket: str
-    requests: dict[str, Any]
+    requests: JSONObject
     seen: set[str]
     steps: list[Step]
-    rounds: list[dict[str, Any]] = field(default_factory=list)
+    rounds: list[JSONObject] = field(default_factory=list)
     controls: list[Step] = field(default_factory=list)
 
-    def result(self, outcome: Outcome, ok: bool, detail: str, **more: Any) -> MoveResult:
-        return MoveResult(self.move, outcome, ok, detail, self.minted, self.steps, self.ticket,
-                          **{"controls": self.controls, "rounds": self.rounds, **more})
+    def result(self, outcome: Outcome, ok: bool, detail: str, *, note: str = "", warn: bool = False) -> MoveResult:
+        return MoveResult(self.move, outcome, ok, detail, self.minted, self.steps, self.ticket, note=note,
+                          controls=self.controls, rounds=self.rounds, warn=warn)
 
     def not_run(self, detail: str) -> MoveResult:
         return _not_run(self.move, detail, self.minted, self.steps, self.ticket, self.controls)
@@ -261,7 +261,7 @@ def play(move: Move, target: Target, call: Call | None = None, *, on_progress: P
             return result
         return MoveResult(move, Outcome.ERROR, False, start.why, start.first, list(start.hops), None)
     now = _Playing(move, target, call, start.first, start.ticket, start.requests, start.seen, list(start.hops))
-    expires_at = _expires_at(start.ticket)
+    expires_at = readable_expiry(start.ticket)
     try:
         early = _play_before(now, expires_at, on_progress)
         if early is not None:
@@ -375,8 +375,8 @@ def _distinct_error(now: _Playing, step: Step, outcome: Outcome, detail: str) ->
     if not same:
         return None
     # The ticket itself may have been refused: an honest yes on it tells.
-    params = {"name": call.tool, "arguments": call.arguments, "requestState": now.ticket,
-              "inputResponses": answers_for(now.requests, supplied_answers(call, move.round))}
+    params: JSONObject = {"name": call.tool, "arguments": call.arguments, "requestState": now.ticket,
+                          "inputResponses": answers_for(now.requests, supplied_answers(call, move.round))}
     message = modern_request(RETRY_ID, "tools/call", params, call)
     honest = Step(move.sender, move.at, message, now.target.send(move.sender, message), "a yes on the ticket")
     now.controls.append(honest)

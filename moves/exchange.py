@@ -6,11 +6,9 @@ arguments, answers and `_meta` are left out, and no bearer token is ever in a me
 
 from __future__ import annotations
 
-from typing import Any
-
 from moves.engine import MoveResult
 from moves.targets.remote import clip
-from mrtr import as_object
+from mrtr import JSON, JSONObject, as_object
 
 #: What a kept message may hold: enough to label its arrow (method, id, tool, ticket, outcome), nothing more.
 _KEEP_PARAMS = ("name", "requestState")
@@ -30,16 +28,18 @@ def short_ticket(value: str, issued: str | None = None) -> str:
     return short
 
 
-def _kept(message: Any, issued: str | None) -> dict[str, Any] | None:
+def _kept(message: JSON, issued: str | None) -> JSONObject | None:
     """One JSON-RPC message, compact and JSON-safe: method, id, tool name, ticket (shortened), result kind,
     error code and message. Arguments, answers and _meta are left out; no bearer token is ever in a message."""
     if not isinstance(message, dict):
         return None
-    kept: dict[str, Any] = {"jsonrpc": "2.0"}
-    if isinstance(message.get("id"), str | int) and not isinstance(message.get("id"), bool):
-        kept["id"] = message["id"] if isinstance(message["id"], int) else clip(message["id"], 40)
-    if isinstance(message.get("method"), str):
-        kept["method"] = clip(message["method"], 60)
+    kept: JSONObject = {"jsonrpc": "2.0"}
+    request_id = message.get("id")
+    if isinstance(request_id, str | int) and not isinstance(request_id, bool):
+        kept["id"] = request_id if isinstance(request_id, int) else clip(request_id, 40)
+    method = message.get("method")
+    if isinstance(method, str):
+        kept["method"] = clip(method, 60)
         params = as_object(message.get("params"))
         kept["params"] = {k: (short_ticket(v, issued) if k == "requestState" else clip(v, 60))
                           for k in _KEEP_PARAMS if isinstance(v := params.get(k), str)}
@@ -55,14 +55,14 @@ def _kept(message: Any, issued: str | None) -> dict[str, Any] | None:
     return kept
 
 
-def exchange_of(result: MoveResult) -> list[dict[str, Any]]:
+def exchange_of(result: MoveResult) -> list[JSONObject]:
     """The move's messages, round one first, as JSON-safe dicts: who sent (owner / other), when (story
     seconds), what was sent and answered (`_kept`), why nothing came back, and the check trace when the
     target exposes one (remote servers do not)."""
     issued = result.ticket
-    kept = []
+    kept: list[JSONObject] = []
     for step in ([result.minted] if result.minted else []) + list(result.steps):
-        trace = None
+        trace: list[JSON] | None = None
         if step.reply.trace is not None:
             trace = [{k: clip(str(c.get(k, "")), _TEXT_MAX) for k in ("check", "outcome", "detail")}
                      for c in step.reply.trace if isinstance(c, dict)]

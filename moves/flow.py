@@ -7,9 +7,8 @@ checker cannot answer; never judges a move.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from mrtr import as_object
+from mrtr import JSONObject, as_object
 
 from .answers import answers_for, supplied_answers, unanswerable
 from .calls import MINT_ID, Call, Step, describe, modern_request, outcome_of
@@ -22,7 +21,7 @@ MAX_ROUNDS = 8
 FOLLOW_ID = 50
 
 
-def asked_of(reply: Reply) -> tuple[str | None, dict[str, Any]] | None:
+def asked_of(reply: Reply) -> tuple[str | None, JSONObject] | None:
     """An input_required result's (requestState or None, inputRequests), or None when the reply is no such result."""
     response = reply.response or {}
     result = as_object(response.get("result"))
@@ -34,7 +33,7 @@ def asked_of(reply: Reply) -> tuple[str | None, dict[str, Any]] | None:
 
 
 
-def _keys(requests: dict[str, Any]) -> str:
+def _keys(requests: JSONObject) -> str:
     return ", ".join(repr(str(k)[:40]) for k in list(requests)[:4]) or "nothing"
 
 
@@ -47,9 +46,9 @@ class Walk:
     last: Step
     round: int
     ticket: str | None = None
-    requests: dict[str, Any] = field(default_factory=dict)
+    requests: JSONObject = field(default_factory=dict)
     #: Each round's questions, round one first.
-    rounds: list[dict[str, Any]] = field(default_factory=list)
+    rounds: list[JSONObject] = field(default_factory=list)
     #: Every question key asked in the flow so far.
     seen: set[str] = field(default_factory=set)
     #: Why the checker, not the server, stopped the flow (a question it cannot answer, the round bound), or "".
@@ -57,7 +56,7 @@ class Walk:
 
 
 def _walk(target: Target, call: Call, role: Role, step: Step, *, seen: set[str], round_n: int,
-          arguments: dict[str, Any], until: int | None = None, label: str = "") -> Walk:
+          arguments: JSONObject, until: int | None = None, label: str = "") -> Walk:
     """Carry a flow on from `step`'s reply as an honest client: a question under a key not asked before in this
     flow (`seen`) is the next round, answered from its schema or the author's `--answers`; a result carrying only
     requestState is retried with it and no answers (load shedding). Questions under keys already asked are the
@@ -65,7 +64,7 @@ def _walk(target: Target, call: Call, role: Role, step: Step, *, seen: set[str],
     `until` before answering it, at the flow's end (anything but input_required with a ticket), at a question asked
     again, or at the bound."""
     steps: list[Step] = []
-    rounds: list[dict[str, Any]] = []
+    rounds: list[JSONObject] = []
     seen = set(seen)
     honest_sent = False
     for hop in range(MAX_ROUNDS + 1):
@@ -99,7 +98,7 @@ def _walk(target: Target, call: Call, role: Role, step: Step, *, seen: set[str],
                             f"round {round_n} asks {why}, which the checker cannot answer by itself; pass its answer "
                             f"with --answers '{{\"{round_n}\": {{\"{str(next(iter(requests)))[:40]}\": ...}}}}'")
             answers = answers_for(requests, supplied)
-        params: dict[str, Any] = {"name": call.tool, "arguments": arguments, "requestState": ticket}
+        params: JSONObject = {"name": call.tool, "arguments": arguments, "requestState": ticket}
         if answers is not None:
             params["inputResponses"] = answers
         message = modern_request(FOLLOW_ID + hop, "tools/call", params, call)
@@ -118,7 +117,7 @@ class Minted:
     first: Step
     #: The round's ticket and questions; None when there is none (then `why` says why).
     ticket: str | None
-    requests: dict[str, Any]
+    requests: JSONObject
     why: str = ""
     #: The steps after the first (honest answers to earlier rounds, state-only retries).
     hops: list[Step] = field(default_factory=list)
@@ -127,7 +126,7 @@ class Minted:
     #: Every question key asked up to this round.
     seen: set[str] = field(default_factory=set)
     #: The questions of each round up to this one.
-    rounds: list[dict[str, Any]] = field(default_factory=list)
+    rounds: list[JSONObject] = field(default_factory=list)
     #: True when the checker stopped following the flow (not when the flow simply ended before the round).
     walk_stuck: bool = False
 

@@ -1,14 +1,15 @@
-"""What an attacker does to a ticket: read a JWT-like payload without verifying it (`readable_claims`), edit one
-field under the old signature (`edit_ticket`, `edits_of`), drop or empty the signature (`unsigned_of`), or flip one
-character of a sealed one (`flip_one_character`). Nothing read here is trusted; pure functions.
+"""What an attacker does to a ticket: read a JWT-like payload without verifying it (`readable_claims`) and its
+expiry (`readable_expiry`), edit one field under the old signature (`edit_ticket`, `edits_of`), drop or empty the
+signature (`unsigned_of`), or flip one character of a sealed one (`flip_one_character`). Nothing read here is
+trusted; pure functions.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from typing import Any
 
+from mrtr import JSON, JSONObject
 from mrtr.tickets import SIGNED_PREFIX, b64decode_strict, b64encode, canonical_json, read_payload
 
 from .catalog import Move
@@ -23,7 +24,7 @@ def _payload_part(ticket: str) -> tuple[str, str, str] | None:
     return parts[0], parts[1], parts[2]
 
 
-def readable_claims(ticket: str) -> dict[str, Any] | None:
+def readable_claims(ticket: str) -> JSONObject | None:
     """A signed ticket's payload, decoded WITHOUT verification (what any holder can read), or None.
 
     Reads the lab's `t1.payload.signature` strictly, and any other JWT-like `header.payload.signature`
@@ -45,7 +46,7 @@ def readable_claims(ticket: str) -> dict[str, Any] | None:
     return claims if isinstance(claims, dict) else None
 
 
-def _encode_claims(head: str, old_payload: str, claims: dict[str, Any]) -> str:
+def _encode_claims(head: str, old_payload: str, claims: JSONObject) -> str:
     """The edited payload in the ticket's own encoding: the lab's canonical JSON for t1, else compact ASCII
     JSON in the original key order, padded only if the original was."""
     if head == SIGNED_PREFIX:
@@ -54,7 +55,7 @@ def _encode_claims(head: str, old_payload: str, claims: dict[str, Any]) -> str:
     return body + "=" * (-len(body) % 4) if old_payload.endswith("=") else body
 
 
-def _string_leaf(value: Any, path: list[str], skip: frozenset[str]) -> list[str] | None:
+def _string_leaf(value: JSON, path: list[str], skip: frozenset[str]) -> list[str] | None:
     if isinstance(value, str) and (not path or path[-1] not in skip):
         return path
     if isinstance(value, dict):
@@ -79,7 +80,7 @@ def flip_one_character(ticket: str) -> str:
     return f"{prefix}.{body}" if dot else body
 
 
-def _named_leaf(value: Any, name: str, path: list[str]) -> list[str] | None:
+def _named_leaf(value: JSON, name: str, path: list[str]) -> list[str] | None:
     """The path of the first string leaf whose key is `name`, anywhere in `value`."""
     if isinstance(value, dict):
         for key, inner in value.items():
@@ -104,30 +105,37 @@ def edit_ticket(ticket: str, move: Move) -> str:
     if claims is None or parts is None:
         return flip_one_character(ticket)
     path = move.edit_path.split(".") if move.edit_path else []
-    node: Any = claims
-    for key in path[:-1]:
-        node = node.get(key) if isinstance(node, dict) else None
-    if not path or not isinstance(node, dict) or path[-1] not in node:
+    node = _object_at(claims, path[:-1])
+    if not path or node is None or path[-1] not in node:
         skip = frozenset({"sub", "jti", "req"})
         found = (_named_leaf(claims, path[-1], []) if path else None) \
             or _string_leaf(claims.get("work"), ["work"], skip) or _string_leaf(claims, [], skip)
         if not found:
             return flip_one_character(ticket)
-        path, node = found, claims
-        for key in path[:-1]:
-            node = node[key]
+        path, node = found, _object_at(claims, found[:-1])
+        assert node is not None  # the leaf finders return paths through objects only
     node[path[-1]] = move.edit_value
     head, payload, sig = parts
     return f"{head}.{_encode_claims(head, payload, claims)}.{sig}"
 
 
-def _expires_at(ticket: str) -> float | None:
+def _object_at(claims: JSONObject, path: list[str]) -> JSONObject | None:
+    """The object at `path` in `claims` (`claims` itself for an empty path), or None when there is none."""
+    node: JSON = claims
+    for key in path:
+        node = node.get(key) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) else None
+
+
+def readable_expiry(ticket: str) -> float | None:
+    """The `exp` of a readable payload (`readable_claims`) as a number, or None: when the late moves wait until
+    (the targets' `ticket_expiry` also reads less regular tickets). Read, never trusted."""
     claims = readable_claims(ticket)
     exp = claims.get("exp") if claims else None
     return float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None
 
 
-def _changed(value: Any, owner: str, other: str) -> tuple[Any, bool] | None:
+def _changed(value: JSON, owner: str, other: str) -> tuple[JSON, bool] | None:
     """An attacker's edit of one payload value, and whether the other principal sends it (the owner's name
     rewritten to the other's); None when the value is nothing to edit (null, a list)."""
     if isinstance(value, bool):

@@ -16,11 +16,10 @@ import hmac
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from mrtr import DEFAULT_TTL, JSON, KeyRing, TicketCodec, TicketRejected, Trace
+from mrtr import DEFAULT_TTL, JSON, JSONObject, KeyRing, TicketCodec, TicketRejected, Trace
 from mrtr.tickets import (
     MAX_TICKET_LENGTH,
     SEALED_PREFIX,
@@ -65,7 +64,7 @@ def lab_ring_from(ring: KeyRing) -> LabRing:
 class Peek:
     """A ticket decoded for display, never verified. `claims` is None when it could not be read."""
 
-    claims: dict[str, Any] | None
+    claims: JSONObject | None
     text: str | None  # the claims as pretty JSON, safe to render
     problem: str | None  # why it could not be shown, in plain words
 
@@ -81,7 +80,7 @@ class LabCodec(TicketCodec):
         self.verify_signature = verify_signature
         self._ctr_keys = [(seal_key_id(k), seal_key(k)) for k in ring.keys]
 
-    def open(self, token: JSON, trace: Trace) -> dict[str, Any]:
+    def open(self, token: JSON, trace: Trace) -> JSONObject:
         if self.verify_signature:
             return super().open(token, trace)
         try:
@@ -94,7 +93,7 @@ class LabCodec(TicketCodec):
         trace.record("signature", "skipped", "the payload was trusted as-is", "switched-off")
         return claims
 
-    def _open_unverified(self, token: JSON) -> dict[str, Any]:
+    def _open_unverified(self, token: JSON) -> JSONObject:
         """Decode without checking the MAC or the AEAD tag (the lab's "remove signature" switch)."""
         parts = split_ticket(token)
         if isinstance(parts, SignedParts):

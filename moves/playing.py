@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from moves.catalog import NOT_A_YES, Move
 from moves.engine import Call, MoveResult, play
 from moves.exchange import exchange_of
 from moves.probes import (
+    ProbeExchange,
     ProbeResult,
     Recorder,
     TargetTimedOut,
@@ -30,7 +30,7 @@ from moves.target import Outcome, Target
 from moves.wording import explain
 
 
-def move_row(result: MoveResult, move: Move, options: CheckOptions, target: Any) -> MoveRow:
+def move_row(result: MoveResult, move: Move, options: CheckOptions, target: Target) -> MoveRow:
     observed = Outcome(result.outcome).value
     detail = result.detail
     ok = bool(result.ok)
@@ -75,7 +75,7 @@ class Played:
     result: MoveResult | None = None  # None for a probe, or at a time-out
     row: MoveRow | None = None
     probe: ProbeResult | None = None
-    exchanges: list[Any] = field(default_factory=list)
+    exchanges: list[ProbeExchange] = field(default_factory=list)
     seconds: float = 0.0
     stopped: str = ""
 
@@ -139,7 +139,7 @@ def _starts_first(job: _Job) -> tuple[bool, int]:
     return job.move is None or job.move.timing == "in-time", -cost(job)
 
 
-def plan(catalog: Sequence[Move], options: CheckOptions, timing: Any, *, per_request: float,
+def plan(catalog: Sequence[Move], options: CheckOptions, timing: object, *, per_request: float,
          lifetime: float | None, concurrent: bool) -> str:
     """How long the check will take, in words, from what is known once the tool is chosen: the seconds a request
     took so far, the ticket's lifetime when it is readable (else the wait the user set), the late moves' fate."""

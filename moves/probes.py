@@ -17,12 +17,13 @@ import itertools
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any
 
-from moves.engine import Call, MoveResult, answers_for, mint_round, modern_request, supplied_answers
-from moves.target import Outcome, Reply, Role, Target
+from moves.engine import Call, MoveResult, answers_for, client_meta, mint_round, modern_request, supplied_answers
+from moves.target import Outcome, Progress, Reply, Role, Target
 from moves.targets.remote import ticket_expiry
+from mrtr import JSON, JSONObject, as_object
 from mrtr.errors import MISSING_CAPABILITY, UNSUPPORTED_VERSION
+from mrtr.messages import InputRequiredResult, input_required_of, request_message
 from mrtr.protocol import META_VERSION
 
 #: A protocol version no server supports: the version probe expects the error `UNSUPPORTED_VERSION` for it.
@@ -73,7 +74,7 @@ class ProbeExchange:
     """One request sent during the run and what came back; `label` says who sent it and why."""
 
     role: Role
-    sent: dict[str, Any]
+    sent: JSONObject
     reply: Reply
     label: str
 
@@ -97,20 +98,32 @@ class Recorder:
         self.context = "setup"
         self.last_ticket: str | None = None
 
-    def __getattr__(self, name: str) -> Any:  # label, owner, other, timing, ...
+    @property
+    def label(self) -> str:
+        return self.target.label
+
+    @property
+    def owner(self) -> str:
+        return self.target.owner
+
+    @property
+    def other(self) -> str:
+        return self.target.other
+
+    def __getattr__(self, name: str) -> object:  # timing, ... (what a target may have beyond the protocol)
         return getattr(self.target, name)
 
-    def send(self, role: Role, message: dict[str, Any]) -> Reply:
+    def send(self, role: Role, message: JSONObject) -> Reply:
         reply = self.target.send(role, message)
         self.exchanges.append(ProbeExchange(role, message, reply, self.context))
         if reply.timed_out:
             raise TargetTimedOut(self.context, reply.transport_error or "no answer in time")
         minted = input_required(reply)
-        if minted and isinstance(minted.get("requestState"), str):
+        if minted and "requestState" in minted:
             self.last_ticket = minted["requestState"]
         return reply
 
-    def send_burst(self, role: Role, messages: list[dict[str, Any]]) -> list[Reply]:
+    def send_burst(self, role: Role, messages: list[JSONObject]) -> list[Reply]:
         """The messages at once when the target can send them so (`send_burst`), else one after another."""
         burst = getattr(self.target, "send_burst", None)
         replies = burst(role, messages) if burst is not None else [self.target.send(role, m) for m in messages]
@@ -125,14 +138,14 @@ class Recorder:
         self.target.begin()
 
     def advance(self, seconds: float, *, past_expiry: bool, expires_at: float | None,
-                on_progress: Any = None) -> bool:
+                on_progress: Progress | None = None) -> bool:
         """As the target's, but a ticket the engine could not read may still show its `exp` (JWT-like)."""
         if expires_at is None and past_expiry and self.last_ticket:
             expires_at = ticket_expiry(self.last_ticket)
         return self.target.advance(seconds, past_expiry=past_expiry, expires_at=expires_at, on_progress=on_progress)
 
     def near_expiry(self, seconds: float, fraction: float, *, expires_at: float | None,
-                    on_progress: Any = None) -> bool:
+                    on_progress: Progress | None = None) -> bool:
         """The target's real wait to `fraction` of the ticket's life when it has one, else its clock moved to
         `seconds` (an in-process server's exact clock)."""
         if expires_at is None and self.last_ticket:
@@ -154,30 +167,34 @@ def describe(reply: Reply) -> str:
     if reply.response is None:
         return f"no usable answer ({reply.transport_error or 'nothing came back'})"
     if "error" in reply.response:
-        error = reply.response["error"] if isinstance(reply.response["error"], dict) else {}
+        error = as_object(reply.response["error"])
         message = str(error.get("message", ""))[:80]
         return f"error {error.get('code')} {json.dumps(message)}"
-    result = reply.response.get("result") or {}
+    result = as_object(reply.response.get("result"))
     kind = result.get("resultType", "no resultType")
     if kind == "complete" or "resultType" not in result:
-        texts = [c.get("text", "") for c in result.get("content", []) if isinstance(c, dict)] \
-            if isinstance(result.get("content"), list) else []
+        content = result.get("content")
+        texts = [c.get("text", "") for c in content if isinstance(c, dict)] if isinstance(content, list) else []
         text = " ".join(str(t) for t in texts).strip()[:80]
         flag = " (isError)" if result.get("isError") is True else ""
         return f"a complete result{flag}" + (f": {json.dumps(text)}" if text else "")
     return f"resultType {json.dumps(str(kind)[:40])}"
 
 
-def error_code(reply: Reply) -> Any:
+def error_code(reply: Reply) -> JSON:
+    """The code of the reply's error, as the server sent it (None when there is no error object)."""
     error = (reply.response or {}).get("error")
     return error.get("code") if isinstance(error, dict) else None
 
 
-def input_required(reply: Reply) -> dict[str, Any] | None:
-    result = (reply.response or {}).get("result")
-    if isinstance(result, dict) and result.get("resultType") == "input_required":
-        return result
-    return None
+def error_data(reply: Reply) -> JSON:
+    """The `data` of the reply's error (None when there is none)."""
+    return as_object((reply.response or {}).get("error")).get("data")
+
+
+def input_required(reply: Reply) -> InputRequiredResult | None:
+    """The reply's input_required result, typed (`mrtr.messages.input_required_of`), or None."""
+    return input_required_of(reply.response) if reply.response is not None else None
 
 
 def _status_note(reply: Reply) -> str:
@@ -190,10 +207,10 @@ def _status_note(reply: Reply) -> str:
 
 
 def probe_capability(target: Target, call: Call, next_id: Callable[[], int]) -> ProbeResult:
-    params = {"name": call.tool, "arguments": call.arguments}
+    params: JSONObject = {"name": call.tool, "arguments": call.arguments}
     reply = target.send("owner", modern_request(next_id(), "tools/call", params, replace(call, capabilities={})))
     if error_code(reply) == MISSING_CAPABILITY:
-        data = reply.response.get("error", {}).get("data") if reply.response else None
+        data = error_data(reply)
         named = isinstance(data, dict) and isinstance(data.get("requiredCapabilities"), dict)
         note = "" if named else "; data.requiredCapabilities is missing"
         return ProbeResult("capability", True, f"refused with -32021{note}{_status_note(reply)}")
@@ -204,12 +221,13 @@ def probe_capability(target: Target, call: Call, next_id: Callable[[], int]) -> 
 
 
 def probe_version(target: Target, call: Call, next_id: Callable[[], int]) -> ProbeResult:
-    message = modern_request(next_id(), "tools/list", {}, call)
-    message["params"]["_meta"][META_VERSION] = UNKNOWN_VERSION_DATE
+    meta = client_meta(call=call)
+    meta[META_VERSION] = UNKNOWN_VERSION_DATE
+    message = request_message(next_id(), "tools/list", {"_meta": meta})
     reply = target.send("owner", message)
     if error_code(reply) != UNSUPPORTED_VERSION:
         return _failed("version", f"got {describe(reply)}, not error -32022")
-    data = reply.response.get("error", {}).get("data") if reply.response else None
+    data = error_data(reply)
     supported = data.get("supported") if isinstance(data, dict) else None
     if not (isinstance(supported, list) and supported and all(isinstance(v, str) for v in supported)):
         return _failed("version", "refused with -32022 but without data.supported listing the versions "
@@ -219,7 +237,7 @@ def probe_version(target: Target, call: Call, next_id: Callable[[], int]) -> Pro
 
 
 def probe_missing_answer(target: Target, call: Call, next_id: Callable[[], int]) -> ProbeResult:
-    params = {"name": call.tool, "arguments": call.arguments}
+    params: JSONObject = {"name": call.tool, "arguments": call.arguments}
     target.begin()
     minted = mint_round(target, call)  # a result carrying only requestState is followed to the question
     ticket = minted.ticket
@@ -258,24 +276,25 @@ def probe_result_type(exchanges: Iterable[ProbeExchange]) -> ProbeResult:
     return ProbeResult("result-type", True, f"all {seen} results carried resultType")
 
 
-def _error_shape(reply: Reply) -> dict[str, Any] | None:
+def _error_shape(reply: Reply) -> JSONObject | None:
     """The refusal as the client saw it, minus the response id; None when it was no refusal."""
     response = reply.response or {}
-    shape: dict[str, Any] = {"HTTP status": reply.http_status} if reply.http_status is not None else {}
-    if isinstance(response.get("error"), dict):
-        return {**shape, "kind": "error", **{f"error.{k}": v for k, v in response["error"].items()}}
+    shape: JSONObject = {"HTTP status": reply.http_status} if reply.http_status is not None else {}
+    error = response.get("error")
+    if isinstance(error, dict):
+        return {**shape, "kind": "error", **{f"error.{k}": v for k, v in error.items()}}
     result = response.get("result")
     if isinstance(result, dict) and result.get("isError") is True:
         return {**shape, "kind": "isError result", **{f"result.{k}": v for k, v in result.items() if k != "_meta"}}
     return None
 
 
-def _show(value: Any) -> str:
+def _show(value: JSON) -> str:
     return _clip(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False), 80)
 
 
 def probe_same_error(results: Iterable[MoveResult]) -> ProbeResult:
-    groups: dict[str, tuple[dict[str, Any], list[str]]] = {}
+    groups: dict[str, tuple[JSONObject, list[str]]] = {}
     for result in results:
         if result.move.expect != Outcome.REFUSED or result.outcome == Outcome.NOT_RUN or not result.move.refused_by:
             continue  # only refused tickets (a malformed answer's refusal is meant to differ)

@@ -10,13 +10,13 @@ import json
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from moves.probes import ProbeResult
 from moves.schedule import WIDTH
 from moves.target import Outcome
 from moves.wording import timestamp
-from mrtr import __version__
+from mrtr import JSON, JSONObject, __version__
+from mrtr.messages import as_list
 
 
 class CheckError(Exception):
@@ -26,12 +26,12 @@ class CheckError(Exception):
 @dataclass(frozen=True)
 class CheckOptions:
     tool: str | None = None  # default: deploy if listed, else the first tool that answers input_required
-    arguments: dict[str, Any] | None = None  # default: built from the tool's inputSchema
-    other_arguments: dict[str, Any] | None = None  # default: the arguments with one string changed
+    arguments: JSONObject | None = None  # default: built from the tool's inputSchema
+    other_arguments: JSONObject | None = None  # default: the arguments with one string changed
     allow_replay: bool = False  # a failed single-use move is a warning, not a failure
     skip_late: bool = False  # the past- and near-expiry moves are not run (set the target's Timing too)
     #: Answers the checker cannot make up (`--answers`): by question key, or by round number ("2") then key.
-    answers: dict[str, Any] | None = None
+    answers: JSONObject | None = None
     #: Moves played at once over HTTP and stdio (moves.schedule); 1 plays them one after another.
     concurrency: int = WIDTH
 
@@ -51,7 +51,7 @@ class MoveRow:
     required: bool = True
     stops_at: str = ""
     #: The messages of the move as `exchange_of` keeps them (for the report's diagram; never in `to_json`).
-    exchange: list[dict[str, Any]] = field(default_factory=list)
+    exchange: list[JSONObject] = field(default_factory=list)
     #: Seconds the move took, real waits included (JUnit's `time`).
     seconds: float = 0.0
     #: True when the run stopped here because the target did not answer in time (JUnit `<error>`).
@@ -85,8 +85,8 @@ class Events:
 class Report:
     target: str
     tool: str
-    arguments: dict[str, Any]
-    other_arguments: dict[str, Any] | None
+    arguments: JSONObject
+    other_arguments: JSONObject | None
     moves: list[MoveRow] = field(default_factory=list)
     probes: list[ProbeResult] = field(default_factory=list)
     #: Seconds each probe took, by probe slug (JUnit's `time`).
@@ -97,9 +97,9 @@ class Report:
     timed_out_probe: str = ""
     #: Values that must never reach any output (the bearer tokens; a server may echo them back).
     secrets: tuple[str, ...] = field(default=(), repr=False)
-    #: The rounds an honest call of the tool went through (`Flow.summary`), and why the checker could not finish
-    #: it ("" when it did).
-    rounds: list[dict[str, Any]] = field(default_factory=list)
+    #: The rounds an honest call of the tool went through (`{"round": 1, "keys": [...]}`, each question key
+    #: clipped), and why the checker could not finish it ("" when it did).
+    rounds: list[JSONObject] = field(default_factory=list)
     flow_stuck: str = ""
     #: The other listed tool that asks with the same arguments (the other-tool moves' target), or None.
     other_tool: str | None = None
@@ -117,7 +117,7 @@ class Report:
     def redact(self, text: str) -> str:
         return redacted(text, [secret for secret in self.secrets if secret])
 
-    def redact_value(self, value: Any) -> Any:
+    def redact_value(self, value: JSON) -> JSON:
         """A JSON value with every string redacted (arguments built from a server's schema may echo a token)."""
         if isinstance(value, str):
             return self.redact(value)
@@ -127,9 +127,9 @@ class Report:
             return {self.redact(str(k)): self.redact_value(v) for k, v in value.items()}
         return value
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The report for CI (docs/checker/reports.md, "The JSON report"); never the exchanges."""
-        report: dict[str, Any] = {
+        report: JSONObject = {
             "checker": {"name": "mrtr check", "version": __version__},
             "generated": timestamp(self.generated),
             "target": self.redact(self.target),
@@ -137,7 +137,7 @@ class Report:
             "arguments": self.redact_value(self.arguments),
             "other_arguments": self.redact_value(self.other_arguments),
             "other_tool": self.redact(self.other_tool) if self.other_tool is not None else None,
-            "rounds": self.redact_value(self.rounds),
+            "rounds": self.redact_value(list(self.rounds)),
             "warnings": [self.redact(w) for w in self.warnings],
             "ok": self.ok,
             "moves": [{"move": r.move, "verdict": r.verdict, "required": r.required, "expected": r.expected,
@@ -171,7 +171,7 @@ class Report:
         also = f"; other tool that asks: {self.other_tool}" if self.other_tool else ""
         lines = [f"Target: {self.target}", f"Tool:   {self.tool} {args} (other request: {other}{also})"]
         if len(self.rounds) > 1 or self.flow_stuck:
-            asked = "; ".join(", ".join(r["keys"]) for r in self.rounds)
+            asked = "; ".join(", ".join(str(k) for k in as_list(r.get("keys"))) for r in self.rounds)
             lines.append(f"Rounds: {len(self.rounds)} ({asked})" + (f"; not finished: {self.flow_stuck}"
                                                                     if self.flow_stuck else ""))
         lines += [f"Warning: {w}" for w in self.warnings]

@@ -17,7 +17,10 @@ import heapq
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsRichComparison
 
 #: Moves played at once by default: enough to hide a slow server's latency (at 4, a sound server answering in 0.8 s
 #: took 19.5 s with --skip-late, too near the 20 s target: bench/RESULTS.md), few enough for a server's limits.
@@ -84,7 +87,7 @@ class Slots:
             self.barrier = None
             self.lock.notify_all()
 
-    def turn(self, until: float, index: int, tick: Callable[[], None] = lambda: None) -> bool:
+    def turn(self, until: float, index: int, tick: Callable[[], object] = lambda: None) -> bool:
         """Give the slot back and block until this wait's turn (nothing playing or queued, earliest deadline), then
         take a slot again. `tick` is called about every TICK seconds meanwhile. False when the schedule stopped."""
         entry = (until, index)
@@ -124,7 +127,7 @@ class Schedule(Generic[T, R]):
     gate: Slots = field(default_factory=Slots)
     done: Callable[[int, R], None] = lambda index, result: None
 
-    def run(self, items: Sequence[T], first: Sequence[Any] | None = None, alone: int = 0,
+    def run(self, items: Sequence[T], first: Sequence[SupportsRichComparison] | None = None, alone: int = 0,
             beside: Sequence[int] = ()) -> list[R | None]:
         """`first`: a key per item, lowest starts first (ties in item order); default, item order. The first `alone`
         items play before any other starts, but for those in `beside` (which may play alongside them)."""

@@ -14,9 +14,8 @@ import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from mrtr import as_object
+from mrtr import JSON, JSONObject, as_object
 from mrtr.protocol import MODERN_VERSION
 
 #: Stands in for the real ticket in a retry's JSON until the script puts it there.
@@ -27,7 +26,7 @@ _EXTRACT = ('import json,sys; t=sys.stdin.read(); '
             'print(json.loads(t)["result"]["requestState"])')
 
 
-def _edit_program(path: str, value: Any) -> str:
+def _edit_program(path: str, value: JSON) -> str:
     keys = [k for k in path.split(".") if k]
     return ('import base64,json,sys; p,b,s=sys.argv[1].split("."); '
             'c=json.loads(base64.urlsafe_b64decode(b+"="*(-len(b)%4))); d=c\n'
@@ -47,16 +46,16 @@ class ScriptStep:
     """One retry the script sends: who sends it, whether it waits past expiry, the message and its ticket edit."""
 
     principal: str
-    message: dict[str, Any]  # requestState holding TICKET_MARK where the real ticket goes (or a literal ticket)
+    message: JSONObject  # requestState holding TICKET_MARK where the real ticket goes (or a literal ticket)
     wait: float = 0  # seconds to sleep before sending (past expiry moves)
-    edit: tuple[str, Any] | None = None  # (dotted payload path, new value): edit the real ticket's payload
+    edit: tuple[str, JSON] | None = None  # (dotted payload path, new value): edit the real ticket's payload
     #: The shell variable whose ticket replaces TICKET_MARK: round one's (TICKET), or one a step captured.
     ticket_var: str = "TICKET"
     #: When set, this step is a new round one: the requestState it gets back goes into this variable.
     capture: str | None = None
 
 
-def _curl(principal: str, message: dict[str, Any], ticket_var: str = "TICKET") -> str:
+def _curl(principal: str, message: JSONObject, ticket_var: str = "TICKET") -> str:
     params = as_object(message.get("params"))
     name = params.get("name") if isinstance(params.get("name"), str) else "deploy"
     body = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
@@ -70,7 +69,7 @@ def _curl(principal: str, message: dict[str, Any], ticket_var: str = "TICKET") -
     return " \\\n".join(lines)
 
 
-def replay_script(*, url: str, title: str, first: dict[str, Any], owner: str, steps: list[ScriptStep],
+def replay_script(*, url: str, title: str, first: JSONObject, owner: str, steps: list[ScriptStep],
                   public_tokens: Mapping[str, str] | None = None) -> str:
     """The whole script. `public_tokens` (principal -> token) are written in; others stay variables."""
     principals = list(dict.fromkeys([owner, *(s.principal for s in steps)]))

@@ -13,19 +13,21 @@ import string
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from mrtr import (
     DEFAULT_TTL,
     Clock,
     Exchange,
     FakeClock,
+    JSONObject,
     KeyRing,
     MemoryStore,
     Policy,
     RedeemedStore,
     Server,
     TicketCodec,
+    as_object,
 )
 from mrtr.client import Line
 from mrtr.clock import FIXED_EPOCH
@@ -59,7 +61,7 @@ class Balancer:
         self._order = itertools.cycle(list(replicas))
         self._lock = threading.Lock()
 
-    def handle(self, message: Any, *, principal: str, replica: str | None = None) -> Answered:
+    def handle(self, message: JSONObject, *, principal: str, replica: str | None = None) -> Answered:
         """Serve `message` on the next replica (or on `replica`, to pin one for a demo)."""
         with self._lock:
             name = replica if replica is not None else next(self._order)
@@ -104,7 +106,7 @@ def roundtrip(ring: KeyRing, *, env: str = "staging", jti: Callable[[], str] | N
     answers = answers_for(questions)
     clock.advance(8)
 
-    def retry(request_id: int, sent_ticket: str) -> dict[str, Any]:
+    def retry(request_id: int, sent_ticket: str) -> JSONObject:
         return modern_request(request_id, "tools/call", {"name": call.tool, "arguments": call.arguments,
                                                          "requestState": sent_ticket, "inputResponses": answers}, call)
 
@@ -125,7 +127,7 @@ def roundtrip(ring: KeyRing, *, env: str = "staging", jti: Callable[[], str] | N
                       None, "input_required"),
         RoundTripStep(3, "The host asks the user", None,
                       [Line("<--", question, "what the user is shown"),
-                       Line("-->", answers.get("confirm", {}), "what the user answered")], None, "answered"),
+                       Line("-->", as_object(answers.get("confirm")), "what the user answered")], None, "answered"),
         RoundTripStep(4, "The client retries with a new id", second.replica,
                       [Line("-->", second_call, "new id, the answer, the ticket byte for byte")], None, "sent"),
         RoundTripStep(5, "Replica B checks the ticket and finishes", second.replica,
@@ -138,7 +140,18 @@ def roundtrip(ring: KeyRing, *, env: str = "staging", jti: Callable[[], str] | N
     ]
 
 
-def anatomy(ring: KeyRing, *, env: str = "staging") -> dict[str, Any]:
+class Anatomy(TypedDict):
+    """A ticket taken apart (`anatomy`): the token, its three parts, its claims, and the same claims sealed."""
+
+    token: str
+    prefix: str
+    payload_b64: str
+    signature: str
+    claims: JSONObject
+    sealed_token: str
+
+
+def anatomy(ring: KeyRing, *, env: str = "staging") -> Anatomy:
     """A real ticket taken apart, and the same claims sealed."""
     codec = TicketCodec(ring)
     claims = codec.claims(now=FIGURE_EPOCH, sub="bob", method="tools/call", target="deploy",

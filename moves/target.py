@@ -11,7 +11,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
+
+from mrtr import JSONObject
 
 #: Who sends a message: the principal the ticket was minted for, or the other one (the thief), or the
 #: owner again from a second process or connection (to tell "bound to its principal" from "bound to the
@@ -40,9 +42,11 @@ class Reply:
     """What one request produced on a target."""
 
     #: The JSON-RPC response (result or error) to the request sent, or None when none came back.
-    response: dict[str, Any] | None
+    #: Targets other than the in-process lab server have checked its envelope (`moves.targets.remote.check_response`):
+    #: a JSON-RPC 2.0 response to the request's id whose result or error is an object; what is inside is the peer's.
+    response: JSONObject | None
     #: Everything else received while waiting for it (progress notifications, ...), in order.
-    notifications: list[dict[str, Any]] = field(default_factory=list)
+    notifications: list[JSONObject] = field(default_factory=list)
     #: The HTTP status, for HTTP targets; None elsewhere.
     http_status: int | None = None
     #: The ticket checks the server ran, in order, as `{"check", "outcome", "detail"}` dicts.
@@ -59,13 +63,22 @@ class Reply:
 class Target(Protocol):
     """Where moves are played. Implementations: `moves.targets.in_process`, `.http`, `.stdio`."""
 
-    #: Shown in reports: the URL, the command, or "lab server".
-    label: str
-    #: The two principals' display names, for example ("bob", "alice").
-    owner: str
-    other: str
+    @property
+    def label(self) -> str:
+        """Shown in reports: the URL, the command, or "lab server"."""
+        ...
 
-    def send(self, role: Role, message: dict[str, Any]) -> Reply:
+    @property
+    def owner(self) -> str:
+        """The display name of the principal a ticket is minted for, for example "bob"."""
+        ...
+
+    @property
+    def other(self) -> str:
+        """The display name of the other principal (the thief), for example "alice"."""
+        ...
+
+    def send(self, role: Role, message: JSONObject) -> Reply:
         """Send one JSON-RPC request as `role` and return what came back. Never raises for a bad peer."""
         ...
 

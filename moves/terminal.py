@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import IO
 
-from moves.report import Events, redacted
+from moves.probes import ProbeResult
+from moves.report import Events, MoveRow, redacted
 
 
 class ProgressBar:
@@ -70,11 +71,11 @@ class Terminal:
     def planned(self, text: str) -> None:
         self._line(f"This check takes {text}")
 
-    def move_done(self, row: Any, index: int, total: int) -> None:
+    def move_done(self, row: MoveRow, index: int, total: int) -> None:
         if self.tty:
             self._line(f"  {row.verdict.upper():8}{row.move}  ({index} of {total})")
 
-    def probe_done(self, probe: Any) -> None:
+    def probe_done(self, probe: ProbeResult) -> None:
         if self.tty:
             self._line(f"  {'PASS' if probe.ok else 'FAIL':8}probe {probe.probe}")
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
 
-from mrtr import as_object
+from mrtr import JSONObject, as_object
 
+from .calls import MoveResult
 from .catalog import NEAR_EXPIRY, Move
 from .forgery import readable_claims
 from .target import Outcome
@@ -57,7 +57,7 @@ ANSWER_WORDS: dict[str, str] = {
 }
 
 
-def _call_of(move: Move, result: Any) -> tuple[str, str]:
+def _call_of(move: Move, result: MoveResult) -> tuple[str, str]:
     """The tool and arguments the move's own retry went to, read off the message it sent (else round one's)."""
     steps = [s for s in result.steps if as_object(s.sent).get("id") == move.request_id] or \
         ([result.minted] if result.minted is not None else [])
@@ -66,7 +66,7 @@ def _call_of(move: Move, result: Any) -> tuple[str, str]:
     return str(params.get("name", "the tool"))[:60], arguments[:200]
 
 
-def sent_words(move: Move, result: Any, *, owner: str = "the owner", other: str = "the other principal") -> str:
+def sent_words(move: Move, result: MoveResult, *, owner: str = "the owner", other: str = "the other principal") -> str:
     """The move's retry in plain words: who sent which call, with which ticket and answer, and when."""
     tool, arguments = _call_of(move, result)
     who = f"{other} (not the principal the ticket names)" if move.sender == "other" else \
@@ -99,7 +99,7 @@ def sent_words(move: Move, result: Any, *, owner: str = "the owner", other: str 
     return text
 
 
-def explain(move: Move, result: Any, evidence: str, verdict: str, *, owner: str = "the owner",
+def explain(move: Move, result: MoveResult, evidence: str, verdict: str, *, owner: str = "the owner",
             other: str = "the other principal") -> str:
     """The detail of a move's row: `evidence` (what came back, the engine's words) with what was sent, and for a
     failure what a sound server does and what to fix. A move not shown keeps its reason unchanged."""
@@ -145,7 +145,7 @@ def ticket_warnings(ticket: str | None) -> list[str]:
     return found[:4]
 
 
-def _numbers(value: dict[str, Any], prefix: str) -> list[tuple[str, float]]:
+def _numbers(value: JSONObject, prefix: str) -> list[tuple[str, float]]:
     """(dotted path, number) for the numbers of a payload, two levels deep."""
     found: list[tuple[str, float]] = []
     for key, inner in list(value.items())[:32]:

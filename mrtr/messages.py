@@ -1,16 +1,19 @@
 """The types of what crosses the wire, and the few builders that make well-formed messages.
 
 What this module owns: `JSON` (every value a JSON text can hold), `JSONObject`, `RequestId`, the typed
-shapes a caller reads back (`Request`, `ErrorObject`, `InputRequiredResult`), the builders of
-JSON-RPC responses, and `as_object`/`as_list`, which narrow a JSON value without trusting it.
-Messages stay plain JSON objects, so an adapter writes them as they are; the types say what is
-in them. It must never import another module of the core: everything else builds on it.
+shapes a caller reads back (`Request`, `ErrorObject`, `InputRequiredResult`, `InputRequest`, `ListedTool`)
+and the readers that check a peer's message before giving one (`error_of`, `input_required_of`,
+`listed_tools`), the builders of JSON-RPC messages, and `as_object`/`as_list`, which narrow a JSON value
+without trusting it. Messages stay plain JSON objects, so an adapter writes them as they are and a client
+sends what the builders made; the types say what is in them. The shapes are TypedDicts, not msgspec
+Structs: they cost nothing at run time, and the in-page checker runs these types on Pyodide, which has no
+msgspec. It must never import another module of the core: everything else builds on it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, NotRequired, TypeAlias, TypedDict
+from typing import Literal, NotRequired, TypeAlias, TypedDict, cast
 
 #: Every value a JSON text can hold. Values read from a client are this until a check narrows them.
 JSON: TypeAlias = None | bool | int | float | str | list["JSON"] | dict[str, "JSON"]
@@ -50,6 +53,25 @@ class InputRequiredResult(TypedDict):
     resultType: Literal["input_required"]
     inputRequests: NotRequired[dict[str, JSONObject]]
     requestState: NotRequired[str]
+
+
+class InputRequest(TypedDict):
+    """One question of an `input_required` result: a request the client answers (`elicitation/create`,
+    `sampling/createMessage` or `roots/list`), embedded without `jsonrpc` or `id`."""
+
+    method: str
+    params: JSONObject
+
+
+class ListedTool(TypedDict):
+    """A tool as a server lists it in `tools/list`'s result (`listed_tools`): its name checked, the rest the
+    server's own JSON, read with `as_object` where a shape is needed."""
+
+    name: str
+    title: NotRequired[JSON]
+    description: NotRequired[JSON]
+    inputSchema: NotRequired[JSON]
+    annotations: NotRequired[JSON]
 
 
 def as_object(value: JSON | object) -> JSONObject:
@@ -104,3 +126,28 @@ def error_of(message: JSONObject) -> ErrorObject | None:
     if "data" in error:
         out["data"] = error["data"]
     return out
+
+
+def input_required_of(message: JSONObject) -> InputRequiredResult | None:
+    """A response's result, typed, when it ends a round with input_required: the questions that are objects,
+    and the ticket when it is a string."""
+    result = message.get("result")
+    if not isinstance(result, dict) or result.get("resultType") != "input_required":
+        return None
+    out: InputRequiredResult = {"resultType": "input_required"}
+    questions = result.get("inputRequests")
+    if isinstance(questions, dict):
+        out["inputRequests"] = {k: as_object(v) for k, v in questions.items()}
+    state = result.get("requestState")
+    if isinstance(state, str):
+        out["requestState"] = state
+    return out
+
+
+def listed_tools(result: JSON) -> list[ListedTool]:
+    """The tools a `tools/list` result lists, in order: each one that is an object with a string name."""
+    tools = as_object(result).get("tools")
+    if not isinstance(tools, list):
+        return []
+    # Only `name` is a checked member; the others are typed as the peer's JSON, so nothing unchecked is claimed.
+    return [cast(ListedTool, tool) for tool in tools if isinstance(tool, dict) and isinstance(tool.get("name"), str)]

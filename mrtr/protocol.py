@@ -12,7 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .errors import InvalidParams, InvalidRequest
-from .messages import JSON, ErrorObject, InputRequiredResult, JSONObject, Request, RequestId, as_object, error_of
+from .messages import (
+    JSON,
+    ErrorObject,
+    InputRequiredResult,
+    JSONObject,
+    Request,
+    RequestId,
+    as_object,
+    error_of,
+    input_required_of,
+)
 from .tickets import Trace
 from .wire import LONE_SURROGATE_PROBLEM, holds_lone_surrogate
 
@@ -71,17 +81,8 @@ class Exchange:
     @property
     def input_required(self) -> InputRequiredResult | None:
         """The result, typed, when it ends a round with input_required."""
-        result = self.result
-        if result is None or result.get("resultType") != "input_required":
-            return None
-        out: InputRequiredResult = {"resultType": "input_required"}
-        questions = result.get("inputRequests")
-        if isinstance(questions, dict):
-            out["inputRequests"] = {k: as_object(v) for k, v in questions.items()}
-        state = result.get("requestState")
-        if isinstance(state, str):
-            out["requestState"] = state
-        return out
+        response = self.response
+        return input_required_of(response) if response is not None else None
 
 
 def with_server_info(result: JSONObject, server_info: dict[str, str]) -> JSONObject:

@@ -25,7 +25,7 @@ from moves.engine import MINT_ID, Call, modern_request, play
 from moves.labcodec import LabRing
 from moves.target import Outcome
 from moves.targets.in_process import LabTarget, lab_server
-from mrtr import CHECK_TITLES, CHECKS, FakeClock, JSONObject, RedeemedStore, Server
+from mrtr import CHECK_TITLES, CHECKS, FakeClock, JSONObject, RedeemedStore, Server, as_object
 from web.moveviews import step_outcome_words, step_words
 
 #: The principal a stolen ticket is replayed under.
@@ -96,7 +96,7 @@ class ClassLab:
         call = Call()
         reply = target.send("owner", modern_request(MINT_ID, "tools/call",
                                                     {"name": call.tool, "arguments": call.arguments}, call))
-        return str((reply.response or {}).get("result", {}).get("requestState", ""))
+        return str(as_object(as_object(reply.response).get("result")).get("requestState", ""))
 
     def play(self, move: Move, principal: str, *, single_use: bool, moves: tuple[Move, ...] = ()) -> Attempt:
         """Play `move` for `principal`; `moves` (the catalogue) names the moves a step was sent for."""

@@ -23,6 +23,7 @@ from moves.catalog import Move
 from moves.engine import MINT_ID, Call, MoveResult, Step, modern_request, outcome_of, play
 from moves.target import Outcome, Role
 from moves.targets.in_process import LabStore, LabTarget
+from mrtr import as_object
 from mrtr.protocol import shape_problem
 from mrtr.tickets import b64encode
 from web.moveviews import pretty_json
@@ -133,7 +134,7 @@ def round_one(toggles: Toggles) -> RoundOne:
     target = new_target(toggles, now, jti=seeded_jti(seed))
     step = _mint(target, call_for(toggles))
     token = _token(target.owner)
-    ticket = TicketView.of(((step.reply.response or {}).get("result") or {}).get("requestState"))
+    ticket = TicketView.of(as_object(as_object(step.reply.response).get("result")).get("requestState"))
     assert ticket is not None
     return RoundOne(int(now), token, pretty_json(step.sent), pretty_json(step.reply.response), ticket,
                     script_for(step, [], target.principal, title="Round one", ticket=None), seed)
@@ -238,7 +239,8 @@ def run_custom(call: dict[str, Any], toggles: Toggles) -> tuple[Result, str]:
     at = call["at"] + toggles.offset  # the clock offset moves this retry too, like every move's own retry
     target.advance(at, past_expiry=False, expires_at=None)
     step = Step(role, at, message, target.send(role, message))
-    ticket = ((minted.reply.response or {}).get("result") or {}).get("requestState")
+    issued = as_object(as_object(minted.reply.response).get("result")).get("requestState")
+    ticket = issued if isinstance(issued, str) else None
     script = script_for(minted, [step], target.principal, title="Your retry", ticket=ticket)
     note = custom_note(step, check_views(step), outcome_of(step.reply), toggles.offset)
     result = _result(target, minted, [step], lambda s: call["principal"], "custom", script=script, note=note)

@@ -97,7 +97,7 @@ def verdict_line(step: Step, checks: list[CheckView], outcome: Outcome | None = 
         return "asked again"
     if outcome == Outcome.REFUSED and failed is not None:
         return f"refused at {CHECK_TITLES[failed.name]}"
-    error = (response or {}).get("error") or {}
+    error = as_object((response or {}).get("error"))
     return f"{'refused' if outcome == Outcome.REFUSED else 'error'}: {error.get('message', 'no answer')}"
 
 

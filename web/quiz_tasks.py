@@ -88,9 +88,9 @@ def _mint(target: Target) -> Step:
 
 def broken_retry(ticket: str) -> JSONObject:
     """The raw retry the learner starts from: the right ticket, but a deploy to prod and a "yes" that is text."""
-    params = {"name": CALL.tool, "arguments": {"env": "prod"},
-              "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": "yes"}}},
-              "requestState": ticket}
+    params: JSONObject = {"name": CALL.tool, "arguments": {"env": "prod"},
+                          "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": "yes"}}},
+                          "requestState": ticket}
     return modern_request(MINT_ID, "tools/call", params, CALL)
 
 

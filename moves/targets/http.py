@@ -22,9 +22,9 @@ import socket
 import ssl
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from moves.schedule import Slots
 from moves.target import Progress, Reply, Role
 from moves.targets.remote import (
     DEFAULT_TIMEOUT,
@@ -36,7 +36,8 @@ from moves.targets.remote import (
     is_response,
     parse_json,
 )
-from mrtr import as_object
+from mrtr import JSON, JSONObject, as_object
+from mrtr.messages import listed_tools
 from mrtr.protocol import META_VERSION, MODERN_VERSION
 
 NAMED_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
@@ -54,7 +55,7 @@ def header_value(value: str) -> str:
     return value if safe else "=?base64?" + base64.b64encode(value.encode()).decode("ascii") + "?="
 
 
-def mirrored_headers(message: dict[str, Any], param_headers: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+def mirrored_headers(message: JSONObject, param_headers: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
     """The 2026-07-28 request headers that mirror `message`'s body."""
     params = as_object(message.get("params"))
     meta = as_object(params.get("_meta"))
@@ -78,17 +79,15 @@ def mirrored_headers(message: dict[str, Any], param_headers: Mapping[str, Mappin
     return headers
 
 
-def _param_headers_of(tools: Any) -> dict[str, dict[str, str]]:
+def _param_headers_of(result: JSON) -> dict[str, dict[str, str]]:
+    """For each tool a tools/list result lists, the arguments its inputSchema marks `x-mcp-header` (and the header
+    suffix each goes under)."""
     found: dict[str, dict[str, str]] = {}
-    for tool in tools if isinstance(tools, list) else []:
-        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
-            continue
-        schema = as_object(tool.get("inputSchema"))
-        props = as_object(schema.get("properties"))
+    for tool in listed_tools(result):
+        props = as_object(as_object(tool.get("inputSchema")).get("properties"))
         marked = {p: suffix for p, s in props.items() if isinstance(suffix := as_object(s).get("x-mcp-header"), str)}
-        name = tool.get("name")
-        if marked and isinstance(name, str):
-            found[name] = marked
+        if marked:
+            found[tool["name"]] = marked
     return found
 
 
@@ -168,24 +167,24 @@ class HttpTarget:
     def close(self) -> None:
         """Nothing stays open between requests."""
 
-    def for_move(self, gate: Any, index: int) -> HttpTarget:
+    def for_move(self, gate: Slots, index: int) -> HttpTarget:
         """This target for move `index` played beside others (moves.schedule): its own timing; every request opens a
         connection of its own anyway, so the moves share nothing else but the headers tools/list taught."""
         view = copy.copy(self)
         view.timing = self.timing.for_move(gate, index)
         return view
 
-    def send(self, role: Role, message: dict[str, Any]) -> Reply:
+    def send(self, role: Role, message: JSONObject) -> Reply:
         try:
             reply = self._post(role, message)
         except Exception as exc:  # a peer must never crash the checker; say what happened instead
             reply = Reply(None, transport_error=_describe_exception(exc, self.timeout, self._where()),
                           timed_out=isinstance(exc, TimeoutError | socket.timeout))
-        if message.get("method") == "tools/list" and reply.response and isinstance(reply.response.get("result"), dict):
-            self._param_headers.update(_param_headers_of(reply.response["result"].get("tools")))
+        if message.get("method") == "tools/list" and reply.response:
+            self._param_headers.update(_param_headers_of(reply.response.get("result")))
         return reply
 
-    def send_burst(self, role: Role, messages: list[dict[str, Any]]) -> list[Reply]:
+    def send_burst(self, role: Role, messages: list[JSONObject]) -> list[Reply]:
         """Send every message at once, each on a connection of its own: all requests are written before any answer
         is read, so a server that handles connections concurrently really gets them together."""
         deadline = self._monotonic() + self.timeout
@@ -229,10 +228,10 @@ class HttpTarget:
         return _PinnedHTTPConnection(self._host, self._port, self.connect_to, timeout)
 
     @staticmethod
-    def _body(message: dict[str, Any]) -> bytes:
+    def _body(message: JSONObject) -> bytes:
         return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
 
-    def _headers(self, role: Role, message: dict[str, Any]) -> dict[str, str]:
+    def _headers(self, role: Role, message: JSONObject) -> dict[str, str]:
         return {
             "Content-Type": "application/json",
             "Accept": ACCEPT,
@@ -241,7 +240,7 @@ class HttpTarget:
             **mirrored_headers(message, self._param_headers),
         }
 
-    def _post(self, role: Role, message: dict[str, Any]) -> Reply:
+    def _post(self, role: Role, message: JSONObject) -> Reply:
         deadline = self._monotonic() + self.timeout
         conn = self._connection(self.timeout)
         try:
@@ -252,7 +251,7 @@ class HttpTarget:
         finally:
             conn.close()
 
-    def _read(self, response: http.client.HTTPResponse, sock: socket.socket | None, request_id: Any,
+    def _read(self, response: http.client.HTTPResponse, sock: socket.socket | None, request_id: JSON,
               deadline: float, role: Role) -> Reply:
         status = response.status
         ctype = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
@@ -290,7 +289,7 @@ class HttpTarget:
                 return b"", f"the response is larger than {self.max_bytes // 1024} KiB; the checker stopped reading"
         return bytes(data), None
 
-    def _judge_body(self, raw: bytes, ctype: str, status: int, request_id: Any, role: Role) -> Checked:
+    def _judge_body(self, raw: bytes, ctype: str, status: int, request_id: JSON, role: Role) -> Checked:
         text = raw.decode("utf-8", "replace")
         if status in (401, 403):
             return Checked(error=f"HTTP {status}: the server refused the bearer token of {self._name(role)}")
@@ -302,13 +301,13 @@ class HttpTarget:
         message, error = parse_json(raw, f"the HTTP {status} body ({ctype or 'no content type'})")
         if error:
             return Checked(error=error)
-        problem = check_response(message, request_id)
+        response, problem = check_response(message, request_id)
         if problem:
             return Checked(error=f"HTTP {status}: {problem}")
-        return Checked(response=message)
+        return Checked(response=response)
 
-    def _read_sse(self, chunks: Iterator[bytes], request_id: Any) -> Checked:
-        notifications: list[dict[str, Any]] = []
+    def _read_sse(self, chunks: Iterator[bytes], request_id: JSON) -> Checked:
+        notifications: list[JSONObject] = []
         buffer = b""
         data_lines: list[bytes] = []
         received = 0
@@ -334,8 +333,8 @@ class HttpTarget:
                 if error:
                     return Checked(None, notifications, error)
                 if is_response(message) and message.get("id") == request_id:
-                    problem = check_response(message, request_id)
-                    return Checked(None if problem else message, notifications, problem)
+                    response, problem = check_response(message, request_id)
+                    return Checked(response, notifications, problem)
                 if isinstance(message, dict):
                     notifications.append(message)
         return Checked(None, notifications, "the event stream ended without a response to the request")

@@ -9,11 +9,10 @@ store. Never imports Flask.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from moves.labcodec import LabCodec, LabRing
 from moves.target import Progress, Reply, Role
-from mrtr import DEFAULT_TTL, Catalog, FakeClock, MemoryStore, Policy, RedeemedStore, Server
+from mrtr import DEFAULT_TTL, Catalog, FakeClock, JSONObject, MemoryStore, Policy, RedeemedStore, Server
 from mrtr_toolsets.lesson import lesson_catalog
 
 
@@ -72,7 +71,7 @@ class LabTarget:
     def principal(self, role: Role) -> str:
         return self.other if role == "other" else self.owner
 
-    def send(self, role: Role, message: dict[str, Any]) -> Reply:
+    def send(self, role: Role, message: JSONObject) -> Reply:
         exchange = self.server.handle(message, principal=self.principal(role))
         trace = exchange.trace.as_dicts() if exchange.trace is not None else []
         return Reply(response=exchange.response, notifications=[m for m in exchange.messages if "method" in m],

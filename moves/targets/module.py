@@ -29,10 +29,10 @@ import time as real_time
 import traceback
 import types
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from moves.target import Progress, Reply, Role
 from moves.targets.remote import EXPIRY_MARGIN, check_response, clip
+from mrtr import JSONObject
 
 PRINCIPAL_ENV = "MRTR_PRINCIPAL"
 #: The module name each instance gets (never "__main__", so the server's own `main()` does not start).
@@ -142,8 +142,9 @@ class ModuleTarget:
         shim = time_module(self.clock)
         real_import = builtins.__import__
 
-        def learner_import(name: str, globals: Any = None, locals: Any = None,  # noqa: A002 - __import__'s names
-                           fromlist: Sequence[str] = (), level: int = 0) -> Any:
+        def learner_import(name: str, globals: Mapping[str, object] | None = None,  # noqa: A002 - __import__'s names
+                           locals: Mapping[str, object] | None = None, fromlist: Sequence[str] = (),
+                           level: int = 0) -> types.ModuleType:
             if name == "time" and level == 0:
                 return shim
             return real_import(name, globals, locals, fromlist, level)
@@ -222,7 +223,7 @@ class ModuleTarget:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def send(self, role: Role, message: dict[str, Any]) -> Reply:
+    def send(self, role: Role, message: JSONObject) -> Reply:
         instance = self._instance(role)
         if isinstance(instance, str):
             return Reply(None, transport_error=instance)
@@ -243,8 +244,8 @@ class ModuleTarget:
             return Reply(None, transport_error="respond() returned None for a request with an id (no answer)",
                          log=_lines(log))
         parsed = json.loads(wire)
-        problem = check_response(parsed, message.get("id"))
-        return Reply(None if problem else parsed, transport_error=problem, log=_lines(log))
+        response, problem = check_response(parsed, message.get("id"))
+        return Reply(response, transport_error=problem, log=_lines(log))
 
 
 def _lines(log: io.StringIO) -> list[str]:

@@ -4,7 +4,8 @@ Remote targets cannot move a server's clock. In-time moves are sent at once; a p
 waits, for real, until just past the ticket's `exp` (when the engine could read it) or the
 configured `late_after`, or is skipped. `Timing` owns that wait, on an injected clock and sleep,
 so tests can drive it without waiting. `check_response` turns "something came back" into either
-a JSON-RPC response for the request sent or a plain-words reason why not.
+a JSON-RPC response for the request sent (a JSON object; what is inside is the peer's) or a plain-words
+reason why not.
 
 This module never opens sockets or processes and never imports Flask.
 """
@@ -16,9 +17,11 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TypeGuard
 
+from moves.schedule import Slots
 from moves.target import Progress
+from mrtr import JSON, JSONObject
 
 #: Seconds to wait past a readable `exp` before sending the late move (servers compare whole seconds).
 EXPIRY_MARGIN = 1.0
@@ -63,10 +66,10 @@ class Timing:
     skip_late_name: str = "--skip-late"
     #: When moves are played concurrently, each move's own copy (`for_move`) takes turns for its waits here
     #: (moves.schedule.Slots), under its catalogue index; None when moves are played one after another.
-    gate: Any = None
+    gate: Slots | None = None
     index: int = 0
 
-    def for_move(self, gate: Any, index: int) -> Timing:
+    def for_move(self, gate: Slots, index: int) -> Timing:
         """A copy for one move played concurrently: its own start and reasons, the same clock, sleep and limits."""
         return replace(self, gate=gate, index=index, started=self.started, skip_reason=None, waited=None)
 
@@ -183,8 +186,8 @@ def ticket_expiry(ticket: str) -> float | None:
 class Checked:
     """A reply read off the wire: the response, what came before it, or why there is none."""
 
-    response: dict[str, Any] | None = None
-    notifications: list[dict[str, Any]] = field(default_factory=list)
+    response: JSONObject | None = None
+    notifications: list[JSONObject] = field(default_factory=list)
     error: str | None = None
 
 
@@ -194,21 +197,29 @@ def clip(text: str, limit: int = 120) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def parse_json(raw: bytes | str, where: str) -> tuple[Any, str | None]:
+def parse_json(raw: bytes | str, where: str) -> tuple[JSON, str | None]:
     """JSON from the wire, or a reason it is not JSON."""
     try:
-        return json.loads(raw), None
+        value: JSON = json.loads(raw)
+        return value, None
     except (ValueError, RecursionError):
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
         return None, f"{where} is not JSON: {clip(text, 80)!r}"
 
 
-def is_response(message: Any) -> bool:
+def is_response(message: JSON) -> TypeGuard[JSONObject]:
+    """Whether `message` looks like a JSON-RPC response (an object with an id and a result or an error), to be
+    matched with its request and then checked (`check_response`)."""
     return isinstance(message, dict) and "id" in message and ("result" in message or "error" in message)
 
 
-def check_response(message: Any, request_id: Any) -> str | None:
-    """None when `message` is a JSON-RPC 2.0 response to `request_id`; else why it is not."""
+def check_response(message: JSON, request_id: JSON) -> tuple[JSONObject | None, str | None]:
+    """(`message`, None) when it is a JSON-RPC 2.0 response to `request_id`; else (None, why it is not)."""
+    problem = _response_problem(message, request_id)
+    return (message, None) if isinstance(message, dict) and problem is None else (None, problem)
+
+
+def _response_problem(message: JSON, request_id: JSON) -> str | None:
     if not isinstance(message, dict):
         return f"the reply is JSON but not a JSON-RPC message (a {type(message).__name__})"
     if message.get("jsonrpc") != "2.0":

@@ -24,8 +24,9 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import IO, Any
+from typing import IO
 
+from moves.schedule import Slots
 from moves.target import Progress, Reply, Role
 from moves.targets.remote import (
     DEFAULT_TIMEOUT,
@@ -37,6 +38,7 @@ from moves.targets.remote import (
     parse_json,
 )
 from moves.targets.stdio_mux import Mux, StdioMove
+from mrtr import JSONObject
 
 PRINCIPAL_ENV = "MRTR_PRINCIPAL"
 #: Seconds a process gets to exit after its stdin closes, then again after SIGTERM.
@@ -190,7 +192,7 @@ class StdioTarget:
         """A remote server's clock cannot be moved: wait, for real, until `fraction` of the ticket's life."""
         return self.timing.near_expiry(fraction, expires_at=expires_at, on_progress=on_progress)
 
-    def for_move(self, gate: Any, index: int) -> StdioMove:
+    def for_move(self, gate: Slots, index: int) -> StdioMove:
         """This target for move `index` played beside others: the owner's and the other principal's processes shared
         (lines interleaved, replies matched by id), a second process of the owner of its own, its own timing."""
         pairs = [(self.owner, self._values["owner"]), (self.other, self._values["other"])]
@@ -198,7 +200,7 @@ class StdioTarget:
                             max_bytes=self.max_bytes, monotonic=self._monotonic)
         return StdioMove(self, self.timing.for_move(gate, index), index + 1, again)
 
-    def multiplexed(self, role: Role, lane: int, messages: list[dict[str, Any]]) -> list[Reply]:
+    def multiplexed(self, role: Role, lane: int, messages: list[JSONObject]) -> list[Reply]:
         """Send `messages` as `role` through the process's `Mux`, under lane `lane`'s wire ids."""
         with self._lock:
             process = self._process(role)
@@ -221,7 +223,7 @@ class StdioTarget:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def send(self, role: Role, message: dict[str, Any]) -> Reply:
+    def send(self, role: Role, message: JSONObject) -> Reply:
         if role in self._muxes:
             return self.multiplexed(role, 0, [message])[0]
         process = self._process(role)
@@ -233,7 +235,7 @@ class StdioTarget:
             process.broken = f"the checker stopped the process after {type(exc).__name__}"
             return Reply(None, transport_error=f"talking to the process failed: {type(exc).__name__}")
 
-    def send_burst(self, role: Role, messages: list[dict[str, Any]]) -> list[Reply]:
+    def send_burst(self, role: Role, messages: list[JSONObject]) -> list[Reply]:
         """Write every message as a line before reading any answer (a server that handles lines concurrently gets
         them together), then read until each has its response; replies are matched by id, in order for ids sent
         more than once."""
@@ -249,7 +251,7 @@ class StdioTarget:
             return [Reply(None, transport_error=f"talking to the process failed: {type(exc).__name__}")
                     for _ in messages]
 
-    def _exchange_many(self, process: _Process, messages: list[dict[str, Any]]) -> list[Reply]:
+    def _exchange_many(self, process: _Process, messages: list[JSONObject]) -> list[Reply]:
         gone = process.exited()
         if gone:
             process.broken = gone
@@ -310,8 +312,8 @@ class StdioTarget:
             return Reply(None, transport_error=error)
         if not is_response(parsed):
             return None
-        problem = check_response(parsed, parsed.get("id"))
-        return Reply(None if problem else parsed, transport_error=problem)
+        response, problem = check_response(parsed, parsed.get("id"))
+        return Reply(response, transport_error=problem)
 
     # -- processes ------------------------------------------------------------------------------
 
@@ -346,7 +348,7 @@ class StdioTarget:
             process.stop()
         return Reply(None, transport_error=why, timed_out=timed_out)
 
-    def _exchange(self, process: _Process, message: dict[str, Any]) -> Reply:
+    def _exchange(self, process: _Process, message: JSONObject) -> Reply:
         gone = process.exited()
         if gone:
             process.broken = gone
@@ -362,7 +364,7 @@ class StdioTarget:
             return Reply(None, transport_error=why)
         request_id = message.get("id")
         deadline = self._monotonic() + self.timeout
-        notifications: list[dict[str, Any]] = []
+        notifications: list[JSONObject] = []
         received = 0
         while True:
             while b"\n" not in process.buffer:
@@ -394,8 +396,8 @@ class StdioTarget:
             if error:
                 return Reply(None, notifications, transport_error=error)
             if is_response(parsed) and parsed.get("id") == request_id:
-                problem = check_response(parsed, request_id)
-                return Reply(None if problem else parsed, notifications, transport_error=problem)
+                response, problem = check_response(parsed, request_id)
+                return Reply(response, notifications, transport_error=problem)
             if isinstance(parsed, dict):
                 notifications.append(parsed)
             else:

@@ -18,17 +18,20 @@ from __future__ import annotations
 import collections
 import json
 import os
+import subprocess
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import IO, Protocol
 
 from moves.target import Progress, Reply, Role, Target
-from moves.targets.remote import check_response, is_response, parse_json
+from moves.targets.remote import Timing, check_response, is_response, parse_json
+from mrtr import JSON, JSONObject
 
 #: Wire ids of move n are n * ID_SPAN + the move's own id (moves use small ids: 2, 3, 50, 300, ...).
 ID_SPAN = 1_000_000
 
 
-def wire_id(lane: int, request_id: Any) -> Any:
+def wire_id(lane: int, request_id: JSON) -> JSON:
     """The id a message of lane `lane` carries on the wire (lane 0: unchanged)."""
     if lane == 0:
         return request_id
@@ -37,8 +40,35 @@ def wire_id(lane: int, request_id: Any) -> Any:
     return f"m{lane}:{json.dumps(request_id)}"
 
 
+class Piped(Protocol):
+    """What a `Mux` uses of a server process (moves.targets.stdio's): its pipes, the bytes read beyond the last reply,
+    and why it may no longer be used (None while it may)."""
+
+    proc: subprocess.Popen[bytes]
+    stdout: IO[bytes]
+    buffer: bytes
+    broken: str | None
+
+    def exited(self) -> str | None: ...
+
+    def stop(self) -> None: ...
+
+
+class Host(Protocol):
+    """What a `Mux` and a `StdioMove` use of the target that runs the processes (a `StdioTarget`)."""
+
+    label: str
+    owner: str
+    other: str
+    timeout: float
+    max_bytes: int
+    _monotonic: Callable[[], float]
+
+    def multiplexed(self, role: Role, lane: int, messages: list[JSONObject]) -> list[Reply]: ...
+
+
 class _Pending:
-    def __init__(self, wire: Any, own: Any) -> None:
+    def __init__(self, wire: JSON, own: JSON) -> None:
         self.wire, self.own = wire, own
         self.reply: Reply | None = None
 
@@ -46,7 +76,7 @@ class _Pending:
 class Mux:
     """One process's stdin and stdout shared by concurrent requests (see the module)."""
 
-    def __init__(self, target: Any, process: Any) -> None:
+    def __init__(self, target: Host, process: Piped) -> None:
         """`target`: the StdioTarget (its timeout, byte cap and clock); `process`: its process for one principal."""
         self.target, self.process = target, process
         self.lock = threading.Condition()
@@ -55,7 +85,7 @@ class Mux:
         self._reader = threading.Thread(target=self._read, name="stdio-mux", daemon=True)
         self._reader.start()
 
-    def exchange(self, lane: int, messages: list[dict[str, Any]]) -> list[Reply]:
+    def exchange(self, lane: int, messages: list[JSONObject]) -> list[Reply]:
         """Write `messages` (as lane `lane`) in one go, then wait for each one's reply, under one deadline."""
         slots = [_Pending(wire_id(lane, m.get("id")), m.get("id")) for m in messages]
         with self.lock:
@@ -94,7 +124,7 @@ class Mux:
         if timed_out:
             threading.Thread(target=self.process.stop, daemon=True).start()
 
-    def _deliver(self, reply: Reply, wire: Any, matched: bool) -> None:
+    def _deliver(self, reply: Reply, wire: JSON, matched: bool) -> None:
         with self.lock:
             waiting = [s for s in self.pending.values() if s.reply is None]
             slot = next((s for s in waiting if matched and s.wire == wire), None) or \
@@ -136,24 +166,24 @@ class Mux:
         if not is_response(parsed):
             return  # a notification or a request of the server's: nothing waits for it
         wire = parsed.get("id")
-        problem = check_response(parsed, wire)
-        reply = Reply(None if problem else parsed, transport_error=problem)
+        response, problem = check_response(parsed, wire)
+        reply = Reply(response, transport_error=problem)
         self._deliver(reply, wire, matched=wire is not None)
 
 
 class StdioMove:
     """One move's view of a `StdioTarget` while moves are played concurrently (see the module)."""
 
-    def __init__(self, parent: Any, timing: Any, lane: int, again: Target) -> None:
+    def __init__(self, parent: Host, timing: Timing, lane: int, again: Target) -> None:
         """`again`: a target of the same command whose "owner-again" process is this move's alone, as it is each
         move's alone when moves are played one after another."""
         self.parent, self.timing, self.lane, self._again = parent, timing, lane, again
         self.label, self.owner, self.other = parent.label, parent.owner, parent.other
 
-    def send(self, role: Role, message: dict[str, Any]) -> Reply:
+    def send(self, role: Role, message: JSONObject) -> Reply:
         return self.send_burst(role, [message])[0]
 
-    def send_burst(self, role: Role, messages: list[dict[str, Any]]) -> list[Reply]:
+    def send_burst(self, role: Role, messages: list[JSONObject]) -> list[Reply]:
         if role == "owner-again":
             burst = getattr(self._again, "send_burst", None)
             return burst(role, messages) if burst is not None else [self._again.send(role, m) for m in messages]

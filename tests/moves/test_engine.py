@@ -145,3 +145,20 @@ def test_a_broken_moves_file_names_file_move_and_field(tmp_path: Path, old: str,
     with pytest.raises(ValueError, match=str(path)) as raised:
         load_moves(path)
     assert message in str(raised.value)
+
+
+def test_a_peer_s_question_is_read_leniently_but_never_taken_for_a_form_it_is_not() -> None:
+    from moves.answers import question_of, unanswerable
+
+    form = {"method": "elicitation/create", "params": {"mode": "form", "requestedSchema": {"type": "object"}}}
+    assert question_of(form) == form
+    # An early draft's shape (the params themselves): read as an elicitation with those params.
+    assert question_of({"mode": "url", "url": "https://example.com"}) == {
+        "method": "elicitation/create", "params": {"mode": "url", "url": "https://example.com"}}
+    # A method that is no string is named as text, so it can never read as elicitation/create.
+    assert question_of({"method": ["elicitation/create"], "params": 3}) == {
+        "method": "['elicitation/create']", "params": {}}
+    assert question_of("text") == {"method": "elicitation/create", "params": {}}
+    assert unanswerable({"login": {"mode": "url"}}) == "'login' (a url-mode elicitation)"
+    assert unanswerable({"roots": {"method": "roots/list"}}) == "'roots' (a roots/list request)"
+    assert unanswerable({"confirm": form}) is None

@@ -8,7 +8,7 @@ import dataclasses
 import json
 
 from moves.catalog import load_moves
-from moves.engine import _expires_at, edit_ticket, readable_claims
+from moves.engine import edit_ticket, readable_claims, readable_expiry
 
 TAMPERED = next(move for move in load_moves() if move.ticket == "edit-work")
 
@@ -21,7 +21,7 @@ def test_a_typescript_codec_ticket_is_read_and_its_env_edited_under_the_old_sign
     # The shape the official TypeScript SDK's createRequestStateCodec mints: v1.<payload>.<mac>.
     ticket = f"v1.{b64({'p': {'step': 'confirm', 'env': 'staging'}, 'exp': 1796224737})}.RCmlE4PbxU_axY-p7kyaEIKJ"
     assert readable_claims(ticket) == {"p": {"step": "confirm", "env": "staging"}, "exp": 1796224737}
-    assert _expires_at(ticket) == 1796224737.0
+    assert readable_expiry(ticket) == 1796224737.0
     edited = edit_ticket(ticket, TAMPERED)
     head, payload, sig = edited.split(".")
     assert (head, sig) == ("v1", "RCmlE4PbxU_axY-p7kyaEIKJ")
@@ -33,7 +33,7 @@ def test_a_typescript_codec_ticket_is_read_and_its_env_edited_under_the_old_sign
 def test_a_real_jwt_has_its_payload_edited_not_its_header() -> None:
     header = b64({"alg": "HS256", "typ": "JWT"})
     ticket = f"{header}.{b64({'sub': 'bob', 'exp': 1700000000, 'work': {'env': 'staging'}})}.c2lnbmF0dXJl"
-    assert _expires_at(ticket) == 1700000000.0
+    assert readable_expiry(ticket) == 1700000000.0
     edited = edit_ticket(ticket, TAMPERED)
     assert edited.startswith(header + ".") and edited.endswith(".c2lnbmF0dXJl")
     assert readable_claims(edited) == {"sub": "bob", "exp": 1700000000, "work": {"env": "prod"}}
@@ -51,7 +51,7 @@ def test_sealed_opaque_or_non_json_tickets_are_unreadable_and_get_a_character_fl
     for ticket in ("s1.AAAABBBBCCCC", "opaque-ticket-without-dots", f"v1.{b64(['not', 'an', 'object'])}.sig",
                    "v1.!!!notbase64!!!.sig", "a.b.c.d.e", f"v1.{b64({'exp': 5})}."):
         assert readable_claims(ticket) is None, ticket
-        assert _expires_at(ticket) is None, ticket
+        assert readable_expiry(ticket) is None, ticket
         edited = edit_ticket(ticket, TAMPERED)
         assert edited != ticket and len(edited) == len(ticket), ticket
 

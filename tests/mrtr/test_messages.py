@@ -7,7 +7,7 @@ import pytest
 
 from mrtr import ProtocolError, Server
 from mrtr.errors import INVALID_PARAMS, INVALID_REQUEST
-from mrtr.messages import Request, error_of
+from mrtr.messages import Request, error_of, input_required_of, listed_tools
 from mrtr.protocol import parse_request
 
 from .helpers import ACCEPT, deploy
@@ -54,3 +54,21 @@ def test_error_of_refuses_what_is_not_a_well_formed_error() -> None:
     assert error_of({"error": {"code": True, "message": "m"}}) is None
     assert error_of({"result": {}}) is None
     assert error_of({"error": {"code": -1, "message": "m"}}) == {"code": -1, "message": "m"}
+
+
+def test_input_required_of_reads_a_peer_s_result_without_trusting_its_members() -> None:
+    peer = {"jsonrpc": "2.0", "id": 2, "result": {"resultType": "input_required", "requestState": 7,
+                                                   "inputRequests": {"a": {"method": "roots/list"}, "b": "text"}}}
+    # A ticket that is no string is left out; a question that is no object reads as an empty one.
+    assert input_required_of(peer) == {"resultType": "input_required",
+                                       "inputRequests": {"a": {"method": "roots/list"}, "b": {}}}
+    assert input_required_of({"result": {"resultType": "complete"}}) is None
+    assert input_required_of({"result": ["input_required"]}) is None
+    assert input_required_of({"error": {"code": -1, "message": "m"}}) is None
+
+
+def test_listed_tools_keeps_each_named_object_in_order_with_the_server_s_own_members() -> None:
+    deploy_tool = {"name": "deploy", "inputSchema": {"type": "object"}, "x-extra": [1]}
+    result = {"tools": [deploy_tool, {"name": 5}, "status", {"title": "nameless"}, {"name": "status"}]}
+    assert listed_tools(result) == [deploy_tool, {"name": "status"}]
+    assert listed_tools({"tools": {"name": "deploy"}}) == [] and listed_tools(None) == []
