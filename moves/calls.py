@@ -1,6 +1,6 @@
 """What the engine sends and keeps: the `Call` it makes (tool, arguments, client), each `Step` (a message sent and its
 reply), a move's typed `MoveResult`, 2026-07-28 requests (`modern_request`), and what a reply is, read off the wire
-alone (`outcome_of`, `describe`, `work_of`). Types and pure functions: nothing here sends a message.
+alone (`outcome_of`, `reply_text`, `work_of`). Types and pure functions: nothing here sends a message.
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def client_meta(capabilities: JSONObject | None = None, call: Call | None = None
             META_CLIENT_INFO: {"name": call.client_name, "version": "1.0"}}
 
 
-def describe(reply: Reply, outcome: Outcome) -> str:
+def reply_text(reply: Reply, outcome: Outcome) -> str:
     if reply.transport_error:
         return reply.transport_error
     response = reply.response or {}

@@ -48,8 +48,8 @@ from moves.schedule import WIDTH
 from moves.target import Reply, Role, Target
 from moves.targets.http import HttpTarget, TargetConfigError
 from moves.targets.module import Clock, ModuleLoadError, ModuleTarget
-from moves.targets.remote import DEFAULT_TIMEOUT, Timing, clip, ticket_expiry
-from moves.targets.stdio import PRINCIPAL_ENV, StdioConfigError, StdioTarget
+from moves.targets.remote import DEFAULT_TIMEOUT, PRINCIPAL_ENV, Timing, clip, ticket_expiry
+from moves.targets.stdio import StdioConfigError, StdioTarget
 from moves.terminal import ProgressBar, Terminal
 from moves.wording import ticket_warnings
 from mrtr import JSON, JSONObject

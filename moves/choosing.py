@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from moves.engine import Call, modern_request
-from moves.probes import describe, input_required
+from moves.probes import input_required, reply_gist
 from moves.report import CheckError, CheckOptions
 from moves.target import Role, Target
 from moves.targets.remote import clip
@@ -85,7 +85,7 @@ def _tools(target: Target, call: Call, role: Role, next_id: Callable[[], int]) -
     if reply.response is None:
         raise CheckError(f"{target.label} did not answer tools/list for {who}: {reply.transport_error}")
     if "error" in reply.response:
-        raise CheckError(f"{target.label} refused tools/list for {who} with {describe(reply)}")
+        raise CheckError(f"{target.label} refused tools/list for {who} with {reply_gist(reply)}")
     result = reply.response.get("result")
     if not isinstance(as_object(result).get("tools"), list):
         raise CheckError(f"{target.label} answered tools/list for {who} without a list of tools")
@@ -102,7 +102,7 @@ def _round_one(target: Target, call: Call, next_id: Callable[[], int]) -> tuple[
         return True, ""
     if asked:
         return False, "answered input_required without a requestState ticket"
-    return False, f"answered {describe(reply)}"
+    return False, f"answered {reply_gist(reply)}"
 
 
 def _choose(target: Target, tools: list[ListedTool], options: CheckOptions, base: Call,

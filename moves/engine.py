@@ -19,7 +19,18 @@ from dataclasses import dataclass, field
 from mrtr import JSONObject, as_object
 
 from .answers import UNASKED, answers_for, answers_of, cross_tool_call, supplied_answers, unanswerable
-from .calls import MINT_ID, RETRY_ID, Call, MoveResult, Step, client_meta, describe, modern_request, outcome_of, work_of
+from .calls import (
+    MINT_ID,
+    RETRY_ID,
+    Call,
+    MoveResult,
+    Step,
+    client_meta,
+    modern_request,
+    outcome_of,
+    reply_text,
+    work_of,
+)
 from .catalog import JUNK_SHAPES, NEAR_EXPIRY, NOT_A_YES, YES_ANSWERS, Move
 from .flow import MAX_ROUNDS, _walk, mint_round
 from .forgery import edit_ticket, edits_of, flip_one_character, readable_claims, readable_expiry, unsigned_of
@@ -132,18 +143,18 @@ def _burst_judged(move: Move, finals: list[Step]) -> tuple[Outcome, Step, bool, 
     ids = "the same id" if move.copy_ids == "same" else "ids of their own"
     if len(done) > 1:
         return Outcome.COMPLETED, done[1], False, f"{len(done)} of the {len(finals)} identical retries sent at once " \
-            f"under {ids} did the work: {describe(done[-1].reply, Outcome.COMPLETED)}"
+            f"under {ids} did the work: {reply_text(done[-1].reply, Outcome.COMPLETED)}"
     if not done:
         return outcome_of(finals[0].reply), finals[0], False, (
             f"none of the {len(finals)} identical honest retries sent at once under {ids} did the work (one should): "
-            f"{describe(finals[0].reply, outcome_of(finals[0].reply))}")
+            f"{reply_text(finals[0].reply, outcome_of(finals[0].reply))}")
     others = [s for s in finals if s is not done[0]]
     outcome, step, ok, note = _judged(move, others)
     if not ok:
         return outcome, step, False, f"one of the {len(finals)} copies did the work, and another got " \
-            f"{describe(step.reply, outcome)}"
+            f"{reply_text(step.reply, outcome)}"
     detail = (f"one of the {len(finals)} identical retries sent at once under {ids} did the work; the other "
-              f"{len(others)} got {describe(step.reply, outcome)}")
+              f"{len(others)} got {reply_text(step.reply, outcome)}")
     return outcome, step, True, detail + (f"; {note}" if note else "")
 
 
@@ -176,7 +187,7 @@ def _control(target: Target, call: Call, at: float, role: Role, label: str,
     if walk.stuck:
         return steps, None, walk.stuck
     if outcome != Outcome.COMPLETED:
-        return steps, None, walk.last.reply.transport_error or describe(walk.last.reply, outcome)
+        return steps, None, walk.last.reply.transport_error or reply_text(walk.last.reply, outcome)
     return steps, walk.last, ""
 
 
@@ -311,10 +322,10 @@ def _play_before(now: _Playing, expires_at: float | None, on_progress: Progress 
         # precondition. (A server that remembers requests refuses it because an earlier move spent the
         # same request; gating it would hide exactly the mistake the move is there to show.)
         return MoveResult(move, outcome, False, f"the first of the two calls, on a ticket of its own, got "
-                                                f"{describe(step.reply, outcome)}", now.minted, now.steps, now.ticket)
+                                                f"{reply_text(step.reply, outcome)}", now.minted, now.steps, now.ticket)
     if not ok:
         return now.not_run(f"not shown: this move needs the {first.slug} retry to go first and get {first.expect}, "
-                           f"but it got {describe(step.reply, outcome)}; the {first.slug} move itself shows why")
+                           f"but it got {reply_text(step.reply, outcome)}; the {first.slug} move itself shows why")
     return None
 
 
@@ -332,7 +343,7 @@ def _verdict(now: _Playing, mine: Sent) -> MoveResult:
     """The move's own retries judged, with the controls that make the verdict evidence (see `play`)."""
     move = now.move
     outcome, step, ok, note = _judged(move, mine.finals)
-    detail = describe(step.reply, outcome)
+    detail = reply_text(step.reply, outcome)
     if len(mine.finals) > 1:
         detail = f"{step.label}: {detail}" if not ok or note else f"all {len(mine.finals)} shapes: {detail}"
     if outcome == Outcome.COMPLETED and move.answer in NOT_A_YES:
@@ -344,7 +355,7 @@ def _verdict(now: _Playing, mine: Sent) -> MoveResult:
             outcome = Outcome.ENDED
             ok, note = move.holds(outcome)
             detail = f"ended without the work: {detail} (an accepted call got " \
-                     f"{describe(accepted.reply, Outcome.COMPLETED)})"
+                     f"{reply_text(accepted.reply, Outcome.COMPLETED)})"
         else:
             detail = f"did the work: {detail}, the same result as an accepted call's"
     if outcome in move.warn:  # before any note: a warning, even where the outcome would hold
@@ -382,7 +393,7 @@ def _distinct_error(now: _Playing, step: Step, outcome: Outcome, detail: str) ->
     now.controls.append(honest)
     if outcome_of(honest.reply) != Outcome.COMPLETED:  # nothing was done: it holds, on the ticket's refusal
         note = (f"the ticket itself was refused (an honest yes on it got "
-                f"{describe(honest.reply, outcome_of(honest.reply))}), so this refusal says nothing about the answer")
+                f"{reply_text(honest.reply, outcome_of(honest.reply))}), so this refusal says nothing about the answer")
         return now.result(outcome, True, detail, note=note)
     return now.result(outcome, False, f"{detail}: the very error a bad ticket gets, so a client cannot tell its "
                                       "malformed answer from a refused ticket; give it an error of its own (-32602 "

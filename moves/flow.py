@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from mrtr import JSONObject, as_object
 
 from .answers import answers_for, supplied_answers, unanswerable
-from .calls import MINT_ID, Call, Step, describe, modern_request, outcome_of
+from .calls import MINT_ID, Call, Step, modern_request, outcome_of, reply_text
 from .target import Reply, Role, Target
 
 #: The most round trips one flow may take, state-only retries included (the TypeScript SDK's shim stops at 8,
@@ -142,7 +142,7 @@ def mint_round(target: Target, call: Call, at: float = 0.0, label: str = "round 
     if walk.ticket is None or walk.round < round_n:
         if walk.round == 0:
             last = walk.last.reply
-            why = last.transport_error or describe(last, outcome_of(last))
+            why = last.transport_error or reply_text(last, outcome_of(last))
             return Minted(step, None, {}, f"round one did not answer input_required with a requestState: {why}",
                           walk.steps)
         return Minted(step, None, {}, f"the flow ended after {walk.round} round{'s' * (walk.round != 1)}, so "

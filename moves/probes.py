@@ -162,7 +162,7 @@ class Recorder:
 # -- reading replies --------------------------------------------------------------------------------
 
 
-def describe(reply: Reply) -> str:
+def reply_gist(reply: Reply) -> str:
     """What came back, in a few words: 'error -32602 "Invalid ..."', 'input_required', ..."""
     if reply.response is None:
         return f"no usable answer ({reply.transport_error or 'nothing came back'})"
@@ -217,7 +217,7 @@ def probe_capability(target: Target, call: Call, next_id: Callable[[], int]) -> 
     if input_required(reply):
         return _failed("capability", "asked for input anyway, although the request declared no "
                                                 "capabilities (it must answer -32021)")
-    return _failed("capability", f"got {describe(reply)}, not error -32021")
+    return _failed("capability", f"got {reply_gist(reply)}, not error -32021")
 
 
 def probe_version(target: Target, call: Call, next_id: Callable[[], int]) -> ProbeResult:
@@ -226,7 +226,7 @@ def probe_version(target: Target, call: Call, next_id: Callable[[], int]) -> Pro
     message = request_message(next_id(), "tools/list", {"_meta": meta})
     reply = target.send("owner", message)
     if error_code(reply) != UNSUPPORTED_VERSION:
-        return _failed("version", f"got {describe(reply)}, not error -32022")
+        return _failed("version", f"got {reply_gist(reply)}, not error -32022")
     data = error_data(reply)
     supported = data.get("supported") if isinstance(data, dict) else None
     if not (isinstance(supported, list) and supported and all(isinstance(v, str) for v in supported)):
@@ -242,7 +242,7 @@ def probe_missing_answer(target: Target, call: Call, next_id: Callable[[], int])
     minted = mint_round(target, call)  # a result carrying only requestState is followed to the question
     ticket = minted.ticket
     if ticket is None:
-        got = describe((minted.hops or [minted.first])[-1].reply)
+        got = reply_gist((minted.hops or [minted.first])[-1].reply)
         return _failed("missing-answer", f"round one got {got}, so there was nothing to answer")
     questions = minted.requests
     answers = answers_for(questions, supplied_answers(call, 1))
@@ -254,7 +254,7 @@ def probe_missing_answer(target: Target, call: Call, next_id: Callable[[], int])
     what = f"the answer to {left_out!r}" if left_out else "an answer"
     if input_required(reply):
         return ProbeResult("missing-answer", True, f"a retry without {what} was asked again")
-    return _failed("missing-answer", f"a retry without {what} got {describe(reply)}; it should be asked "
+    return _failed("missing-answer", f"a retry without {what} got {reply_gist(reply)}; it should be asked "
                                                 "again with a new input_required")
 
 

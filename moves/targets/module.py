@@ -31,10 +31,9 @@ import types
 from collections.abc import Callable, Mapping, Sequence
 
 from moves.target import Progress, Reply, Role
-from moves.targets.remote import EXPIRY_MARGIN, check_response, clip
+from moves.targets.remote import EXPIRY_MARGIN, PRINCIPAL_ENV, check_response, clip
 from mrtr import JSONObject
 
-PRINCIPAL_ENV = "MRTR_PRINCIPAL"
 #: The module name each instance gets (never "__main__", so the server's own `main()` does not start).
 MODULE_NAME = "learner_server"
 #: The most log lines one reply keeps (a server printing in a loop must not fill the page).

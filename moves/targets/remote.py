@@ -25,6 +25,9 @@ from mrtr import JSON, JSONObject
 
 #: Seconds to wait past a readable `exp` before sending the late move (servers compare whole seconds).
 EXPIRY_MARGIN = 1.0
+#: The environment variable that tells a server the checker starts (a process, or a module loaded in the page)
+#: which principal it serves, unless the author names another.
+PRINCIPAL_ENV = "MRTR_PRINCIPAL"
 #: How often the wait reports progress (seconds).
 TICK = 0.1
 #: A wait longer than this is refused rather than started (a server whose tickets live an hour).

@@ -31,6 +31,7 @@ from moves.target import Progress, Reply, Role
 from moves.targets.remote import (
     DEFAULT_TIMEOUT,
     MAX_REPLY_BYTES,
+    PRINCIPAL_ENV,
     Timing,
     check_response,
     clip,
@@ -40,7 +41,6 @@ from moves.targets.remote import (
 from moves.targets.stdio_mux import Mux, StdioMove
 from mrtr import JSONObject
 
-PRINCIPAL_ENV = "MRTR_PRINCIPAL"
 #: Seconds a process gets to exit after its stdin closes, then again after SIGTERM.
 GRACE = 2.0
 STDERR_TAIL = 2048
