@@ -23,32 +23,38 @@ from .tickets import Trace, check_binding
 CallResult = JSONObject | InputRequired
 
 
-def call(conv: Conversation, method: str, params: JSONObject, caps: JSONObject, trace: Trace) -> CallResult:
-    """Serve one `tools/call`, `prompts/get` or `resources/read` for `conv`'s principal."""
-    server = conv.server
+def _target(conv: Conversation, method: str, params: JSONObject
+            ) -> tuple[Resource | ResourceTemplate | Tool | Prompt, str, JSONObject]:
+    """What `params` names in the server's catalogue, the name it goes by, and its arguments (a resource has none)."""
+    catalog = conv.server.catalog
     entry: Resource | ResourceTemplate | Tool | Prompt | None
     if method == "resources/read":
         target = params.get("uri")
         if not isinstance(target, str):
             raise InvalidParams("params.uri must be a string")
-        entry = server.catalog.resource_for(target)
+        entry = catalog.resource_for(target)
         if entry is None:
             raise InvalidParams(f"Resource not found: {target}", {"uri": target})
-        arguments: JSONObject = {}
-    else:
-        target = params.get("name")
-        if not isinstance(target, str):
-            raise InvalidParams("params.name must be a string")
-        entry = server.catalog.tools.get(target) if method == "tools/call" else server.catalog.prompts.get(target)
-        if entry is None:
-            kind = "tool" if method == "tools/call" else "prompt"
-            raise InvalidParams(f"Unknown {kind}: {target}")
-        raw_arguments = params.get("arguments", {})
-        if raw_arguments is None:
-            raw_arguments = {}
-        if not isinstance(raw_arguments, dict):
-            raise InvalidParams("params.arguments must be an object")
-        arguments = raw_arguments
+        return entry, target, {}
+    target = params.get("name")
+    if not isinstance(target, str):
+        raise InvalidParams("params.name must be a string")
+    entry = catalog.tools.get(target) if method == "tools/call" else catalog.prompts.get(target)
+    if entry is None:
+        kind = "tool" if method == "tools/call" else "prompt"
+        raise InvalidParams(f"Unknown {kind}: {target}")
+    arguments = params.get("arguments", {})
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise InvalidParams("params.arguments must be an object")
+    return entry, target, arguments
+
+
+def call(conv: Conversation, method: str, params: JSONObject, caps: JSONObject, trace: Trace) -> CallResult:
+    """Serve one `tools/call`, `prompts/get` or `resources/read` for `conv`'s principal."""
+    server = conv.server
+    entry, target, arguments = _target(conv, method, params)
     responses = params.get("inputResponses")
     if "inputResponses" in params and not isinstance(responses, dict):
         raise InvalidParams("params.inputResponses must be an object mapping keys to answers")

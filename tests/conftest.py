@@ -196,10 +196,27 @@ def _share_compiled_url_builders() -> None:
     Rule._compile_builder = shared  # type: ignore[method-assign]
 
 
+#: A tmpfs for pytest's temporary directories, where the machine has one.
+MEMORY_TEMP_ROOT = Path("/dev/shm")
+
+
+def _temporary_directories_in_memory() -> None:
+    """tmp_path and tmp_path_factory on a tmpfs (pytest's documented PYTEST_DEBUG_TEMPROOT), unless TMPDIR or that
+    variable already says where. Every app the tests create opens its SQLite files (completions, /check's runs,
+    classes) in a fresh state directory, over a thousand apps in all; creating one such file in WAL mode waits for
+    the disk to sync, about 24 ms on this machine's disk against 0.2 ms on a tmpfs. Nothing a test checks depends
+    on the files surviving a power cut. With xdist the controller sets the root before its workers are given theirs."""
+    if "TMPDIR" in os.environ or "PYTEST_DEBUG_TEMPROOT" in os.environ:
+        return
+    if MEMORY_TEMP_ROOT.is_dir() and os.access(MEMORY_TEMP_ROOT, os.W_OK | os.X_OK):
+        os.environ["PYTEST_DEBUG_TEMPROOT"] = str(MEMORY_TEMP_ROOT)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Every way this Python starts a process goes through one of these: subprocess and multiprocessing's
-    spawn (fork_exec), multiprocessing's fork and os.spawn* (fork), os.system, posix_spawn. And every app the
-    tests create shares its compiled templates and URL builders."""
+    spawn (fork_exec), multiprocessing's fork and os.spawn* (fork), os.system, posix_spawn. Every app the
+    tests create shares its compiled templates and URL builders, and temporary directories are in memory."""
+    _temporary_directories_in_memory()
     _share_compiled_templates()
     _share_compiled_url_builders()
     argv_of = lambda args, *_a, **_k: list(args)  # noqa: E731

@@ -1,8 +1,10 @@
-"""MRTR Lab as an LTI 1.3 tool: course platforms launch the quiz and the build lesson, and get scores back.
+"""MRTR Lab as an LTI 1.3 tool: course platforms launch the quiz and the build lesson, and get scores back. This
+module is the blueprint, every `/lti/` view; the parts it wires together each have a module of their own:
 
-Everything protocol-shaped is pylti1p3's (OIDC login, id_token checks, deep-linking JWT, AGS token and
-score calls); this module wires it to the app:
-
+* web/lti_tool.py, the tool (the registered platforms as pylti1p3's configuration, its key pair and store);
+  web/lti_launch.py, verifying a login and a launch (pylti1p3's, adapted) and its refusals in words;
+  web/lti_keys.py, the platforms' key sets; web/lti_activities.py, what a link can open; web/lti_scores.py,
+  scores to the platform (AGS). Everything protocol-shaped is pylti1p3's.
 * `/lti/login` (OIDC login initiation), `/lti/launch` (the redirect/launch URL), `/lti/jwks` (the tool's
   public key), `/lti/config.json` (a Canvas-style configuration). Without `MRTR_LTI_PLATFORMS` every
   `/lti/*` address answers a 404 page saying so, and no key is generated.
@@ -15,9 +17,8 @@ score calls); this module wires it to the app:
   retried on later LTI requests until the platform accepts them. A launch without the AGS score scope sends
   nothing. Only the browser session the launch was verified in may post a score (`_resource(scoring=True)`).
 
-Cookies (pylti1p3's state and session id) are `Secure; SameSite=None; HttpOnly` and scoped to `/lti/`,
-so they survive the platform's iframe and never reach another route. LTI pages may be framed by the
-registered platforms' origins only; the deep-linking return page may post to the platform only.
+LTI pages may be framed by the registered platforms' origins only; the deep-linking return page may post to the
+platform only.
 """
 
 from __future__ import annotations
@@ -25,55 +26,27 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import threading
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-import requests
-from flask import Blueprint, Response, current_app, jsonify, redirect, render_template, request, url_for
-from pylti1p3.assignments_grades import AssignmentsGradesService
-from pylti1p3.contrib.flask.cookie import FlaskCookieService
-from pylti1p3.contrib.flask.message_launch import FlaskMessageLaunch
-from pylti1p3.contrib.flask.oidc_login import FlaskOIDCLogin
-from pylti1p3.contrib.flask.request import FlaskRequest
+from flask import Blueprint, Response, jsonify, redirect, render_template, request, url_for
 from pylti1p3.deep_link import DeepLink
 from pylti1p3.deep_link_resource import DeepLinkResource
-from pylti1p3.exception import LtiException, OIDCException
-from pylti1p3.grade import Grade
 from pylti1p3.lineitem import LineItem
-from pylti1p3.service_connector import ServiceConnector
-from pylti1p3.tool_config.dict import ToolConfDict
 from werkzeug.wrappers import Response as BaseResponse
 
-from mrtr_settings.lti_platforms import LtiPlatform
-from mrtr_settings.stores import open_lti
-from mrtr_stores.lti import LtiStore, LtiStoreDown, PendingScore, public_pem
 from web import build, embed, htmx, inputs, quiz
-from web.content import Lesson, Question, get_content
-from web.lti_keys import KeySetCache, KeySetUnavailable
-from web.lti_launch_data import StoreLaunchData
+from web.content import get_content
+from web.lti_activities import ITEM_PARAM, Activity, activities, activity
+from web.lti_launch import AGS_CLAIM, CLAIM, DL_CLAIM, Refused, login_redirect, verify
+from web.lti_scores import AGS_SCOPES, RETRIES_PER_REQUEST, flush_scores, record_score, score_status
+from web.lti_tool import LtiTool, get_tool
 from web.security import allow_form_posts_to, allow_framing_by
-from web.services import get_settings
 
 log = logging.getLogger("mrtr.lti")
 
 bp = Blueprint("lti", __name__, url_prefix="/lti")
 
-EXTENSION = "mrtr.lti"
-#: The custom parameter a deep-linked content item carries: which activity the link opens.
-ITEM_PARAM = "mrtr_item"
-CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
-AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
-DL_CLAIM = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
-SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
-AGS_SCOPES = ("https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
-              "https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly", SCORE_SCOPE)
-#: Seconds the tool waits for a platform (keys, token, score) before giving up for now.
-PLATFORM_TIMEOUT = 5.0
-#: Queued scores retried per LTI request: bounded, so a platform that is down slows no page for long.
-RETRIES_PER_REQUEST = 2
 #: The comment a build score carries to the platform: the checker runs in the learner's browser, so the steps it
 #: reports done are the learner's own account, not something this server observed.
 SELF_REPORTED = ("Build steps are self-reported: the checker runs in the learner's own browser and this score is "
@@ -99,98 +72,6 @@ inputs.FIELDS.update({
     "lti.answer": {"launch": _LAUNCH, **inputs.FIELDS["quiz.answer"]},
     "lti.build_report": {"launch": _LAUNCH, **inputs.FIELDS["build.report"], "source": inputs.Field(max_chars=16)},
 })
-
-
-class _NoRedirects(requests.Session):
-    """Every call the tool makes to a platform: a time limit, and a redirect is an error, so keys come from
-    the registered key set URL and scores go to the line item, never to wherever a response points."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.max_redirects = 0
-        self.headers["User-Agent"] = "MRTR Lab LTI tool"
-
-    def request(self, *args: Any, **kwargs: Any) -> requests.Response:
-        kwargs.setdefault("timeout", PLATFORM_TIMEOUT)
-        return super().request(*args, **kwargs)
-
-
-class _Cookies(FlaskCookieService):
-    """pylti1p3's cookies, always `Secure; SameSite=None` (the platform frames us from another site),
-    and only for /lti/ (no other route ever receives them)."""
-
-    def update_response(self, response: Response) -> None:
-        for key, data in self._cookie_data_to_set.items():
-            response.set_cookie(key, data["value"], max_age=data["exp"], path="/lti/", secure=True, httponly=True,
-                                samesite="None")
-
-
-class _Launch(FlaskMessageLaunch):
-    """pylti1p3's launch, its platform keys from the tool's cache instead of a fetch per launch."""
-
-    key_sets: KeySetCache
-
-    def fetch_public_key(self, key_set_url: str) -> Any:
-        kid = (self._jwt.get("header") or {}).get("kid")
-        try:
-            return self.key_sets.get(key_set_url, kid if isinstance(kid, str) else None, self._requests_session)
-        except KeySetUnavailable as exc:
-            raise LtiException(f"Error during fetch of the key set: {exc}") from exc  # the "keys" refusal
-
-
-def _cookies(req: FlaskRequest) -> _Cookies:
-    return _Cookies(req)  # type: ignore[no-untyped-call]  # pylti1p3's Flask adapter has no annotations
-
-
-@dataclass
-class LtiTool:
-    platforms: tuple[LtiPlatform, ...]
-    conf: ToolConfDict
-    db: LtiStore
-    #: The platforms' key sets, fetched once and kept (web/lti_keys.py): a forged launch fetches nothing.
-    key_sets: KeySetCache = field(default_factory=KeySetCache)
-
-    def storage(self) -> StoreLaunchData:
-        return StoreLaunchData(self.db)
-
-    def registration(self, issuer: str, client_id: str) -> Any:
-        return self.conf.find_registration_by_params(issuer, client_id)
-
-    def origins(self) -> list[str]:
-        return sorted({o for p in self.platforms for o in p.origins()})
-
-
-_build_lock = threading.Lock()
-
-
-def get_tool() -> LtiTool | None:
-    """The tool for this app, built on first use; None when no platform is registered."""
-    platforms = get_settings().lti_platforms
-    if not platforms:
-        return None
-    tool: LtiTool | None = current_app.extensions.get(EXTENSION)
-    if tool is not None:
-        return tool
-    with _build_lock:
-        tool = current_app.extensions.get(EXTENSION)
-        if tool is None:
-            db = open_lti(get_settings(), current_app.config.get("LTI_CLOCK"))  # the clock: a test seam
-            private = db.private_key()
-            public = public_pem(private)
-            by_issuer: dict[str, list[dict[str, Any]]] = {}
-            for p in platforms:
-                by_issuer.setdefault(p.issuer, []).append({
-                    "default": not by_issuer.get(p.issuer),  # a login without client_id: the first one
-                    "client_id": p.client_id, "auth_login_url": p.auth_login_url, "auth_token_url": p.auth_token_url,
-                    "auth_audience": p.auth_audience, "key_set_url": p.key_set_url, "key_set": None,
-                    "deployment_ids": list(p.deployment_ids)})
-            conf = ToolConfDict(by_issuer)  # type: ignore[arg-type]  # its TypedDict is narrower than JSON
-            for p in platforms:
-                conf.set_private_key(p.issuer, private, client_id=p.client_id)
-                conf.set_public_key(p.issuer, public, client_id=p.client_id)
-            tool = LtiTool(platforms, conf, db, KeySetCache(db.clock))
-            current_app.extensions[EXTENSION] = tool
-    return tool
 
 
 def _page(status: int, title: str, message: str) -> Response:
@@ -227,137 +108,30 @@ def _tool() -> LtiTool:
     return tool
 
 
-# -- the activities a link can open ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Activity:
-    item: str  # "quiz/<lesson>", "question/<lesson>/<question>" or "build/<lesson>"
-    kind: str
-    lesson: Lesson
-    question: Question | None
-    title: str
-    maximum: int  # the line item's scoreMaximum: questions, or build steps
-
-
-def activities() -> list[Activity]:
-    """Everything an instructor can pick, in course order."""
-    found = []
-    for lesson in get_content().lessons:
-        if lesson.questions:
-            found.append(Activity(f"quiz/{lesson.slug}", "quiz", lesson, None, f"Quick check: {lesson.title}",
-                                  len(lesson.questions)))
-            for q in lesson.questions:
-                found.append(Activity(f"question/{lesson.slug}/{q.id}", "question", lesson, q,
-                                      f"{lesson.title}: {q.prompt}"[:200], 1))
-        steps = build.load_build(lesson.directory)
-        if steps is not None:
-            found.append(Activity(f"build/{lesson.slug}", "build", lesson, None, lesson.title, len(steps.steps)))
-    return found
-
-
-def activity(item: Any) -> Activity | None:
-    return next((a for a in activities() if a.item == item), None) if isinstance(item, str) else None
-
-
 # -- OIDC login, launch, keys, configuration ---------------------------------------------------------
 
 
-def _lti_request() -> FlaskRequest:
-    return FlaskRequest(session={})  # type: ignore[no-untyped-call]  # launch data lives in the LTI store, never in Flask's session
-
-
 @bp.route("/login", methods=["GET", "POST"])
-def login() -> Any:
+def login() -> Response | BaseResponse:
     """OIDC login initiation: remember a state (cookie) and a nonce, and send the browser to the platform."""
-    tool = _tool()
-    req = _lti_request()
     try:
-        oidc = FlaskOIDCLogin(req, tool.conf, cookie_service=_cookies(req),  # type: ignore[no-untyped-call]
-                              launch_data_storage=tool.storage())
-        return oidc.redirect(url_for("lti.launch", _external=True))
-    except OIDCException as exc:
-        log.info("LTI login refused: %s", exc)
-        return _page(400, "This login could not start", "The course site's login request is incomplete or comes "
-                     "from a platform this tool does not know. Ask your course administrator to check the "
-                     "registration.")
-    except LtiStoreDown:
-        raise  # the tool's own storage failed: a server error (logged), not the platform's fault
-    except Exception as exc:  # pylti1p3 raises bare Exception for an unknown issuer or client id
-        log.info("LTI login refused: %s", type(exc).__name__)
-        return _page(400, "This course site is not registered", "The login came from a platform (issuer and client "
-                     "id) this MRTR Lab does not know. Ask your course administrator to register it.")
-
-
-#: pylti1p3's reasons, as a learner or an instructor can read them.
-_REASONS = (
-    ("Missing %s cookie", "state", "Your browser did not send this tool's cookie back (it may block cookies in "
-     "frames). Open the activity in a new window from your course."),
-    ("State not found", "state", "This launch does not match a login started in this browser. Open the activity "
-     "again from your course."),
-    ("Missing state", "state", "This launch does not match a login started in this browser."),
-    ("Invalid Nonce", "replayed", "This launch was already used once (or is too old). Open the activity again from "
-     "your course."),
-    ("is missing the", "incomplete", "This launch lacks a claim every launch must carry (its expiry or issue "
-     "time)."),
-    ("expired", "expired", "This launch has expired. Open the activity again from your course."),
-    ("Signature verification failed", "forged", "This launch is not signed by the course site it claims to come "
-     "from."),
-    ("Unable to find public key", "forged", "This launch is signed with a key the course site does not publish."),
-    ("Unable to find deployment", "deployment", "This launch comes from a deployment of the tool that is not "
-     "registered here. Ask your course administrator to add its deployment id."),
-    ("Client id not registered", "audience", "This launch is meant for another tool (its audience is not this "
-     "tool's client id)."),
-    ("Error during fetch", "keys", "The course site's public keys could not be fetched. Try again in a minute."),
-    ("Invalid response from", "keys", "The course site's key set URL did not answer with its public keys."),
-)
-
-
-def _refused(exc: Exception) -> Response:
-    text = str(exc)
-    for needle, reason, message in _REASONS:
-        if needle in text:
-            log.info("LTI launch refused (%s)", reason)
-            return _page(403 if reason in ("forged", "replayed", "audience") else 400,
-                         "This launch could not be verified", message)
-    log.info("LTI launch refused: %s", type(exc).__name__)
-    return _page(400, "This launch could not be verified", "The course site's launch message is incomplete, comes "
-                 "from a platform this tool does not know, or is not a launch this tool accepts.")
-
-
-def _audience_ok(body: dict[str, Any], client_id: str) -> bool:
-    """OpenID Connect's rule, which pylti1p3 only half applies (it reads aud[0]): the audience contains our
-    client id, and with several audiences the authorised party is us."""
-    aud = body.get("aud")
-    audiences = aud if isinstance(aud, list) else [aud]
-    if client_id not in audiences:
-        return False
-    return len(audiences) == 1 or body.get("azp") == client_id
+        return login_redirect(_tool(), url_for("lti.launch", _external=True))
+    except Refused as refused:
+        return _page(refused.status, refused.title, refused.message)
 
 
 @bp.post("/launch")
 def launch() -> Response | BaseResponse:
-    """Verify the platform's id_token (state, nonce once, signature from the registered keys, issuer,
-    audience, deployment, expiry, message type), keep what the pages need, and send the browser there."""
+    """Verify the platform's id_token (web/lti_launch.py), keep what the pages need, and send the browser there."""
     tool = _tool()
-    req = _lti_request()
     try:
-        message = _Launch(req, tool.conf, cookie_service=_cookies(req),  # type: ignore[no-untyped-call]
-                          launch_data_storage=tool.storage(), requests_session=_NoRedirects())
-        message.key_sets = tool.key_sets
-        # pylti1p3 leaves audience to validate_registration; exp and iat must be present, not just valid.
-        message.set_jwt_verify_options({"verify_aud": False, "require": ["exp", "iat"]})  # type: ignore[dict-item]
-        body = dict(message.validate().get_launch_data())
-        issuer, client_id = message.get_iss(), message.get_client_id()
-    except LtiStoreDown:
-        raise  # the tool's own storage failed: a server error (logged), not a refused launch
-    except Exception as exc:  # pylti1p3 raises LtiException, and bare errors for odd claims: all a client's doing
-        return _refused(exc)
-    if not _audience_ok(body, client_id):
-        return _refused(LtiException("Client id not registered"))
-    base = {"iss": issuer, "client_id": client_id, "deployment_id": body.get(CLAIM + "deployment_id"),
+        verified = verify(tool)
+    except Refused as refused:
+        return _page(refused.status, refused.title, refused.message)
+    body = verified.body
+    base = {"iss": verified.issuer, "client_id": verified.client_id, "deployment_id": body.get(CLAIM + "deployment_id"),
             "user": body.get("sub"), "browser": _browser()}
-    if message.is_deep_link_launch():
+    if verified.deep_link:
         settings = body.get(DL_CLAIM)
         if not isinstance(settings, dict) or not isinstance(settings.get("deep_link_return_url"), str):
             return _page(400, "This deep link could not start", "The course site sent no deep-linking return URL.")
@@ -481,14 +255,6 @@ def _quiz_context(ref: str, chosen: Activity, token: str | None, feedback: quiz.
     return context
 
 
-def _score_status(data: dict[str, Any], chosen: Activity) -> dict[str, Any]:
-    tool = _tool()
-    key = _score_key(data, chosen)
-    state = tool.db.score_state(key) if key else None
-    return {"gradable": key is not None, "given": state[0] if state else None,
-            "accepted": state[1] if state else False, "maximum": chosen.maximum}
-
-
 @bp.get("/activity", endpoint="activity")
 def activity_page() -> Response | str:
     ref = _ref()
@@ -496,7 +262,7 @@ def activity_page() -> Response | str:
     if isinstance(found, Response):
         return found
     data, chosen = found
-    status = _score_status(data, chosen)
+    status = score_status(_tool(), data, chosen)
     if chosen.kind == "build":
         return render_template("lti/build.html", ref=ref, chosen=chosen, build=build.build_for(chosen.lesson),
                                figure=_build_figure(ref, chosen), grading=None, error=None, lti_score=status)
@@ -522,8 +288,8 @@ def answer(slug: str, qid: str) -> Response:
     scope = (chosen.question,) if chosen.question else chosen.lesson.questions
     first = quiz.read_progress(chosen.lesson, checked["progress"])
     if all(q.id in first for q in scope):
-        record_score(data, chosen, sum(first[q.id] for q in scope), complete=True, keep_best=False)
-    status = _score_status(data, chosen)
+        record_score(_tool(), data, chosen, sum(first[q.id] for q in scope), complete=True, keep_best=False)
+    status = score_status(_tool(), data, chosen)
     return htmx.render("lti/quiz.html", "lti/_answer.html", lesson=chosen.lesson, only=chosen.question, quiz=context,
                        question=question, feedback=feedback, oob=True, lti_score=status)
 
@@ -559,59 +325,10 @@ def build_report() -> Response:
         except build.ReportError as exc:
             error = str(exc)
     if grading is not None:
-        record_score(data, chosen, grading.done, complete=grading.done == len(lesson_build.steps), keep_best=True,
-                     comment=f"{SELF_REPORTED} This report came {REPORT_SOURCES[source]}.")
+        record_score(_tool(), data, chosen, grading.done, complete=grading.done == len(lesson_build.steps),
+                     keep_best=True, comment=f"{SELF_REPORTED} This report came {REPORT_SOURCES[source]}.")
     status = 400 if error and not htmx.wants_fragment() else 200
     return htmx.render("lti/build.html", "lti/_build_grade.html", status=status, ref=ref, chosen=chosen,
                        build=lesson_build, figure=_build_figure(ref, chosen), grading=grading, error=error,
-                       source=source, lti_score=_score_status(data, chosen))
+                       source=source, lti_score=score_status(_tool(), data, chosen))
 
-
-def _score_key(data: dict[str, Any], chosen: Activity) -> str | None:
-    """Where a score for this launch goes, or None when the launch cannot take one (no AGS score scope,
-    no line item, or no user to name)."""
-    ags = data.get("ags")
-    if not isinstance(ags, dict) or not isinstance(ags.get("lineitem"), str) or not data.get("user"):
-        return None
-    scopes = ags.get("scope")
-    if not isinstance(scopes, list) or SCORE_SCOPE not in scopes:
-        return None
-    return "\n".join((data["iss"], data["client_id"], ags["lineitem"], data["user"]))
-
-
-def record_score(data: dict[str, Any], chosen: Activity, given: int, *, complete: bool, keep_best: bool,
-                 comment: str = "") -> None:
-    """Keep the score, then try to post it (AGS: Completed/FullyGraded once done, else InProgress/Pending)."""
-    key = _score_key(data, chosen)
-    if key is None:
-        return
-    tool = _tool()
-    stamp = datetime.fromtimestamp(tool.db.clock(), UTC).isoformat(timespec="milliseconds")
-    score = PendingScore(key, data["iss"], data["client_id"], data["ags"], data["user"], float(given),
-                         float(chosen.maximum), "Completed" if complete else "InProgress",
-                         "FullyGraded" if complete else "Pending", stamp, 0, comment)
-    if tool.db.record_score(score, keep_best=keep_best):
-        flush_scores(tool, 1, key=key)
-
-
-def flush_scores(tool: LtiTool, limit: int, key: str | None = None) -> None:
-    """Post up to `limit` queued scores that are due; each stays queued until the platform accepts it."""
-    for score in tool.db.due_scores(limit, key):
-        try:
-            ags = AssignmentsGradesService(ServiceConnector(tool.registration(score.issuer, score.client_id),
-                                                            requests_session=_NoRedirects()),
-                                           score.endpoint)  # type: ignore[arg-type]  # JSON, checked at launch
-            grade = (Grade().set_score_given(score.given).set_score_maximum(score.maximum)
-                     .set_activity_progress(score.activity).set_grading_progress(score.grading)
-                     .set_timestamp(score.timestamp).set_user_id(score.user_id))
-            if score.comment:
-                grade.set_comment(score.comment)
-            ags.put_grade(grade)
-        except Exception as exc:  # the platform is down, refuses, or redirects: keep the score for a retry
-            status = getattr(getattr(exc, "response", None), "status_code", None)
-            reason = f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "")
-            tool.db.mark_failed(score, reason)
-            log.warning("LTI score for %s not accepted yet: %s; it stays queued",
-                        urlsplit(str(score.endpoint.get("lineitem", ""))).netloc, reason)
-        else:
-            tool.db.mark_sent(score)

@@ -9,7 +9,7 @@ most once every `REFETCH_EVERY` per URL. One fetch per URL runs at a time: a lau
 the keys already held, or, with none, is refused at once; no thread ever queues behind a slow platform.
 
 What it must never do: follow a redirect or fetch any URL but the registered one (the caller's session refuses
-redirects: web/lti.py), or read the clock other than through its injected `clock`.
+redirects: web/lti_tool.py), or read the clock other than through its injected `clock`.
 """
 
 from __future__ import annotations

@@ -162,7 +162,7 @@ def bad_server() -> Iterator[str]:
     httpd = BadServer(("127.0.0.1", 0), BadHandler)
     httpd.stop = threading.Event()
     httpd.seen = []
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}"

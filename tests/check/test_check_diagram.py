@@ -194,7 +194,7 @@ class EchoHandler(BaseHTTPRequestHandler):
 
 def test_a_server_that_echoes_the_token_never_gets_it_into_the_run_file_or_the_page(app_server: LiveServer) -> None:
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), EchoHandler)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         client = app_server.app.test_client()

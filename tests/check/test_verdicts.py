@@ -2,7 +2,7 @@
 no FAIL without evidence, no PASS for a move that did not exercise its check, the wait's source in the late
 move's detail, a time-out ends the run with exit 2 (JUnit still written), tokens never in any output, and the
 JSON and JUnit contracts. No real waits: the late move moves the server's clock, a hang is cut by a short
-time-out (HANG_CUT) and released when the test ends.
+time-out (HANG_CUT, HTTP_HANG_CUT) and released when the test ends.
 """
 
 from __future__ import annotations
@@ -101,12 +101,15 @@ def test_the_same_token_for_both_principals_is_a_usage_error() -> None:
 #: it on a loaded CI machine (a stdio server's Python start-up included): at 0.3 s a busy machine cut an honest
 #: first call and the run stopped a move early. Each hang costs one such wait.
 HANG_CUT = 3.0
+#: The same over HTTP to a server in this process, which has no start-up to wait for: an honest answer takes a few
+#: milliseconds (tens on a loaded machine), so a second is still a wide margin, and each hang costs 2 s less.
+HTTP_HANG_CUT = 1.0
 
 
 def test_a_server_that_hangs_only_on_retries_stops_the_run_at_the_first_time_out(tmp_path: Path) -> None:
     junit = tmp_path / "hang.xml"
     with running("hangs-on-retry") as (url, _server):
-        code, out, err = cli(url, *TOKENS, "--json", "--junit", str(junit), timeout=HANG_CUT)
+        code, out, err = cli(url, *TOKENS, "--json", "--junit", str(junit), timeout=HTTP_HANG_CUT)
     assert code == 2 and "did not answer in time" in err and "Traceback" not in err, err
     report = json.loads(out)  # the partial report, with why it stopped
     assert_exact_schema(report)
@@ -119,7 +122,7 @@ def test_a_server_that_hangs_only_on_retries_stops_the_run_at_the_first_time_out
     assert case.find("failure") is None and case.get("time") is not None
     # Without --json, the table of what was played goes out too, ending in the summary.
     with running("hangs-on-retry") as (url, _server):
-        code, table, err = cli(url, *TOKENS, timeout=HANG_CUT)
+        code, table, err = cli(url, *TOKENS, timeout=HTTP_HANG_CUT)
     assert code == 2 and table.startswith(f"Target: {url}")
     assert table.rstrip().splitlines()[-1].startswith("STOPPED at a time-out: 0 of the 1 moves played")
     # (the late moves wait beside the others, so a line may first say how long they will wait)
@@ -130,7 +133,7 @@ def test_a_server_that_hangs_only_on_retries_stops_the_run_at_the_first_time_out
 def test_a_hang_in_a_probe_stops_the_run_there_with_an_error_case(tmp_path: Path) -> None:
     junit = tmp_path / "probe.xml"
     with running("hangs-without-capability") as (url, server):
-        code, out, err = cli(url, *TOKENS, "--json", "--junit", str(junit), "--skip-late", timeout=HANG_CUT,
+        code, out, err = cli(url, *TOKENS, "--json", "--junit", str(junit), "--skip-late", timeout=HTTP_HANG_CUT,
                              server=server)
     assert code == 2 and "did not answer in time during probe capability" in err, err
     report = json.loads(out)

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -39,6 +40,12 @@ def new_key_pair() -> tuple[str, str]:
     public = key.public_key().public_bytes(serialization.Encoding.PEM,
                                            serialization.PublicFormat.SubjectPublicKeyInfo).decode()
     return private, public
+
+
+#: The platforms' key pair, made once per process: a 2048-bit RSA key takes 40-200 ms to make, every test starts a
+#: platform, and each test has one platform, so none can mistake another's key for its own. A key the platform does
+#: not hold (a forged launch) still comes from new_key_pair().
+platform_key_pair = cache(new_key_pair)
 
 
 class PlatformConf(LTI1P3PlatformConfAbstract):
@@ -75,7 +82,7 @@ class Platform:
 
     def __init__(self, base: str, tool_base: str) -> None:
         self.base = base
-        self.private_key, self.public_key = new_key_pair()
+        self.private_key, self.public_key = platform_key_pair()
         self.registration = (Registration().set_iss(base).set_client_id(CLIENT_ID).set_deployment_id(DEPLOYMENT_ID)
                              .set_oidc_login_url(f"{tool_base}/lti/login").set_launch_url(f"{tool_base}/lti/launch")
                              .set_deeplink_launch_url(f"{tool_base}/lti/launch")
@@ -207,7 +214,7 @@ def running_platform(tool_base: str) -> Iterator[Platform]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
     platform = Platform(f"http://127.0.0.1:{server.server_address[1]}", tool_base)
     server.RequestHandlerClass = _handler(platform)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         yield platform

@@ -12,6 +12,7 @@ import json
 import os
 import stat
 from collections.abc import Callable, Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -24,6 +25,8 @@ from flask.testing import FlaskClient
 from moves.check import check_source
 from mrtr import FakeClock
 from mrtr_settings.environment import ConfigError, read_settings
+from mrtr_stores import lti_sqlite
+from mrtr_stores.lti import new_private_key
 from tests.lessons.buildkit import BUILD, CATALOGUE
 from tests.lti.platform import CLIENT_ID, SCORE_TYPE, Platform, new_key_pair, running_platform
 from tests.web.helpers import answer_form
@@ -46,8 +49,15 @@ def lti_config(clock: FakeClock, platforms: Any) -> dict[str, Any]:
     return {"LTI_CLOCK": clock, **({"MRTR_LTI_PLATFORMS": json.dumps(platforms)} if platforms is not None else {})}
 
 
+#: The tool's private key, made once per process (RSA, 40-200 ms a key) instead of once per test's state directory.
+_tool_key = cache(new_private_key)
+
+
 @pytest.fixture
-def app_config(clock: FakeClock, platform: Platform) -> dict[str, Any]:
+def app_config(clock: FakeClock, platform: Platform, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The tool registered with `platform`. Its key is still made on first use and kept in the state directory as
+    the store keeps it (test_the_private_key_stays_in_the_state_dir_...); only the making is shared."""
+    monkeypatch.setattr(lti_sqlite, "new_private_key", _tool_key)
     return lti_config(clock, [platform.tool_entry()])
 
 

@@ -32,7 +32,7 @@ def running(name: str) -> Iterator[tuple[str, Sound]]:
     """Server `name` of tests/mutants/server.py over HTTP in a thread: yields its URL and the server."""
     server = ALL[name](Clock())
     httpd = serve_http(server)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}/mcp", server

@@ -74,7 +74,7 @@ class HoldsUntilFour(Sound):
 def test_four_moves_are_in_flight_at_once() -> None:
     server = HoldsUntilFour(Clock())
     httpd = serve_http(server)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         url = f"http://127.0.0.1:{httpd.server_address[1]}/mcp"

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import cache
+
 import pytest
+from bs4 import BeautifulSoup
 from flask.testing import FlaskClient
 
 from app import create_app
 from moves.catalog import holds, load_moves
 from moves.target import Outcome
-from mrtr import TicketCodec
+from mrtr import FakeClock, TicketCodec
+from tests.conftest import APP_CONFIG
 from tests.web.helpers import assert_csp_clean, assert_unique_ids, soup, stopped_move
 from web.demo import DEMO_RING, SWITCHES
 
@@ -26,17 +31,40 @@ ALL = ["/demo", "/demo/notes", *STEP_URLS, *MOVE_URLS, *SWITCH_URLS,
        *(u.replace("/demo/", "/demo/notes/") for u in STEP_URLS + MOVE_URLS + SWITCH_URLS)]
 
 
-def _current(html: bytes):
-    slides = [s for s in soup(html).select("[data-slide]") if not s.has_attr("hidden")]
+#: A deck page, fetched and parsed: `deck_page(url)`.
+DeckPage = Callable[[str], BeautifulSoup]
+
+
+@pytest.fixture(scope="module")
+def deck_page(tmp_path_factory: pytest.TempPathFactory) -> DeckPage:
+    """Each deck page fetched (status 200) and parsed once for this module's tests that only read it. The deck is
+    replayed on the demo's own key and clock and reads no app state, so every fetch of a URL gives the same bytes
+    (test_the_same_slide_replays_byte_for_byte and test_replay_does_not_depend_on_the_apps_key_or_clock fetch for
+    themselves and hold that); and every page carries every slide (some 400 KB), which costs more to parse than to
+    render. Module-scoped, so it builds its app as make_app does, from tests/conftest.py's APP_CONFIG."""
+    app = create_app({**APP_CONFIG, "MRTR_CLOCK": FakeClock(1_790_000_000.0),
+                      "MRTR_STATE_DIR": str(tmp_path_factory.mktemp("state"))})
+    client = app.test_client()
+
+    @cache
+    def page(url: str) -> BeautifulSoup:
+        response = client.get(url)
+        assert response.status_code == 200, url
+        return soup(response.data)
+
+    return page
+
+
+def _current(html: bytes | BeautifulSoup):
+    slides = [s for s in (html if isinstance(html, BeautifulSoup) else soup(html)).select("[data-slide]")
+              if not s.has_attr("hidden")]
     assert len(slides) == 1, "exactly one slide is shown without JavaScript"
     return slides[0]
 
 
 @pytest.mark.parametrize("url", ALL)
-def test_every_slide_and_note_is_a_page(client: FlaskClient, url: str) -> None:
-    response = client.get(url)
-    assert response.status_code == 200
-    page = soup(response.data)  # every slide is on the page: parsed once for the three checks
+def test_every_slide_and_note_is_a_page(deck_page: DeckPage, url: str) -> None:
+    page = deck_page(url)  # answered 200; every slide is on the page
     assert_csp_clean(page)
     assert_unique_ids(page)
     assert len(page.select("[data-slide]")) == SLIDES
@@ -45,21 +73,21 @@ def test_every_slide_and_note_is_a_page(client: FlaskClient, url: str) -> None:
 @pytest.mark.parametrize(("url", "anchor"), [("/demo", "step-1"), ("/demo/step/3", "step-3"),
                                              (f"/demo/move/{STOLEN.slug}", f"move-{STOLEN.slug}"),
                                              (f"/demo/notes/move/{REPLAY.slug}", f"move-{REPLAY.slug}")])
-def test_deep_links_pick_the_slide(client: FlaskClient, url: str, anchor: str) -> None:
-    assert _current(client.get(url).data)["id"] == anchor
+def test_deep_links_pick_the_slide(deck_page: DeckPage, url: str, anchor: str) -> None:
+    assert _current(deck_page(url))["id"] == anchor
 
 
-def test_prev_and_next_links_walk_the_deck_without_js(client: FlaskClient) -> None:
+def test_prev_and_next_links_walk_the_deck_without_js(deck_page: DeckPage) -> None:
     url, seen = "/demo/step/1", []
     for _ in range(SLIDES):
-        slide = _current(client.get(url).data)
+        slide = _current(deck_page(url))
         seen.append(slide["id"])
         url = slide.select_one("a[rel=next]")["href"] if slide.select_one("a[rel=next]") else None
         if url is None:
             break
     assert seen == ([f"step-{n}" for n in range(1, 7)] + [f"move-{s}" for s in MOVE_SLUGS]
                     + [f"switch-{s}" for s in SWITCH_SLUGS])
-    back = _current(client.get(f"/demo/move/{MOVE_SLUGS[1]}").data).select_one("a[rel=prev]")["href"]
+    back = _current(deck_page(f"/demo/move/{MOVE_SLUGS[1]}")).select_one("a[rel=prev]")["href"]
     assert back == f"/demo/move/{MOVE_SLUGS[0]}"
 
 
@@ -98,8 +126,8 @@ def test_tickets_are_real_and_on_the_demo_key_not_the_apps(client: FlaskClient, 
 
 
 @pytest.mark.parametrize("move", MOVES, ids=MOVE_SLUGS)
-def test_moves_show_the_real_verdicts(client: FlaskClient, move) -> None:
-    slide = _current(client.get(f"/demo/move/{move.slug}").data)
+def test_moves_show_the_real_verdicts(deck_page: DeckPage, move) -> None:
+    slide = _current(deck_page(f"/demo/move/{move.slug}"))
     verdict = Outcome(slide.select_one("[data-verdict]")["data-verdict"])
     assert holds(move.expect, verdict)[0] and verdict not in (Outcome.NOT_DONE, Outcome.NOT_RUN)
     stopped = slide.select_one(".stopped")
@@ -111,19 +139,19 @@ def test_moves_show_the_real_verdicts(client: FlaskClient, move) -> None:
     assert len(sent) >= len(move.chain)
 
 
-def test_notes_carry_the_teaching_notes_and_captions(client: FlaskClient, app) -> None:
+def test_notes_carry_the_teaching_notes_and_captions(deck_page: DeckPage, app) -> None:
     with app.app_context():
         from web.content import get_content
 
         lesson = get_content().lessons[0]
         note = STOLEN.note_for(STOLEN.expect, STOLEN.stops_at).text
         caption = lesson.roundtrip_steps[2].caption
-    assert note in _current(client.get(f"/demo/notes/move/{STOLEN.slug}").data).get_text()
-    assert caption in _current(client.get("/demo/notes/step/3").data).get_text()
+    assert note in _current(deck_page(f"/demo/notes/move/{STOLEN.slug}")).get_text()
+    assert caption in _current(deck_page("/demo/notes/step/3")).get_text()
 
 
-def test_the_kicker_counts_the_moves(client: FlaskClient) -> None:
-    kicker = _current(client.get(f"/demo/move/{MOVE_SLUGS[-1]}").data).select_one(".kicker").get_text(" ", strip=True)
+def test_the_kicker_counts_the_moves(deck_page: DeckPage) -> None:
+    kicker = _current(deck_page(f"/demo/move/{MOVE_SLUGS[-1]}")).select_one(".kicker").get_text(" ", strip=True)
     assert f"move {len(MOVES)} of {len(MOVES)}" in kicker
 
 
@@ -146,12 +174,12 @@ def test_the_deck_refuses_framing(client: FlaskClient) -> None:
 
 
 @pytest.mark.parametrize(("slug", "check"), [(key, check) for key, check, *_ in SWITCHES])
-def test_a_switched_off_protection_lets_the_misuse_through(client: FlaskClient, slug: str, check: str) -> None:
+def test_a_switched_off_protection_lets_the_misuse_through(deck_page: DeckPage, slug: str, check: str) -> None:
     move = stopped_move(check)
-    slide = _current(client.get(f"/demo/switch/{slug}").data)
+    slide = _current(deck_page(f"/demo/switch/{slug}"))
     assert slide.select_one("[data-verdict]")["data-verdict"] == "completed"
     assert not slide.select('.big-checks [data-outcome="fail"]')
     assert [li["data-check"] for li in slide.select('.big-checks [data-outcome="skipped"]')] == [check]
     deployed_to = move.edit_value if move.ticket == "edit-work" else "staging"
     assert f"deployed to {deployed_to}" in slide.get_text()
-    assert move.note_for(Outcome.COMPLETED).text in _current(client.get(f"/demo/notes/switch/{slug}").data).get_text()
+    assert move.note_for(Outcome.COMPLETED).text in _current(deck_page(f"/demo/notes/switch/{slug}")).get_text()

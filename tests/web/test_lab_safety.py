@@ -291,7 +291,7 @@ def served(make_app: Callable[..., Flask], tmp_path: Path) -> Iterator[tuple[str
     clock_file = tmp_path / "slept"
     app = make_app(**SECRET_CONFIG, MRTR_CLOCK=FileClock(clock_file))
     server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_port}", clock_file
