@@ -106,8 +106,14 @@ def test_the_page_corpus_covers_every_route_and_field(app: Flask, client: FlaskC
     assert custom.base["ticket"].startswith("t1.")
 
 
-def test_page_corpus_through_the_test_client(app: Flask, client: FlaskClient) -> None:
-    cases = page_cases(page_routes(app, client))
+#: The page corpus is played in this many shards, each case in one of them, so the fast tier's workers share it
+#: (played whole, it was the suite's longest test by far, and one worker ran it while the other sat idle).
+PAGE_SHARDS = 4
+
+
+@pytest.mark.parametrize("shard", range(PAGE_SHARDS))
+def test_page_corpus_through_the_test_client(app: Flask, client: FlaskClient, shard: int) -> None:
+    cases = page_cases(page_routes(app, client))[shard::PAGE_SHARDS]
     failures: list[str] = []
     refused = 0
     for case in cases:
