@@ -101,7 +101,7 @@ SCAN_COUNT = 1000
 class RedisStore:
     """Spent ticket ids in Redis, shared by every replica that talks to the same server."""
 
-    def __init__(self, client: Any, *, prefix: str = DEFAULT_PREFIX,
+    def __init__(self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX,
                  wait: Callable[[float], Any] | None = None) -> None:
         if not prefix:
             raise ValueError("a RedisStore needs a non-empty key prefix")

@@ -54,7 +54,7 @@ class RedisDirectory:
 
     shared = True
 
-    def __init__(self, client: Any, *, ttl: float = DEFAULT_TTL, prefix: str = "mrtr:legacy:") -> None:
+    def __init__(self, client: redis.Redis, *, ttl: float = DEFAULT_TTL, prefix: str = "mrtr:legacy:") -> None:
         self.client = client
         self.ttl = ttl
         self.prefix = prefix
