@@ -159,9 +159,10 @@ class RedisLtiStore:
         if not found:
             return None
         record = json.loads(found["record"])
-        return PendingScore(key, record["issuer"], record["client_id"], record["endpoint"], record["user_id"],
-                            float(found["given"]), float(record["maximum"]), found["activity"], found["grading"],
-                            found["timestamp"], int(found["attempts"]), str(record.get("comment", "")))
+        return PendingScore(key, record["issuer"], record["client_id"], as_object(record["endpoint"]),
+                            record["user_id"], float(found["given"]), float(record["maximum"]), found["activity"],
+                            found["grading"], found["timestamp"], int(found["attempts"]),
+                            str(record.get("comment", "")))
 
     def due_scores(self, limit: int, key: str | None = None) -> list[PendingScore]:
         now = self.clock()

@@ -162,8 +162,8 @@ class SqliteLtiStore:
                                  timestamp, attempts, comment FROM scores WHERE sent = 0 AND next_try <= ?
                                  AND (? IS NULL OR key = ?) ORDER BY next_try LIMIT ?""",
                               (self.clock(), key, key, limit)).fetchall()
-        return [PendingScore(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11])
-                for r in rows]
+        return [PendingScore(r[0], r[1], r[2], as_object(json.loads(r[3])), r[4], r[5], r[6], r[7], r[8], r[9], r[10],
+                             r[11]) for r in rows]
 
     def mark_sent(self, score: PendingScore) -> None:
         # Only the version that was posted is marked: a newer score recorded meanwhile stays queued.
