@@ -7,6 +7,7 @@ The questions a handler asks, and the answers' validation, are in `inputs`.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +26,16 @@ class Tool:
     handler: Handler
     input_schema: JSONObject = field(default_factory=lambda: {"type": "object", "properties": {}})
     title: str | None = None
+
+    @functools.cached_property
+    def header_params(self) -> tuple[tuple[str, str], ...]:
+        """(argument, header suffix) for each input property its schema marks `x-mcp-header`: the arguments a
+        2026-07-28 client mirrors in `Mcp-Param-<suffix>` headers. Read once per tool, not once per call."""
+        properties = self.input_schema.get("properties")
+        if not isinstance(properties, dict):
+            return ()
+        return tuple((name, suffix) for name, schema in properties.items()
+                     if isinstance(schema, dict) and isinstance(suffix := schema.get("x-mcp-header"), str))
 
     def describe(self) -> JSONObject:
         out: JSONObject = {"name": self.name, "description": self.description, "inputSchema": self.input_schema}

@@ -382,12 +382,10 @@ def _check_headers(req: HttpIn, message: JSON, services: Services) -> None:
 def _check_param_headers(req: HttpIn, params: JSONObject, services: Services) -> None:
     name = params.get("name")
     tool = services.server.catalog.tools.get(name) if isinstance(name, str) else None
+    if tool is None or not tool.header_params:
+        return
     arguments = as_object(params.get("arguments"))
-    properties = as_object(tool.input_schema.get("properties")) if tool else {}
-    for prop, schema in properties.items():
-        suffix = schema.get("x-mcp-header") if isinstance(schema, dict) else None
-        if not isinstance(suffix, str):
-            continue
+    for prop, suffix in tool.header_params:
         header = _header(req, f"Mcp-Param-{suffix}")
         if prop in arguments and header != _header_form(arguments[prop]):
             raise HeaderMismatch(f"The Mcp-Param-{suffix} header is missing or does not match arguments.{prop}")
