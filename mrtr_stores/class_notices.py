@@ -21,13 +21,13 @@ if TYPE_CHECKING:  # redis is imported at run time only when a Redis URL is conf
     from redis.client import PubSub
 
 log = logging.getLogger("mrtr.classroom")
+CHANNEL_PREFIX = "mrtr:class:"
 
 
 class _Subscribing(Protocol):
     """What the listener needs of its client: redis-py leaves `pubsub` untyped, so its type is said here."""
 
     def pubsub(self) -> PubSub: ...
-CHANNEL_PREFIX = "mrtr:class:"
 
 
 class LocalBus:
