@@ -66,9 +66,10 @@ def request_id_in(message: JSON) -> RequestId | None:
 # -- the request and the response, without a framework ---------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)  # not frozen: a frozen record's __init__ set each field through object.__setattr__, twice the cost
 class HttpIn:
-    """One HTTP request to /mcp, as `handle_http` needs it: built from a WSGI environ by both callers.
+    """One HTTP request to /mcp, as `handle_http` needs it: built from a WSGI environ by both callers; read, never
+    changed.
 
     `headers` maps lower-case names to values; `stream` is the raw body (read at most the limit
     plus one byte by `_read_body`), `content_length` is None for a chunked body, and
