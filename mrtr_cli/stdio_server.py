@@ -14,9 +14,9 @@ import selectors
 import subprocess
 import sys
 from collections.abc import Mapping
-from typing import IO, Any
+from typing import IO
 
-from mrtr import Server, system_clock
+from mrtr import JSONObject, Server, system_clock
 from mrtr_settings.environment import open_store, read_settings
 from mrtr_settings.keyfiles import ring_from_config
 from mrtr_settings.stores import open_pages
@@ -36,7 +36,7 @@ def serve(server: Server, principal: str, stdin: IO[bytes], stdout: IO[bytes], *
     selector.register(stdin, selectors.EVENT_READ)
     buffer = b""
 
-    def emit(messages: list[dict[str, Any]]) -> None:
+    def emit(messages: list[JSONObject]) -> None:
         for message in messages:
             stdout.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
         stdout.flush()
@@ -81,12 +81,12 @@ class SubprocessTransport:
         self._selector.register(self.process.stdout, selectors.EVENT_READ)
         self._buffer = b""
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: JSONObject) -> None:
         assert self.process.stdin is not None
         self.process.stdin.write(json.dumps(message).encode() + b"\n")
         self.process.stdin.flush()
 
-    def receive(self, timeout: float) -> dict[str, Any] | None:
+    def receive(self, timeout: float) -> JSONObject | None:
         assert self.process.stdout is not None
         while b"\n" not in self._buffer:
             if not self._selector.select(timeout=timeout):
@@ -96,7 +96,9 @@ class SubprocessTransport:
                 return None
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
-        message: dict[str, Any] | None = json.loads(line)
+        message = json.loads(line)
+        if not isinstance(message, dict):  # the stdio server writes one JSON object a line, never anything else
+            raise ValueError(f"the server wrote a line that is not a JSON object: {line[:80]!r}")
         return message
 
     def close(self, timeout: float = 5.0) -> int:

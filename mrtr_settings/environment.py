@@ -55,19 +55,19 @@ def parse_tokens(value: str, name: str = "MRTR_TOKENS") -> dict[str, str]:
     return tokens
 
 
-def _text(name: str, raw: Any) -> str:
+def _text(name: str, raw: object) -> str:
     return str(raw).strip()
 
 
-def _http_url(name: str, raw: Any) -> str:
+def _http_url(name: str, raw: object) -> str:
     value = str(raw).strip().rstrip("/")
     if not value.startswith(("http://", "https://")) or any(c.isspace() for c in value):
         raise ConfigError(f"{name} must be an http:// or https:// address, for example https://lab.example.org")
     return value
 
 
-def _whole(minimum: int) -> Callable[[str, Any], int]:
-    def parse(name: str, raw: Any) -> int:
+def _whole(minimum: int) -> Callable[[str, object], int]:
+    def parse(name: str, raw: object) -> int:
         try:
             value = int(str(raw).strip())
         except ValueError:
@@ -79,7 +79,7 @@ def _whole(minimum: int) -> Callable[[str, Any], int]:
     return parse
 
 
-def _seconds(name: str, raw: Any) -> float:
+def _seconds(name: str, raw: object) -> float:
     try:
         value = float(str(raw).strip())
     except ValueError:
@@ -89,7 +89,7 @@ def _seconds(name: str, raw: Any) -> float:
     return value
 
 
-def _flag(name: str, raw: Any) -> bool:
+def _flag(name: str, raw: object) -> bool:
     if isinstance(raw, bool):
         return raw
     text = str(raw).strip().lower()
@@ -100,18 +100,18 @@ def _flag(name: str, raw: Any) -> bool:
     raise ConfigError(f"{name} must be one of {', '.join(_TRUE + _FALSE)}; got {raw!r}")
 
 
-def _store(name: str, raw: Any) -> str:
+def _store(name: str, raw: object) -> str:
     kind = str(raw).strip().lower()
     if kind not in STORE_KINDS:
         raise ConfigError(f"{name} must be memory, sqlite or redis; got {kind!r}")
     return kind
 
 
-def _path(name: str, raw: Any) -> Path:
+def _path(name: str, raw: object) -> Path:
     return Path(str(raw))
 
 
-def _ports(name: str, raw: Any) -> str:
+def _ports(name: str, raw: object) -> str:
     """Comma-separated TCP ports, each 1 to 65535, kept as text in a canonical form."""
     ports = [p.strip() for p in str(raw).split(",") if p.strip()]
     if not ports or not all(p.isdigit() and 0 < int(p) < 65536 for p in ports):
@@ -123,7 +123,7 @@ def _ports(name: str, raw: Any) -> str:
 ProxyNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
-def parse_proxies(name: str, raw: Any) -> int | tuple[ProxyNetwork, ...]:
+def parse_proxies(name: str, raw: object) -> int | tuple[ProxyNetwork, ...]:
     """MRTR_TRUSTED_PROXIES: a hop count (`1`: one proxy in front, whoever it is) or the proxies' addresses and
     networks (`10.0.0.5,2001:db8::/48`: believe X-Forwarded-* only when the peer is one of them)."""
     text = str(raw).strip()
@@ -143,11 +143,11 @@ def parse_proxies(name: str, raw: Any) -> int | tuple[ProxyNetwork, ...]:
     return tuple(networks)
 
 
-def _tokens(name: str, raw: Any) -> dict[str, str]:
+def _tokens(name: str, raw: object) -> dict[str, str]:
     return parse_tokens(str(raw), name)
 
 
-def _lti_platforms(name: str, raw: Any) -> tuple[LtiPlatform, ...]:
+def _lti_platforms(name: str, raw: object) -> tuple[LtiPlatform, ...]:
     try:
         return parse_platforms(name, raw)
     except PlatformsError as exc:
@@ -157,7 +157,7 @@ def _lti_platforms(name: str, raw: Any) -> tuple[LtiPlatform, ...]:
 @dataclass(frozen=True)
 class Setting:
     name: str
-    parse: Callable[[str, Any], Any]
+    parse: Callable[[str, object], object]
     doc: str
 
 
@@ -262,15 +262,17 @@ def field_name(setting: str) -> str:
     return setting.removeprefix("MRTR_").lower()
 
 
-def read_settings(environ: Mapping[str, str] | None = None, overrides: Mapping[str, Any] | None = None) -> Settings:
+def read_settings(environ: Mapping[str, str] | None = None, overrides: Mapping[str, object] | None = None) -> Settings:
     """The settings from `environ` (default: the process environment), `overrides` winning per name.
 
     An empty value counts as unset. Raises ConfigError naming the first unusable setting.
     """
-    source: dict[str, Any] = dict(os.environ if environ is None else environ)
+    source: dict[str, object] = dict(os.environ if environ is None else environ)
     for name, value in (overrides or {}).items():
         if name.startswith("MRTR_"):
             source[name] = value
+    # Each value has the type of the field it is named for, which a table of parsers cannot say per name: the one
+    # `Any` here; the assertion at the end of this module keeps the table and the fields in step.
     values: dict[str, Any] = {}
     for setting in SETTINGS:
         raw = source.get(setting.name)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 REQUIRED = ("issuer", "client_id", "deployment_ids", "key_set_url", "auth_login_url", "auth_token_url")
@@ -49,7 +48,7 @@ class LtiPlatform:
         return tuple(found)
 
 
-def _url(name: str, where: str, value: Any) -> str:
+def _url(name: str, where: str, value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise PlatformsError(f"{where}: {name} must be a URL")
     parts = urlsplit(value.strip())
@@ -61,7 +60,7 @@ def _url(name: str, where: str, value: Any) -> str:
     raise PlatformsError(f"{where}: {name} must be an https URL (http only on loopback); got {value!r}")
 
 
-def _platform(raw: Any, where: str) -> LtiPlatform:
+def _platform(raw: object, where: str) -> LtiPlatform:
     if not isinstance(raw, dict):
         raise PlatformsError(f"{where}: must be an object")
     missing = [k for k in REQUIRED if k not in raw]
@@ -88,7 +87,7 @@ def _platform(raw: Any, where: str) -> LtiPlatform:
                        urls["key_set_url"], urls["auth_login_url"], urls["auth_token_url"], audience or None, origins)
 
 
-def _origin(where: str, value: Any) -> str:
+def _origin(where: str, value: object) -> str:
     """`scheme://host[:port]` and nothing else: it goes into a CSP frame-ancestors list."""
     url = _url("frame_origins", where, value)
     parts = urlsplit(url)
@@ -97,7 +96,7 @@ def _origin(where: str, value: Any) -> str:
     return f"{parts.scheme}://{parts.netloc}".lower()
 
 
-def parse_platforms(name: str, raw: Any) -> tuple[LtiPlatform, ...]:
+def parse_platforms(name: str, raw: object) -> tuple[LtiPlatform, ...]:
     """`raw` (inline JSON, or a path to a JSON file) as the registered platforms; PlatformsError naming `name`."""
     text = str(raw).strip()
     if not text.startswith(("[", "{")):

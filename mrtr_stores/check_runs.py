@@ -20,7 +20,9 @@ import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import NotRequired, Protocol, TypedDict
+
+from mrtr import JSON
 
 #: Runs going on at once, for everyone.
 MAX_ACTIVE = 4
@@ -43,6 +45,31 @@ class RunStoreDown(Exception):
     """The store could not be written; the message says which and why (for the log, never a page)."""
 
 
+class MoveRecord(TypedDict):
+    """One move's row as a run keeps it: web/check_runner.py writes it as the move ends, the /check page reads it."""
+
+    move: str
+    title: str
+    expected: str
+    observed: str
+    verdict: str
+    detail: str
+    stops_at: str
+    #: The move's messages, tokens redacted, for the diagram drawn once the run is over.
+    exchange: NotRequired[list[JSON]]
+    #: The move's place in the catalogue (moves end in any order when played concurrently).
+    index: NotRequired[int]
+
+
+class ProbeRecord(TypedDict):
+    """One probe's row as a run keeps it."""
+
+    probe: str
+    title: str
+    ok: bool
+    detail: str
+
+
 @dataclass
 class Run:
     """One run as every worker sees it: plain JSON-able fields, saved to the run store on each change."""
@@ -55,8 +82,8 @@ class Run:
     state: str = "running"  # running, done, error
     phase: str = "Starting"
     total: int = 0
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    probes: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[MoveRecord] = field(default_factory=list)
+    probes: list[ProbeRecord] = field(default_factory=list)
     waited: float = 0.0
     wait_total: float = 0.0
     waiting: bool = False

@@ -11,7 +11,6 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import redis
 
@@ -29,7 +28,8 @@ class RedisRunStore:
     LOCK_MS = 5000
     KEEP_S = 24 * 3600
 
-    def __init__(self, client: Any, clock: Callable[[], float] = time.time, prefix: str = "mrtr:check:") -> None:
+    def __init__(self, client: redis.Redis, clock: Callable[[], float] = time.time,
+                 prefix: str = "mrtr:check:") -> None:
         self.client = client
         self.clock = clock
         self.prefix = prefix

@@ -14,10 +14,20 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:  # redis is imported at run time only when a Redis URL is configured
+    import redis
+    from redis.client import PubSub
 
 log = logging.getLogger("mrtr.classroom")
 CHANNEL_PREFIX = "mrtr:class:"
+
+
+class _Subscribing(Protocol):
+    """What the listener needs of its client: redis-py leaves `pubsub` untyped, so its type is said here."""
+
+    def pubsub(self) -> PubSub: ...
 
 
 class LocalBus:
@@ -58,11 +68,12 @@ class RedisBus(LocalBus):
     once when it is back, never once per attempt.
     """
 
-    def __init__(self, url: str, *, client: Any = None, pause: Callable[[float], Any] | None = None,
+    def __init__(self, url: str, *, client: redis.Redis | None = None, pause: Callable[[float], object] | None = None,
                  timeout: float = REDIS_TIMEOUT) -> None:
         super().__init__()
-        publisher = client
-        if client is None:
+        if client is not None:
+            publisher = client
+        else:
             import redis  # only when asked for: redis is optional at runtime
 
             from mrtr_stores.redis_clients import redis_client
@@ -71,8 +82,8 @@ class RedisBus(LocalBus):
             client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
             # Publishing happens on a request's path: the request clients' short time-out and gate.
             publisher = redis_client(url)
-        self._client: Any = client
-        self._publisher: Any = publisher
+        self._client: _Subscribing = client
+        self._publisher: redis.Redis = publisher
         self._pause = pause or threading.Event().wait
         self._timeout = timeout
         self._listener: threading.Thread | None = None
@@ -96,7 +107,7 @@ class RedisBus(LocalBus):
     def _listen(self) -> None:
         backoff = BACKOFF_FIRST
         while True:
-            pubsub: Any = None
+            pubsub: PubSub | None = None
             try:
                 pubsub = self._client.pubsub()
                 pubsub.psubscribe(CHANNEL_PREFIX + "*")

@@ -22,7 +22,7 @@ import unicodedata
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol, TypeAlias
 
 #: Join codes avoid letters and digits that read alike on a projector (0/O, 1/I/L).
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
@@ -32,6 +32,13 @@ MAX_LEARNERS = 500
 NICKNAME_MAX = 24
 #: Letters (any script), digits, spaces and . _ - ' ; nothing that could pass for markup or a control.
 _NICKNAME = re.compile(r"^[^\W_][\w .'-]*$", re.UNICODE)
+
+
+#: One row of a class's export: kind ("answer" or "attempt"), nickname, item (question or move), value (option or
+#: outcome), detail (the check that stopped an attempt), and when, in epoch seconds.
+ExportRow: TypeAlias = tuple[str, str, str, str, str, float]
+#: Whom a rate limit counts: a visitor's address, a class id, or a (class id, learner id) pair.
+RateKey: TypeAlias = str | tuple[str | int, ...]
 
 
 class ClassroomError(ValueError):
@@ -187,7 +194,7 @@ class ClassStore(Protocol):
         """Attempts per (move, check that stopped it); a move that went through counts under ''."""
 
     # -- export
-    def export_rows(self, class_id: str) -> list[tuple[Any, ...]]:
+    def export_rows(self, class_id: str) -> list[ExportRow]:
         """One row per answer and per attempt: kind, nickname, item, value, detail, time."""
 
 
@@ -197,10 +204,10 @@ class RateLimit(Protocol):
     limit: int
     window: float
 
-    def exhausted(self, key: Any, now: float) -> bool:
+    def exhausted(self, key: RateKey, now: float) -> bool:
         """Whether `key` has no hit left in the window now (nothing is recorded)."""
 
-    def allow(self, key: Any, now: float) -> bool:
+    def allow(self, key: RateKey, now: float) -> bool:
         """Record a hit for `key` and say yes, or say no (and record nothing) when its window is full."""
 
 
@@ -210,15 +217,15 @@ class LocalRateLimit:
 
     limit: int
     window: float
-    hits: dict[Any, deque[float]] = field(default_factory=dict)
+    hits: dict[RateKey, deque[float]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def exhausted(self, key: Any, now: float) -> bool:
+    def exhausted(self, key: RateKey, now: float) -> bool:
         with self.lock:
             seen = self.hits.get(key)
             return seen is not None and sum(1 for t in seen if t > now - self.window) >= self.limit
 
-    def allow(self, key: Any, now: float) -> bool:
+    def allow(self, key: RateKey, now: float) -> bool:
         with self.lock:
             if len(self.hits) > 10_000:
                 self.hits = {k: v for k, v in self.hits.items() if v and v[-1] > now - self.window}

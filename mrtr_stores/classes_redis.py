@@ -19,10 +19,10 @@ from __future__ import annotations
 import json
 import math
 import secrets
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
 import redis
+from redis.typing import EncodableT, FieldT
 
 from mrtr_stores import classes
 from mrtr_stores.classes import (
@@ -32,7 +32,9 @@ from mrtr_stores.classes import (
     ClassroomError,
     ClassRow,
     ClassStoreUnavailable,
+    ExportRow,
     Learner,
+    RateKey,
     check_nickname,
     class_full,
     digest,
@@ -40,7 +42,7 @@ from mrtr_stores.classes import (
     normalize_code,
 )
 from mrtr_stores.failures import failures_become
-from mrtr_stores.redis_clients import REQUEST_TIMEOUT, redis_client
+from mrtr_stores.redis_clients import REQUEST_TIMEOUT, RedisText, redis_client
 
 PREFIX = "mrtr:class:"
 #: Seconds a Redis command or connection may take before the class store counts as down.
@@ -101,11 +103,11 @@ return 1
 """
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _row(raw: dict[Any, Any]) -> ClassRow | None:
+def _row(raw: Mapping[RedisText, RedisText]) -> ClassRow | None:
     if not raw:
         return None
     got = {_text(k): _text(v) for k, v in raw.items()}
@@ -121,7 +123,7 @@ def _row(raw: dict[Any, Any]) -> ClassRow | None:
     )
 
 
-def _unavailable(store: Any, exc: BaseException) -> ClassStoreUnavailable:
+def _unavailable(store: object, exc: BaseException) -> ClassStoreUnavailable:
     return ClassStoreUnavailable(f"Redis: {type(exc).__name__}: {str(exc)[:120]}")
 
 
@@ -129,7 +131,8 @@ def _unavailable(store: Any, exc: BaseException) -> ClassStoreUnavailable:
 class RedisClassStore:
     """All class data in Redis, shared by every replica that talks to the same server."""
 
-    def __init__(self, client: Any, *, clock: Callable[[], float], ttl_seconds: float, prefix: str = PREFIX) -> None:
+    def __init__(self, client: redis.Redis, *, clock: Callable[[], float], ttl_seconds: float,
+                 prefix: str = PREFIX) -> None:
         self.client = client
         self.clock = clock
         self.ttl = ttl_seconds
@@ -143,7 +146,7 @@ class RedisClassStore:
                  timeout: float = REDIS_TIMEOUT) -> RedisClassStore:
         return cls(redis_client(url, timeout=timeout), clock=clock, ttl_seconds=ttl_seconds)
 
-    def _k(self, *parts: Any) -> str:
+    def _k(self, *parts: str | int) -> str:
         return self.prefix + ":".join(str(p) for p in parts)
 
     def _left_ms(self, row: ClassRow) -> int:
@@ -191,9 +194,10 @@ class RedisClassStore:
             expire_ms = math.ceil(self.ttl * 1000)
             if not self.client.set(self._k("code", code), class_id, nx=True, px=expire_ms):
                 continue
-            fields = {"id": class_id, "code": code, "host_hash": digest(host_secret) if host_secret else "",
-                      "lesson": lesson, "created": repr(now), "version": 0, "stage": 0, "question_no": 0,
-                      "question_id": "", "revealed": 0, "round_open": 0, "single_use": 1, "locked": 0}
+            fields: dict[FieldT, EncodableT] = {
+                "id": class_id, "code": code, "host_hash": digest(host_secret) if host_secret else "",
+                "lesson": lesson, "created": repr(now), "version": 0, "stage": 0, "question_no": 0,
+                "question_id": "", "revealed": 0, "round_open": 0, "single_use": 1, "locked": 0}
             pipe = self.client.pipeline()
             pipe.hset(self._k("c", class_id), mapping=fields)
             pipe.pexpire(self._k("c", class_id), expire_ms)
@@ -224,13 +228,14 @@ class RedisClassStore:
         found = self.client.hget(self._k("c", class_id), "version")
         return None if found is None else int(found)
 
-    def _bump(self, class_id: str, *, stage: bool, **sets: Any) -> None:
+    def _bump(self, class_id: str, *, stage: bool, **sets: EncodableT) -> None:
         key = self._k("c", class_id)
         if not self.client.exists(key):
             return  # the class is gone: nothing to change, as an UPDATE of no row
         pipe = self.client.pipeline()
         if sets:
-            pipe.hset(key, mapping=sets)
+            fields: dict[FieldT, EncodableT] = {name: value for name, value in sets.items()}
+            pipe.hset(key, mapping=fields)
         pipe.hincrby(key, "version", 1)
         if stage:
             pipe.hincrby(key, "stage", 1)
@@ -277,7 +282,7 @@ class RedisClassStore:
                            "created": learner.created, "ticket": learner.ticket})
 
     @staticmethod
-    def _learner(raw: Any) -> Learner:
+    def _learner(raw: RedisText) -> Learner:
         data = json.loads(raw)
         return Learner(int(data["id"]), data["class_id"], data["nickname"], float(data["created"]), data["ticket"])
 
@@ -372,7 +377,7 @@ class RedisClassStore:
 
     # -- export --------------------------------------------------------------------------------------
 
-    def export_rows(self, class_id: str) -> list[tuple[Any, ...]]:
+    def export_rows(self, class_id: str) -> list[ExportRow]:
         """One row per answer and per attempt: kind, nickname, item, value, detail, time."""
         names = {learner.id: learner.nickname for learner in self.learners(class_id)}
         answers = []
@@ -382,7 +387,7 @@ class RedisClassStore:
                 learner = int(_text(learner_id))
                 answers.append(("answer", names.get(learner, ""), question, data["option"], "", data["at"], learner))
         answers.sort(key=lambda r: (r[5], r[6]))
-        rows: list[tuple[Any, ...]] = [r[:6] for r in answers]
+        rows: list[ExportRow] = [r[:6] for r in answers]
         for raw in self.client.lrange(self._k("t", class_id), 0, -1):
             data = json.loads(raw)
             rows.append(("attempt", names.get(int(data["learner"]), ""), data["move"], data["outcome"],
@@ -395,19 +400,19 @@ class RedisRateLimit:
     """A sliding window per key, counted in Redis, so the limit holds across every replica: one sorted set
     per key, trimmed to the window on each hit; the set expires with the window."""
 
-    def __init__(self, client: Any, limit: int, window: float, *, prefix: str = PREFIX + "rate:") -> None:
+    def __init__(self, client: redis.Redis, limit: int, window: float, *, prefix: str = PREFIX + "rate:") -> None:
         self.client = client
         self.limit = limit
         self.window = window
         self.prefix = prefix
         self._hit = client.register_script(_HIT)
 
-    def exhausted(self, key: Any, now: float) -> bool:
+    def exhausted(self, key: RateKey, now: float) -> bool:
         """Whether `key` has no hit left in the window now (nothing is recorded)."""
         name = self.prefix + json.dumps(key, default=str, separators=(",", ":"))
         return int(self.client.zcount(name, f"({now - self.window!r}", "+inf")) >= self.limit
 
-    def allow(self, key: Any, now: float) -> bool:
+    def allow(self, key: RateKey, now: float) -> bool:
         name = self.prefix + json.dumps(key, default=str, separators=(",", ":"))
         # One script, so two replicas at the limit cannot both let a hit through.
         return bool(self._hit(keys=[name], args=[repr(now - self.window), self.limit, repr(now),

@@ -12,7 +12,7 @@ import secrets
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TypeAlias
 
 from mrtr_stores import classes
 from mrtr_stores.classes import (
@@ -22,6 +22,7 @@ from mrtr_stores.classes import (
     ClassroomError,
     ClassRow,
     ClassStoreUnavailable,
+    ExportRow,
     Learner,
     check_nickname,
     class_full,
@@ -30,7 +31,7 @@ from mrtr_stores.classes import (
     normalize_code,
 )
 from mrtr_stores.failures import failures_become
-from mrtr_stores.sqlite_files import PerThread
+from mrtr_stores.sqlite_files import PerThread, SqlValue
 
 #: How long a write waits for another process's lock before the store counts as down (seconds).
 BUSY_TIMEOUT = 15.0
@@ -67,13 +68,15 @@ _CLASS_COLS = ("id, code, host_hash, lesson, created, version, stage, question_n
                " round_open, single_use, first_replay, locked")
 
 
-def _class(row: tuple[Any, ...] | None) -> ClassRow | None:
+#: A row of `_CLASS_COLS`, as SQLite returns it (its booleans are integers).
+ClassColumns: TypeAlias = tuple[str, str, str | None, str, float, int, int, int, str | None, int, int, int, str | None,
+                                int]
+
+
+def _class(row: ClassColumns | None) -> ClassRow | None:
     if row is None:
         return None
-    values = list(row)
-    for i in (9, 10, 11, 13):
-        values[i] = bool(values[i])
-    return ClassRow(*values)
+    return ClassRow(*row[:9], bool(row[9]), bool(row[10]), bool(row[11]), row[12], bool(row[13]))
 
 
 @failures_become(sqlite3.Error, _unavailable)
@@ -97,7 +100,7 @@ class SqliteClassStore:
     def _db(self) -> sqlite3.Connection:
         return self._connections.get()
 
-    def _write(self, sql: str, args: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+    def _write(self, sql: str, args: tuple[SqlValue, ...] = ()) -> sqlite3.Cursor:
         return self._db().execute(sql, args)
 
     # -- lifetime ------------------------------------------------------------------------------------
@@ -166,7 +169,7 @@ class SqliteClassStore:
         found = self._db().execute("SELECT version FROM classes WHERE id = ?", (class_id,)).fetchone()
         return None if found is None else int(found[0])
 
-    def _bump(self, class_id: str, *, stage: bool, sets: str = "", args: tuple[Any, ...] = ()) -> None:
+    def _bump(self, class_id: str, *, stage: bool, sets: str = "", args: tuple[SqlValue, ...] = ()) -> None:
         extra = ", stage = stage + 1" if stage else ""
         self._write(f"UPDATE classes SET version = version + 1{extra}{sets} WHERE id = ?",  # noqa: S608
                     (*args, class_id))
@@ -308,10 +311,10 @@ class SqliteClassStore:
 
     # -- export --------------------------------------------------------------------------------------
 
-    def export_rows(self, class_id: str) -> list[tuple[Any, ...]]:
+    def export_rows(self, class_id: str) -> list[ExportRow]:
         """One row per answer and per attempt: kind, nickname, item, value, detail, time."""
         db = self._db()
-        rows: list[tuple[Any, ...]] = []
+        rows: list[ExportRow] = []
         rows += db.execute("SELECT 'answer', l.nickname, a.question_id, a.option, '', a.at FROM answers a "
                            "JOIN learners l ON l.id = a.learner_id WHERE a.class_id = ? ORDER BY a.at, l.id",
                            (class_id,)).fetchall()

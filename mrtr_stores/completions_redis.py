@@ -6,8 +6,6 @@ two submissions of one page finish it once. Imports `redis`: imported only when 
 
 from __future__ import annotations
 
-from typing import Any
-
 import redis
 
 from mrtr import StoreUnavailable
@@ -29,7 +27,7 @@ return 1
 """
 
 
-def _down(store: Any, exc: BaseException) -> Exception:
+def _down(store: object, exc: BaseException) -> Exception:
     return StoreUnavailable(f"the completion store in Redis: {type(exc).__name__}: {exc}")
 
 
@@ -37,7 +35,7 @@ def _down(store: Any, exc: BaseException) -> Exception:
 class RedisCompletions:
     """The completions under `prefix` in the Redis that `client` talks to."""
 
-    def __init__(self, client: Any, *, prefix: str = "mrtr:url:", cap: int = MAX_OPEN) -> None:
+    def __init__(self, client: redis.Redis, *, prefix: str = "mrtr:url:", cap: int = MAX_OPEN) -> None:
         self.client = client
         self.cap = cap
         self.waiting, self.finished = f"{prefix}waiting", f"{prefix}finished"

@@ -9,21 +9,23 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 T = TypeVar("T")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def failures_become(driver_errors: type[BaseException] | tuple[type[BaseException], ...],
-                    make: Callable[[Any, BaseException], Exception]) -> Callable[[type[T]], type[T]]:
+                    make: Callable[[T, BaseException], Exception]) -> Callable[[type[T]], type[T]]:
     """A class decorator: each public method of the class raises `make(store, error)` in place of `driver_errors`.
 
     `make` may also mend the store (drop a broken connection) before the exception is raised. Methods that call
     each other convert once: the inner call's converted exception is no driver error any more."""
 
-    def guard(method: Callable[..., Any]) -> Callable[..., Any]:
+    def guard(method: Callable[Concatenate[T, P], R]) -> Callable[Concatenate[T, P], R]:
         @functools.wraps(method)
-        def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        def guarded(self: T, /, *args: P.args, **kwargs: P.kwargs) -> R:
             try:
                 return method(self, *args, **kwargs)
             except driver_errors as exc:

@@ -18,11 +18,12 @@ Time comes from the store's injected clock. A backend that fails raises `LtiStor
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from mrtr import JSON, JSONObject
 from mrtr.clock import Clock
 
 #: Retries back off from this many seconds, doubling, up to an hour.
@@ -62,7 +63,8 @@ class PendingScore:
     key: str
     issuer: str
     client_id: str
-    endpoint: dict[str, Any]
+    #: The launch's AGS endpoint claim, as the platform sent it (its `lineitem` is where the score goes).
+    endpoint: JSONObject
     user_id: str
     given: float
     maximum: float
@@ -82,20 +84,20 @@ class LtiStore(Protocol):
         """The tool's private key as PEM text, made on first use; every process of the store gets the same."""
 
     # -- pylti1p3's key-value storage
-    def kv_get(self, key: str) -> Any:
+    def kv_get(self, key: str) -> JSON:
         """The live value of `key` (JSON), or None."""
 
-    def kv_set(self, key: str, value: Any, exp: int | None) -> None:
+    def kv_set(self, key: str, value: JSON, exp: int | None) -> None:
         """Keep `value` under `key`, for `exp` seconds (forever when None)."""
 
     def kv_take(self, key: str) -> bool:
         """True once for a live key, which is deleted in the same step: a nonce is spent here."""
 
     # -- launches
-    def save_launch(self, data: dict[str, Any]) -> str:
+    def save_launch(self, data: JSONObject) -> str:
         """Keep a verified launch for LAUNCH_LIFETIME; the random reference it is kept under."""
 
-    def launch(self, ref: str) -> dict[str, Any] | None: ...
+    def launch(self, ref: str) -> JSONObject | None: ...
 
     # -- scores
     def record_score(self, score: PendingScore, *, keep_best: bool) -> bool:

@@ -16,10 +16,10 @@ import json
 import math
 import secrets
 import time
-from typing import Any
 
 import redis
 
+from mrtr import JSON, JSONObject, as_object
 from mrtr.clock import Clock
 from mrtr_stores.failures import failures_become
 from mrtr_stores.lti import (
@@ -74,11 +74,11 @@ return 0
 """
 
 
-def _down(store: Any, exc: BaseException) -> LtiStoreDown:
+def _down(store: object, exc: BaseException) -> LtiStoreDown:
     return LtiStoreDown(f"the LTI store in Redis: {type(exc).__name__}: {str(exc)[:120]}")
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
@@ -86,7 +86,7 @@ def _text(value: Any) -> str:
 class RedisLtiStore:
     """The key, launch data, launches and score queue under `prefix` in the Redis that `client` talks to."""
 
-    def __init__(self, client: Any, clock: Clock = time.time, *, prefix: str = PREFIX) -> None:
+    def __init__(self, client: redis.Redis, clock: Clock = time.time, *, prefix: str = PREFIX) -> None:
         self.client = client
         self.clock = clock
         self.prefix = prefix
@@ -106,25 +106,26 @@ class RedisLtiStore:
             self._key = _text(self.client.get(name))
         return self._key
 
-    def _put(self, name: str, value: Any, lifetime: float | None) -> None:
+    def _put(self, name: str, value: JSON, lifetime: float | None) -> None:
         expires = self.clock() + lifetime if lifetime else None
         record = json.dumps({"value": value, "expires": expires})
         self.client.set(name, record, px=math.ceil(lifetime * 1000) if lifetime else None)
 
-    def _live(self, raw: Any) -> Any:
+    def _live(self, raw: bytes | str | None) -> JSONObject | None:
+        """The record `_put` kept (its value and when it expires), or None when there is none or it expired."""
         if raw is None:
             return None
-        record = json.loads(raw)
+        record = as_object(json.loads(raw))
         expires = record.get("expires")
-        return None if expires is not None and expires <= self.clock() else record
+        return None if isinstance(expires, int | float) and expires <= self.clock() else record
 
     # -- pylti1p3's key-value storage -----------------------------------------------------------------
 
-    def kv_get(self, key: str) -> Any:
+    def kv_get(self, key: str) -> JSON:
         record = self._live(self.client.get(self.prefix + "kv:" + key))
         return None if record is None else record["value"]
 
-    def kv_set(self, key: str, value: Any, exp: int | None) -> None:
+    def kv_set(self, key: str, value: JSON, exp: int | None) -> None:
         self._put(self.prefix + "kv:" + key, value, exp)
 
     def kv_take(self, key: str) -> bool:
@@ -132,14 +133,14 @@ class RedisLtiStore:
 
     # -- launches -------------------------------------------------------------------------------------
 
-    def save_launch(self, data: dict[str, Any]) -> str:
+    def save_launch(self, data: JSONObject) -> str:
         ref = secrets.token_urlsafe(24)
         self._put(self.prefix + "launch:" + ref, data, LAUNCH_LIFETIME)
         return ref
 
-    def launch(self, ref: str) -> dict[str, Any] | None:
+    def launch(self, ref: str) -> JSONObject | None:
         record = self._live(self.client.get(self.prefix + "launch:" + ref))
-        return None if record is None else dict(record["value"])
+        return None if record is None else as_object(record["value"])
 
     # -- scores ---------------------------------------------------------------------------------------
 
@@ -158,9 +159,10 @@ class RedisLtiStore:
         if not found:
             return None
         record = json.loads(found["record"])
-        return PendingScore(key, record["issuer"], record["client_id"], record["endpoint"], record["user_id"],
-                            float(found["given"]), float(record["maximum"]), found["activity"], found["grading"],
-                            found["timestamp"], int(found["attempts"]), str(record.get("comment", "")))
+        return PendingScore(key, record["issuer"], record["client_id"], as_object(record["endpoint"]),
+                            record["user_id"], float(found["given"]), float(record["maximum"]), found["activity"],
+                            found["grading"], found["timestamp"], int(found["attempts"]),
+                            str(record.get("comment", "")))
 
     def due_scores(self, limit: int, key: str | None = None) -> list[PendingScore]:
         now = self.clock()
@@ -183,4 +185,4 @@ class RedisLtiStore:
         given, sent, attempts = self.client.hmget(self.prefix + "score:" + key, "given", "sent", "attempts")
         if given is None:
             return None
-        return float(given), _text(sent) == "1", int(attempts)
+        return float(given), _text(sent) == "1", int(attempts or 0)

@@ -20,8 +20,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
+from mrtr import JSON, JSONObject, as_object
 from mrtr.clock import Clock
 from mrtr_stores.failures import failures_become
 from mrtr_stores.lti import (
@@ -95,14 +95,15 @@ class SqliteLtiStore:
 
     # -- pylti1p3's key-value storage -----------------------------------------------------------------
 
-    def kv_get(self, key: str) -> Any:
+    def kv_get(self, key: str) -> JSON:
         with self._db() as db:
             row = db.execute("SELECT value, expires FROM kv WHERE key = ?", (key,)).fetchone()
         if row is None or (row[1] is not None and row[1] <= self.clock()):
             return None
-        return json.loads(row[0])
+        value: JSON = json.loads(row[0])
+        return value
 
-    def kv_set(self, key: str, value: Any, exp: int | None) -> None:
+    def kv_set(self, key: str, value: JSON, exp: int | None) -> None:
         expires = self.clock() + exp if exp else None
         with self._db() as db:
             db.execute("DELETE FROM kv WHERE expires IS NOT NULL AND expires <= ?", (self.clock(),))
@@ -118,7 +119,7 @@ class SqliteLtiStore:
 
     # -- launches -------------------------------------------------------------------------------------
 
-    def save_launch(self, data: dict[str, Any]) -> str:
+    def save_launch(self, data: JSONObject) -> str:
         ref = secrets.token_urlsafe(24)
         with self._db() as db:
             db.execute("DELETE FROM launches WHERE expires <= ?", (self.clock(),))
@@ -126,13 +127,12 @@ class SqliteLtiStore:
                        (ref, json.dumps(data), self.clock() + LAUNCH_LIFETIME))
         return ref
 
-    def launch(self, ref: str) -> dict[str, Any] | None:
+    def launch(self, ref: str) -> JSONObject | None:
         with self._db() as db:
             row = db.execute("SELECT data, expires FROM launches WHERE ref = ?", (ref,)).fetchone()
         if row is None or row[1] <= self.clock():
             return None
-        data: dict[str, Any] = json.loads(row[0])
-        return data
+        return as_object(json.loads(row[0]))
 
     # -- scores ---------------------------------------------------------------------------------------
 
@@ -162,8 +162,8 @@ class SqliteLtiStore:
                                  timestamp, attempts, comment FROM scores WHERE sent = 0 AND next_try <= ?
                                  AND (? IS NULL OR key = ?) ORDER BY next_try LIMIT ?""",
                               (self.clock(), key, key, limit)).fetchall()
-        return [PendingScore(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11])
-                for r in rows]
+        return [PendingScore(r[0], r[1], r[2], as_object(json.loads(r[3])), r[4], r[5], r[6], r[7], r[8], r[9], r[10],
+                             r[11]) for r in rows]
 
     def mark_sent(self, score: PendingScore) -> None:
         # Only the version that was posted is marked: a newer score recorded meanwhile stays queued.

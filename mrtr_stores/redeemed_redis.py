@@ -46,9 +46,10 @@ import math
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TypeAlias
 
 import redis
+from redis.commands.core import Script
 
 from mrtr import Claim, StoreUnavailable
 from mrtr_stores.redis_clients import REQUEST_TIMEOUT, RedisBusy, redis_client
@@ -67,6 +68,9 @@ REDELIVER_EVERY = 0.5
 #: makes a retry wait for its claim to run out).
 MAX_UNDELIVERED = 10_000
 DONE = b"d"
+#: What one of this store's scripts answers: nil (None), the key's value (bytes; str from a client that decodes
+#: replies), or a count.
+ScriptReply: TypeAlias = bytes | str | int | None
 
 #: Claim the key for ARGV[1] during ARGV[2] ms unless it is there; what was there (nil: claimed now).
 _CLAIM = """
@@ -101,8 +105,8 @@ SCAN_COUNT = 1000
 class RedisStore:
     """Spent ticket ids in Redis, shared by every replica that talks to the same server."""
 
-    def __init__(self, client: Any, *, prefix: str = DEFAULT_PREFIX,
-                 wait: Callable[[float], Any] | None = None) -> None:
+    def __init__(self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX,
+                 wait: Callable[[float], object] | None = None) -> None:
         if not prefix:
             raise ValueError("a RedisStore needs a non-empty key prefix")
         self.client = client
@@ -136,7 +140,8 @@ class RedisStore:
             raise StoreUnavailable(f"Redis store: {type(exc).__name__}: {exc}") from exc
         if before is None:
             return "claimed"
-        return "busy" if bytes(before).startswith(b"p:") else "spent"
+        held = before if isinstance(before, bytes) else str(before).encode()
+        return "busy" if held.startswith(b"p:") else "spent"
 
     def commit(self, jti: str, exp: float, now: float, attempt: str) -> None:
         """The work is done: `jti` is spent for the rest of its life. Delivered later if Redis is away now."""
@@ -161,15 +166,18 @@ class RedisStore:
         else:
             self._run(self._release, key, value)
 
-    def _run(self, script: Any, key: str, *args: Any) -> Any:
+    def _run(self, script: Script, key: str, *args: bytes | int) -> ScriptReply:
         """One script on one key: a single EVALSHA, one round trip. redis-py's `Script.__call__` does the same plus
         an import and argument copies on every call (9% of a claim and commit's instructions: bench/RESULTS.md); its
         loading is kept for a Redis that lost its script cache (restarted): NOSCRIPT sends the script once, through
         it."""
+        # redis-py leaves a script's answer untyped; these scripts' answers are ScriptReply (their callers narrow).
+        reply: ScriptReply
         try:
-            return self.client.evalsha(script.sha, 1, key, *args)
+            reply = self.client.evalsha(script.sha, 1, key, *args)
         except redis.exceptions.NoScriptError:
-            return script(keys=[key], args=list(args))
+            reply = script(keys=[key], args=list(args))
+        return reply
 
     def _queue(self, kind: str, key: str, value: bytes, ttl_ms: int) -> None:
         with self._lock:

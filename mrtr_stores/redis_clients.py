@@ -27,11 +27,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
+
+#: A string as a Redis reply holds it: bytes, or str from a client that decodes replies (redis-py's own hints say so
+#: for every reading command; a store reads it with its `_text`).
+RedisText: TypeAlias = bytes | str
 
 #: Extra attempts after a connection error (not after a time-out), with no backoff.
 CONNECT_RETRIES = 1
@@ -82,8 +86,9 @@ class GatedPool(redis.ConnectionPool):
     """A connection pool whose every connection, while it is out of the pool, holds a turn at the process's gate,
     and which refuses at once for `AWAY_FOR` after one of its commands failed. `clock`: monotonic seconds."""
 
-    def __init__(self, *args: Any, clock: Callable[[], float] = time.monotonic, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic, **options: Any) -> None:
+        # `options`: redis-py's own pool and connection options, of many types, passed through as they come.
+        super().__init__(**options)
         self.clock = clock
         self._holders: dict[int, Gate] = {}
         self._holders_lock = threading.Lock()
@@ -92,7 +97,7 @@ class GatedPool(redis.ConnectionPool):
     def _failed(self) -> None:
         self._away_until = self.clock() + AWAY_FOR
 
-    def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+    def get_connection(self, *args: object, **kwargs: object) -> redis.Connection:
         if self.clock() < self._away_until:
             raise RedisBusy("Redis failed a moment ago; it counts as away for a second")
         gate = _gate
@@ -109,6 +114,7 @@ class GatedPool(redis.ConnectionPool):
         return connection
 
     def release(self, connection: Any) -> None:
+        # `connection`: whatever class the URL chose (redis-py's own `Connection` hint leaves out unix sockets').
         # redis-py disconnects a connection whose command failed (timed out, connection lost) before giving it
         # back: a connection given back without its socket is a failure.
         if getattr(connection, "_sock", True) is None:
@@ -122,7 +128,7 @@ class GatedPool(redis.ConnectionPool):
                 gate.leave()
 
 
-def redis_client(url: str, *, timeout: float = REQUEST_TIMEOUT) -> Any:
+def redis_client(url: str, *, timeout: float = REQUEST_TIMEOUT) -> redis.Redis:
     """A lazily connecting client for `url` (redis://host:port/db, rediss://…, unix://…) whose every connect and
     command waits at most `timeout` seconds, and passes the process's gate."""
     retry = Retry(NoBackoff(), CONNECT_RETRIES, supported_errors=(redis.exceptions.ConnectionError,))

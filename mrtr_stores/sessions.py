@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import os
 import secrets
-from typing import Any, Protocol
+from typing import Protocol
+
+from mrtr import JSONObject
 
 #: How long an unused session stays in the directory (seconds): web/mcp_sessions.py's SESSION_IDLE_TIMEOUT.
 DEFAULT_TTL = 30 * 60.0
@@ -57,10 +59,10 @@ class SessionDirectory(Protocol):
     #: False when there is nothing to share (one process): callers then skip the directory entirely.
     shared: bool
 
-    def put(self, sid: str, principal: str, state: dict[str, Any], now: float) -> None:
+    def put(self, sid: str, principal: str, state: JSONObject, now: float) -> None:
         """Keep (or replace) session `sid` for the directory's time to live from `now`."""
 
-    def get(self, sid: str, now: float) -> tuple[str, dict[str, Any]] | None:
+    def get(self, sid: str, now: float) -> tuple[str, JSONObject] | None:
         """The session's principal and state, its time to live renewed; None when unknown or expired."""
 
     def delete(self, sid: str) -> None:
@@ -69,12 +71,12 @@ class SessionDirectory(Protocol):
     def expect(self, sid: str, question_id: str, now: float) -> None:
         """Session `sid` waits for the answer to `question_id` (for MAILBOX_TTL; at most MAX_AWAITED per session)."""
 
-    def post(self, tag: str, sid: str, message: dict[str, Any], now: float, principal: str = "") -> None:
+    def post(self, tag: str, sid: str, message: JSONObject, now: float, principal: str = "") -> None:
         """Leave `message` (for session `sid`) in the mailbox of the process `tag`, consuming the question it
         answers. Raises NotAwaited when no such question waits, RelaysExhausted past the principal's cap,
         DirectoryDown past MAX_MESSAGE."""
 
-    def take(self, tag: str, now: float) -> list[tuple[str, dict[str, Any]]]:
+    def take(self, tag: str, now: float) -> list[tuple[str, JSONObject]]:
         """Everything in `tag`'s mailbox, oldest first, emptied in the same step (no answer is taken twice)."""
 
 
@@ -85,13 +87,13 @@ def process_tag(replica: str | None) -> str:
     return f"{prefix or 'p'}.{os.getpid()}.{secrets.token_hex(3)}"
 
 
-def answered_id(message: dict[str, Any]) -> str | None:
+def answered_id(message: JSONObject) -> str | None:
     """The question id an answer names, when it is one a tagged process could have asked."""
     found = message.get("id")
     return found if isinstance(found, str) and tag_of(found) is not None else None
 
 
-def tag_of(request_id: Any) -> str | None:
+def tag_of(request_id: object) -> str | None:
     """The process tag in a question's id (`<tag>-<n>`), or None for an id no tagged process gave."""
     if not isinstance(request_id, str) or "-" not in request_id:
         return None
@@ -104,10 +106,10 @@ class LocalDirectory:
 
     shared = False
 
-    def put(self, sid: str, principal: str, state: dict[str, Any], now: float) -> None:
+    def put(self, sid: str, principal: str, state: JSONObject, now: float) -> None:
         pass
 
-    def get(self, sid: str, now: float) -> tuple[str, dict[str, Any]] | None:
+    def get(self, sid: str, now: float) -> tuple[str, JSONObject] | None:
         return None
 
     def delete(self, sid: str) -> None:
@@ -116,8 +118,8 @@ class LocalDirectory:
     def expect(self, sid: str, question_id: str, now: float) -> None:
         pass
 
-    def post(self, tag: str, sid: str, message: dict[str, Any], now: float, principal: str = "") -> None:
+    def post(self, tag: str, sid: str, message: JSONObject, now: float, principal: str = "") -> None:
         raise DirectoryDown("no shared directory: an answer for another process cannot be relayed")
 
-    def take(self, tag: str, now: float) -> list[tuple[str, dict[str, Any]]]:
+    def take(self, tag: str, now: float) -> list[tuple[str, JSONObject]]:
         return []

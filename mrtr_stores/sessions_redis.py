@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import redis
 
-from mrtr_stores.redis_clients import REQUEST_TIMEOUT, redis_client
+from mrtr import JSONObject, as_object
+from mrtr_stores.redis_clients import REQUEST_TIMEOUT, RedisText, redis_client
 from mrtr_stores.sessions import (
     DEFAULT_TTL,
     MAILBOX_TTL,
@@ -54,7 +55,7 @@ class RedisDirectory:
 
     shared = True
 
-    def __init__(self, client: Any, *, ttl: float = DEFAULT_TTL, prefix: str = "mrtr:legacy:") -> None:
+    def __init__(self, client: redis.Redis, *, ttl: float = DEFAULT_TTL, prefix: str = "mrtr:legacy:") -> None:
         self.client = client
         self.ttl = ttl
         self.prefix = prefix
@@ -70,18 +71,18 @@ class RedisDirectory:
         except redis.exceptions.RedisError as exc:
             raise DirectoryDown(f"the session directory in Redis: {type(exc).__name__}: {exc}") from exc
 
-    def put(self, sid: str, principal: str, state: dict[str, Any], now: float) -> None:
+    def put(self, sid: str, principal: str, state: JSONObject, now: float) -> None:
         value = json.dumps({"principal": principal, "state": state})
         self._do(lambda: self.client.set(f"{self.prefix}s:{sid}", value, px=int(self.ttl * 1000)))
 
-    def get(self, sid: str, now: float) -> tuple[str, dict[str, Any]] | None:
+    def get(self, sid: str, now: float) -> tuple[str, JSONObject] | None:
         key = f"{self.prefix}s:{sid}"
         raw = self._do(lambda: self.client.get(key))
         if raw is None:
             return None
         self._do(lambda: self.client.pexpire(key, int(self.ttl * 1000)))
-        record = json.loads(raw)
-        return str(record["principal"]), dict(record["state"])
+        record = as_object(json.loads(raw))
+        return str(record["principal"]), as_object(record["state"])
 
     def delete(self, sid: str) -> None:
         self._do(lambda: self.client.delete(f"{self.prefix}s:{sid}"))
@@ -98,7 +99,7 @@ class RedisDirectory:
 
         self._do(work)
 
-    def post(self, tag: str, sid: str, message: dict[str, Any], now: float, principal: str = "") -> None:
+    def post(self, tag: str, sid: str, message: JSONObject, now: float, principal: str = "") -> None:
         text = json.dumps({"sid": sid, "message": message}, separators=(",", ":"))
         if len(text) > MAX_MESSAGE:
             raise DirectoryDown("an answer too large to relay")
@@ -113,10 +114,10 @@ class RedisDirectory:
         if done == -1:
             raise RelaysExhausted(f"{MAX_RELAYS_PER_PRINCIPAL} answers relayed in {MAILBOX_TTL:.0f} s")
 
-    def take(self, tag: str, now: float) -> list[tuple[str, dict[str, Any]]]:
+    def take(self, tag: str, now: float) -> list[tuple[str, JSONObject]]:
         key = f"{self.prefix}m:{tag}"
 
-        def work() -> list[Any]:
+        def work() -> list[RedisText]:
             pipe = self.client.pipeline()  # MULTI/EXEC: read and empty the list in one step
             pipe.lrange(key, 0, -1)
             pipe.delete(key)
@@ -124,6 +125,6 @@ class RedisDirectory:
 
         out = []
         for raw in self._do(work):
-            record = json.loads(raw)
-            out.append((str(record["sid"]), dict(record["message"])))
+            record = as_object(json.loads(raw))
+            out.append((str(record["sid"]), as_object(record["message"])))
         return out

@@ -11,8 +11,9 @@ import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
+from mrtr import JSONObject, as_object
 from mrtr_stores.sessions import (
     DEFAULT_TTL,
     MAILBOX_TTL,
@@ -61,7 +62,7 @@ class SqliteDirectory:
         return self._connections.run(
             work, lambda exc: DirectoryDown(f"the session directory {self.path}: {type(exc).__name__}: {exc}"))
 
-    def put(self, sid: str, principal: str, state: dict[str, Any], now: float) -> None:
+    def put(self, sid: str, principal: str, state: JSONObject, now: float) -> None:
         def work(db: sqlite3.Connection) -> None:
             db.execute("DELETE FROM sessions WHERE expires <= ?", (now,))
             db.execute("INSERT OR REPLACE INTO sessions (sid, principal, state, expires) VALUES (?, ?, ?, ?)",
@@ -69,14 +70,14 @@ class SqliteDirectory:
 
         self._run(work)
 
-    def get(self, sid: str, now: float) -> tuple[str, dict[str, Any]] | None:
-        def work(db: sqlite3.Connection) -> tuple[str, dict[str, Any]] | None:
+    def get(self, sid: str, now: float) -> tuple[str, JSONObject] | None:
+        def work(db: sqlite3.Connection) -> tuple[str, JSONObject] | None:
             row = db.execute("SELECT principal, state FROM sessions WHERE sid = ? AND expires > ?",
                              (sid, now)).fetchone()
             if row is None:
                 return None
             db.execute("UPDATE sessions SET expires = ? WHERE sid = ?", (now + self.ttl, sid))
-            return str(row[0]), json.loads(row[1])
+            return str(row[0]), as_object(json.loads(row[1]))
 
         return self._run(work)
 
@@ -93,7 +94,7 @@ class SqliteDirectory:
 
         self._run(work)
 
-    def post(self, tag: str, sid: str, message: dict[str, Any], now: float, principal: str = "") -> None:
+    def post(self, tag: str, sid: str, message: JSONObject, now: float, principal: str = "") -> None:
         text = json.dumps(message, separators=(",", ":"))
         if len(text) > MAX_MESSAGE:
             raise DirectoryDown("an answer too large to relay")
@@ -117,8 +118,8 @@ class SqliteDirectory:
         if done == -1:
             raise RelaysExhausted(f"{MAX_RELAYS_PER_PRINCIPAL} answers relayed in {MAILBOX_TTL:.0f} s")
 
-    def take(self, tag: str, now: float) -> list[tuple[str, dict[str, Any]]]:
-        def work(db: sqlite3.Connection) -> list[tuple[str, dict[str, Any]]]:
+    def take(self, tag: str, now: float) -> list[tuple[str, JSONObject]]:
+        def work(db: sqlite3.Connection) -> list[tuple[str, JSONObject]]:
             # Read and delete in one write transaction, so two threads never take the same answer.
             db.execute("BEGIN IMMEDIATE")
             try:
@@ -130,7 +131,7 @@ class SqliteDirectory:
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
-            return [(str(sid), json.loads(message)) for _, sid, message in rows]
+            return [(str(sid), as_object(json.loads(message))) for _, sid, message in rows]
 
         return self._run(work)
 

@@ -13,9 +13,12 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+from typing import TypeAlias, TypeVar
 
 #: How long a SQLite write waits for another process's lock before the store counts as down (s).
+#: A value SQLite stores and hands back: a statement's parameter, a column of a row.
+SqlValue: TypeAlias = str | int | float | bytes | None
+
 SQLITE_BUSY_TIMEOUT = 10.0
 
 

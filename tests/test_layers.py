@@ -44,7 +44,7 @@ def _any_names(source: str) -> int:
 #: The most `Any` the packages above the core that speak its messages may hold per 1,000 lines: they use the
 #: core's types (`mrtr.JSONObject`, the WSGI standard's, records), so `Any` is left for what really is dynamic.
 MAX_ANY_ABOVE_THE_CORE = 10
-TYPED_ABOVE_THE_CORE = ("web", "mrtr_toolsets", "moves")
+TYPED_ABOVE_THE_CORE = ("web", "mrtr_toolsets", "moves", "mrtr_settings", "mrtr_stores", "mrtr_cli")
 #: Files other developers are changing as this bar lands (issue 35): reported, not yet held to it; each is to be
 #: typed and taken off the list, and nothing else may be added to it without a reason as good.
 ANY_ALLOWED = {

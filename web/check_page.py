@@ -23,7 +23,7 @@ from moves.check import CheckOptions
 from moves.playing import duration
 from mrtr import JSON, JSONObject
 from mrtr.client import Line
-from mrtr_stores.check_runs import Run, RunRefused
+from mrtr_stores.check_runs import ProbeRecord, Run, RunRefused
 from web import check_runner, htmx
 from web.check_hosts import CheckInputError, is_public, resolve_host, rules, vet_url
 from web.check_limits import form_field, json_object, late_after, run_limit, same_site, visitor
@@ -184,7 +184,7 @@ def _move_url(move: str) -> str | None:
     return _lesson_url("checks-and-clock", f"timeline-checks-and-clock-{move}")
 
 
-def _probe_verdict(probe: JSONObject) -> str:
+def _probe_verdict(probe: ProbeRecord) -> str:
     """A probe's verdict; `same-error` with no refusal at all compared nothing, so it shows nothing either way."""
     if probe["probe"] == "same-error" and probe["ok"] and str(probe["detail"]).startswith("no ticket was refused"):
         return "not-run"
