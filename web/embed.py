@@ -72,8 +72,17 @@ def _question_or_404(lesson: Lesson, qid: str) -> Question:
     return question
 
 
+class EmbedView(quiz.QuizContext):
+    """The quiz's view narrowed to the embed's question(s), posting to `answer_endpoint` (the embed's, or LTI's)."""
+
+    summary: bool  # the whole-quiz embed ends with a score summary
+    answer_endpoint: str
+    answer_args: dict[str, str]
+    link_target: str
+
+
 def embed_context(lesson: Lesson, token: str | None, *, only: Question | None, origin: str | None,
-                  feedback: quiz.Feedback | None = None) -> dict[str, object]:
+                  feedback: quiz.Feedback | None = None) -> EmbedView:
     """The quiz's own context, narrowed to one question when `only` is given, posting to /embed."""
     context = quiz.quiz_context(lesson, token, feedback)
     questions = (only,) if only else lesson.questions
@@ -92,7 +101,7 @@ def embed_context(lesson: Lesson, token: str | None, *, only: Question | None, o
     }
 
 
-def _page(lesson: Lesson, only: Question | None, context: dict[str, object], origin: str | None) -> str:
+def _page(lesson: Lesson, only: Question | None, context: EmbedView, origin: str | None) -> str:
     return render_template("embed/quiz.html", lesson=lesson, only=only, quiz=context, parent_origin=origin,
                            exact_origins=[o for o in embed_origins() if _EXACT_ORIGIN.match(o)],
                            share=share(lesson))

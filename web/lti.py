@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-from typing import Any
 from urllib.parse import urlsplit
 
 from flask import Blueprint, Response, jsonify, redirect, render_template, request, url_for
@@ -35,6 +34,7 @@ from pylti1p3.deep_link_resource import DeepLinkResource
 from pylti1p3.lineitem import LineItem
 from werkzeug.wrappers import Response as BaseResponse
 
+from mrtr import JSONObject, as_object
 from web import build, embed, htmx, inputs, quiz
 from web.content import get_content
 from web.lti_activities import ITEM_PARAM, Activity, activities, activity
@@ -129,8 +129,10 @@ def launch() -> Response | BaseResponse:
     except Refused as refused:
         return _page(refused.status, refused.title, refused.message)
     body = verified.body
-    base = {"iss": verified.issuer, "client_id": verified.client_id, "deployment_id": body.get(CLAIM + "deployment_id"),
-            "user": body.get("sub"), "browser": _browser()}
+    deployment, user = body.get(CLAIM + "deployment_id"), body.get("sub")
+    base: JSONObject = {"iss": verified.issuer, "client_id": verified.client_id,
+                        "deployment_id": deployment if isinstance(deployment, str) else None,
+                        "user": user if isinstance(user, str) else None, "browser": _browser()}
     if verified.deep_link:
         settings = body.get(DL_CLAIM)
         if not isinstance(settings, dict) or not isinstance(settings.get("deep_link_return_url"), str):
@@ -144,7 +146,9 @@ def launch() -> Response | BaseResponse:
                      "instructor can add the activity again through the course site's tool picker.")
     if not isinstance(base["user"], str) or not base["user"]:
         base["user"] = None  # an anonymous launch: the activity works, no score can name a learner
-    ref = tool.db.save_launch({**base, "kind": "resource", "item": chosen.item, "ags": body.get(AGS_CLAIM)})
+    ags = body.get(AGS_CLAIM)
+    ref = tool.db.save_launch({**base, "kind": "resource", "item": chosen.item,
+                               "ags": ags if isinstance(ags, dict) else None})
     return redirect(url_for("lti.activity", launch=ref), 303)
 
 
@@ -180,7 +184,8 @@ def _ref() -> str:
     return request.args.get("launch") or ""
 
 
-def _launch(ref: str, kind: str) -> dict[str, Any] | Response:
+def _launch(ref: str, kind: str) -> JSONObject | Response:
+    """The launch kept under `ref` (as `launch` saved it), when it is of `kind`; else the page saying it has ended."""
     data = _tool().db.launch(ref) if ref else None
     if data is None or data.get("kind") != kind:
         return _page(404, "This launch has ended", "Open the activity again from your course.")
@@ -207,16 +212,18 @@ def pick_post() -> Response | str:
     if chosen is None:
         return Response(render_template("lti/pick.html", ref=ref, activities=activities(),
                                         error="Choose one of the activities first."), 400)
-    settings = data["settings"]
-    return_url = settings["deep_link_return_url"]
-    parts = urlsplit(return_url)
+    settings, deployment = as_object(data.get("settings")), data.get("deployment_id")
+    return_url = settings.get("deep_link_return_url")  # a string: `launch` kept no deep link without one
+    parts = urlsplit(return_url if isinstance(return_url, str) else "")
     if parts.scheme not in ("http", "https") or not parts.netloc:
         return _page(400, "This deep link cannot be returned", "The course site's return URL is not a web address.")
     line_item = LineItem().set_score_maximum(chosen.maximum).set_label(chosen.title).set_resource_id(chosen.item)
     resource = (DeepLinkResource().set_url(url_for("lti.launch", _external=True)).set_title(chosen.title)
                 .set_custom_params({ITEM_PARAM: chosen.item}).set_lineitem(line_item))
-    registration = _tool().registration(data["iss"], data["client_id"])
-    token = DeepLink(registration, data["deployment_id"], settings).get_response_jwt([resource])
+    registration = _tool().registration(str(data.get("iss")), str(data.get("client_id")))
+    # The deployment id and the settings are the platform's, checked at launch (a registered deployment, a return URL).
+    deep_link = DeepLink(registration, str(deployment), settings)  # type: ignore[arg-type]  # JSON, not its TypedDict
+    token = deep_link.get_response_jwt([resource])
     allow_form_posts_to([f"{parts.scheme}://{parts.netloc}"])
     return render_template("lti/deep_link_return.html", return_url=return_url, token=token, chosen=chosen)
 
@@ -230,7 +237,7 @@ def _browser() -> str | None:
     return hashlib.sha256(session.encode()).hexdigest() if session else None
 
 
-def _resource(ref: str, *, scoring: bool = False) -> tuple[dict[str, Any], Activity] | Response:
+def _resource(ref: str, *, scoring: bool = False) -> tuple[JSONObject, Activity] | Response:
     """The launch `ref` opened and its activity. `scoring`: the request may post a score, so it must come from the
     browser the launch was verified in (holding `?launch=` is not enough)."""
     data = _launch(ref, "resource")
@@ -249,10 +256,9 @@ def _resource(ref: str, *, scoring: bool = False) -> tuple[dict[str, Any], Activ
 
 
 def _quiz_context(ref: str, chosen: Activity, token: str | None, feedback: quiz.Feedback | None = None
-                  ) -> dict[str, Any]:
+                  ) -> embed.EmbedView:
     context = embed.embed_context(chosen.lesson, token, only=chosen.question, origin=None, feedback=feedback)
-    context.update(answer_endpoint="lti.answer", answer_args={"launch": ref})
-    return context
+    return {**context, "answer_endpoint": "lti.answer", "answer_args": {"launch": ref}}
 
 
 @bp.get("/activity", endpoint="activity")
@@ -294,7 +300,7 @@ def answer(slug: str, qid: str) -> Response:
                        question=question, feedback=feedback, oob=True, lti_score=status)
 
 
-def _build_figure(ref: str, chosen: Activity) -> dict[str, Any]:
+def _build_figure(ref: str, chosen: Activity) -> dict[str, object]:
     """The lesson's build widget (editors and the in-page run), its finished run's report posted to this launch's
     build_report as `source=run` instead of to the lesson's own grading endpoint."""
     return {**build.widget_context(chosen.lesson), "report_url": url_for("lti.build_report", launch=ref),

@@ -19,10 +19,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import requests
 from werkzeug.http import parse_cache_control_header
+
+from mrtr import JSON, JSONObject
+from mrtr.messages import as_list
 
 #: Seconds to connect to the platform and to read its key set.
 FETCH_TIMEOUT = (2.0, 2.0)
@@ -40,7 +42,7 @@ class KeySetUnavailable(Exception):
 
 @dataclass
 class _Entry:
-    keys: dict[str, Any] | None = None
+    keys: JSONObject | None = None
     fresh_until: float = 0.0
     fetched_at: float | None = None  # the last attempt, successful or not
     fetching: bool = False
@@ -55,7 +57,7 @@ class KeySetCache:
         self._lock = threading.Lock()
         self.fetches = 0
 
-    def get(self, url: str, kid: str | None, session: requests.Session) -> dict[str, Any]:
+    def get(self, url: str, kid: str | None, session: requests.Session) -> JSONObject:
         """The key set for `url` that should hold `kid`; fetched when stale, or for an unknown kid once a minute."""
         now = self.clock()
         with self._lock:
@@ -82,7 +84,7 @@ class KeySetCache:
             entry.keys, entry.fresh_until, entry.fetching = keys, self.clock() + lifetime, False
         return keys
 
-    def _fetch(self, url: str, session: requests.Session) -> tuple[dict[str, Any], float]:
+    def _fetch(self, url: str, session: requests.Session) -> tuple[JSONObject, float]:
         self.fetches += 1
         response = session.get(url, timeout=FETCH_TIMEOUT, stream=True)
         try:
@@ -92,14 +94,14 @@ class KeySetCache:
             response.close()
         if len(body) > MAX_KEY_SET:
             raise ValueError(f"a key set larger than {MAX_KEY_SET} bytes")
-        keys = json.loads(body)
+        keys: JSON = json.loads(body)
         if not isinstance(keys, dict) or not isinstance(keys.get("keys"), list):
             raise ValueError("not a JWK Set")
         return keys, _lifetime(response.headers.get("Cache-Control"))
 
 
-def _kids(keys: dict[str, Any]) -> set[str]:
-    return {str(k.get("kid")) for k in keys.get("keys", []) if isinstance(k, dict)}
+def _kids(keys: JSONObject) -> set[str]:
+    return {str(k.get("kid")) for k in as_list(keys.get("keys")) if isinstance(k, dict)}
 
 
 def _lifetime(header: str | None) -> float:

@@ -11,6 +11,7 @@ audience rule refuses, or turn a failure of the tool's own storage (`LtiStoreDow
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +46,7 @@ class Refused(Exception):
 class Verified:
     """A launch that passed every check: its claims, and who sent it."""
 
-    body: dict[str, Any]
+    body: Mapping[str, object]  # the id_token's claims as pylti1p3 decoded them: narrowed where they are read
     issuer: str
     client_id: str
     deep_link: bool
@@ -66,7 +67,7 @@ class _Launch(FlaskMessageLaunch):
 
     key_sets: KeySetCache
 
-    def fetch_public_key(self, key_set_url: str) -> Any:
+    def fetch_public_key(self, key_set_url: str) -> Any:  # a platform's JWK Set, less than pylti1p3's TKeySet says
         kid = (self._jwt.get("header") or {}).get("kid")
         try:
             return self.key_sets.get(key_set_url, kid if isinstance(kid, str) else None, self._requests_session)
@@ -160,7 +161,7 @@ def _refused(exc: Exception) -> Refused:
                    "comes from a platform this tool does not know, or is not a launch this tool accepts.")
 
 
-def _audience_ok(body: dict[str, Any], client_id: str) -> bool:
+def _audience_ok(body: Mapping[str, object], client_id: str) -> bool:
     """OpenID Connect's rule, which pylti1p3 only half applies (it reads aud[0]): the audience contains our
     client id, and with several audiences the authorised party is us."""
     aud = body.get("aud")

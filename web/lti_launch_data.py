@@ -4,15 +4,14 @@ pylti1p3 sets at login), so one browser cannot read another's state."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pylti1p3.launch_data_storage.base import LaunchDataStorage
 
+from mrtr import JSON
 from mrtr_stores.lti import LtiStore
 
 
-class StoreLaunchData(LaunchDataStorage[Any]):
-    """pylti1p3's launch data storage on an `LtiStore`."""
+class StoreLaunchData(LaunchDataStorage[JSON]):
+    """pylti1p3's launch data storage on an `LtiStore`: what pylti1p3 keeps (states, nonces, launches) is JSON."""
 
     def __init__(self, store: LtiStore) -> None:
         super().__init__()
@@ -21,10 +20,11 @@ class StoreLaunchData(LaunchDataStorage[Any]):
     def can_set_keys_expiration(self) -> bool:
         return True
 
-    def get_value(self, key: str) -> Any:
-        return self._lti_store.kv_get(self._prepare_key(key))
+    def get_value(self, key: str) -> JSON:
+        value: JSON = self._lti_store.kv_get(self._prepare_key(key))
+        return value
 
-    def set_value(self, key: str, value: Any, exp: int | None = None) -> None:
+    def set_value(self, key: str, value: JSON, exp: int | None = None) -> None:
         self._lti_store.kv_set(self._prepare_key(key), value, exp)
 
     def check_value(self, key: str) -> bool:

@@ -8,14 +8,16 @@ lose a score the platform has not accepted (it stays queued and is retried on la
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TypedDict
 from urllib.parse import urlsplit
 
 from pylti1p3.assignments_grades import AssignmentsGradesService
 from pylti1p3.grade import Grade
 from pylti1p3.service_connector import ServiceConnector
 
+from mrtr import JSONObject
 from mrtr_stores.lti import PendingScore
 from web.lti_activities import Activity
 from web.lti_tool import LtiTool, NoRedirects
@@ -30,38 +32,60 @@ AGS_SCOPES = ("https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
 RETRIES_PER_REQUEST = 2
 
 
-def score_key(data: dict[str, Any], chosen: Activity) -> str | None:
-    """Where a score for this launch goes, or None when the launch cannot take one (no AGS score scope,
+@dataclass(frozen=True)
+class ScoreTarget:
+    """Where a launch's scores go: the platform, the line item's AGS endpoint and the learner, and the queue's key."""
+
+    key: str
+    issuer: str
+    client_id: str
+    endpoint: JSONObject  # the launch's AGS claim (its lineitem a string, its scopes the score scope)
+    user: str
+
+
+def score_target(data: JSONObject) -> ScoreTarget | None:
+    """Where a score for this kept launch goes, or None when the launch cannot take one (no AGS score scope,
     no line item, or no user to name)."""
-    ags = data.get("ags")
-    if not isinstance(ags, dict) or not isinstance(ags.get("lineitem"), str) or not data.get("user"):
+    ags, user = data.get("ags"), data.get("user")
+    issuer, client_id = data.get("iss"), data.get("client_id")
+    if not isinstance(ags, dict) or not isinstance(lineitem := ags.get("lineitem"), str) or not user:
         return None
     scopes = ags.get("scope")
     if not isinstance(scopes, list) or SCORE_SCOPE not in scopes:
         return None
-    return "\n".join((data["iss"], data["client_id"], ags["lineitem"], data["user"]))
+    if not (isinstance(issuer, str) and isinstance(client_id, str) and isinstance(user, str)):
+        return None  # a launch kept by web/lti.py always names them: nothing to post for one that does not
+    return ScoreTarget("\n".join((issuer, client_id, lineitem, user)), issuer, client_id, ags, user)
 
 
-def score_status(tool: LtiTool, data: dict[str, Any], chosen: Activity) -> dict[str, Any]:
-    """What the activity's page says of its score (templates/lti/_score.html): gradable, given, accepted."""
-    key = score_key(data, chosen)
-    state = tool.db.score_state(key) if key else None
-    return {"gradable": key is not None, "given": state[0] if state else None,
+class ScoreStatus(TypedDict):
+    """What the activity's page says of its score (templates/lti/_score.html)."""
+
+    gradable: bool  # the launch can take a score
+    given: float | None  # the score kept, if any
+    accepted: bool  # the platform has it
+    maximum: int
+
+
+def score_status(tool: LtiTool, data: JSONObject, chosen: Activity) -> ScoreStatus:
+    target = score_target(data)
+    state = tool.db.score_state(target.key) if target else None
+    return {"gradable": target is not None, "given": state[0] if state else None,
             "accepted": state[1] if state else False, "maximum": chosen.maximum}
 
 
-def record_score(tool: LtiTool, data: dict[str, Any], chosen: Activity, given: int, *, complete: bool,
+def record_score(tool: LtiTool, data: JSONObject, chosen: Activity, given: int, *, complete: bool,
                  keep_best: bool, comment: str = "") -> None:
     """Keep the score, then try to post it (AGS: Completed/FullyGraded once done, else InProgress/Pending)."""
-    key = score_key(data, chosen)
-    if key is None:
+    target = score_target(data)
+    if target is None:
         return
     stamp = datetime.fromtimestamp(tool.db.clock(), UTC).isoformat(timespec="milliseconds")
-    score = PendingScore(key, data["iss"], data["client_id"], data["ags"], data["user"], float(given),
+    score = PendingScore(target.key, target.issuer, target.client_id, target.endpoint, target.user, float(given),
                          float(chosen.maximum), "Completed" if complete else "InProgress",
                          "FullyGraded" if complete else "Pending", stamp, 0, comment)
     if tool.db.record_score(score, keep_best=keep_best):
-        flush_scores(tool, 1, key=key)
+        flush_scores(tool, 1, key=target.key)
 
 
 def flush_scores(tool: LtiTool, limit: int, key: str | None = None) -> None:

@@ -14,8 +14,10 @@ from typing import Any
 
 import requests
 from flask import current_app
+from pylti1p3.registration import Registration
 from pylti1p3.tool_config.dict import ToolConfDict
 
+from mrtr import JSONObject
 from mrtr_settings.lti_platforms import LtiPlatform
 from mrtr_settings.stores import open_lti
 from mrtr_stores.lti import LtiStore, public_pem
@@ -38,7 +40,7 @@ class NoRedirects(requests.Session):
         self.max_redirects = 0
         self.headers["User-Agent"] = "MRTR Lab LTI tool"
 
-    def request(self, *args: Any, **kwargs: Any) -> requests.Response:
+    def request(self, *args: Any, **kwargs: Any) -> requests.Response:  # requests' own parameters, passed on
         kwargs.setdefault("timeout", PLATFORM_TIMEOUT)
         return super().request(*args, **kwargs)
 
@@ -54,8 +56,9 @@ class LtiTool:
     def storage(self) -> StoreLaunchData:
         return StoreLaunchData(self.db)
 
-    def registration(self, issuer: str, client_id: str) -> Any:
-        return self.conf.find_registration_by_params(issuer, client_id)
+    def registration(self, issuer: str, client_id: str) -> Registration:
+        registration: Registration = self.conf.find_registration_by_params(issuer, client_id)  # untyped there
+        return registration
 
     def origins(self) -> list[str]:
         return sorted({o for p in self.platforms for o in p.origins()})
@@ -84,7 +87,7 @@ def get_tool() -> LtiTool | None:
 def _tool_conf(platforms: tuple[LtiPlatform, ...], private: str) -> ToolConfDict:
     """pylti1p3's configuration of the registered platforms, each signed for with the tool's one key pair."""
     public = public_pem(private)
-    by_issuer: dict[str, list[dict[str, Any]]] = {}
+    by_issuer: dict[str, list[JSONObject]] = {}
     for p in platforms:
         by_issuer.setdefault(p.issuer, []).append({
             "default": not by_issuer.get(p.issuer),  # a login without client_id: the first one
