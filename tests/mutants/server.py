@@ -563,8 +563,10 @@ class Slow(Sound):
     """Sound, answering every tools/call after SLOW_DELAY seconds: the checker's waits and copies sent at once must
     not mistake a slow answer for a missing one."""
 
+    delay = SLOW_DELAY
+
     def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        time.sleep(SLOW_DELAY)
+        time.sleep(self.delay)
         return super().deploy(message, principal, arguments)
 
 
