@@ -20,9 +20,9 @@ and stdio (bench/checker_speed.py), and writes its own section of RESULTS.md.
 
 `--cluster` runs instead the comparison of deployments (bench/cluster.py): our app as
 scripts/cluster.sh runs it (nginx, two replicas, Redis), one replica direct, the official SDK's
-best configuration behind the same nginx, and the floor (bench/floor.py, two canned answers) alone
-and behind the same nginx, with the same load generator. It writes its own section of RESULTS.md,
-which a full run carries over.
+best configuration behind the same nginx, the floor (bench/floor.py, two canned answers) alone
+and behind the same nginx, and the floor plus single use in Redis (bench/floor_single_use.py) alone, with the
+same load generator. It writes its own section of RESULTS.md, which a full run carries over.
 """
 
 from __future__ import annotations
