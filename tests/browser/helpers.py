@@ -39,7 +39,11 @@ def serve(app: Flask) -> Iterator[LiveServer]:
 
 
 def assert_no_axe_violations(page: Page, axe: Axe | None = None) -> None:
-    """Run axe-core on the page as it is now and fail with axe's report on any violation."""
+    """Run axe-core on the page as it is now, once its stylesheets apply, and fail with axe's report on any
+    violation. A page a form post navigated to can be queried (its alert found) before its CSS has loaded; axe run
+    then reads the browser's own colours on a background it takes for white (a clean-clone run failed that way,
+    dark scheme, 2.38:1), so the check waits for the page's load event, which no stylesheet outlasts."""
+    page.wait_for_load_state("load")
     results = (axe or Axe()).run(page)
     if results.violations_count != 0:
         raise AssertionError(
