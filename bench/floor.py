@@ -44,10 +44,14 @@ HEADERS = {body: [("Content-Type", "application/json"), ("Content-Length", str(l
             for body in (ROUND_ONE, RETRY)}
 
 
+def answer_for(body: bytes) -> bytes:
+    """Which canned answer a body gets: the retry's when it carries a ticket, round one's otherwise."""
+    return RETRY if b'"requestState"' in body else ROUND_ONE
+
+
 def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
     """Any request gets 200 and one of the two canned answers; the body is read only to choose which."""
-    body = environ["wsgi.input"].read()
-    answer = RETRY if b'"requestState"' in body else ROUND_ONE
+    answer = answer_for(environ["wsgi.input"].read())
     start_response("200 OK", HEADERS[answer])
     return [answer]
 

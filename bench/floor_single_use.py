@@ -22,11 +22,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from bench import floor
+from mrtr.tickets import DEFAULT_TTL
 from mrtr_stores.redeemed_redis import RedisStore
 from mrtr_stores.redis_clients import set_waiters
 
-#: A ticket's lifetime as /mcp mints it by default (mrtr.tickets.DEFAULT_TTL): how long a spent id is kept.
-LIFETIME = 120.0
+#: A ticket's lifetime as /mcp mints it by default: how long a spent id is kept.
+LIFETIME = float(DEFAULT_TTL)
 
 
 def spender(url: str) -> Callable[[], None]:
@@ -51,8 +52,7 @@ def create_app() -> Callable[..., Iterable[bytes]]:
     spend = spender(url)
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        body = environ["wsgi.input"].read()
-        answer = floor.RETRY if b'"requestState"' in body else floor.ROUND_ONE
+        answer = floor.answer_for(environ["wsgi.input"].read())
         if answer is floor.RETRY:
             spend()
         start_response("200 OK", floor.HEADERS[answer])
