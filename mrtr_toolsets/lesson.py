@@ -159,7 +159,7 @@ def report(ctx: CallContext) -> JSONObject | InputRequired:
 class Completions(Protocol):
     """What `connect` needs of a completion store (mrtr_stores/completions.py keeps this contract)."""
 
-    def open(self, ref: str, now: float) -> None: ...
+    def open(self, ref: str, now: float, owner: str = "") -> None: ...
 
     def is_open(self, ref: str, now: float) -> bool: ...
 
@@ -189,7 +189,7 @@ def connect_tool(pages: Pages) -> Tool:
         """A new page reference, kept in the completion store and sealed in the ticket with the work."""
         ref = secrets.token_urlsafe(16)
         if ctx.can_ask(question(service, ref)["key"]):  # a form-only client gets -32021 from ask, with nothing kept
-            pages.completions.open(ref, ctx.now)
+            pages.completions.open(ref, ctx.now, ctx.principal)  # each principal's pages capped apart
         return ctx.ask(question(service, ref), work={"service": service, "ref": ref}, step="key")
 
     def connect(ctx: CallContext) -> JSONObject | InputRequired:

@@ -74,6 +74,37 @@ def test_at_most_the_cap_is_kept_the_first_to_expire_go_first(replicas: tuple[An
     assert sum(server.is_complete(r, NOW + 8) for r in refs) <= 3
 
 
+@pytest.fixture(params=["memory", *BACKENDS])
+def capped_per_owner(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """One store with room for 6 references in all and 2 per owner."""
+    if request.param == "memory":
+        return MemoryCompletions(cap=6, per_owner=2)
+    if request.param == "sqlite":
+        return SqliteCompletions(tmp_path, cap=6, per_owner=2)
+    return RedisCompletions(request.getfixturevalue("redis_client"), cap=6, per_owner=2)
+
+
+def test_one_owners_flood_evicts_only_their_own_pages(capped_per_owner: Any) -> None:
+    """A token holder who opens page after page (and finishes them) pushes out their own oldest, never a victim's
+    waiting or finished page."""
+    store = capped_per_owner
+    waiting, finished = new_ref(), new_ref()
+    store.open(waiting, NOW, "victim")
+    store.open(finished, NOW + 1, "victim")
+    assert store.complete(finished, NOW + 2)
+    flood = [new_ref() for _ in range(50)]
+    for n, ref in enumerate(flood):
+        store.open(ref, NOW + 3 + n, "mallory")
+        store.complete(ref, NOW + 3 + n)
+    at = NOW + 60
+    assert store.is_open(waiting, at) and store.is_complete(finished, at)
+    assert sum(store.is_open(r, at) or store.is_complete(r, at) for r in flood) == 2  # mallory's last two
+    assert store.is_complete(flood[-1], at) and not store.is_complete(flood[0], at)
+    newest = new_ref()
+    store.open(newest, at, "victim")  # the victim's own third page pushes out the victim's oldest
+    assert store.is_open(newest, at) and not store.is_open(waiting, at) and store.is_complete(finished, at)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_store_that_is_away_says_so(backend: str, tmp_path: Path) -> None:
     ref = new_ref()
