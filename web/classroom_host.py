@@ -30,6 +30,7 @@ from web.classroom_round import THROUGH, check_order, is_replay
 from web.classroom_services import (
     ALL_START,
     ALL_START_LIMIT,
+    ALL_START_WINDOW,
     HOST_COOKIE,
     START_LIMIT,
     START_WINDOW,
@@ -159,9 +160,10 @@ def start() -> Response | str:
     elif not cr.starts.allow(client_key(), cr.clock()):
         return _start_refused(cr)
     elif not cr.all_starts.allow(ALL_START, cr.clock()):
-        return slow_down(f"{ALL_START_LIMIT} classes were opened here in the last hour, the most this site allows "
-                          "without an instructor token. Try again later; the site's operator can set "
-                          "MRTR_INSTRUCTOR_TOKEN so presenters always can.", int(START_WINDOW))
+        return slow_down(f"{ALL_START_LIMIT} classes were opened here in the last {int(ALL_START_WINDOW // 60)} "
+                          "minutes, the most this site allows without an instructor token. Try again in a few "
+                          "minutes; the site's operator can set MRTR_INSTRUCTOR_TOKEN so presenters always can.",
+                          int(ALL_START_WINDOW))
     cr.store.purge()
     if cr.store.count_classes() >= cr.max_classes:
         return slow_down(f"All {cr.max_classes} places for classes are taken. Try again when one ends.",

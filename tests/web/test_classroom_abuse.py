@@ -16,6 +16,7 @@ from mrtr import FakeClock
 from mrtr_stores.classes import MAX_LEARNERS
 from web.classroom_services import (
     ALL_START_LIMIT,
+    ALL_START_WINDOW,
     GUESS_LIMIT,
     GUESS_WINDOW,
     JOIN_CLASS_LIMIT,
@@ -113,8 +114,22 @@ def test_every_class_route_answers_a_real_code_like_a_made_up_one_and_counts_it(
     assert prober.open(route.format(missing), method=method).status_code == 429
 
 
+def test_a_burst_of_starts_holds_honest_presenters_back_for_minutes_not_an_hour(app: Flask, clock: FakeClock) -> None:
+    """30 starts from 10 addresses at once fill the site-wide allowance; a presenter at another address waits at
+    most ALL_START_WINDOW (it was the whole hour of the per-visitor window)."""
+    assert ALL_START_WINDOW <= START_WINDOW / 6
+    for n in range(30):
+        client_at(app, f"203.0.113.{n % 10 + 150}").post("/class/start")
+    honest = client_at(app, "198.51.100.99")
+    refused = honest.post("/class/start")
+    assert refused.status_code == 429 and int(refused.headers["Retry-After"]) <= ALL_START_WINDOW
+    clock.advance(ALL_START_WINDOW + 1)
+    start(honest)
+    assert client_at(app, "203.0.113.150").post("/class/start").status_code == 429  # the flooder's own hour
+
+
 def test_class_creation_without_a_token_is_capped_for_everyone_together(make_app: Any) -> None:
-    """Many addresses, three classes each, cannot take every place: the site opens ALL_START_LIMIT an hour."""
+    """Many addresses, three classes each, cannot take every place: the site opens ALL_START_LIMIT a window."""
     app = make_app(MRTR_CLASS_STREAM_SECONDS=0)
     statuses = [client_at(app, f"203.0.113.{n // START_LIMIT + 100}").post("/class/start").status_code
                 for n in range(ALL_START_LIMIT + 5)]
