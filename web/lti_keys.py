@@ -6,7 +6,9 @@ Here a key set is fetched with a short time-out (`FETCH_TIMEOUT`), kept as long 
 `Cache-Control` says (`max-age`, clamped between `MIN_FRESH` and `MAX_FRESH`; `DEFAULT_FRESH` when it says
 nothing), and fetched again before then only for a key id it does not hold (a platform rotating its keys), at
 most once every `REFETCH_EVERY` per URL. One fetch per URL runs at a time: a launch that arrives meanwhile uses
-the keys already held, or, with none, is refused at once; no thread ever queues behind a slow platform.
+the keys already held; with none yet (a cold cache: 12 honest launches at once had refused one), it waits for that
+one fetch, at most its time-out, and only `MAX_WAITERS` launches per URL wait at once (the rest are refused at
+once), so a slow platform holds a bounded number of threads, for a bounded time.
 
 What it must never do: follow a redirect or fetch any URL but the registered one (the caller's session refuses
 redirects: web/lti_tool.py), or read the clock other than through its injected `clock`.
@@ -18,7 +20,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import requests
 from werkzeug.http import parse_cache_control_header
@@ -34,6 +36,8 @@ DEFAULT_FRESH, MIN_FRESH, MAX_FRESH = 3600.0, 60.0, 86_400.0
 REFETCH_EVERY = 60.0
 #: The largest key set kept, in bytes of JSON: a platform publishes a few keys.
 MAX_KEY_SET = 256 * 1024
+#: Launches per URL that may wait for the fetch in flight when no keys are held yet.
+MAX_WAITERS = 16
 
 
 class KeySetUnavailable(Exception):
@@ -46,6 +50,8 @@ class _Entry:
     fresh_until: float = 0.0
     fetched_at: float | None = None  # the last attempt, successful or not
     fetching: bool = False
+    done: threading.Event = field(default_factory=threading.Event)  # set when the fetch in flight ends
+    waiters: int = 0
 
 
 class KeySetCache:
@@ -69,19 +75,46 @@ class KeySetCache:
             if not may_fetch:
                 if held is not None:
                     return held  # the launch is checked against what is held (an unknown kid fails there)
-                raise KeySetUnavailable(f"no key set from {url} yet; the next fetch may run in a minute at most")
-            entry.fetching = True
-            entry.fetched_at = now
+                if not entry.fetching or entry.waiters >= MAX_WAITERS:
+                    raise KeySetUnavailable(f"no key set from {url} yet; the next fetch may run in a minute at most")
+                entry.waiters += 1
+                done = entry.done
+            else:
+                entry.fetching, entry.fetched_at, entry.done = True, now, threading.Event()
+                done = None
+        if done is not None:
+            return self._wait_for_fetch(url, entry, done)
         try:
             keys, lifetime = self._fetch(url, session)
         except Exception as exc:
             with self._lock:
                 entry.fetching = False
+            entry.done.set()
             if held is not None:
                 return held  # a platform that is down now: the keys it published before still verify
             raise KeySetUnavailable(f"the key set at {url} could not be fetched: {type(exc).__name__}") from exc
         with self._lock:
             entry.keys, entry.fresh_until, entry.fetching = keys, self.clock() + lifetime, False
+        entry.done.set()
+        return keys
+
+    def waiting(self, url: str) -> int:
+        """How many launches wait for the fetch of `url` in flight."""
+        with self._lock:
+            entry = self._entries.get(url)
+            return entry.waiters if entry is not None else 0
+
+    def _wait_for_fetch(self, url: str, entry: _Entry, done: threading.Event) -> JSONObject:
+        """The keys of the fetch in flight, once it ends (at most its time-out); refused when it brought none."""
+        try:
+            done.wait(sum(FETCH_TIMEOUT) + 1.0)
+        finally:
+            with self._lock:
+                entry.waiters -= 1
+        with self._lock:
+            keys = entry.keys
+        if keys is None:
+            raise KeySetUnavailable(f"the key set at {url} could not be fetched (a launch waited for the fetch)")
         return keys
 
     def _fetch(self, url: str, session: requests.Session) -> tuple[JSONObject, float]:

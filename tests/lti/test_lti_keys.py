@@ -4,19 +4,23 @@ never holds more than one thread. Launches run against the real platform of test
 
 from __future__ import annotations
 
+import io
+import json
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import requests
+import urllib3
 from flask import Flask
 from flask.testing import FlaskClient
 
 from mrtr import FakeClock
 from tests.lti.platform import Platform, new_key_pair
 from tests.lti.test_lti import QUIZ_LESSON, TOOL, _tampered, app_config, claims, client, launch, login, platform
-from web.lti_keys import REFETCH_EVERY, KeySetCache, KeySetUnavailable
+from web.lti_keys import MAX_WAITERS, REFETCH_EVERY, KeySetCache, KeySetUnavailable
 
 __all__ = ["app_config", "client", "platform"]  # the fixtures, shared with test_lti.py
 
@@ -78,20 +82,69 @@ class _Stalled(requests.Session):
         raise requests.ConnectionError("the platform never answered")
 
 
-def test_a_slow_platform_holds_one_thread_at_most_and_other_launches_are_answered_at_once() -> None:
-    cache, session = KeySetCache(clock=FakeClock(1000.0)), _Stalled()
-    fetching = threading.Thread(target=lambda: pytest.raises(KeySetUnavailable, cache.get, "https://p/jwks", "k",
-                                                             session))
-    fetching.start()
+class _Released(_Stalled):
+    """A platform that answers its key set once released."""
+
+    def get(self, url: str | bytes, **kwargs: Any) -> requests.Response:  # type: ignore[override]
+        self.entered.set()
+        assert self.release.wait(10)
+        response = requests.Response()
+        response.status_code = 200
+        response.raw = urllib3.HTTPResponse(body=io.BytesIO(json.dumps(KEYS).encode()), preload_content=False)
+        return response
+
+
+KEYS = {"keys": [{"kid": "k", "kty": "RSA", "n": "AQAB", "e": "AQAB"}]}
+
+
+def _parallel(cache: KeySetCache, session: Any, count: int, meanwhile: Callable[[], None] = lambda: None) -> list[Any]:
+    """`count` launches at once on `cache` (the first fetches, the rest wait for it); `meanwhile` runs once they all
+    wait, before the platform answers. What each got: keys, or the exception."""
+    results: list[Any] = [None] * count
+
+    def one(n: int) -> None:
+        try:
+            results[n] = cache.get("https://p/jwks", "k", session)
+        except KeySetUnavailable as exc:
+            results[n] = exc
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in range(count)]
+    threads[0].start()
     assert session.entered.wait(5)
-    started = time.monotonic()
-    for _ in range(20):  # forged launches meanwhile: refused at once, none waits for the platform
-        with pytest.raises(KeySetUnavailable):
-            cache.get("https://p/jwks", "k", session)
-    assert time.monotonic() - started < 0.5
-    session.release.set()
-    fetching.join(10)
+    for thread in threads[1:]:
+        thread.start()
+    deadline = time.monotonic() + 10
+    while cache.waiting("https://p/jwks") < count - 1:
+        assert time.monotonic() < deadline, cache.waiting("https://p/jwks")
+        time.sleep(0.01)
+    try:
+        meanwhile()
+    finally:
+        session.release.set()
+        for thread in threads:
+            thread.join(10)
+    return results
+
+
+def test_honest_launches_on_a_cold_cache_share_the_one_fetch_and_none_is_refused() -> None:
+    cache, session = KeySetCache(clock=FakeClock(1000.0)), _Released()
+    assert _parallel(cache, session, 12) == [KEYS] * 12
     assert cache.fetches == 1
+
+
+def test_a_slow_platform_holds_a_bounded_number_of_threads_and_the_rest_are_answered_at_once() -> None:
+    cache, session = KeySetCache(clock=FakeClock(1000.0)), _Stalled()
+
+    def forged_launches() -> None:  # past the waiters: refused at once, none waits for the platform
+        started = time.monotonic()
+        for _ in range(20):
+            with pytest.raises(KeySetUnavailable):
+                cache.get("https://p/jwks", "k", session)
+        assert time.monotonic() - started < 0.5
+
+    results = _parallel(cache, session, MAX_WAITERS + 1, forged_launches)
+    assert all(isinstance(r, KeySetUnavailable) for r in results)  # the platform never answered
+    assert cache.fetches == 1 and cache.waiting("https://p/jwks") == 0
 
 
 def test_keys_held_still_verify_while_the_platform_is_down(client: FlaskClient, platform: Platform, app: Flask,
