@@ -43,6 +43,7 @@ from moves.report import (
     MoveRow,
     Report,
     redacted,
+    secret_problem,
 )
 from moves.schedule import WIDTH
 from moves.target import Reply, Role, Target
@@ -250,6 +251,13 @@ def _tokens(values: list[str]) -> list[tuple[str, str]]:
     return pairs
 
 
+def _redactable(tokens: list[tuple[str, str]]) -> None:
+    for name, token in tokens:
+        problem = secret_problem(token)
+        if problem is not None:
+            raise CheckError(f"--token {name}: {problem}")
+
+
 def build_target(args: argparse.Namespace, *, timeout: float = DEFAULT_TIMEOUT) -> Target:
     if args.late_after is not None and not (0 < args.late_after <= 3600):
         raise CheckError("--late-after must be a number of seconds between 0 and 3600")
@@ -261,10 +269,12 @@ def build_target(args: argparse.Namespace, *, timeout: float = DEFAULT_TIMEOUT) 
         if args.stdio:
             if tokens and len(tokens) != 2:
                 raise CheckError("over stdio, --token NAME=VALUE is optional but, if given, given twice")
+            _redactable(tokens)
             return StdioTarget(args.stdio, tokens or None, principal_env=args.principal_env, timeout=timeout,
                                timing=timing)
         if len(tokens) != 2:
             raise CheckError("an HTTP target needs two principals: --token NAME=TOKEN, given twice")
+        _redactable(tokens)
         return HttpTarget(args.target, tokens, timeout=timeout, timing=timing)
     except (TargetConfigError, StdioConfigError) as exc:
         raise CheckError(str(exc)) from None

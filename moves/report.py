@@ -7,6 +7,7 @@ The JSON and JUnit shapes are contracts (docs/checker/reports.md).
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -246,8 +247,26 @@ class CheckStopped(CheckError):
 
 
 
+#: The shortest token the checker takes: a shorter one would be blanked wherever it happened to stand as a word in
+#: a server's answer (a one-letter token "a" once turned "did not answer" into "did not [token]nswer").
+MIN_SECRET = 8
+
+
+def secret_problem(secret: str) -> str | None:
+    """Why `secret` cannot be given to the checker (its report could not be kept free of it without mangling
+    words), in words that never repeat it; None when it can."""
+    if len(secret) < MIN_SECRET:
+        return (f"a token must be at least {MIN_SECRET} characters long: a shorter one cannot be blanked from the "
+                "report without blanking ordinary words too")
+    return None
+
+
 def redacted(text: str, secrets: Sequence[str]) -> str:
-    for secret in sorted(secrets, key=len, reverse=True):
-        text = text.replace(secret, "[token]")
+    """`text` with every whole occurrence of each secret replaced by [token]: an occurrence inside a longer run of
+    letters and digits is part of another word, not the secret, and is left alone."""
+    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+        before = r"(?<![A-Za-z0-9])" if secret[0].isalnum() else ""
+        after = r"(?![A-Za-z0-9])" if secret[-1].isalnum() else ""
+        text = re.sub(before + re.escape(secret) + after, "[token]", text)
     return text
 

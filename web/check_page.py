@@ -21,6 +21,7 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from moves.check import CheckOptions
 from moves.playing import duration
+from moves.report import secret_problem
 from mrtr import JSON, JSONObject
 from mrtr.client import Line
 from mrtr_stores.check_runs import ProbeRecord, Run, RunRefused
@@ -99,6 +100,10 @@ def _tokens() -> tuple[str, str]:
         raise CheckInputError("Give both tokens: the ticket's owner and a second user (for the stolen move).")
     if owner == other:
         raise CheckInputError("The two tokens must belong to two different users.")
+    for token in (owner, other):
+        problem = secret_problem(token)
+        if problem is not None:
+            raise CheckInputError(problem[0].upper() + problem[1:] + ".")
     return owner, other
 
 
