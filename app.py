@@ -59,5 +59,6 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.wsgi_app = mcp.wsgi_entry(app, app.wsgi_app)  # type: ignore[method-assign]
     # Outermost, so /mcp too sees the visitor's address behind a trusted proxy and names its replica.
     app.wsgi_app = deployment.wrap(  # type: ignore[method-assign,assignment]
-        app.wsgi_app, trusted_proxies=settings.trusted_proxies, replica=settings.replica_name)
+        app.wsgi_app, trusted_proxies=settings.trusted_proxies, replica=settings.replica_name,
+        proxy_secret=settings.proxy_secret, public_url=settings.public_url)
     return app

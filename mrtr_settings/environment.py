@@ -200,9 +200,15 @@ SETTINGS: tuple[Setting, ...] = (
             "proxies in front whose X-Forwarded-* headers are believed: a count, or their addresses/CIDRs"),
     Setting("MRTR_REDIS_WAITERS", _whole(1), "threads of one process waiting inside Redis at once; the rest hear 503"),
     Setting("MRTR_PUBLIC_URL", _http_url,
-            "where learners open the app: the stdio server's URL-mode links start there"),
+            "where learners open the app: every absolute address it writes starts there, whatever Host is sent"),
+    Setting("MRTR_PROXY_SECRET", _text,
+            "X-Forwarded-* are believed only from a request whose X-MRTR-Proxy header carries this secret"),
     Setting("MRTR_LTI_PLATFORMS", _lti_platforms, "LTI 1.3 platforms (JSON, or a JSON file's path); unset: no LTI"),
 )
+
+
+#: Where learners open the app when MRTR_PUBLIC_URL is unset: `scripts/run.sh`'s address.
+DEFAULT_PUBLIC_URL = "http://127.0.0.1:5000"
 
 
 @dataclass(frozen=True)
@@ -244,7 +250,8 @@ class Settings:
     trusted_proxies: int | tuple[ProxyNetwork, ...] = 0
     redis_waiters: int = 1
     lti_platforms: tuple[LtiPlatform, ...] = ()
-    public_url: str = "http://127.0.0.1:5000"
+    public_url: str | None = None
+    proxy_secret: str | None = field(default=None, repr=False)
 
     @property
     def store_kind(self) -> str:
@@ -252,6 +259,11 @@ class Settings:
         if self.store:
             return self.store
         return "redis" if self.redis_url else "sqlite"
+
+    @property
+    def public_base(self) -> str:
+        """Where learners open the app: MRTR_PUBLIC_URL, else the development server's own address."""
+        return self.public_url or DEFAULT_PUBLIC_URL
 
     def state_directory(self) -> Path:
         """Where generated keys and stores live: MRTR_STATE_DIR, else the XDG state directory."""

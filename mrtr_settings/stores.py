@@ -110,7 +110,7 @@ def open_completions(settings: Settings) -> CompletionStore:
 def page_url(settings: Settings) -> Callable[[str], str]:
     """The out-of-band page's address for a reference: MRTR_PUBLIC_URL, then OUT_OF_BAND_PATH. Never the Host a
     request named: a URL-mode link must lead to the lab itself, whoever asks."""
-    base = settings.public_url.rstrip("/")
+    base = settings.public_base.rstrip("/")
     return lambda ref: f"{base}{OUT_OF_BAND_PATH}{ref}"
 
 

@@ -50,6 +50,9 @@ if ! .venv/bin/python -m web.pyodide_install >/dev/null; then
         "to pasting the checker's report" >&2
 fi
 
+# A worker that dies (killed, out of memory) is started again by granian within a second while the others
+# serve (--respawn-failed-workers); SIGTERM lets each worker finish its requests for up to 10 s.
 exec "$GRANIAN" --interface wsgi --factory --host 127.0.0.1 --port "$PORT" \
     --workers "$WORKERS" --blocking-threads "$THREADS" --no-ws \
+    --respawn-failed-workers --respawn-interval 1 \
     --workers-kill-timeout 10 --log-level warning "$@" app:create_app

@@ -12,15 +12,24 @@ in that list, and `X-Forwarded-For` is walked from the right past every listed p
 that is not one (nginx's `real_ip_recursive`), so a chain of listed proxies works and a forged entry in front
 of them does not. `visitor_key` is what every per-visitor limit counts: an IPv4 address, or an IPv6 address's
 /64 (one household or server gets a whole /64, so counting single IPv6 addresses would count nothing).
+
+With `MRTR_PROXY_SECRET`, the headers are believed only from a request whose `X-MRTR-Proxy` header carries it
+(scripts/cluster.sh makes one at each start and gives it to its nginx alone): a hop count trusts whoever
+connects, and on one machine every local process can connect to a replica. The header is removed before the
+app sees any request. With `MRTR_PUBLIC_URL`, every absolute address the app writes (`url_for(..., _external=True)`,
+`request.host_url`) names that host, whatever `Host` or `X-Forwarded-Host` a request sent; the scheme stays
+the request's (https only when a believed proxy said so).
 """
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 import re
 import socket
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from urllib.parse import urlsplit
 
 from werkzeug.middleware.proxy_fix import ProxyFix
 
@@ -118,6 +127,40 @@ class TrustedPeers:
         return self._fixes[hops - 1](environ, start_response)
 
 
+class ProxySecret:
+    """Believe the proxy headers (through `app`, a ProxyFix or TrustedPeers) only when the request carries the
+    shared secret in `X-MRTR-Proxy`; otherwise skip straight to the layer under them. The header never reaches
+    the app."""
+
+    ENVIRON_KEY = "HTTP_X_MRTR_PROXY"
+
+    def __init__(self, app: ProxyFix | TrustedPeers, secret: str) -> None:
+        self.app = app
+        self._secret = secret.encode()
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        given = str(environ.pop(self.ENVIRON_KEY, "")).encode("latin-1", "replace")
+        if hmac.compare_digest(given, self._secret):
+            return self.app(environ, start_response)
+        return self.app.app(environ, start_response)  # the same app, with no forwarded header believed
+
+
+class PublicHost:
+    """Every request names the configured public host (and port), so the addresses the app writes lead there."""
+
+    def __init__(self, app: WSGIApplication, public_url: str) -> None:
+        self.app = app
+        parts = urlsplit(public_url)
+        self.host = parts.netloc
+        self.name = parts.hostname or parts.netloc
+        self.port = str(parts.port or (443 if parts.scheme == "https" else 80))
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        environ["HTTP_HOST"], environ["SERVER_NAME"], environ["SERVER_PORT"] = self.host, self.name, self.port
+        environ.pop("HTTP_X_FORWARDED_HOST", None)
+        return self.app(environ, start_response)
+
+
 @runtime_checkable
 class _FallsBack(Protocol):
     """A WSGI entry that hands what it does not serve itself to `fallback` (web.mcp's lean /mcp entry)."""
@@ -129,7 +172,7 @@ def without_lean_mcp(app: Flask) -> None:
     """Serve /mcp through the Flask view instead of the lean WSGI entry (the bench's and tests' comparison):
     the entry under the deployment layers is replaced by the Flask app it falls back to."""
     layer: WSGIApplication = app.wsgi_app
-    while isinstance(layer, ReplicaHeader | TrustedPeers | ProxyFix):
+    while isinstance(layer, ReplicaHeader | ProxySecret | TrustedPeers | ProxyFix | PublicHost):
         if isinstance(layer.app, _FallsBack):
             layer.app = layer.app.fallback
             return
@@ -137,14 +180,18 @@ def without_lean_mcp(app: Flask) -> None:
     raise ValueError("no lean /mcp entry under the deployment layers")
 
 
-def wrap(app: WSGIApplication, *, trusted_proxies: int | tuple[ProxyNetwork, ...],
-         replica: str | None) -> WSGIApplication:
-    """The app as a replica serves it: the replica header outermost, then ProxyFix when proxies are trusted."""
-    inner: WSGIApplication = app
+def wrap(app: WSGIApplication, *, trusted_proxies: int | tuple[ProxyNetwork, ...], replica: str | None,
+         proxy_secret: str | None = None, public_url: str | None = None) -> WSGIApplication:
+    """The app as a replica serves it: the replica header outermost, then the proxy secret's check, then ProxyFix
+    when proxies are trusted, then the public host."""
+    inner: WSGIApplication = PublicHost(app, public_url) if public_url else app
+    believing: ProxyFix | TrustedPeers | None = None
     if isinstance(trusted_proxies, tuple):
-        inner = TrustedPeers(inner, trusted_proxies)
+        believing = TrustedPeers(inner, trusted_proxies)
     elif trusted_proxies:
         # Each trusted proxy appends one X-Forwarded-For entry and sets the scheme, host and port it saw.
-        inner = ProxyFix(inner, x_for=trusted_proxies, x_proto=trusted_proxies, x_host=trusted_proxies,
-                         x_port=trusted_proxies)
+        believing = ProxyFix(inner, x_for=trusted_proxies, x_proto=trusted_proxies, x_host=trusted_proxies,
+                             x_port=trusted_proxies)
+    if believing is not None:
+        inner = ProxySecret(believing, proxy_secret) if proxy_secret else believing
     return ReplicaHeader(inner, replica)

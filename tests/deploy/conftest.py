@@ -74,11 +74,15 @@ def _start(tmp: Path, extra_env: dict[str, str] | None = None) -> Cluster:
     deadline = time.monotonic() + 120
     while not (answers(port) and all(answers(p) for p in replica_ports)):
         if process.poll() is not None or time.monotonic() > deadline:
-            stop(cluster)
+            try:
+                stop(cluster)
+                left = ""
+            except AssertionError as exc:
+                left = f" ({exc})"
             text = log.read_text(errors="replace")
             # A port taken meanwhile shows at the top of a long panic: say so where start_cluster looks.
             taken = " (a port was in use)" if "in use" in text else ""
-            raise AssertionError(f"the cluster did not start{taken}:\n{text[-3000:]}")
+            raise AssertionError(f"the cluster did not start{taken}{left}:\n{text[-3000:]}")
         time.sleep(0.1)
     return cluster
 

@@ -33,7 +33,7 @@ LEGACY_CALLS = 20
 SLOW_CLIENT, BOT_CLIENT, SLOW_MCP_CLIENT, CLASS_CLIENT = "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"
 HALF_HEAD_CLIENT = "127.0.0.6"
 #: deploy/nginx.conf's burst on the /join door, read from the file itself.
-JOIN_BURST = int(re.search(r"location = /join \{\s*limit_req zone=joins burst=(\d+)",  # type: ignore[union-attr]
+JOIN_BURST = int(re.search(r"location = /join \{[^}]*limit_req zone=joins burst=(\d+)",  # type: ignore[union-attr]
                            (ROOT / "deploy" / "nginx.conf").read_text()).group(1))
 #: Open idle connections in the idle test: well past what the replicas' threads could hold, and within this
 #: process's file limit.
@@ -167,8 +167,9 @@ def test_the_join_door_is_rate_limited_per_client(cluster: Cluster) -> None:
 
 
 def test_cookies_are_secure_only_when_the_trusted_proxy_says_https(cluster: Cluster) -> None:
-    """Through nginx on plain http the class cookie is not Secure; a proxy that says https makes it Secure (every
-    replica trusts exactly one proxy in front, MRTR_TRUSTED_PROXIES=1)."""
+    """Through nginx on plain http the class cookie is not Secure; a local process that connects to a replica
+    directly and claims to be the proxy saying https is not believed: the replicas trust one hop, and only with
+    the secret cluster.sh gave nginx alone."""
     def host_cookie(port: int, headers: dict[str, str]) -> str:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         conn.request("POST", "/class/start", headers=headers)
@@ -179,8 +180,42 @@ def test_cookies_are_secure_only_when_the_trusted_proxy_says_https(cluster: Clus
         return response.getheader("Set-Cookie") or ""
 
     assert "Secure" not in host_cookie(cluster.port, {})
-    assert "Secure" in host_cookie(cluster.replica_ports[0], {"X-Forwarded-Proto": "https",
-                                                                "X-Forwarded-For": "198.51.100.7"})
+    forged = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "198.51.100.7", "X-MRTR-Proxy": "a guess"}
+    assert "Secure" not in host_cookie(cluster.replica_ports[0], forged)
+
+
+def test_a_local_process_cannot_pass_as_many_visitors_to_a_replica(cluster: Cluster) -> None:
+    """Class starts straight to a replica, each naming a new X-Forwarded-For: counted as one visitor."""
+    statuses = []
+    for n in range(5):
+        conn = http.client.HTTPConnection("127.0.0.1", cluster.replica_ports[1], timeout=10,
+                                          source_address=("127.0.0.7", 0))
+        conn.request("POST", "/class/start", headers={"X-Forwarded-For": f"198.51.100.{n + 20}"})
+        response = conn.getresponse()
+        response.read()
+        conn.close()
+        statuses.append(response.status)
+    assert statuses == [201, 201, 201, 429, 429], statuses
+
+
+def test_gets_to_the_strict_doors_are_rate_limited_per_visitor(cluster: Cluster) -> None:
+    """GET /join, /class/start and /check* were outside every per-visitor limit (1,281 a second from one
+    address); now past a burst they are 429, and another address is still served."""
+    def read(path: str, source: str) -> int:
+        conn = http.client.HTTPConnection("127.0.0.1", cluster.port, timeout=10, source_address=(source, 0))
+        try:
+            conn.request("GET", path)
+            response = conn.getresponse()
+            response.read()
+            return response.status
+        finally:
+            conn.close()
+
+    for n, path in enumerate(("/join", "/class/start", "/check")):
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            statuses = list(pool.map(read, [path] * 150, [f"127.0.0.{50 + n}"] * 150))
+        assert 429 in statuses, (path, statuses)
+        assert read(path, "127.0.0.59") != 429
 
 
 #: Half-sent request heads held open at once: more than the 4,096 connections nginx had room for when 4,300

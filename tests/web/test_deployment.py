@@ -130,3 +130,47 @@ def test_class_limits_count_an_ipv6_visitors_whole_64(make_app: Callable[..., Fl
                 for i in range(1, 5)]
     other = client.post("/class/start", headers={"X-Forwarded-For": "2001:db8:7:8::1"}).status_code
     assert statuses == [201, 201, 201, 429] and other == 201
+
+
+SECRET = "proxy-secret-0123456789"
+
+
+def test_with_a_proxy_secret_only_the_request_that_carries_it_is_believed(make_app: Callable[..., Flask]) -> None:
+    """A hop count trusts whoever connects, and on one machine any local process can reach a replica: with
+    MRTR_PROXY_SECRET the forwarded headers count only beside the secret nginx alone was given."""
+    app = make_app(MRTR_TRUSTED_PROXIES=1, MRTR_PROXY_SECRET=SECRET)
+
+    @app.get("/_proxy_header")
+    def proxy_header() -> str:
+        return request.headers.get("X-MRTR-Proxy", "none")
+
+    client = app.test_client()
+    local = {"REMOTE_ADDR": "127.0.0.1"}
+    for forged in ({}, {"X-MRTR-Proxy": "a guess"}, {"X-MRTR-Proxy": SECRET[:-1]}):
+        seen = client.get("/_seen", headers={**FORWARDED, **forged}, environ_base=local).get_data(as_text=True)
+        assert seen == "127.0.0.1 http localhost", forged
+    seen = client.get("/_seen", headers={**FORWARDED, "X-MRTR-Proxy": SECRET}, environ_base=local)
+    assert seen.get_data(as_text=True) == "203.0.113.9 https lab.example"
+    assert client.get("/_proxy_header", headers={"X-MRTR-Proxy": SECRET}).get_data(as_text=True) == "none"
+    assert "Secure" not in _host_cookie(app, FORWARDED)
+    assert "Secure" in _host_cookie(app, {**FORWARDED, "X-MRTR-Proxy": SECRET})
+
+
+def test_absolute_addresses_name_the_public_url_whatever_host_is_sent(make_app: Callable[..., Flask]) -> None:
+    """The embed snippet, oEmbed, /check's own address and every url_for(_external=True) start at
+    MRTR_PUBLIC_URL; Host and X-Forwarded-Host (even from a trusted proxy) no longer choose it."""
+    app = make_app(MRTR_PUBLIC_URL="http://lab.example.org:8080", MRTR_TRUSTED_PROXIES=1)
+    client = app.test_client()
+    forged = {"Host": "evil.example", "X-Forwarded-Host": "evil.example"}
+    assert client.get("/_seen", headers=forged).get_data(as_text=True).endswith(" lab.example.org:8080")
+    quiz = "http://lab.example.org:8080/quiz/when-the-server-needs-input"
+    for path in ("/quiz/when-the-server-needs-input", "/check", f"/oembed?url={quiz}&format=json"):
+        page = client.get(path, headers=forged)
+        text = page.get_data(as_text=True).replace("\\/", "/")
+        assert page.status_code == 200 and "evil.example" not in text and "http://lab.example.org:8080/" in text, path
+
+
+def test_without_a_public_url_the_development_server_keeps_the_host_it_was_reached_by(
+        make_app: Callable[..., Flask]) -> None:
+    seen = make_app().test_client().get("/_seen", headers={"Host": "127.0.0.1:5001"}).get_data(as_text=True)
+    assert seen.endswith(" 127.0.0.1:5001")
