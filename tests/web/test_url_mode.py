@@ -11,7 +11,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from mrtr import FakeClock
-from mrtr_stores.completions import TTL
+from mrtr_stores.completions import MAX_PER_OWNER, TTL
 
 from .helpers import post
 from .test_mcp_http import rpc
@@ -172,3 +172,14 @@ def test_a_store_that_is_away_is_a_503_page_that_says_try_again(app: Any, client
     path = "/out-of-band/" + "A" * 22
     for response in (client.get(path), client.post(path, data={"key": KEY})):
         assert response.status_code == 503 and "try again shortly" in response.text and KEY not in response.text
+
+
+def test_one_token_holders_flood_of_connect_calls_leaves_another_principals_page_open(client: FlaskClient) -> None:
+    """The completion store caps each principal apart (MAX_PER_OWNER; tests/stores holds the caps themselves): here,
+    that `connect` opens each page for its caller, so alice's flood past her cap forgets only alice's pages."""
+    victim = call(client, 1).get_json()["result"]  # bob's
+    path = page_path(victim)
+    for n in range(MAX_PER_OWNER + 5):
+        assert post(client, rpc("tools/call", {"name": "connect", "arguments": {"service": "billing"}},
+                                request_id=100 + n, caps=URL_CAPS), "alice-token").status_code == 200
+    assert client.get(path).status_code == 200  # bob's page still waits for his key
