@@ -47,6 +47,11 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     if settings.max_body:
         app.config["MAX_CONTENT_LENGTH"] = settings.max_body
     app.extensions[SETTINGS_KEY] = settings
+    if settings.public and not settings.public_url:
+        # Public, with no public address: the absolute addresses the app writes follow each request's Host.
+        logging.getLogger("mrtr.web").warning(
+            "MRTR_PUBLIC=1 without MRTR_PUBLIC_URL: set it to the address learners open, so that no request's Host "
+            "chooses the addresses the app writes (URL-mode pages, embeds, LTI)")
     configure_redis(settings)  # before any store connects: how many threads may wait on Redis at once
     app.extensions["mrtr"] = build_services(settings, clock=app.config.get("MRTR_CLOCK"))
     admission.init_app(app, settings.held_streams)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -174,3 +175,13 @@ def test_without_a_public_url_the_development_server_keeps_the_host_it_was_reach
         make_app: Callable[..., Flask]) -> None:
     seen = make_app().test_client().get("/_seen", headers={"Host": "127.0.0.1:5001"}).get_data(as_text=True)
     assert seen.endswith(" 127.0.0.1:5001")
+
+
+def test_a_public_deployment_without_a_public_url_says_so_at_start_up(
+        make_app: Callable[..., Flask], caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="mrtr.web")
+    make_app(MRTR_PUBLIC="1")
+    assert any("without MRTR_PUBLIC_URL" in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    make_app(MRTR_PUBLIC="1", MRTR_PUBLIC_URL="https://lab.example.org")
+    assert not any("MRTR_PUBLIC_URL" in r.getMessage() for r in caplog.records)
