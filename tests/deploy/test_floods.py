@@ -87,14 +87,15 @@ def test_many_live_views_of_one_class_cost_little_and_the_site_stays_fast(chain:
 
 # Last: it spends the site-wide allowance of class starts, which the tests above need a little of.
 def test_a_flood_of_class_starts_from_many_addresses_leaves_the_places_open(chain: Chain) -> None:
-    """70 addresses x 3 classes filled all 200 places in 0.8 s: now the site opens at most 30 an hour untokened."""
+    """70 addresses x 3 classes filled all 200 places in 0.8 s: now the site opens at most ALL_START_LIMIT per
+    ALL_START_WINDOW untokened (the classes opened before may or may not still count, as their window runs)."""
     before = redis.Redis(port=chain.cluster.redis_port)
     opened_before = len(list(before.scan_iter(match="mrtr:class:code:*")))
     starts = [("POST", "/class/start", None, {}, f"127.0.2.{n // 3 + 1}") for n in range(210)]
     replies, home = flood(chain, starts)
     opened = sum(r.status == 201 for r in replies)
-    assert opened + opened_before <= ALL_START_LIMIT, (opened, opened_before)
+    assert opened <= ALL_START_LIMIT, (opened, opened_before)
     assert {r.status for r in replies} <= {201, 429}
     assert max(home) < 1.0, home
-    assert len(list(before.scan_iter(match="mrtr:class:code:*"))) <= ALL_START_LIMIT
+    assert len(list(before.scan_iter(match="mrtr:class:code:*"))) <= opened_before + ALL_START_LIMIT
     before.close()
