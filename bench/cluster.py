@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -42,6 +43,8 @@ CLUSTER_SH = ROOT / "scripts" / "cluster.sh"
 #: raised so far that it never refuses the bench's clients, who all share one address. The zone stays
 #: and nginx still counts every request in it, so its cost is measured; only the refusals are gone.
 BENCH_RATE = "1000000r/s"
+#: The secret nginx sends the replicas (X-MRTR-Proxy), made per run as scripts/cluster.sh makes it per start.
+PROXY_SECRET = secrets.token_hex(32)
 _PAGES_RATE = re.compile(r"(limit_req_zone \$visitor zone=pages:\S+ rate=)\d+r/[sm];")
 
 
@@ -65,7 +68,9 @@ def render_nginx_conf(prefix: Path, port: int, upstream_ports: Sequence[int]) ->
         "@PREFIX@": str(prefix),
         "@PORT@": str(port),
         "@LISTEN_HOST@": "127.0.0.1",
-        "@SERVERS@": indent.join(f"server 127.0.0.1:{p} max_fails=1 fail_timeout=5s;" for p in upstream_ports),
+        "@LOGS@": str(prefix),
+        "@PROXY_SECRET@": PROXY_SECRET,
+        "@SERVERS@": indent.join(f"server 127.0.0.1:{p} max_fails=1 fail_timeout=2s;" for p in upstream_ports),
         "@STICKY@": indent.join(f"~^replica-{i}\\. replica_{i};" for i in range(1, len(upstream_ports) + 1)),
         "@UPSTREAMS_ONE@": "\n    ".join(f"upstream replica_{i} {{ server 127.0.0.1:{p}; keepalive 8; }}"
                                          for i, p in enumerate(upstream_ports, start=1)),
@@ -140,9 +145,10 @@ def redis_maxmemory() -> str:
 
 
 def redis_options(port: int, directory: str) -> list[str]:
-    """redis-server's options as scripts/cluster.sh gives them: loopback, no persistence, its own directory
-    (tests/bench compares them with the script's)."""
-    return ["--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", directory,
+    """redis-server's options as scripts/cluster.sh gives them: loopback, the append-only file synced every second
+    in `directory` (tests/bench compares them with the script's)."""
+    return ["--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "yes",
+            "--appendfsync", "everysec", "--dir", directory,
             "--maxmemory", redis_maxmemory(), "--maxmemory-policy", "noeviction", "--loglevel", "warning"]
 
 
@@ -178,7 +184,8 @@ def nginx(name: str, upstream_ports: Sequence[int]) -> Served:
 
 def replica_env(index: int, redis_url: str) -> dict[str, str]:
     """What scripts/cluster.sh sets for replica `index` besides PORT (tests/bench checks it still does)."""
-    return {"MRTR_REPLICA_NAME": f"replica-{index}", "MRTR_REDIS_URL": redis_url, "MRTR_TRUSTED_PROXIES": "1"}
+    return {"MRTR_REPLICA_NAME": f"replica-{index}", "MRTR_REDIS_URL": redis_url, "MRTR_TRUSTED_PROXIES": "1",
+            "MRTR_PROXY_SECRET": PROXY_SECRET}
 
 
 def _our_replica(name: str, index: int, redis_url: str, workers: int, threads: int) -> Served:

@@ -34,7 +34,7 @@ def test_the_nginx_configuration_is_filled_as_the_script_fills_it() -> None:
     assert not re.search(r"@[A-Z_]+@", text)
     assert "listen 127.0.0.1:9000;" in text
     for i, port in enumerate((9101, 9102), start=1):
-        assert f"server 127.0.0.1:{port} max_fails=1 fail_timeout=5s;" in text
+        assert f"server 127.0.0.1:{port} max_fails=1 fail_timeout=2s;" in text
         assert f"upstream replica_{i} {{ server 127.0.0.1:{port}; keepalive 8; }}" in text
         assert f"~^replica-{i}\\. replica_{i};" in text
 
@@ -52,7 +52,7 @@ def test_the_only_change_to_the_nginx_configuration_is_the_pages_rate() -> None:
 
 
 def test_replicas_get_the_environment_the_script_gives_them() -> None:
-    line = next(x for x in CLUSTER_SH.splitlines() if "MRTR_REPLICA_NAME=" in x)
+    line = next(x for x in _joined(CLUSTER_SH).splitlines() if "MRTR_REPLICA_NAME=" in x)
     assert set(re.findall(r"(MRTR_[A-Z_]+)=", line)) == set(cluster.replica_env(1, "redis://x"))
     assert 'MRTR_TRUSTED_PROXIES=1' in line and cluster.replica_env(1, "u")["MRTR_TRUSTED_PROXIES"] == "1"
     assert 'MRTR_REPLICA_NAME="replica-$i"' in line and cluster.replica_env(2, "u")["MRTR_REPLICA_NAME"] == "replica-2"
@@ -60,9 +60,9 @@ def test_replicas_get_the_environment_the_script_gives_them() -> None:
 
 
 def test_redis_is_started_with_the_scripts_options() -> None:
-    line = next(x for x in _joined(CLUSTER_SH).splitlines() if x.startswith("redis-server "))
-    script = [w.replace("$REDIS_PORT", "6390").replace("$RUN_DIR", "/d").replace("$REDIS_MAXMEMORY", "256mb")
-              for w in shlex.split(line)[1:-1]]
+    line = next(x.strip() for x in _joined(CLUSTER_SH).splitlines() if x.strip().startswith("redis-server "))
+    script = [w.replace("$REDIS_PORT", "6390").replace("$DATA_DIR/redis", "/d").replace("$REDIS_MAXMEMORY", "256mb")
+              .replace("$REDIS_APPENDFSYNC", "everysec") for w in shlex.split(line)[1:-1]]
     assert cluster.redis_options(6390, "/d") == script
 
 
