@@ -1,7 +1,8 @@
 """The build lesson's TypeScript track, on the official TypeScript SDK: it type-checks, and the checker
 grades it as it grades the Python track (starter: no step done, every move a step names fails; each
 step's partial: exactly its moves turn green; solution: everything holds), and it behaves as the lesson
-says (refused tickets as isError results, malformed answers as the course's JSON-RPC error; the SDK's discovery and caching fields).
+says (refused tickets as isError results, malformed answers as the course's JSON-RPC error; the SDK's
+discovery and caching fields).
 
 Each source is type-stripped with the TypeScript compiler pinned in tests/js (as tests/js/sdk_server.mjs
 does for the first lesson's snippet), its bare imports pointed at tests/js's packages, and run with node.
