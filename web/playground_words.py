@@ -100,3 +100,13 @@ def play_note(move: Move, played: MoveResult, switches: Mapping[str, bool],
         move, played.outcome, played.stopped_at, detail, response,
         _result_text(response), switches)
     return tell(text, words), written
+
+
+def summary_for(move: Move, words: Mapping[str, str], *, sealed: bool) -> str:
+    """A move's summary in the played tool's words; under sealed tickets, an edit of the payload says what the move
+    really does instead (the payload cannot be read, so one character of the blob is changed)."""
+    text = tell(move.summary, words)
+    if sealed and move.ticket in ("edit-work", "edit-each"):
+        text += (" With sealed tickets nobody can read the payload, so the move changes one character of the blob "
+                 "instead.")
+    return text

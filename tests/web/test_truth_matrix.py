@@ -159,3 +159,14 @@ def test_the_move_list_tells_the_picked_tools_story(app: Flask, tool: str) -> No
         if problems := _wrong_tool_words(summary, allowed, values | {str(view.move.edit_value)}):
             bad[view.move.slug] = problems
     assert bad == {}, json.dumps(bad, indent=1, ensure_ascii=False)
+
+
+def test_under_sealed_tickets_the_edit_moves_say_what_they_really_change(app: Flask) -> None:
+    """A sealed payload cannot be read, so "the readable payload is edited" would be false: the list says the
+    move changes a character of the blob instead (the engine's `flip_one_character`)."""
+    with app.test_request_context("/playground"):
+        sealed = playground_context(Toggles(sealed=True).params)["pg"]
+        signed = playground_context(Toggles().params)["pg"]
+    edits = {v.move.slug: v.summary for v in sealed.moves if v.move.ticket in ("edit-work", "edit-each")}
+    assert edits and all("one character of the blob" in text for text in edits.values()), edits
+    assert not any("blob" in v.summary for v in signed.moves if v.move.ticket in ("edit-work", "edit-each"))
