@@ -170,3 +170,35 @@ def test_under_sealed_tickets_the_edit_moves_say_what_they_really_change(app: Fl
     edits = {v.move.slug: v.summary for v in sealed.moves if v.move.ticket in ("edit-work", "edit-each")}
     assert edits and all("one character of the blob" in text for text in edits.values()), edits
     assert not any("blob" in v.summary for v in signed.moves if v.move.ticket in ("edit-work", "edit-each"))
+
+
+def test_the_decks_notes_and_captions_agree_with_each_slides_play(app: Flask) -> None:
+    """The presenter's deck plays every move, and the switched-off protections, on deploy: each slide's note is
+    either the move's own note for that stop or names the check that stopped it, and no caption or note leaves
+    deploy's story."""
+    from web.content import get_content
+    from web.demo import DEPLOY_WORDS, build_deck
+    from web.playground_words import tell
+
+    with app.test_request_context("/demo"):
+        deck = [s for s in build_deck() if s.kind in ("move", "switch")]
+        moves = {m.slug: m for m in get_content().moves}
+    bad = {}
+    for slide in deck:
+        problems = []
+        stopped = slide.stopped_at["check"] if slide.stopped_at else ""
+        move = moves.get(slide.key)
+        written = {tell(n.text, DEPLOY_WORDS): n for n in move.notes} if move else {}
+        note = written.get(slide.note)
+        if slide.verdict == Outcome.REFUSED.value and stopped:
+            if not ((note is not None and note.stopped_at == stopped) or f"“{CHECK_TITLES[stopped]}”" in slide.note):
+                problems.append(f"refused at {stopped!r}, the note neither was written for it nor names it")
+        if note is not None and note.outcome.value != slide.verdict:
+            problems.append(f"the note is for {note.outcome.value}, the slide's play got {slide.verdict}")
+        values = {"staging", "prod"}
+        problems += _wrong_tool_words(slide.note, {"deploy", "provision"} if slide.key == "other-tool" else {"deploy"},
+                                      values)
+        problems += _wrong_tool_words(slide.caption, {"deploy", "provision"}, values)
+        if problems:
+            bad[slide.anchor] = problems
+    assert deck and bad == {}, json.dumps(bad, indent=1, ensure_ascii=False)
