@@ -236,6 +236,41 @@ def checks_resource(ctx: CallContext) -> JSONObject:
     return {"contents": [{"uri": ctx.target, "mimeType": "text/plain", "text": text}]}
 
 
+@dataclass(frozen=True)
+class ToolStory:
+    """The words a page tells a tool's work with, so no sentence about provision talks of deploying.
+
+    Each is a template over the call's arguments ("{env}", "{version}"); `words` fills them in. The words name
+    the work only: what a move did to the ticket, and what the server answered, come from the play itself.
+    """
+
+    doing: str  # "deploying {env}": what the call asks for, after "a yes to"
+    done: str  # "{env} is deployed": the work, done
+    did: str  # "deployed": the verb, after "the server"
+    work: str  # "the deploy": the work, as a noun
+
+    def words(self, arguments: JSONObject) -> dict[str, str]:
+        """The templates filled with `arguments` (an argument the call lacks reads as its own name)."""
+        values = {str(k): str(v) for k, v in arguments.items()}
+
+        class _Named(dict[str, str]):
+            def __missing__(self, key: str) -> str:
+                return key
+
+        named = _Named(values)
+        return {"doing": self.doing.format_map(named), "done": self.done.format_map(named), "did": self.did,
+                "work": self.work.format_map(named)}
+
+
+#: The story words of the tools whose questions a move can answer (`report` asks nothing, `connect` asks on a page).
+STORIES: dict[str, ToolStory] = {
+    "deploy": ToolStory("deploying {env}", "{env} is deployed", "deployed", "the deploy"),
+    "provision": ToolStory("provisioning a {env} database", "a {env} database is provisioned", "provisioned",
+                           "the database"),
+    "release": ToolStory("releasing {version}", "{version} is released", "released", "the release"),
+}
+
+
 def third_lesson_tools() -> dict[str, Tool]:
     """The tools of "Beyond one question"."""
     def schema(name: str, description: str) -> JSONObject:

@@ -30,6 +30,8 @@ from mrtr.clock import FIXED_EPOCH
 from mrtr.tickets import b64encode
 from web.content import Lesson, get_content
 from web.moveviews import OUTCOME_TEXT, step_words, stopped_first_by
+from web.playground_switches import TOOLS
+from web.playground_words import play_note, tell
 from web.templating import OUTCOME_LABELS
 
 bp = Blueprint("demo", __name__, url_prefix="/demo")
@@ -154,16 +156,20 @@ def _played(result: MoveResult, target: LabTarget) -> tuple[tuple[dict[str, str]
     return checks, tuple(blocks), tuple(line for step in steps for line in step.reply.log)
 
 
+#: The deck plays the first lesson's deploy, so its notes and captions are told in deploy's words.
+DEPLOY_WORDS = TOOLS["deploy"].words()
+
+
 def move_slides(lesson: Lesson, first_index: int) -> list[Slide]:
     slides = []
     for number, move in enumerate(get_content().moves, 1):
         target = lab_target(DEMO_RING, now=DEMO_EPOCH, jti=demo_jti(f"move:{move.slug}"))
         result = play(move, target, CALL)
         checks, blocks, log = _played(result, target)
-        note = move.note_for(result.outcome, result.stopped_at)
+        note, _ = play_note(move, result, {}, DEPLOY_WORDS)
         slides.append(Slide(
             index=first_index + number - 1, kind="move", key=move.slug, number=number, title=move.title,
-            caption=move.summary, note=note.text if note else move.summary, verdict=str(result.outcome),
+            caption=tell(move.summary, DEPLOY_WORDS), note=note, verdict=str(result.outcome),
             actor=target.principal(move.sender), at=move.at, checks=checks, stopped_at=_first_failure(checks),
             facts=_describe(move, target.principal(move.sender)), blocks=blocks, log=log,
         ))
@@ -192,13 +198,13 @@ def switch_slides(first_index: int) -> list[Slide]:
         result = play(move, target, CALL)
         checks, blocks, log = _played(result, target)
         caller = target.principal(move.sender)
-        note = move.note_for(result.outcome, result.stopped_at)
+        note, _ = play_note(move, result, switch, DEPLOY_WORDS)
         went = "goes through" if result.outcome == Outcome.COMPLETED else OUTCOME_TEXT[result.outcome].lower()
         slides.append(Slide(
             index=first_index + len(slides), kind="switch", key=key, number=len(slides) + 1,
             title=f"{switched[0].upper()}{switched[1:]} off: “{move.title}” {went}",
-            caption=f"{move.summary} This time {switched} is switched off.",
-            note=note.text if note else move.summary, verdict=str(result.outcome), actor=caller, at=move.at,
+            caption=f"{tell(move.summary, DEPLOY_WORDS)} This time {switched} is switched off.",
+            note=note, verdict=str(result.outcome), actor=caller, at=move.at,
             checks=checks, stopped_at=_first_failure(checks),
             facts=(("Switched off", switched), *_describe(move, caller)), blocks=blocks, log=log,
         ))

@@ -31,6 +31,7 @@ from web.moveviews import grouped
 from web.playground_lab import parse_custom, round_one, run_custom, run_move
 from web.playground_switches import PlaygroundInputError, Toggles, last_value
 from web.playground_views import CustomForm, MoveList, MoveView, Playground, mcp_url, moves
+from web.playground_words import summary_for
 from web.services import LAB_PRINCIPALS, get_services
 
 bp = Blueprint("playground", __name__)
@@ -63,7 +64,9 @@ def playground_context(args: Mapping[str, str] | None = None, *, strict: bool = 
     services = get_services()
     first = round_one(toggles)
     all_moves = moves()
-    views = {m.slug: MoveView(m, LAB_PRINCIPALS[0] if m.sender == "owner" else LAB_PRINCIPALS[1]) for m in all_moves}
+    words = toggles.played.words()
+    views = {m.slug: MoveView(m, LAB_PRINCIPALS[0] if m.sender == "owner" else LAB_PRINCIPALS[1],
+                              summary_for(m, words, sealed=toggles.sealed)) for m in all_moves}
     pg = Playground(
         toggles=toggles,
         moves=list(views.values()),

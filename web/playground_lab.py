@@ -40,6 +40,7 @@ from web.playground_views import (
     step_view,
     verdict_line,
 )
+from web.playground_words import frozen_error, play_note
 from web.services import get_services
 
 #: The custom move's latest send time: enough to go well past expiry, no more.
@@ -56,13 +57,15 @@ def call_for(toggles: Toggles) -> Call:
     """The call the moves make: the picked tool, with its arguments (and another request's, for the moves that
     change them)."""
     tool = toggles.played
-    return replace(CALL, tool=tool.name, arguments=dict(tool.arguments), other_arguments=dict(tool.other_arguments))
+    return replace(CALL, tool=tool.name, arguments=dict(tool.arguments), other_arguments=dict(tool.other_arguments),
+                   cross_tool=tool.other_tool)
 
 
-def note_for(move: Move, outcome: Outcome, stopped_at: str | None, sealed: bool) -> NoteView | None:
-    """The note written for what this move really got under the current switches, or none at all."""
-    note = move.note_for(outcome, stopped_at, sealed=sealed)
-    return NoteView(note.text, str(outcome), stopped_at or "") if note else None
+def note_for(move: Move, played: MoveResult, toggles: Toggles) -> NoteView:
+    """What this play teaches (`playground_words.play_note`), told in the picked tool's words."""
+    text, written = play_note(move, played, toggles.switches, toggles.played.words())
+    return NoteView(text, str(played.outcome), played.stopped_at or "", written.stopped_at if written else None,
+                    written is not None)
 
 
 def seeded_jti(seed: str) -> Callable[[], str]:
@@ -105,7 +108,7 @@ def _result(target: LabTarget, minted: Step | None, steps: list[Step], principal
     outcome = outcome or outcome_of(steps[-1].reply)
     text = detail if outcome == Outcome.NOT_RUN and detail else verdict_line(steps[-1], checks, outcome)
     return Result(kind, str(outcome), text, views[-1], earlier, checks, _log_lines(minted, steps), script, move,
-                  note, holds_note)
+                  note, holds_note, frozen=frozen_error(steps[-1].reply.response))
 
 
 def run_move(move: Move, toggles: Toggles) -> Result:
@@ -113,9 +116,12 @@ def run_move(move: Move, toggles: Toggles) -> Result:
     played: MoveResult = play(replace(move, at=move.at + toggles.offset), target, call_for(toggles))
     if played.minted is None or not played.steps:  # round one failed: show what came back
         steps = [played.minted] if played.minted else []
-        return _result(target, played.minted, steps, lambda s: target.principal(s.role), "move", move=move)
+        not_run = played.outcome == Outcome.NOT_RUN
+        return _result(target, played.minted, steps, lambda s: target.principal(s.role), "move", move=move,
+                       outcome=played.outcome if not_run else None, detail=played.detail,
+                       note=note_for(move, played, toggles) if not_run else None)
     script = script_for(played.minted, played.steps, target.principal, title=move.title, ticket=played.ticket)
-    note = note_for(move, played.outcome, played.stopped_at, bool(played.ticket and played.ticket.startswith("s1.")))
+    note = note_for(move, played, toggles)
     return _result(target, played.minted, played.steps, lambda s: target.principal(s.role), "move", move=move,
                    script=script, note=note, outcome=played.outcome, detail=played.detail,
                    holds_note=played.note)
@@ -273,9 +279,12 @@ def custom_note(step: Step, checks: list[CheckView], outcome: Outcome, offset: i
     if failed is not None:
         # The answer rule: a missing answer is asked again, a malformed one gets its own error; only a ticket
         # failure gets the frozen one.
+        response = step.reply.response
+        error = as_object(as_object(response).get("error"))
         told = ("the server asked the question again" if outcome == Outcome.ASKED_AGAIN
-                else "the client got -32602 Invalid inputResponses, an error about its answer, not the ticket refusal"
-                if failed.name == "answer" else "the client saw only the frozen -32602")
+                else "the client saw only the frozen error every refused ticket gets" if frozen_error(response)
+                else f"the client got an error of its own ({error.get('code')} {error.get('message')!s:.80}), "
+                     "not the ticket refusal" if error else "the client got the answer above")
         text = (f"Your retry, sent {when}, stopped at “{failed.title}”: {failed.detail}. The checks run in order, "
                 f"so none after it looked at this retry, and {told}.")
         return NoteView(text, str(outcome), failed.name)

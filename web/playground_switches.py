@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from werkzeug.datastructures import MultiDict
 
 from mrtr import JSON, JSONObject
+from mrtr_toolsets.lesson import STORIES
 
 MAX_OFFSET = 600
 
@@ -32,6 +33,23 @@ class PlayedTool:
     other_arguments: JSONObject  # another request's arguments, for the moves that change them
     #: An answer that accepts every question of round one, under each question's key.
     accept: JSONObject = field(default_factory=dict)
+    #: Another of these tools that asks when called with the same arguments: where "Spend it on another tool" goes
+    #: (None: there is none, and that move is not run, saying so).
+    other_tool: str | None = None
+
+    @property
+    def keys(self) -> str:
+        """The keys round one asks under, in words: "confirm", "notes and notify"."""
+        names = list(self.accept)
+        return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+    def words(self) -> dict[str, str]:
+        """The words the pages tell this tool's story with (`mrtr_toolsets.lesson.STORIES`), for `{name}` marks."""
+        story = STORIES[self.name]
+        other = story.words(self.other_arguments)
+        return {**story.words(self.arguments), "tool": self.name, "keys": self.keys,
+                "other_doing": other["doing"], "other_done": other["done"],
+                "other_tool": self.other_tool or "another tool"}
 
     def answer(self, action: str) -> JSONObject:
         """inputResponses that give `action` (accept, decline or cancel) to every question of round one."""
@@ -46,9 +64,9 @@ def _accept(**content: JSON) -> JSONObject:
 
 TOOLS: dict[str, PlayedTool] = {t.name: t for t in (
     PlayedTool("deploy", "When the server needs input", "bob asks to deploy to staging", {"env": "staging"},
-               {"env": "prod"}, {"confirm": _accept(confirm=True)}),
+               {"env": "prod"}, {"confirm": _accept(confirm=True)}, other_tool="provision"),
     PlayedTool("provision", "Beyond one question", "bob asks for a staging database (two rounds)",
-               {"env": "staging"}, {"env": "prod"}, {"region": _accept(region="eu-west")}),
+               {"env": "staging"}, {"env": "prod"}, {"region": _accept(region="eu-west")}, other_tool="deploy"),
     PlayedTool("release", "Beyond one question", "bob releases 1.4.0 (two questions in one round)",
                {"version": "1.4.0"}, {"version": "1.5.0"},
                {"notes": _accept(notes="Faster deploys."), "notify": _accept(notify=True)}),

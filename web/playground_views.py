@@ -75,7 +75,7 @@ def check_views(step: Step) -> list[CheckView]:
             for name in CHECKS]
 
 
-def _result_text(response: JSONObject | None) -> str:
+def result_text(response: JSONObject | None) -> str:
     """The text of a result's content blocks, one space between blocks ("" for a block without text)."""
     content = as_list(as_object((response or {}).get("result")).get("content"))
     return " ".join(text for c in content if isinstance(c, dict) and isinstance(text := c.get("text", ""), str)).strip()
@@ -91,7 +91,7 @@ def verdict_line(step: Step, checks: list[CheckView], outcome: Outcome | None = 
     outcome = outcome or outcome_of(step.reply)
     failed = next((c for c in checks if c.outcome == "fail"), None)
     if outcome in (Outcome.COMPLETED, Outcome.ENDED):
-        return _result_text(response) or str(outcome)
+        return result_text(response) or str(outcome)
     if outcome == Outcome.ASKED_AGAIN and step.label.endswith("round one"):
         return "input_required, with a ticket of its own"
     if outcome == Outcome.ASKED_AGAIN:
@@ -196,7 +196,10 @@ def script_for(minted: Step, steps: list[Step], principal_of: Callable[[Role], s
 class NoteView:
     text: str
     outcome: str
-    stopped_at: str
+    stopped_at: str  # the check that stopped the play ("" when none did)
+    #: The stopping check the shown note was written for (None: it names none, or it was composed from the trace).
+    written_for: str | None = None
+    written: bool = True  # False: no written note fitted, so the words were composed from the trace
 
 
 @dataclass
@@ -213,6 +216,8 @@ class Result:
     note: NoteView | None = None
     #: Why the engine's verdict holds although it is not the plainest answer a sound server gives ("" when it is).
     holds_note: str = ""
+    #: Whether the last answer is the frozen error every refused ticket gets (so the page may say so).
+    frozen: bool = False
 
     @property
     def first_failure(self) -> CheckView | None:
@@ -259,6 +264,7 @@ class CustomForm:
 class MoveView:
     move: Move
     principal: str
+    summary: str = ""  # the move's summary in the picked tool's words
 
 
 @dataclass

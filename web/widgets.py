@@ -30,6 +30,8 @@ from mrtr import CHECK_TITLES, CHECKS, DEFAULT_TTL, JSON, FakeClock, MemoryStore
 from mrtr_toolsets import lesson as mrtr_tools
 from web.content import ContentError, Course, Lesson
 from web.moveviews import OUTCOME_CLASS, OUTCOME_TEXT, pretty_json
+from web.playground_switches import TOOLS
+from web.playground_words import play_note, tell
 from web.sequence import SequenceModel, sequence_model
 from web.services import get_services
 
@@ -348,6 +350,7 @@ class MatrixRow:
 
 def _play_all(course: Course, lesson: Lesson) -> list[MatrixRow]:
     services = get_services()
+    words = TOOLS["deploy"].words()  # the figures play the first lesson's deploy
     rows = []
     for move in course.moves:
         target = lab_target(services.lab_ring, now=story.FIGURE_EPOCH, catalog=services.server.catalog)
@@ -358,11 +361,11 @@ def _play_all(course: Course, lesson: Lesson) -> list[MatrixRow]:
         asked_again = result.outcome is Outcome.ASKED_AGAIN
         cells = tuple((name, "asked-again" if name == "answer" and asked_again and outcomes.get(name) == "fail"
                        else outcomes.get(name, "skipped")) for name in CHECKS)
-        note = move.note_for(result.outcome, result.stopped_at)
+        note, _ = play_note(move, result, {}, words)
         first = move.before
         before = (first.title, target.principal(first.sender), first.at) if first is not None else None
-        rows.append(MatrixRow(move.slug, move.title, move.at, target.principal(move.sender), move.summary,
-                              note.text if note else "", cells, str(result.outcome), str(move.expect),
+        rows.append(MatrixRow(move.slug, move.title, move.at, target.principal(move.sender), tell(move.summary, words),
+                              note, cells, str(result.outcome), str(move.expect),
                               move.stops_at, pretty_json(last.reply.response if last else None), before))
     return rows
 

@@ -59,7 +59,7 @@ def report_json(verdicts: Mapping[str, str] = {}, probes_failing: Iterable[str] 
         verdict = verdicts.get(move.slug, "pass")
         observed, detail = move.expect.value, ""
         if move.slug in MALFORMED:  # the answer rule: an error of its own, as the solution sends
-            observed, detail = "refused", "error -32602: Malformed inputResponses: the answer does not fit"
+            observed, detail = "refused", "error -32602: Invalid inputResponses: 'confirm': the answer does not fit"
         rows.append({"move": move.slug, "verdict": verdict, "required": True, "expected": move.expect.value,
                      "observed": observed if verdict == "pass" else "completed", "ok": verdict == "pass",
                      "detail": detail})

@@ -87,7 +87,8 @@ MALFORMED = ("wrong-type", "missing-key")
 
 @pytest.mark.parametrize(("old", "new", "verdict"), [
     ('raise BadAnswer(', 'return "missing" or (', "warn"),  # asks again on a malformed answer
-    ('raise RpcError(-32602, f"Malformed inputResponses: {exc}")', 'raise RpcError(-32602, TICKET_REFUSED["message"])',
+    ('raise RpcError(-32602, f"Invalid inputResponses: {exc}", data)',
+     'raise RpcError(-32602, TICKET_REFUSED["message"])',
      "fail"),
 ], ids=["asks-again", "ticket-refusal"])
 def test_step_5_is_not_done_when_a_malformed_answer_gets_no_error_of_its_own(old: str, new: str, verdict: str,

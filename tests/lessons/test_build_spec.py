@@ -85,7 +85,8 @@ def test_the_solution_answers_a_malformed_answer_with_an_error_and_spends_nothin
     answers = talk(BUILD.solution, tmp_path, _retries([*malformed, yes, yes], first))
     for answer in answers[:len(malformed)]:
         assert answer["error"]["code"] == -32602
-        assert answer["error"]["message"].startswith("Malformed inputResponses")
+        assert answer["error"]["message"].startswith("Invalid inputResponses: 'confirm': ")
+        assert answer["error"]["data"] == {"reason": "invalid_input_response", "key": "confirm"}
     assert answers[-2]["result"]["content"][0]["text"] == "deployed to staging"
     assert answers[-1]["error"] == {"code": -32602, "message": "Invalid or expired requestState"}  # spent now
 

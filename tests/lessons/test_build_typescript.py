@@ -1,7 +1,8 @@
 """The build lesson's TypeScript track, on the official TypeScript SDK: it type-checks, and the checker
 grades it as it grades the Python track (starter: no step done, every move a step names fails; each
 step's partial: exactly its moves turn green; solution: everything holds), and it behaves as the lesson
-says (refusals and malformed answers as isError results; the SDK's discovery and caching fields).
+says (refused tickets as isError results, malformed answers as the course's JSON-RPC error; the SDK's
+discovery and caching fields).
 
 Each source is type-stripped with the TypeScript compiler pinned in tests/js (as tests/js/sdk_server.mjs
 does for the first lesson's snippet), its bare imports pointed at tests/js's packages, and run with node.
@@ -99,10 +100,10 @@ def _exchange(source: str, tmp_path: Path, messages: list[dict]) -> list[dict]:
     return converse([launch.node(), str(compiled(source, tmp_path))], messages)
 
 
-def test_the_typescript_solution_answers_a_malformed_answer_with_an_is_error_result_and_spends_nothing(
+def test_the_typescript_solution_answers_a_malformed_answer_with_the_courses_error_and_spends_nothing(
         tmp_path: Path) -> None:
-    """As the lesson says: McpServer makes whatever a tool throws an isError result, so the malformed answer
-    gets one (not a JSON-RPC error, as in the Python track), and the ticket still works afterwards."""
+    """The one wire rule of the course: the malformed answer gets -32602 "Invalid inputResponses: 'confirm': ..."
+    with data {reason, key}, although McpServer makes other throws isError results; the ticket still works."""
     call = {"_meta": META, "name": "deploy", "arguments": {"env": "staging"}}
     first = _exchange(SOLUTION, tmp_path, [{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}])[0]
     ticket = first["result"]["requestState"]  # every process signs with the same default key
@@ -112,8 +113,9 @@ def test_the_typescript_solution_answers_a_malformed_answer_with_an_is_error_res
                 for i, answer in enumerate([*malformed, {"action": "accept", "content": {"confirm": True}}])]
     answers = _exchange(SOLUTION, tmp_path, messages)
     for answer in answers[:-1]:
-        assert answer["result"]["isError"] is True
-        assert answer["result"]["content"][0]["text"].startswith("Malformed inputResponses")
+        assert answer["error"]["code"] == -32602
+        assert answer["error"]["message"].startswith("Invalid inputResponses: 'confirm': ")
+        assert answer["error"]["data"] == {"reason": "invalid_input_response", "key": "confirm"}
     assert answers[-1]["result"]["content"][0]["text"] == "deployed to staging"
 
 

@@ -67,7 +67,8 @@ def test_the_sdk_section_says_who_runs_each_check() -> None:
 
 
 def test_the_snippet_follows_the_answer_rule_for_a_malformed_answer(sdk_ts_lesson_http) -> None:
-    """confirm: "yes" gets an error of its own (an isError result: McpServer's way), and spends nothing."""
+    """confirm: "yes" gets the course's error for a malformed answer (a JSON-RPC error, not McpServer's isError
+    result), and spends nothing; a string where an answer belongs is malformed too, never asked again."""
     hand = Hand(sdk_ts_lesson_http)
     try:
         ticket = hand.send("bob", call(1, ARGS))["result"]["requestState"]
@@ -77,6 +78,6 @@ def test_the_snippet_follows_the_answer_rule_for_a_malformed_answer(sdk_ts_lesso
                                      answers={"confirm": {"action": "accept", "content": {"confirm": True}}}))
     finally:
         hand.close()
-    assert bad["result"]["isError"] is True
-    assert bad["result"]["content"][0]["text"].startswith("Invalid inputResponses")
+    assert bad["error"]["code"] == -32602 and bad["error"]["message"].startswith("Invalid inputResponses: 'confirm': ")
+    assert bad["error"]["data"] == {"reason": "invalid_input_response", "key": "confirm"}
     assert good["result"]["content"][0]["text"] == "deployed to staging"

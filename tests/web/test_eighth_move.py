@@ -25,6 +25,8 @@ from moves.targets.in_process import lab_target
 from tests.check.catalogue import copy_of
 from tests.web.helpers import HX, soup
 from web.moveviews import OUTCOME_TEXT, group_of, grouped
+from web.playground_switches import TOOLS
+from web.playground_words import tell
 
 MOVES = load_moves()
 #: One move to copy from each group, so every kind of entry is proven (the first of its group).
@@ -34,6 +36,8 @@ ORIGINALS = {group.key: group.moves[0] for group in grouped(MOVES)}
 ORIGINALS |= {f"request-{m.request}": m for m in reversed(MOVES)
               if m.request not in {o.request for o in ORIGINALS.values()}}
 LESSON = "/lessons/when-the-server-needs-input"
+
+DEPLOY = TOOLS["deploy"].words()  # the default playground, the deck and the figures play deploy
 
 
 @pytest.fixture(params=sorted(ORIGINALS), ids=lambda key: f"{key}-kind")
@@ -73,7 +77,7 @@ def test_the_playground_lists_it_in_its_group_and_plays_it(app: Flask, move: Mov
     group = page.select_one(f"[data-move-group='{group_of(move)}']")
     assert group.select("[data-move]")[-1]["data-move"] == move.slug  # last of its group, as in the file
     assert page.select_one(f"#{group.select('[data-move]')[-1]['aria-describedby']}").get_text().startswith(
-        move.summary)
+        tell(move.summary, DEPLOY))
     for headers in (HX, {}):  # with htmx: the result fragment; without JavaScript: the whole page
         response = client.post(f"/playground/moves/{move.slug}", data={"single_use": "1"}, headers=headers)
         assert response.status_code == 200
@@ -98,7 +102,7 @@ def test_the_deck_gives_it_a_slide(app: Flask, move: Move) -> None:
     assert holds(move.expect, Outcome(slide.select_one("[data-verdict]")["data-verdict"]))[0]
     assert f"move {len(MOVES) + 1} of {len(MOVES) + 1}" in slide.select_one(".kicker").get_text(" ", strip=True)
     notes = soup(client.get(f"/demo/notes/move/{move.slug}").data)
-    assert move.summary in notes.get_text()
+    assert tell(move.summary, DEPLOY) in notes.get_text()
 
 
 def test_the_timeline_plays_it(app: Flask, move: Move) -> None:
@@ -114,7 +118,7 @@ def test_the_timeline_plays_it(app: Flask, move: Move) -> None:
     # its note (copied with the entry) explains it under the matrix
     note = move.note_for(verdict, next((td["data-check"] for td in row.select("td.cell")
                                         if td["data-outcome"] in ("fail", "asked-again")), None))
-    assert note is not None and note.text in figure.select_one(".move-notes").get_text()
+    assert note is not None and tell(note.text, DEPLOY) in figure.select_one(".move-notes").get_text()
 
 
 def test_the_class_round_offers_and_plays_it(app: Flask, move: Move) -> None:

@@ -93,7 +93,12 @@ def read_claims(ticket: str) -> dict[str, Any] | None:
 
 
 class BadAnswer(Exception):
-    """An answer is there but does not fit its question: the client gets a JSON-RPC error, -32602."""
+    """An answer is there but does not fit its question. The client gets the course's malformed-answer error:
+    -32602, "Invalid inputResponses: '<key>': <why>", data {"reason": "invalid_input_response", "key": <key>}."""
+
+    def __init__(self, why: str, key: str | None = None) -> None:
+        super().__init__(f"{key!r}: {why}" if key is not None else why)
+        self.key = key
 
 
 # -- step: signature --
@@ -139,13 +144,14 @@ def check_answer_included(claims: dict[str, Any], responses: dict[str, Any]) -> 
             return "missing"
         answer = responses[key]
         if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
-            raise BadAnswer(f"the answer to {key!r} is not an elicitation result")
+            raise BadAnswer("the answer is not an elicitation result (an object whose action is accept, "
+                            "decline or cancel)", key)
         if answer["action"] != "accept":
             said = "no"  # declined or cancelled: the call ends without the work
             continue
         content = answer.get("content")
         if not isinstance(content, dict) or not isinstance(content.get("confirm"), bool):
-            raise BadAnswer(f"the answer to {key!r} does not fit its requestedSchema")
+            raise BadAnswer("an accepted answer needs a true-or-false confirm in its content", key)
         if content["confirm"] is not True:
             said = "no"
     return said
@@ -266,7 +272,8 @@ def handle(method: str, params: dict[str, Any]) -> dict[str, Any]:
         try:
             return deploy(arguments, params)
         except BadAnswer as exc:
-            raise RpcError(-32602, f"Malformed inputResponses: {exc}") from None
+            data = {"reason": "invalid_input_response", **({"key": exc.key} if exc.key is not None else {})}
+            raise RpcError(-32602, f"Invalid inputResponses: {exc}", data) from None
     raise RpcError(-32601, f"Method not found: {method}")
 
 

@@ -93,7 +93,12 @@ def read_claims(ticket: str) -> dict[str, Any] | None:
 
 
 class BadAnswer(Exception):
-    """An answer is there but does not fit its question: the client gets a JSON-RPC error, -32602."""
+    """An answer is there but does not fit its question. The client gets the course's malformed-answer error:
+    -32602, "Invalid inputResponses: '<key>': <why>", data {"reason": "invalid_input_response", "key": <key>}."""
+
+    def __init__(self, why: str, key: str | None = None) -> None:
+        super().__init__(f"{key!r}: {why}" if key is not None else why)
+        self.key = key
 
 
 # -- step: signature --
@@ -140,7 +145,7 @@ def check_answer_included(claims: dict[str, Any], responses: dict[str, Any]) -> 
     # TODO: claims["asked"] lists the question keys. For each key, look in `responses`:
     #   - no answer at all: return "missing" (a lost answer is no attack: the tool asks again);
     #   - not an object whose "action" is accept, decline or cancel, or an accept whose content has
-    #     no true-or-false "confirm": raise BadAnswer (the answer is malformed: the client gets an error);
+    #     no true-or-false "confirm": raise BadAnswer(why, key) (the answer is malformed: the client gets an error);
     #   - decline, cancel, or confirm false: the answer is "no".
     # Return "yes" only when every answer is an accept with confirm true.
     return "yes"  # takes every retry for a yes
@@ -258,7 +263,8 @@ def handle(method: str, params: dict[str, Any]) -> dict[str, Any]:
         try:
             return deploy(arguments, params)
         except BadAnswer as exc:
-            raise RpcError(-32602, f"Malformed inputResponses: {exc}") from None
+            data = {"reason": "invalid_input_response", **({"key": exc.key} if exc.key is not None else {})}
+            raise RpcError(-32602, f"Invalid inputResponses: {exc}", data) from None
     raise RpcError(-32601, f"Method not found: {method}")
 
 

@@ -1,12 +1,16 @@
 // The lesson's deploy tool, written against the TypeScript SDK v2 (server side).
 // It asks "Deploy to <env>?" with input_required, deploys only on a confirmed retry,
-// and stops (without asking again) when the user declines or cancels; a malformed answer gets an error.
+// and stops (without asking again) when the user declines or cancels. A malformed answer gets the
+// course's JSON-RPC error: -32602 "Invalid inputResponses: 'confirm': ..." with data {reason, key}.
 import {
   McpServer,
+  ProtocolError,
+  ProtocolErrorCode,
   acceptedContent,
   createRequestStateCodec,
   inputRequired,
   inputResponse,
+  isInputRequiredResult,
 } from '@modelcontextprotocol/server';
 import type { CallToolResult, ServerContext } from '@modelcontextprotocol/server';
 import * as z from 'zod';
@@ -50,6 +54,52 @@ function say(text: string, isError = false): CallToolResult {
 // while the codec's are -32602 errors. Both use the same words and never name the check.
 const refused = () => say('Invalid or expired requestState', true);
 
+// The answer rule: an answer that is there but does not fit its question gets an error of its own, not
+// the ticket refusal, and spends nothing. It is a JSON-RPC error, so the tool throws it (see buildServer).
+function malformed(why: string): ProtocolError {
+  return new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid inputResponses: 'confirm': ${why}`,
+    { reason: 'invalid_input_response', key: 'confirm' });
+}
+
+const deployArgs = z.object({ env: z.string().min(1) });
+
+async function deployTool({ env }: { env: string }, ctx: ServerContext) {
+  const pending = ctx.mcpReq.requestState<PendingDeploy>(); // verified, or undefined
+  const ask = async () => inputRequired({
+    inputRequests: { confirm: inputRequired.elicit({ message: `Deploy to ${env}?`, requestedSchema: confirmForm }) },
+    requestState: await tickets.mint({ env, id: crypto.randomUUID() }, ctx),
+  });
+  if (pending === undefined) return ask(); // round one: ask, with a fresh ticket
+
+  // Not done by the codec: same request.
+  if (pending.env !== env) return refused();
+
+  // Only an answer that is not there at all is asked again. The SDK hands over only the entries that are
+  // objects (the keys of the others are in droppedInputResponseKeys), and inputResponse reads an object
+  // without a valid action as missing too: both are answers that came malformed.
+  const dropped = ctx.mcpReq.droppedInputResponseKeys?.includes('confirm') ?? false;
+  if (!dropped && ctx.mcpReq.inputResponses?.['confirm'] === undefined) return ask();
+  const answer = inputResponse(ctx.mcpReq.inputResponses, 'confirm');
+  if (dropped || answer.kind !== 'elicit') throw malformed('the answer is not an elicitation result');
+  const reply = acceptedContent(ctx.mcpReq.inputResponses, 'confirm', confirmForm);
+  if (answer.action === 'accept' && reply === undefined) {
+    throw malformed('an accepted answer needs a true-or-false confirm in its content');
+  }
+
+  // Not done by the codec either: each ticket redeemed once.
+  if (redeemed.has(pending.id)) return refused();
+  redeemed.add(pending.id);
+
+  // Decline or cancel ends the call: no endless re-asking.
+  if (answer.action !== 'accept') {
+    return say(`nothing was deployed to ${env}: the user chose ${answer.action}`);
+  }
+  if (reply?.confirm !== true) {
+    return say(`nothing was deployed to ${env}: the box was not ticked`);
+  }
+  return say(`deployed to ${env}`);
+}
+
 // A factory: the SDK builds a fresh server for each HTTP request, so the codec and
 // the redeemed set live outside it. Serve it with createMcpHandler(buildServer) or
 // serveStdio(buildServer).
@@ -58,50 +108,22 @@ export function buildServer(): McpServer {
     { name: 'deploy-demo', version: '1.0.0' },
     { requestState: { verify: tickets.verify } }, // runs before the handler on every retry
   );
-
   server.registerTool(
     'deploy',
-    {
-      description: 'Deploy the current build. Asks the user to confirm first.',
-      inputSchema: z.object({ env: z.string().min(1) }),
-    },
-    async ({ env }, ctx) => {
-      const pending = ctx.mcpReq.requestState<PendingDeploy>(); // verified, or undefined
-      const answer = inputResponse(ctx.mcpReq.inputResponses, 'confirm');
-
-      if (pending === undefined || answer.kind === 'missing') {
-        // Round one, or a retry without the answer: ask, with a fresh ticket.
-        return inputRequired({
-          inputRequests: {
-            confirm: inputRequired.elicit({ message: `Deploy to ${env}?`, requestedSchema: confirmForm }),
-          },
-          requestState: await tickets.mint({ env, id: crypto.randomUUID() }, ctx),
-        });
-      }
-
-      // Not done by the codec: same request.
-      if (pending.env !== env) return refused();
-
-      // The answer rule: a malformed answer gets an error of its own and spends nothing.
-      const reply = acceptedContent(ctx.mcpReq.inputResponses, 'confirm', confirmForm);
-      if (answer.kind !== 'elicit' || (answer.action === 'accept' && reply === undefined)) {
-        return say('Invalid inputResponses: confirm must be an elicitation answer with a true or false confirm', true);
-      }
-
-      // Not done by the codec either: each ticket redeemed once.
-      if (redeemed.has(pending.id)) return refused();
-      redeemed.add(pending.id);
-
-      // Decline or cancel ends the call: no endless re-asking.
-      if (answer.action !== 'accept') {
-        return say(`nothing was deployed to ${env}: the user chose ${answer.action}`);
-      }
-      if (reply?.confirm !== true) {
-        return say(`nothing was deployed to ${env}: the box was not ticked`);
-      }
-      return say(`deployed to ${env}`);
-    },
+    { description: 'Deploy the current build. Asks the user to confirm first.', inputSchema: deployArgs },
+    deployTool,
   );
-
+  // McpServer's own tools/call turns whatever a tool throws into an isError result, the malformed-answer
+  // error too; so tools/call is served here, by the same tool, and the ProtocolError reaches the wire.
+  server.server.removeRequestHandler('tools/call');
+  server.server.setRequestHandler('tools/call', async (request, ctx) => {
+    if (request.params.name !== 'deploy') {
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Tool ${request.params.name} not found`);
+    }
+    const args = deployArgs.safeParse(request.params.arguments ?? {});
+    if (!args.success) return say(`Invalid arguments for deploy: ${args.error.message}`, true);
+    const result = await deployTool(args.data, ctx);
+    return isInputRequiredResult(result) ? result : server.server.projectCallToolResult(result, undefined);
+  });
   return server;
 }

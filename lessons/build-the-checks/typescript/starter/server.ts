@@ -1,7 +1,8 @@
 // The lesson's server again, on the official TypeScript SDK (@modelcontextprotocol/server 2.4.0),
 // over stdio. Same tool, same ticket, same six checks to write between the "step" markers.
 // One difference from the Python track: McpServer turns whatever a tool throws into an isError
-// tool result, so a refused ticket or a malformed answer comes back as one, not as a JSON-RPC error.
+// tool result, so a refused ticket comes back as one, not as a JSON-RPC error. A malformed answer gets
+// the course's JSON-RPC error all the same (see buildServer): -32602 "Invalid inputResponses: ...".
 //
 //   MRTR_TICKET_TTL=3 python -m mrtr check --stdio "node server.js"   (after compiling with tsc)
 //
@@ -9,8 +10,8 @@
 // LESSON_SIGNING_KEY (the key tickets are signed with; every process must share it).
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 
-import { McpServer, inputRequired } from '@modelcontextprotocol/server';
-import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/server';
+import { McpServer, ProtocolError, ProtocolErrorCode, inputRequired, isInputRequiredResult } from '@modelcontextprotocol/server';
+import type { CallToolResult, JSONRPCMessage, ServerContext } from '@modelcontextprotocol/server';
 import { StdioServerTransport, serveStdio } from '@modelcontextprotocol/server/stdio';
 import * as z from 'zod';
 
@@ -85,8 +86,13 @@ function readClaims(ticket: string): Claims | undefined {
 
 type Said = 'yes' | 'no' | 'missing';
 
-// An answer is there but does not fit its question: the client gets an isError result saying so.
-class BadAnswer extends Error {}
+// An answer is there but does not fit its question. The client gets the course's malformed-answer error:
+// -32602, "Invalid inputResponses: '<key>': <why>", data {reason: "invalid_input_response", key}.
+class BadAnswer extends Error {
+  constructor(why: string, readonly key?: string) {
+    super(key === undefined ? why : `'${key}': ${why}`);
+  }
+}
 
 // -- step: signature --
 function checkSignature(ticket: string): boolean {
@@ -184,6 +190,25 @@ function deploy(args: { env: string }, ticket: string | undefined, responses: An
   return say(`nothing was deployed to ${target}: the user did not confirm`);
 }
 
+const deployArgs = z.object({ env: z.string().min(1) });
+
+// The tool. Refusals are isError results: the same words for every refused ticket, the reason on stderr only.
+// A malformed answer is the course's JSON-RPC error instead, thrown for tools/call (below) to pass through.
+async function deployTool({ env }: { env: string }, ctx: ServerContext) {
+  // The SDK hands the tool only the entries that are objects and lists the other keys apart; put those back
+  // (as null), so step 5 sees that something came under the key and that it is no answer.
+  const responses: Answers = { ...(ctx.mcpReq.inputResponses ?? {}) };
+  for (const key of ctx.mcpReq.droppedInputResponseKeys ?? []) responses[key] = null;
+  try {
+    return deploy({ env }, ctx.mcpReq.requestState<string>(), responses);
+  } catch (error) {
+    if (error instanceof BadAnswer) throw malformed(error);
+    if (!(error instanceof Refused)) throw error;
+    console.error(`[server] ticket refused at the ${error.message} check`);
+    return say('Invalid or expired requestState', true); // the same words whatever the reason
+  }
+}
+
 function buildServer(): McpServer {
   // verify runs before the handler on every retry; this server does its checks in the tool, so it
   // only hands the raw ticket through.
@@ -193,24 +218,27 @@ function buildServer(): McpServer {
   );
   server.registerTool(
     'deploy',
-    {
-      description: 'Deploy the current build to an environment. Asks the user to confirm first.',
-      inputSchema: z.object({ env: z.string().min(1) }),
-    },
-    async ({ env }, ctx) => {
-      try {
-        return deploy({ env }, ctx.mcpReq.requestState<string>(), (ctx.mcpReq.inputResponses ?? {}) as Answers);
-      } catch (error) {
-        // McpServer answers whatever a tool throws with an isError result, so refusals are isError results
-        // too: the same words for every refused ticket, and the reason on stderr only.
-        if (error instanceof BadAnswer) return say(`Malformed inputResponses: ${error.message}`, true);
-        if (!(error instanceof Refused)) throw error;
-        console.error(`[server] ticket refused at the ${error.message} check`);
-        return say('Invalid or expired requestState', true); // the same words whatever the reason
-      }
-    },
+    { description: 'Deploy the current build to an environment. Asks the user to confirm first.', inputSchema: deployArgs },
+    deployTool,
   );
+  // McpServer's own tools/call turns whatever a tool throws into an isError result, the malformed-answer
+  // error too; so tools/call is served here, by the same tool, and a ProtocolError it throws reaches the wire.
+  server.server.removeRequestHandler('tools/call');
+  server.server.setRequestHandler('tools/call', async (request, ctx) => {
+    if (request.params.name !== 'deploy') {
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Tool ${request.params.name} not found`);
+    }
+    const args = deployArgs.safeParse(request.params.arguments ?? {});
+    if (!args.success) return say(`Invalid arguments for deploy: ${args.error.message}`, true);
+    const result = await deployTool(args.data, ctx);
+    return isInputRequiredResult(result) ? result : server.server.projectCallToolResult(result, undefined);
+  });
   return server;
+}
+
+function malformed(error: BadAnswer): ProtocolError {
+  return new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid inputResponses: ${error.message}`,
+    { reason: 'invalid_input_response', ...(error.key === undefined ? {} : { key: error.key }) });
 }
 
 // At 2.4.0 serveStdio checks the protocol version on a connection's opening request only; this guard
