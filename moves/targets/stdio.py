@@ -44,6 +44,12 @@ from mrtr import JSONObject
 #: Seconds a process gets to exit after its stdin closes, then again after SIGTERM.
 GRACE = 2.0
 STDERR_TAIL = 2048
+#: Seconds an exit report waits for the stderr reader to reach the end of the pipe (longer only if something the
+#: process started still holds its stderr open).
+STDERR_END_WAIT = 2.0
+
+#: Reads up to n bytes from a file descriptor (os.read; a test holds the stderr reader back with its own).
+Read = Callable[[int, int], bytes]
 
 
 class StdioConfigError(ValueError):
@@ -53,7 +59,7 @@ class StdioConfigError(ValueError):
 class _Process:
     """One running server process and what it has said."""
 
-    def __init__(self, argv: list[str], env: Mapping[str, str]) -> None:
+    def __init__(self, argv: list[str], env: Mapping[str, str], *, read: Read = os.read) -> None:
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      env=dict(env), start_new_session=True)
         assert self.proc.stdout is not None and self.proc.stderr is not None
@@ -65,13 +71,16 @@ class _Process:
         self._stderr: collections.deque[bytes] = collections.deque()
         self._stderr_size = 0
         self._stderr_lock = threading.Lock()
-        self._drain = threading.Thread(target=self._drain_stderr, args=(self.proc.stderr,), daemon=True)
+        #: Set once the reader has seen the end of stderr (or given up on it).
+        self.stderr_ended = threading.Event()
+        self._stderr_waited = False
+        self._drain = threading.Thread(target=self._drain_stderr, args=(self.proc.stderr, read), daemon=True)
         self._drain.start()
 
-    def _drain_stderr(self, stream: IO[bytes]) -> None:
+    def _drain_stderr(self, stream: IO[bytes], read: Read) -> None:
         """Keep only the tail of stderr, so a chatty server never blocks on a full pipe."""
         try:
-            while chunk := os.read(stream.fileno(), 65536):
+            while chunk := read(stream.fileno(), 65536):
                 with self._stderr_lock:
                     self._stderr.append(chunk)
                     self._stderr_size += len(chunk)
@@ -79,6 +88,8 @@ class _Process:
                         self._stderr_size -= len(self._stderr.popleft())
         except (OSError, ValueError):
             return
+        finally:
+            self.stderr_ended.set()
 
     def stderr_tail(self) -> str:
         with self._stderr_lock:
@@ -87,11 +98,28 @@ class _Process:
         return clip(" | ".join(lines[-3:]), 200) if lines else ""
 
     def exited(self) -> str | None:
+        """Why the process can no longer answer, with the last lines it wrote on stderr; None while it runs.
+
+        The exit is seen before the reader thread has necessarily read what the process wrote just before it: the
+        report waits (once, bounded) for the reader to reach the end of the pipe, so the line saying why a server
+        died is never lost to a busy machine."""
         code = self.proc.poll()
         if code is None:
             return None
+        if not self._stderr_waited:
+            self._stderr_waited = True
+            self.stderr_ended.wait(STDERR_END_WAIT)
         tail = self.stderr_tail()
         return f"the process exited with code {code}" + (f"; its stderr ended: {tail}" if tail else "")
+
+    def gone(self, pipe: str) -> str:
+        """Why the process cannot answer after it closed `pipe` ("stdin", "stdout"): a process that closes a pipe is
+        usually exiting, so its exit (code and stderr) is awaited, bounded, rather than raced."""
+        try:
+            self.proc.wait(timeout=GRACE)
+        except subprocess.TimeoutExpired:
+            pass
+        return self.exited() or f"the process closed its {pipe}"
 
     def stop(self) -> None:
         """Close stdin, wait, SIGTERM the group, wait, SIGKILL the group; then release every pipe."""
@@ -262,8 +290,7 @@ class StdioTarget:
                                               for m in messages))
             process.proc.stdin.flush()
         except (BrokenPipeError, ConnectionResetError, ValueError):
-            process.proc.poll()
-            why = process.exited() or "the process closed its stdin"
+            why = process.gone("stdin")
             process.broken = why
             return [Reply(None, transport_error=why) for _ in messages]
         wanted = collections.Counter(json.dumps(m.get("id")) for m in messages)
@@ -296,8 +323,7 @@ class StdioTarget:
                 return self._fail(process, f"no answer within {self.timeout:g} s", stop=True, timed_out=True)
             chunk = os.read(process.stdout.fileno(), 65536)
             if not chunk:
-                process.proc.poll()
-                why = process.exited() or "the process closed its stdout"
+                why = process.gone("stdout")
                 process.broken = why
                 return Reply(None, transport_error=why)
             process.buffer += chunk
@@ -358,8 +384,7 @@ class StdioTarget:
             process.proc.stdin.write(json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
             process.proc.stdin.flush()
         except (BrokenPipeError, ConnectionResetError, ValueError):
-            process.proc.poll()
-            why = process.exited() or "the process closed its stdin"
+            why = process.gone("stdin")
             process.broken = why
             return Reply(None, transport_error=why)
         request_id = message.get("id")
@@ -373,12 +398,7 @@ class StdioTarget:
                     return self._fail(process, f"no answer within {self.timeout:g} s", stop=True, timed_out=True)
                 chunk = os.read(process.stdout.fileno(), 65536)
                 if not chunk:
-                    process.proc.poll()
-                    try:
-                        process.proc.wait(timeout=GRACE)
-                    except subprocess.TimeoutExpired:
-                        pass
-                    why = process.exited() or "the process closed its stdout"
+                    why = process.gone("stdout")
                     process.broken = why
                     return Reply(None, notifications, transport_error=why)
                 received += len(chunk)
