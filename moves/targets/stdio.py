@@ -56,7 +56,7 @@ class StdioConfigError(ValueError):
     """The command cannot be used (empty, unparsable): a usage error."""
 
 
-class _Process:
+class ServerProcess:
     """One running server process and what it has said."""
 
     def __init__(self, argv: list[str], env: Mapping[str, str], *, read: Read = os.read) -> None:
@@ -194,7 +194,7 @@ class StdioTarget:
         self.max_bytes = max_bytes
         self.timing = timing or Timing()
         self._monotonic = monotonic
-        self._procs: dict[Role, _Process] = {}
+        self._procs: dict[Role, ServerProcess] = {}
         self._start_errors: dict[Role, str] = {}
         #: Once moves are played concurrently, each shared process is read by its `Mux` (moves.targets.stdio_mux).
         self._muxes: dict[Role, Mux] = {}
@@ -279,7 +279,7 @@ class StdioTarget:
             return [Reply(None, transport_error=f"talking to the process failed: {type(exc).__name__}")
                     for _ in messages]
 
-    def _exchange_many(self, process: _Process, messages: list[JSONObject]) -> list[Reply]:
+    def _exchange_many(self, process: ServerProcess, messages: list[JSONObject]) -> list[Reply]:
         gone = process.exited()
         if gone:
             process.broken = gone
@@ -314,7 +314,7 @@ class StdioTarget:
             replies.append(queue.popleft() if queue else problem or Reply(None, transport_error="no answer"))
         return replies
 
-    def _next_line(self, process: _Process, deadline: float) -> Reply | None:
+    def _next_line(self, process: ServerProcess, deadline: float) -> Reply | None:
         """The next JSON-RPC response on stdout as a Reply (None for a notification or a blank line), or a Reply
         without a response saying why none can come."""
         while b"\n" not in process.buffer:
@@ -346,14 +346,14 @@ class StdioTarget:
     def _name(self, role: Role) -> str:
         return self.other if role == "other" else self.owner
 
-    def _process(self, role: Role) -> _Process | str:
+    def _process(self, role: Role) -> ServerProcess | str:
         if role in self._start_errors:
             return self._start_errors[role]
         process = self._procs.get(role)
         if process is None:
             env = {**self._env, self.principal_env: self._values[role]}
             try:
-                process = _Process(self.argv, env)
+                process = ServerProcess(self.argv, env)
             except FileNotFoundError:
                 self._start_errors[role] = f"could not start {clip(self.argv[0], 60)!r}: no such command"
                 return self._start_errors[role]
@@ -368,13 +368,13 @@ class StdioTarget:
             return process.broken
         return process
 
-    def _fail(self, process: _Process, why: str, *, stop: bool, timed_out: bool = False) -> Reply:
+    def _fail(self, process: ServerProcess, why: str, *, stop: bool, timed_out: bool = False) -> Reply:
         if stop:
             process.broken = f"not sent: the process was stopped after an earlier failure ({why})"
             process.stop()
         return Reply(None, transport_error=why, timed_out=timed_out)
 
-    def _exchange(self, process: _Process, message: JSONObject) -> Reply:
+    def _exchange(self, process: ServerProcess, message: JSONObject) -> Reply:
         gone = process.exited()
         if gone:
             process.broken = gone

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from moves.targets.stdio import StdioTarget, _Process
+from moves.targets.stdio import ServerProcess, StdioTarget
 
 HERE = Path(__file__).resolve().parent
 EXIT_3 = "the process exited with code 3; its stderr ended: fake: cannot open the database"
@@ -37,7 +37,7 @@ def test_an_exit_waits_for_the_stderr_the_reader_has_not_read_yet() -> None:
         waited.wait(timeout=10)
         return os.read(fd, size)
 
-    process = _Process([sys.executable, str(HERE / "fake_stdio.py"), "exit"], dict(os.environ), read=held_read)
+    process = ServerProcess([sys.executable, str(HERE / "fake_stdio.py"), "exit"], dict(os.environ), read=held_read)
 
     class Watched(threading.Event):
         def wait(self, timeout: float | None = None) -> bool:
@@ -57,7 +57,7 @@ def test_an_exit_waits_for_the_stderr_the_reader_has_not_read_yet() -> None:
 def _exit_held_until_awaited(target: StdioTarget) -> None:
     """The owner's process exits only once the checker waits for it (its second stdin line is written then)."""
     process = target._process("owner")
-    assert isinstance(process, _Process)
+    assert isinstance(process, ServerProcess)
     stdin, real_wait = process.proc.stdin, process.proc.wait
     assert stdin is not None
 

@@ -13,6 +13,8 @@ import yaml
 from mkdocs.commands.build import build
 from mkdocs.config import load_config
 
+from tests.tracked import tracked_under
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 
@@ -56,7 +58,7 @@ def built(site: Path, doc: str) -> str:
 
 
 def test_every_page_is_in_the_nav_once_and_built(site: Path) -> None:
-    pages = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md"))
+    pages = sorted(str(p.relative_to(DOCS)) for p in tracked_under("docs", suffix=".md"))
     assert sorted(NAV) == pages, "a page in docs/ and not in the nav, or the other way round"
     assert len(set(NAV)) == len(NAV)
     for doc in NAV:
