@@ -182,3 +182,11 @@ def test_the_code_map_names_every_module() -> None:
     modules = [p.relative_to(ROOT) for p in tracked_under(*PACKAGES) if p.name != "__init__.py"]
     missing = [str(m) for m in modules if m.name not in named]
     assert not missing, f"docs/architecture.md's code map does not name {missing}"
+
+
+def test_no_tracked_file_names_a_folder_of_the_machine_it_was_written_on() -> None:
+    """Comments and docs point at files by where they are beside the repository (../shared/reference/), never by
+    a path on one machine."""
+    machine = "/" + "work/"  # spelled apart, so this file does not name it
+    named = [p.relative_to(ROOT).as_posix() for p in tracked() if machine.encode() in p.read_bytes()]
+    assert named == []
