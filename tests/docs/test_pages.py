@@ -144,6 +144,21 @@ def test_the_readme_is_short_and_keeps_the_two_commands() -> None:
     assert "scripts/test.sh" in text(ROOT / ".ci" / "run")
 
 
+NUMBERS = ("One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine")
+
+
+@pytest.mark.parametrize("page", [README, DOCS / "lessons.md"], ids=lambda p: p.name)
+def test_the_front_pages_count_and_name_the_course_s_lessons(page: Path) -> None:
+    """The README and the lessons page say how many lessons the course has and name each one (its manifest,
+    lessons/course.toml, is what the app serves)."""
+    lessons = load_course().lessons
+    words = re.sub(r"\s+", " ", prose(text(page)))
+    if page == README:
+        assert f"**{NUMBERS[len(lessons) - 1]} lessons**" in words
+    for lesson in lessons:
+        assert f'"{lesson.title}"' in words, f"{page.name} does not name the lesson {lesson.title!r}"
+
+
 def test_the_readme_links_into_the_site_and_every_link_lands() -> None:
     readme = text(README)
     links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme)
