@@ -236,7 +236,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _temporary_directories_of_our_own() -> None:
     """This process's `tempfile` directories in a folder of its own, so what the suite leaves behind is told apart
     from other processes' (another suite running beside it) and removed with the folder at the end."""
-    ours = tempfile.mkdtemp(prefix="mrtr-suite-")
+    ours = tempfile.mkdtemp(prefix="mrtr-suite-", dir=os.environ.get("PYTEST_DEBUG_TEMPROOT"))  # tmpfs if set
     # Passable, not listable, by other users, as /tmp is: tests/deploy's nginx workers (user nobody) reach their
     # run folder inside it.
     os.chmod(ours, 0o711)
