@@ -5,7 +5,8 @@ most once per principal, with `MRTR_PRINCIPAL` (or the variable `principal_env` 
 principal's value; the other principal's process starts only when a move first needs it (the
 stolen move). Every request waits at most `timeout` seconds and reads at most `max_bytes`; a
 process that floods stdout, prints a line that is not JSON, dies, or never answers gives a
-`Reply.transport_error` saying so, and after a flood or a hang the process is stopped rather than
+`Reply.transport_error` saying so (a death with its exit code and the last lines of stderr, read to the
+end of the pipe before the report is made), and after a flood or a hang the process is stopped rather than
 trusted again. Processes run in their own process group and `close()` always ends them (and
 anything they started): stdin closed, then SIGTERM, then SIGKILL.
 
@@ -73,7 +74,8 @@ class ServerProcess:
         self._stderr_lock = threading.Lock()
         #: Set once the reader has seen the end of stderr (or given up on it).
         self.stderr_ended = threading.Event()
-        self._stderr_waited = False
+        #: When an exit report stops waiting for the end of stderr (set by the first report; later ones share it).
+        self._stderr_deadline: float | None = None
         self._drain = threading.Thread(target=self._drain_stderr, args=(self.proc.stderr, read), daemon=True)
         self._drain.start()
 
@@ -101,14 +103,14 @@ class ServerProcess:
         """Why the process can no longer answer, with the last lines it wrote on stderr; None while it runs.
 
         The exit is seen before the reader thread has necessarily read what the process wrote just before it: the
-        report waits (once, bounded) for the reader to reach the end of the pipe, so the line saying why a server
-        died is never lost to a busy machine."""
+        report waits, bounded, for the reader to reach the end of the pipe (one wait shared by every report), so
+        the line saying why a server died is never lost to a busy machine."""
         code = self.proc.poll()
         if code is None:
             return None
-        if not self._stderr_waited:
-            self._stderr_waited = True
-            self.stderr_ended.wait(STDERR_END_WAIT)
+        if self._stderr_deadline is None:
+            self._stderr_deadline = time.monotonic() + STDERR_END_WAIT
+        self.stderr_ended.wait(max(0.0, self._stderr_deadline - time.monotonic()))
         tail = self.stderr_tail()
         return f"the process exited with code {code}" + (f"; its stderr ended: {tail}" if tail else "")
 
