@@ -14,7 +14,7 @@
 #      NB: with --expected-failures the harness treats WARNING like FAILURE, while
 #      phase (a) (no baseline) fails only on FAILURE, exactly as upstream does.
 #
-# Pins (see docs in /work/shared/reference/conformance-suite.md):
+# Pins (see ../shared/reference/conformance-suite.md, beside this repository):
 #  - @modelcontextprotocol/conformance@0.2.0-alpha.12: 0.1.x has no MRTR.
 #  - node@22 from the npm registry: the suite crashes on Node 20 (fs.globSync).
 #  - The default/"active" suite silently skips every 2026-07-28 scenario, so

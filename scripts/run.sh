@@ -8,6 +8,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PORT="${PORT:-5000}"
 PYTHON="${PYTHON:-python3}"
+# The address the app gives for pages it sends people to (lesson 3's URL-mode page): where this script serves it,
+# so a PORT other than 5000 does not send learners to a port nothing listens on.
+export MRTR_PUBLIC_URL="${MRTR_PUBLIC_URL:-http://127.0.0.1:${PORT}}"
 
 if [ ! -x .venv/bin/python ]; then
     echo "==> Creating virtual environment in .venv"

@@ -19,9 +19,12 @@ and Pyodide is not there for it even when instance/ holds it, so the fast tier s
 from __future__ import annotations
 
 import _posixsubprocess
+import gc
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -217,6 +220,7 @@ def pytest_configure(config: pytest.Config) -> None:
     spawn (fork_exec), multiprocessing's fork and os.spawn* (fork), os.system, posix_spawn. Every app the
     tests create shares its compiled templates and URL builders, and temporary directories are in memory."""
     _temporary_directories_in_memory()
+    _temporary_directories_of_our_own()
     _share_compiled_templates()
     _share_compiled_url_builders()
     argv_of = lambda args, *_a, **_k: list(args)  # noqa: E731
@@ -227,6 +231,42 @@ def pytest_configure(config: pytest.Config) -> None:
     os.system = _guarded("system", os.system, lambda command: [command])
     os.posix_spawn = _guarded("posix_spawn", os.posix_spawn, lambda path, argv, *_a, **_k: list(argv))
     os.posix_spawnp = _guarded("posix_spawnp", os.posix_spawnp, lambda path, argv, *_a, **_k: list(argv))
+
+
+def _temporary_directories_of_our_own() -> None:
+    """This process's `tempfile` directories in a folder of its own, so what the suite leaves behind is told apart
+    from other processes' (another suite running beside it) and removed with the folder at the end."""
+    ours = tempfile.mkdtemp(prefix="mrtr-suite-", dir=os.environ.get("PYTEST_DEBUG_TEMPROOT"))  # tmpfs if set
+    # Passable, not listable, by other users, as /tmp is: tests/deploy's nginx workers (user nobody) reach their
+    # run folder inside it.
+    os.chmod(ours, 0o711)
+    tempfile.tempdir = ours
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    ours = tempfile.tempdir
+    if ours is not None and Path(ours).name.startswith("mrtr-suite-"):
+        tempfile.tempdir = None
+        shutil.rmtree(ours, ignore_errors=True)
+
+
+def left_behind() -> list[str]:
+    """The `mrtr-*` temporary directories this process made and did not remove (once the unreachable is freed)."""
+    gc.collect()
+    return sorted(p.name for p in Path(tempfile.gettempdir()).glob("mrtr-*"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _the_suite_leaves_no_temporary_directory(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Whatever makes a temporary directory (a test app's class files, a server's state) removes it: the suite
+    must not fill the machine's temporary folder run after run. Judged on a run with no failure only: a failed
+    test's traceback keeps its objects (an app and the directory it owns) alive."""
+    before = left_behind()
+    yield
+    if request.session.testsfailed:
+        return
+    left = [name for name in left_behind() if name not in before]
+    assert not left, f"the tests left these temporary directories behind: {left[:5]} ({len(left)} in all)"
 
 
 @pytest.hookimpl(hookwrapper=True)

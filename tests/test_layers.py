@@ -10,6 +10,8 @@ import tokenize
 from fnmatch import fnmatch
 from pathlib import Path
 
+from tests.tracked import tracked_under
+
 ROOT = Path(__file__).resolve().parent.parent
 #: The most `Any` the protocol core may hold per 1,000 lines: its messages are typed (mrtr/messages.py).
 MAX_ANY_PER_KLOC = 15
@@ -50,11 +52,11 @@ TYPED_ABOVE_THE_CORE = ("web", "mrtr_toolsets", "moves", "mrtr_settings", "mrtr_
 ANY_ALLOWED: dict[str, str] = {}
 
 
-def any_count(package: str, *, allowed: bool = True) -> tuple[int, int]:
-    """(`Any` names, lines) over a package's modules, with or without the files in ANY_ALLOWED."""
+def any_count(package: str, *, allowed: bool = True, root: Path = ROOT) -> tuple[int, int]:
+    """(`Any` names, lines) over a package's tracked modules, with or without the files in ANY_ALLOWED."""
     found = lines = 0
-    for path in sorted((ROOT / package).rglob("*.py")):
-        if not allowed and any(fnmatch(path.relative_to(ROOT).as_posix(), pattern) for pattern in ANY_ALLOWED):
+    for path in tracked_under(package, root=root):
+        if not allowed and any(fnmatch(path.relative_to(root).as_posix(), pattern) for pattern in ANY_ALLOWED):
             continue
         source = path.read_text(encoding="utf-8")
         found, lines = found + _any_names(source), lines + source.count("\n")
@@ -78,12 +80,12 @@ def test_above_the_core_any_stays_under_the_bar():
 
 
 def test_every_any_allowance_names_a_file_that_exists():
-    names = [p.relative_to(ROOT).as_posix() for package in TYPED_ABOVE_THE_CORE for p in (ROOT / package).rglob("*.py")]
+    names = [p.relative_to(ROOT).as_posix() for p in tracked_under(*TYPED_ABOVE_THE_CORE)]
     assert [pattern for pattern in ANY_ALLOWED if not any(fnmatch(n, pattern) for n in names)] == []
 
 
 def test_the_core_is_typed_at_its_boundary():
-    sources = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "mrtr").glob("*.py"))]
+    sources = [p.read_text(encoding="utf-8") for p in tracked_under("mrtr") if p.parent == ROOT / "mrtr"]
     lines = sum(s.count("\n") for s in sources)
     found = sum(_any_names(s) for s in sources)
     assert found * 1000 <= MAX_ANY_PER_KLOC * lines, f"{found} Any in {lines} lines of mrtr/"
@@ -123,13 +125,17 @@ def private_imports(source: str, importer: str) -> list[str]:
     return found
 
 
+def private_imports_in(root: Path) -> list[tuple[str, str]]:
+    """(file, private name) for every private import across packages in the Python files git tracks under `root`
+    (what `pip install .` copies to build/lib/, or a run leaves, is not the project's code)."""
+    return [(path, name) for p in tracked_under("", root=root) for path in [p.relative_to(root).as_posix()]
+            for name in private_imports(p.read_text(encoding="utf-8"), path)]
+
+
 def test_nothing_imports_a_private_name_across_packages():
     """A name or module starting with an underscore is its package's own business: the public-api contract covers
     modules, this covers names (`from moves.engine import _helper`)."""
-    files = [p for p in ROOT.rglob("*.py")
-             if not {".venv", "instance", "node_modules", ".git"} & set(p.relative_to(ROOT).parts)]
-    found = [(path, name) for p in files for path in [p.relative_to(ROOT).as_posix()]
-             for name in private_imports(p.read_text(encoding="utf-8"), path)]
+    found = private_imports_in(ROOT)
     assert [f for f in found if f not in PRIVATE_IMPORTS_ALLOWED] == []
     stale = [k for k in PRIVATE_IMPORTS_ALLOWED if k not in found]
     assert stale == [], f"allowances no longer needed: {stale}"

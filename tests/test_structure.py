@@ -11,6 +11,8 @@ import ast
 from fnmatch import fnmatch
 from pathlib import Path
 
+from tests.tracked import tracked_under
+
 ROOT = Path(__file__).resolve().parent.parent
 #: Every package that ships or serves (tests, bench and loopback are the harness, not the product).
 PRODUCT = ("mrtr", "mrtr_cli", "mrtr_settings", "mrtr_stores", "mrtr_toolsets", "moves", "web")
@@ -20,8 +22,9 @@ MAX_FUNCTION_LINES = 60
 ALLOWED: dict[str, str] = {}
 
 
-def _product_files() -> list[Path]:
-    return sorted(p for package in PRODUCT for p in (ROOT / package).rglob("*.py"))
+def _product_files(root: Path = ROOT) -> list[Path]:
+    """The product's modules git tracks (never what a build or an editor left beside them)."""
+    return tracked_under(*PRODUCT, root=root)
 
 
 def _allowed(path: Path) -> bool:

@@ -11,14 +11,16 @@ MRTR_CLASS_POLL_SECONDS (2: how often a live stream re-reads the store without a
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flask import current_app
+from flask import Flask, current_app
 
 from mrtr import RedeemedStore
 from mrtr_settings.stores import open_classes, open_rate_limit
@@ -121,6 +123,14 @@ def _redis_spent(url: str) -> RedeemedStore:
     return RedisStore.from_url(url, prefix=CLASS_LAB_PREFIX)
 
 
+def own_temporary_directory(app: Flask) -> Path:
+    """A fresh temporary directory that `app` owns: removed when the app is collected, or when the process ends if
+    the app lives that long (a test app's class files, which no later app may see)."""
+    folder = tempfile.mkdtemp(prefix="mrtr-class-")
+    weakref.finalize(app, shutil.rmtree, folder, ignore_errors=True)
+    return Path(folder)
+
+
 def classroom() -> Classroom:
     """The app's classroom services, built on first use (an app that never runs a class opens no file)."""
     found: Classroom | None = current_app.extensions.get("classroom")
@@ -134,7 +144,8 @@ def classroom() -> Classroom:
             if settings.class_db:
                 path = settings.class_db
             elif current_app.testing:  # a test app never writes to the user's state dir
-                path = Path(tempfile.mkdtemp(prefix="mrtr-class-")) / "classroom.sqlite3"
+                app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
+                path = own_temporary_directory(app) / "classroom.sqlite3"
             else:
                 path = settings.state_directory() / "classroom.sqlite3"
             ttl = settings.class_ttl_hours * 3600

@@ -5,7 +5,8 @@ most once per principal, with `MRTR_PRINCIPAL` (or the variable `principal_env` 
 principal's value; the other principal's process starts only when a move first needs it (the
 stolen move). Every request waits at most `timeout` seconds and reads at most `max_bytes`; a
 process that floods stdout, prints a line that is not JSON, dies, or never answers gives a
-`Reply.transport_error` saying so, and after a flood or a hang the process is stopped rather than
+`Reply.transport_error` saying so (a death with its exit code and the last lines of stderr, read to the
+end of the pipe before the report is made), and after a flood or a hang the process is stopped rather than
 trusted again. Processes run in their own process group and `close()` always ends them (and
 anything they started): stdin closed, then SIGTERM, then SIGKILL.
 
@@ -44,16 +45,22 @@ from mrtr import JSONObject
 #: Seconds a process gets to exit after its stdin closes, then again after SIGTERM.
 GRACE = 2.0
 STDERR_TAIL = 2048
+#: Seconds an exit report waits for the stderr reader to reach the end of the pipe (longer only if something the
+#: process started still holds its stderr open).
+STDERR_END_WAIT = 2.0
+
+#: Reads up to n bytes from a file descriptor (os.read; a test holds the stderr reader back with its own).
+Read = Callable[[int, int], bytes]
 
 
 class StdioConfigError(ValueError):
     """The command cannot be used (empty, unparsable): a usage error."""
 
 
-class _Process:
+class ServerProcess:
     """One running server process and what it has said."""
 
-    def __init__(self, argv: list[str], env: Mapping[str, str]) -> None:
+    def __init__(self, argv: list[str], env: Mapping[str, str], *, read: Read = os.read) -> None:
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      env=dict(env), start_new_session=True)
         assert self.proc.stdout is not None and self.proc.stderr is not None
@@ -65,13 +72,17 @@ class _Process:
         self._stderr: collections.deque[bytes] = collections.deque()
         self._stderr_size = 0
         self._stderr_lock = threading.Lock()
-        self._drain = threading.Thread(target=self._drain_stderr, args=(self.proc.stderr,), daemon=True)
+        #: Set once the reader has seen the end of stderr (or given up on it).
+        self.stderr_ended = threading.Event()
+        #: When an exit report stops waiting for the end of stderr (set by the first report; later ones share it).
+        self._stderr_deadline: float | None = None
+        self._drain = threading.Thread(target=self._drain_stderr, args=(self.proc.stderr, read), daemon=True)
         self._drain.start()
 
-    def _drain_stderr(self, stream: IO[bytes]) -> None:
+    def _drain_stderr(self, stream: IO[bytes], read: Read) -> None:
         """Keep only the tail of stderr, so a chatty server never blocks on a full pipe."""
         try:
-            while chunk := os.read(stream.fileno(), 65536):
+            while chunk := read(stream.fileno(), 65536):
                 with self._stderr_lock:
                     self._stderr.append(chunk)
                     self._stderr_size += len(chunk)
@@ -79,6 +90,8 @@ class _Process:
                         self._stderr_size -= len(self._stderr.popleft())
         except (OSError, ValueError):
             return
+        finally:
+            self.stderr_ended.set()
 
     def stderr_tail(self) -> str:
         with self._stderr_lock:
@@ -87,11 +100,28 @@ class _Process:
         return clip(" | ".join(lines[-3:]), 200) if lines else ""
 
     def exited(self) -> str | None:
+        """Why the process can no longer answer, with the last lines it wrote on stderr; None while it runs.
+
+        The exit is seen before the reader thread has necessarily read what the process wrote just before it: the
+        report waits, bounded, for the reader to reach the end of the pipe (one wait shared by every report), so
+        the line saying why a server died is never lost to a busy machine."""
         code = self.proc.poll()
         if code is None:
             return None
+        if self._stderr_deadline is None:
+            self._stderr_deadline = time.monotonic() + STDERR_END_WAIT
+        self.stderr_ended.wait(max(0.0, self._stderr_deadline - time.monotonic()))
         tail = self.stderr_tail()
         return f"the process exited with code {code}" + (f"; its stderr ended: {tail}" if tail else "")
+
+    def gone(self, pipe: str) -> str:
+        """Why the process cannot answer after it closed `pipe` ("stdin", "stdout"): a process that closes a pipe is
+        usually exiting, so its exit (code and stderr) is awaited, bounded, rather than raced."""
+        try:
+            self.proc.wait(timeout=GRACE)
+        except subprocess.TimeoutExpired:
+            pass
+        return self.exited() or f"the process closed its {pipe}"
 
     def stop(self) -> None:
         """Close stdin, wait, SIGTERM the group, wait, SIGKILL the group; then release every pipe."""
@@ -166,7 +196,7 @@ class StdioTarget:
         self.max_bytes = max_bytes
         self.timing = timing or Timing()
         self._monotonic = monotonic
-        self._procs: dict[Role, _Process] = {}
+        self._procs: dict[Role, ServerProcess] = {}
         self._start_errors: dict[Role, str] = {}
         #: Once moves are played concurrently, each shared process is read by its `Mux` (moves.targets.stdio_mux).
         self._muxes: dict[Role, Mux] = {}
@@ -251,7 +281,7 @@ class StdioTarget:
             return [Reply(None, transport_error=f"talking to the process failed: {type(exc).__name__}")
                     for _ in messages]
 
-    def _exchange_many(self, process: _Process, messages: list[JSONObject]) -> list[Reply]:
+    def _exchange_many(self, process: ServerProcess, messages: list[JSONObject]) -> list[Reply]:
         gone = process.exited()
         if gone:
             process.broken = gone
@@ -262,8 +292,7 @@ class StdioTarget:
                                               for m in messages))
             process.proc.stdin.flush()
         except (BrokenPipeError, ConnectionResetError, ValueError):
-            process.proc.poll()
-            why = process.exited() or "the process closed its stdin"
+            why = process.gone("stdin")
             process.broken = why
             return [Reply(None, transport_error=why) for _ in messages]
         wanted = collections.Counter(json.dumps(m.get("id")) for m in messages)
@@ -287,7 +316,7 @@ class StdioTarget:
             replies.append(queue.popleft() if queue else problem or Reply(None, transport_error="no answer"))
         return replies
 
-    def _next_line(self, process: _Process, deadline: float) -> Reply | None:
+    def _next_line(self, process: ServerProcess, deadline: float) -> Reply | None:
         """The next JSON-RPC response on stdout as a Reply (None for a notification or a blank line), or a Reply
         without a response saying why none can come."""
         while b"\n" not in process.buffer:
@@ -296,8 +325,7 @@ class StdioTarget:
                 return self._fail(process, f"no answer within {self.timeout:g} s", stop=True, timed_out=True)
             chunk = os.read(process.stdout.fileno(), 65536)
             if not chunk:
-                process.proc.poll()
-                why = process.exited() or "the process closed its stdout"
+                why = process.gone("stdout")
                 process.broken = why
                 return Reply(None, transport_error=why)
             process.buffer += chunk
@@ -320,14 +348,14 @@ class StdioTarget:
     def _name(self, role: Role) -> str:
         return self.other if role == "other" else self.owner
 
-    def _process(self, role: Role) -> _Process | str:
+    def _process(self, role: Role) -> ServerProcess | str:
         if role in self._start_errors:
             return self._start_errors[role]
         process = self._procs.get(role)
         if process is None:
             env = {**self._env, self.principal_env: self._values[role]}
             try:
-                process = _Process(self.argv, env)
+                process = ServerProcess(self.argv, env)
             except FileNotFoundError:
                 self._start_errors[role] = f"could not start {clip(self.argv[0], 60)!r}: no such command"
                 return self._start_errors[role]
@@ -342,13 +370,13 @@ class StdioTarget:
             return process.broken
         return process
 
-    def _fail(self, process: _Process, why: str, *, stop: bool, timed_out: bool = False) -> Reply:
+    def _fail(self, process: ServerProcess, why: str, *, stop: bool, timed_out: bool = False) -> Reply:
         if stop:
             process.broken = f"not sent: the process was stopped after an earlier failure ({why})"
             process.stop()
         return Reply(None, transport_error=why, timed_out=timed_out)
 
-    def _exchange(self, process: _Process, message: JSONObject) -> Reply:
+    def _exchange(self, process: ServerProcess, message: JSONObject) -> Reply:
         gone = process.exited()
         if gone:
             process.broken = gone
@@ -358,8 +386,7 @@ class StdioTarget:
             process.proc.stdin.write(json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
             process.proc.stdin.flush()
         except (BrokenPipeError, ConnectionResetError, ValueError):
-            process.proc.poll()
-            why = process.exited() or "the process closed its stdin"
+            why = process.gone("stdin")
             process.broken = why
             return Reply(None, transport_error=why)
         request_id = message.get("id")
@@ -373,12 +400,7 @@ class StdioTarget:
                     return self._fail(process, f"no answer within {self.timeout:g} s", stop=True, timed_out=True)
                 chunk = os.read(process.stdout.fileno(), 65536)
                 if not chunk:
-                    process.proc.poll()
-                    try:
-                        process.proc.wait(timeout=GRACE)
-                    except subprocess.TimeoutExpired:
-                        pass
-                    why = process.exited() or "the process closed its stdout"
+                    why = process.gone("stdout")
                     process.broken = why
                     return Reply(None, notifications, transport_error=why)
                 received += len(chunk)

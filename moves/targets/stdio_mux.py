@@ -51,6 +51,8 @@ class Piped(Protocol):
 
     def exited(self) -> str | None: ...
 
+    def gone(self, pipe: str) -> str: ...
+
     def stop(self) -> None: ...
 
 
@@ -100,8 +102,7 @@ class Mux:
                                      .encode() + b"\n" for m, s in zip(messages, slots, strict=True)))
                 stdin.flush()
             except (BrokenPipeError, ConnectionResetError, ValueError, OSError):
-                self.process.proc.poll()
-                self._fail(self.process.exited() or "the process closed its stdin")
+                self._fail(self.process.gone("stdin"))
             deadline = self.target._monotonic() + self.target.timeout
             while any(s.reply is None for s in slots):
                 left = deadline - self.target._monotonic()
@@ -145,9 +146,9 @@ class Mux:
                 except (OSError, ValueError):
                     chunk = b""
                 if not chunk:
-                    process.proc.poll()
+                    why = process.gone("stdout")  # outside the lock: it may wait for the exit
                     with self.lock:
-                        self._fail(process.exited() or "the process closed its stdout")
+                        self._fail(why)
                     return
                 buffer += chunk
                 if b"\n" not in buffer and len(buffer) > limit:

@@ -14,11 +14,12 @@ import pytest
 
 from moves.probes import PROBES
 from mrtr_settings.environment import SETTINGS
+from tests.tracked import tracked, tracked_under
 from web.content import load_course
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-PAGES = sorted(DOCS.rglob("*.md"))
+PAGES = tracked_under("docs", suffix=".md")
 README = ROOT / "README.md"
 MAX_README_LINES = 200
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -46,9 +47,16 @@ def spans(markdown: str) -> list[str]:
     return re.findall(r"`([^`\n]+)`", prose(markdown))
 
 
+def in_checkout(cited: str) -> bool:
+    """A tracked file, or a folder holding one (what a clean clone has, not what a run or a build left)."""
+    names = [p.relative_to(ROOT).as_posix() for p in tracked()]
+    folder = cited.rstrip("/") + "/"
+    return cited in names or any(name.startswith(folder) for name in names)
+
+
 def cited_paths(markdown: str) -> set[str]:
     """Inline-code spans that name a file or folder of the repository (`web/mcp.py`, `tests/mutants/`)."""
-    tops = {p.name for p in ROOT.iterdir()}
+    tops = {p.relative_to(ROOT).parts[0] for p in tracked()} | {c.split("/")[0] for c in CREATED}
     found = set()
     for span in spans(markdown):
         if re.fullmatch(r"[\w.-]+(/[\w.-]+)*/?", span) and span.split("/")[0] in tops and (
@@ -59,7 +67,8 @@ def cited_paths(markdown: str) -> set[str]:
 
 @pytest.mark.parametrize("page", [*PAGES, README], ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_file_a_page_names_exists(page: Path) -> None:
-    missing = [p for p in sorted(cited_paths(text(page))) if not (ROOT / p).exists() and not p.startswith(CREATED)]
+    missing = [p for p in sorted(cited_paths(text(page)))
+               if not in_checkout(p) and not (p.rstrip("/") + "/").startswith(CREATED)]
     assert not missing, f"{page.relative_to(ROOT)} names files that do not exist: {missing}"
 
 
@@ -135,6 +144,21 @@ def test_the_readme_is_short_and_keeps_the_two_commands() -> None:
     assert "scripts/test.sh" in text(ROOT / ".ci" / "run")
 
 
+NUMBERS = ("One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine")
+
+
+@pytest.mark.parametrize("page", [README, DOCS / "lessons.md"], ids=lambda p: p.name)
+def test_the_front_pages_count_and_name_the_course_s_lessons(page: Path) -> None:
+    """The README and the lessons page say how many lessons the course has and name each one (its manifest,
+    lessons/course.toml, is what the app serves)."""
+    lessons = load_course().lessons
+    words = re.sub(r"\s+", " ", prose(text(page)))
+    if page == README:
+        assert f"**{NUMBERS[len(lessons) - 1]} lessons**" in words
+    for lesson in lessons:
+        assert f'"{lesson.title}"' in words, f"{page.name} does not name the lesson {lesson.title!r}"
+
+
 def test_the_readme_links_into_the_site_and_every_link_lands() -> None:
     readme = text(README)
     links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme)
@@ -170,7 +194,14 @@ def test_the_limits_are_the_numbers_the_code_holds() -> None:
 def test_the_code_map_names_every_module() -> None:
     """Module names are unique across the packages (the house rule), so the code map may name each by its file."""
     named = {Path(p).name for p in re.findall(r"`([\w/]+\.py)`", text(DOCS / "architecture.md"))}
-    modules = [p.relative_to(ROOT) for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))
-               if p.name != "__init__.py"]
+    modules = [p.relative_to(ROOT) for p in tracked_under(*PACKAGES) if p.name != "__init__.py"]
     missing = [str(m) for m in modules if m.name not in named]
     assert not missing, f"docs/architecture.md's code map does not name {missing}"
+
+
+def test_no_tracked_file_names_a_folder_of_the_machine_it_was_written_on() -> None:
+    """Comments and docs point at files by where they are beside the repository (../shared/reference/), never by
+    a path on one machine."""
+    machine = "/" + "work/"  # spelled apart, so this file does not name it
+    named = [p.relative_to(ROOT).as_posix() for p in tracked() if machine.encode() in p.read_bytes()]
+    assert named == []

@@ -10,8 +10,11 @@ from pathlib import Path
 import griffe
 import pytest
 import yaml
+from bs4 import BeautifulSoup
 from mkdocs.commands.build import build
 from mkdocs.config import load_config
+
+from tests.tracked import tracked_under
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -56,7 +59,7 @@ def built(site: Path, doc: str) -> str:
 
 
 def test_every_page_is_in_the_nav_once_and_built(site: Path) -> None:
-    pages = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md"))
+    pages = sorted(str(p.relative_to(DOCS)) for p in tracked_under("docs", suffix=".md"))
     assert sorted(NAV) == pages, "a page in docs/ and not in the nav, or the other way round"
     assert len(set(NAV)) == len(NAV)
     for doc in NAV:
@@ -79,3 +82,47 @@ def test_the_api_pages_are_generated_from_the_docstrings(site: Path, doc: str, n
         assert f'id="{name}"' in html, f"{doc} documents no {name}"
     assert "doc-contents" in html  # mkdocstrings rendered docstrings, not the `::: name` line
     assert ":::" not in html
+
+
+#: A URL on another origin: with a scheme, or scheme-relative (`//fonts.gstatic.com/...`).
+ELSEWHERE = re.compile(r"^\s*['\"]?\s*(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)
+CSS_URLS = re.compile(r"url\(([^)]*)\)|@import\s+['\"]([^'\"]+)", re.IGNORECASE)
+
+
+def fetched_elsewhere(site: Path) -> list[str]:
+    """What the built site would fetch from another origin as a page loads: fonts, scripts, styles, images, frames
+    (a link a reader follows is not fetched; the theme's own code loads nothing else unless a page has a mermaid
+    diagram, or runs from file://)."""
+    found = []
+    for page in sorted(site.rglob("*.html")):
+        name = page.relative_to(site).as_posix()
+        html = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+        for tag in html.find_all(["script", "img", "iframe", "source", "audio", "video", "embed", "link"]):
+            for attribute in ("src", "href", "srcset"):
+                value = tag.get(attribute)
+                if isinstance(value, str) and ELSEWHERE.match(value):
+                    found.append(f"{name}: <{tag.name} {attribute}={value}>")
+        styles = [t.get_text() for t in html.find_all("style")] + [str(t["style"]) for t in html.select("[style]")]
+        found += [f"{name}: style url {u}" for s in styles for m in CSS_URLS.finditer(s) for u in m.groups()
+                  if u and ELSEWHERE.match(u)]
+        if html.select(".mermaid"):
+            found.append(f"{name}: a mermaid diagram (the theme loads mermaid from unpkg.com)")
+    for css in sorted(site.rglob("*.css")):
+        found += [f"{css.relative_to(site)}: {u}" for m in CSS_URLS.finditer(css.read_text(encoding="utf-8"))
+                  for u in m.groups() if u and ELSEWHERE.match(u)]
+    return found
+
+
+def test_no_page_fetches_anything_from_another_origin(site: Path) -> None:
+    """The docs, like the app, load nothing from elsewhere: no Google Fonts (theme font: false), no CDN."""
+    assert fetched_elsewhere(site) == []
+
+
+def test_the_origin_check_sees_fonts_scripts_and_styles(tmp_path: Path) -> None:
+    (tmp_path / "index.html").write_text(
+        '<link rel="preconnect" href="https://fonts.gstatic.com" crossorigin>'
+        '<link rel="stylesheet" href="//fonts.googleapis.com/css?family=Roboto"><script src="https://cdn.example/x.js">'
+        '</script><a href="https://example.org/">a link is fine</a><img src="assets/local.png">'
+        '<div style="background: url(\'https://img.example/a.png\')"></div>')
+    (tmp_path / "a.css").write_text('@import "https://fonts.example/x.css"; b { background: url(local.png) }')
+    assert len(fetched_elsewhere(tmp_path)) == 5
