@@ -11,7 +11,8 @@ given; adapters (the Flask app, the stdio server in `mrtr_cli`) move the bytes.
 What a server or client author needs is named here. The public submodules are references for
 adapters, stores and tools that look closer: `mrtr.protocol` (versions, `_meta` keys, limits),
 `mrtr.messages` (the wire's types and builders), `mrtr.wire` (bytes to text to JSON), `mrtr.errors`
-(every error code), `mrtr.tickets` (a ticket's anatomy), `mrtr.client`, `mrtr.clock`, `mrtr.keys`
+(every error code), `mrtr.tickets` (a ticket's anatomy), `mrtr.client`, `mrtr.client_errors`, `mrtr.forms` (values by
+schema), `mrtr.tooldefs` (tool definitions judged), `mrtr.clock`, `mrtr.keys`
 and `mrtr.redeemed`. Modules whose names start with an underscore are the core's own business.
 """
 
@@ -21,14 +22,28 @@ from ._primitives import Catalog, Handler, Prompt, Resource, ResourceTemplate, T
 from ._questions import elicit_form, list_roots, sample
 from ._server import Server
 from ._version import __version__
-from .client import Client, ClientError, InMemoryTransport, Transport
-from .clock import Clock, FakeClock, system_clock
+from .client import Answerer, Client, InMemoryTransport, KeyedAnswerer, Transport, declared_capabilities
+from .client_errors import (
+    BadAnswer,
+    ClientError,
+    EmptyInputRequired,
+    InvalidTool,
+    MalformedResult,
+    RefusedResult,
+    RoundsExceeded,
+    ServerError,
+    TransportError,
+    UndeclaredRequest,
+    UnknownResultType,
+)
+from .clock import Clock, FakeClock, Sleep, system_clock, system_sleep
 from .errors import ProtocolError, StoreUnavailable, TicketRejected
 from .keys import KeyConfigError, KeyRing
 from .messages import JSON, JSONObject, as_object
 from .protocol import Exchange
 from .redeemed import Claim, ClaimingStore, MemoryStore, RedeemedStore
 from .tickets import CHECK_TITLES, CHECKS, DEFAULT_TTL, TicketCodec, Trace
+from .tooldefs import ToolDef
 
 __all__ = [
     # serving: the server, what it is built from, and what one message produced
@@ -44,6 +59,10 @@ __all__ = [
     # tickets and their checks
     "TicketCodec", "Trace", "CHECKS", "CHECK_TITLES", "DEFAULT_TTL",
     # the client
-    "Client", "ClientError", "Transport", "InMemoryTransport",
+    "Client", "Transport", "InMemoryTransport", "Answerer", "KeyedAnswerer", "declared_capabilities", "ToolDef",
+    "Sleep", "system_sleep",
+    # what the client raises: ClientError and, for each way a call is refused or fails, its own class
+    "ClientError", "TransportError", "ServerError", "RefusedResult", "UnknownResultType", "EmptyInputRequired",
+    "MalformedResult", "UndeclaredRequest", "RoundsExceeded", "InvalidTool", "BadAnswer",
     "__version__",
 ]
