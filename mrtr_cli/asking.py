@@ -13,14 +13,17 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
-from mrtr import JSON, BadAnswer, JSONObject, as_object
+from mrtr import JSON, BadAnswer, ClientError, JSONObject, as_object
 from mrtr.forms import Field, answer_by_schema, fields_of, parse_value, value_problem
 
 DECLINE, CANCEL = "decline", "cancel"
 
 
-class Cancelled(Exception):
+class Cancelled(ClientError):
     """The person ended the question (typed cancel, or the terminal closed)."""
+
+    def __init__(self) -> None:
+        super().__init__("cancelled: the terminal closed before an answer")
 
 
 def describe_field(field: Field) -> str:

@@ -115,7 +115,9 @@ def list_tools_text(tools: list[ToolDef]) -> str:
         return "The server lists no tools."
     lines = []
     for tool in tools:
-        lines.append(f"{tool.name}: {tool.title}" if tool.title else tool.name)
+        description = tool.definition.get("description")
+        about = description if isinstance(description, str) and description.strip() else tool.title
+        lines.append(f"{tool.name}: {' '.join(about.split())}" if about else tool.name)
         if not tool.valid:
             lines.append(f"    not callable: {'; '.join(tool.problems)}")
             continue

@@ -90,6 +90,7 @@ class HttpTransport:
         self.session_version: str | None = None
         self._methods: dict[JSON, str] = {}
         self._inbox: list[JSONObject] = []
+        self._responses: dict[int, http.client.HTTPResponse] = {}
         self._streams: list[tuple[http.client.HTTPConnection, socket.socket | None, Iterator[bytes]]] = []
 
     # -- the Transport protocol ---------------------------------------------------------------------
@@ -118,16 +119,24 @@ class HttpTransport:
             except (OSError, http.client.HTTPException):
                 data = None
             if data is None:
-                conn.close()
-                self._streams.pop(0)
+                self._end(self._streams.pop(0)[0])
                 continue
-            self._queue(parse_messages(data, "an event on the stream"))
+            messages = parse_messages(data, "an event on the stream")
+            self._queue(messages)
+            if any("method" not in m for m in messages):  # the response ends its request's stream
+                self._end(self._streams.pop(0)[0])
         return self._inbox.pop(0) if self._inbox else None
 
     def close(self) -> None:
         for conn, _sock, _events in self._streams:
-            conn.close()
+            self._end(conn)
         self._streams.clear()
+
+    def _end(self, conn: http.client.HTTPConnection) -> None:
+        response = self._responses.pop(id(conn), None)
+        if response is not None:
+            response.close()
+        conn.close()
 
     # -- one POST -------------------------------------------------------------------------------------
 
@@ -154,10 +163,12 @@ class HttpTransport:
             self.session_id = response.getheader("Mcp-Session-Id")
         if status == 200 and ctype == "text/event-stream":
             self._streams.append((conn, sock, sse_data(self._chunks(response))))
+            self._responses[id(conn)] = response
             return
         try:
             raw = self._body(sock, response)
         finally:
+            response.close()
             conn.close()
         if status == 202 or (not raw.strip() and "id" not in message):
             return
