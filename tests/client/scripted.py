@@ -32,6 +32,7 @@ def elicit(message: str, schema: dict[str, Any] | None = None) -> dict[str, Any]
                                                        "requestedSchema": schema or FORM}}
 
 
+SAMPLING = {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}}
 URL_QUESTION = {"method": "elicitation/create", "params": {"mode": "url", "message": "Sign in", "url": "https://example.com/p/1"}}
 TOOLS = [
     {"name": name, "inputSchema": {"type": "object", "properties": {}}}
@@ -78,8 +79,7 @@ def tool_result(name: str, params: dict[str, Any]) -> dict[str, Any]:
         "bogus": {"resultType": "bogus", "content": []},
         "empty": {"resultType": "input_required"},
         "url": {"resultType": "input_required", "inputRequests": {"page": URL_QUESTION}},
-        "sampling": {"resultType": "input_required", "inputRequests": {"s": {"method": "sampling/createMessage",
-                                                                              "params": {"messages": [], "maxTokens": 5}}}},
+        "sampling": {"resultType": "input_required", "inputRequests": {"s": SAMPLING}},
         "foo": {"resultType": "input_required", "inputRequests": {"f": {"method": "foo/bar", "params": {}}}},
         "loop": {"resultType": "input_required", "inputRequests": {"again": elicit("again?")}, "requestState": "loop"},
         "form": {"resultType": "input_required", "inputRequests": {"f": elicit("fill")}, "requestState": "form"},
@@ -116,8 +116,9 @@ class Scripted:
             if self.legacy:
                 return 404, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}}
             if self.reject_first_discover and sum(m.get("method") == "server/discover" for m, _ in self.seen) == 1:
-                return 400, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32022, "message": "Unsupported protocol version",
-                                                                    "data": {"supported": ["2026-07-28"], "requested": "x"}}}
+                return 400, {"jsonrpc": "2.0", "id": rid, "error": {
+                    "code": -32022, "message": "Unsupported protocol version",
+                    "data": {"supported": ["2026-07-28"], "requested": "x"}}}
             return 200, {"jsonrpc": "2.0", "id": rid, "result": {
                 "resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
                 "ttlMs": 0, "cacheScope": "private"}}
@@ -148,7 +149,8 @@ def _handler(script: Scripted) -> type[BaseHTTPRequestHandler]:
                 return
             if script.sse and status == 200:
                 note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}}
-                data = f"event: message\r\ndata: {json.dumps(note)}\r\n\r\n: a comment\r\ndata: {json.dumps(reply)}\r\n\r\n"
+                data = (f"event: message\r\ndata: {json.dumps(note)}\r\n\r\n"
+                        f": a comment\r\ndata: {json.dumps(reply)}\r\n\r\n")
                 self._send(status, "text/event-stream", data.encode())
             else:
                 self._send(status, "application/json", json.dumps(reply).encode())
