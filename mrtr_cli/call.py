@@ -7,7 +7,9 @@
 
 `--answers` takes scripted answers, `--raw` prints every message as it is sent and received. Any refusal or failure
 ends the command with a one-line reason on stderr and a non-zero status: 1 when the call or the server failed,
-2 for a usage error. This module parses and prints; the protocol is `mrtr.Client`'s.
+2 for a usage error. `--every-tool` prints one line per tool and its status is the client's verdict: 1 when the
+client refused a tool or a result, or could not finish an exchange; a tool the server answered with an error is
+printed as such (the server's verdict on its own tool). This module parses and prints; the protocol is `mrtr.Client`'s.
 """
 
 from __future__ import annotations
@@ -20,7 +22,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from mrtr import Client, ClientError, JSONObject, KeyedAnswerer, ToolDef, Transport, as_object, declared_capabilities
+from mrtr import (
+    Client,
+    ClientError,
+    JSONObject,
+    KeyedAnswerer,
+    ServerError,
+    ToolDef,
+    Transport,
+    as_object,
+    declared_capabilities,
+)
 from mrtr.client import Line
 from mrtr.forms import arguments_by_schema, fields_of, parse_value
 from mrtr.messages import as_list
@@ -214,6 +226,9 @@ class Caller:
             arguments = planned.get(tool.name, arguments_by_schema(tool.input_schema))
             try:
                 result = self.client.call_tool(tool.name, arguments)
+            except ServerError as exc:  # the server's own answer, passed on: its verdict, not the client's
+                self.stdout.write(f"{tool.name}: server error: {one_line(exc)}\n")
+                continue
             except ClientError as exc:
                 self.stdout.write(f"{tool.name}: refused: {one_line(exc)}\n")
                 failed += 1
@@ -221,7 +236,7 @@ class Caller:
             error = " (isError)" if result.get("isError") is True else ""
             self.stdout.write(f"{tool.name}: complete{error}: {one_line(Exception(result_text(result)))}\n")
         if failed:
-            raise ClientError(f"{failed} of {len(tools)} tools were not called or did not complete")
+            raise ClientError(f"{failed} of {len(tools)} tools were refused or could not be called")
         return 0
 
 

@@ -230,5 +230,6 @@ def test_every_tool_uses_the_suites_context_arguments_and_skips_invalid_tools() 
         sent = script.calls("headers")[0]
     assert sent["params"]["arguments"] == {"region": "eu", "count": 7, "flag": None}
     assert "bad_header: not called: score:" in out and "no_schema: not called" in out
-    assert code == 1 and "tools were not called or did not complete" in err
+    assert code == 1 and "7 of 14 tools were refused or could not be called" in err
+    assert "bogus: refused: tools/call answered resultType" in out and "plain: complete: plain ok" in out
 
