@@ -22,28 +22,15 @@ from ._primitives import Catalog, Handler, Prompt, Resource, ResourceTemplate, T
 from ._questions import elicit_form, list_roots, sample
 from ._server import Server
 from ._version import __version__
-from .client import Answerer, Client, InMemoryTransport, KeyedAnswerer, Transport, declared_capabilities
-from .client_errors import (
-    BadAnswer,
-    ClientError,
-    EmptyInputRequired,
-    InvalidTool,
-    MalformedResult,
-    RefusedResult,
-    RoundsExceeded,
-    ServerError,
-    TransportError,
-    UndeclaredRequest,
-    UnknownResultType,
-)
-from .clock import Clock, FakeClock, Sleep, system_clock, system_sleep
+from .client import Client, InMemoryTransport, Transport
+from .client_errors import ClientError
+from .clock import Clock, FakeClock, system_clock
 from .errors import ProtocolError, StoreUnavailable, TicketRejected
 from .keys import KeyConfigError, KeyRing
 from .messages import JSON, JSONObject, as_object
 from .protocol import Exchange
 from .redeemed import Claim, ClaimingStore, MemoryStore, RedeemedStore
 from .tickets import CHECK_TITLES, CHECKS, DEFAULT_TTL, TicketCodec, Trace
-from .tooldefs import ToolDef
 
 __all__ = [
     # serving: the server, what it is built from, and what one message produced
@@ -59,10 +46,6 @@ __all__ = [
     # tickets and their checks
     "TicketCodec", "Trace", "CHECKS", "CHECK_TITLES", "DEFAULT_TTL",
     # the client
-    "Client", "Transport", "InMemoryTransport", "Answerer", "KeyedAnswerer", "declared_capabilities", "ToolDef",
-    "Sleep", "system_sleep",
-    # what the client raises: ClientError and, for each way a call is refused or fails, its own class
-    "ClientError", "TransportError", "ServerError", "RefusedResult", "UnknownResultType", "EmptyInputRequired",
-    "MalformedResult", "UndeclaredRequest", "RoundsExceeded", "InvalidTool", "BadAnswer",
+    "Client", "ClientError", "Transport", "InMemoryTransport",
     "__version__",
 ]

@@ -1,6 +1,6 @@
 """Values from JSON Schemas, for a client: the fields of an elicitation form, answers and arguments by schema.
 
-What this module owns: `Field` (one property of a form or of a tool's inputSchema, read without trusting it),
+What this module owns: `FormField` (one property of a form or of a tool's inputSchema, read without trusting it),
 `fields_of`, `value_by_schema` (the value a field would take when nobody types one: its default, else the first
 choice, else a value of its type that meets its bounds), `answer_by_schema` (the default answer to an embedded
 request), `arguments_by_schema` (a tool's required arguments), `value_problem`/`content_problems` (why a typed or
@@ -27,7 +27,7 @@ MAX_REF_DEPTH = 8
 
 
 @dataclass(frozen=True)
-class Field:
+class FormField:
     """One property of an object schema, as a client reads it."""
 
     name: str
@@ -93,15 +93,15 @@ def resolve_local(schema: JSON, root: JSONObject, depth: int = 0) -> JSONObject:
     return resolve_local(target, root, depth + 1) if isinstance(target, dict) else {}
 
 
-def fields_of(schema: JSON) -> list[Field]:
+def fields_of(schema: JSON) -> list[FormField]:
     """The properties of an object schema, in order, each with its same-document `$ref` followed."""
     root = as_object(schema)
     required = {name for name in as_list(root.get("required")) if isinstance(name, str)}
-    return [Field(name, resolve_local(prop, root), name in required)
+    return [FormField(name, resolve_local(prop, root), name in required)
             for name, prop in as_object(root.get("properties")).items()]
 
 
-def _number(field: Field) -> int | float:
+def _number(field: FormField) -> int | float:
     low, high = field.schema.get("minimum"), field.schema.get("maximum")
     value: int | float = 1
     if isinstance(low, int | float) and not isinstance(low, bool):
@@ -111,7 +111,7 @@ def _number(field: Field) -> int | float:
     return int(value) if field.type == "integer" else value
 
 
-def _text(field: Field) -> str:
+def _text(field: FormField) -> str:
     fmt = field.schema.get("format")
     text = FORMAT_EXAMPLES.get(fmt, EXAMPLE_TEXT) if isinstance(fmt, str) else EXAMPLE_TEXT
     low, high = field.schema.get("minLength"), field.schema.get("maxLength")
@@ -122,7 +122,7 @@ def _text(field: Field) -> str:
     return text
 
 
-def value_by_schema(field: Field) -> JSON:
+def value_by_schema(field: FormField) -> JSON:
     """The value `field` takes when nobody chooses one: its default, its first choice, else one of its type."""
     if field.has_default:
         return field.default
@@ -164,7 +164,7 @@ def arguments_by_schema(input_schema: JSON) -> JSONObject:
     return {f.name: value_by_schema(f) for f in fields_of(input_schema) if f.required}
 
 
-def _type_problem(field: Field, value: JSON) -> str | None:
+def _type_problem(field: FormField, value: JSON) -> str | None:
     kind = field.type
     checks = {"string": isinstance(value, str), "boolean": isinstance(value, bool),
               "integer": isinstance(value, int) and not isinstance(value, bool),
@@ -175,7 +175,7 @@ def _type_problem(field: Field, value: JSON) -> str | None:
     return None
 
 
-def value_problem(field: Field, value: JSON) -> str | None:
+def value_problem(field: FormField, value: JSON) -> str | None:
     """Why `value` does not fit `field` (type, choices, bounds, length), or None when it does."""
     problem = _type_problem(field, value)
     if problem:
@@ -216,7 +216,7 @@ def content_problems(schema: JSON, content: JSONObject) -> list[str]:
     return problems
 
 
-def parse_value(field: Field, text: str) -> JSON:
+def parse_value(field: FormField, text: str) -> JSON:
     """What a person typed for `field`, read by its type: numbers and booleans parsed, arrays and objects as JSON
     (or a comma-separated list for an array of strings), strings as they are.
 

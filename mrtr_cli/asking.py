@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
-from mrtr import JSON, BadAnswer, ClientError, JSONObject, as_object
-from mrtr.forms import Field, answer_by_schema, fields_of, parse_value, value_problem
+from mrtr import JSON, ClientError, JSONObject, as_object
+from mrtr.client_errors import BadAnswer
+from mrtr.forms import FormField, answer_by_schema, fields_of, parse_value, value_problem
 
 DECLINE, CANCEL = "decline", "cancel"
 
@@ -26,7 +27,7 @@ class Cancelled(ClientError):
         super().__init__("cancelled: the terminal closed before an answer")
 
 
-def describe_field(field: Field) -> str:
+def describe_field(field: FormField) -> str:
     """`name (type, required, one of a|b, default x): title` as the prompt and the tool list show it."""
     notes = [field.type or "any value"]
     if field.required:
@@ -85,7 +86,7 @@ class TerminalAsker:
             return {"action": DECLINE if word.startswith("d") else CANCEL}
         return {"action": "accept"}
 
-    def form(self, fields: list[Field]) -> JSONObject:
+    def form(self, fields: list[FormField]) -> JSONObject:
         content: JSONObject = {}
         for field in fields:
             value = self.field(field)
@@ -93,7 +94,7 @@ class TerminalAsker:
                 content[field.name] = value  # type: ignore[assignment]
         return content
 
-    def field(self, field: Field) -> JSON | object:
+    def field(self, field: FormField) -> JSON | object:
         """One field's value, asked until it fits; `_OMITTED` for an optional field left empty."""
         hint = " [y/n]" if field.type == "boolean" else ""
         while True:
@@ -116,7 +117,7 @@ class TerminalAsker:
             self.stdout.write(f"  ! {problem}\n")
 
     @staticmethod
-    def _by_number(field: Field, text: str) -> JSON:
+    def _by_number(field: FormField, text: str) -> JSON:
         """A choice may be typed as itself or as its position (1, 2, ...)."""
         if field.choices and text.strip().isdigit() and text.strip() not in [str(c) for c in field.choices]:
             index = int(text.strip()) - 1

@@ -22,20 +22,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from mrtr import (
-    Client,
-    ClientError,
-    JSONObject,
-    KeyedAnswerer,
-    ServerError,
-    ToolDef,
-    Transport,
-    as_object,
-    declared_capabilities,
-)
-from mrtr.client import Line
+from mrtr import Client, ClientError, JSONObject, Transport, as_object
+from mrtr.client import KeyedAnswerer, Line, declared_capabilities
+from mrtr.client_errors import ServerError
 from mrtr.forms import arguments_by_schema, fields_of, parse_value
 from mrtr.messages import as_list
+from mrtr.tooldefs import ToolDef
 from mrtr_client import HttpTransport, StdioTransport
 
 from .asking import ScriptedAnswers, TerminalAsker, ask_arguments, by_schema, describe_field

@@ -16,8 +16,8 @@ This package opens sockets and processes, so it stands above `mrtr` and below th
 
 from __future__ import annotations
 
-from .headers import header_value, mirrored_headers
-from .http import HttpTransport
-from .stdio import StdioTransport
+from .http_transport import HttpTransport
+from .mcp_headers import header_value, mirrored_headers
+from .stdio_transport import StdioTransport
 
 __all__ = ["HttpTransport", "StdioTransport", "header_value", "mirrored_headers"]

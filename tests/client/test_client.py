@@ -9,16 +9,15 @@ from typing import Any
 
 import pytest
 
-from mrtr import (
+from mrtr import Client, FakeClock
+from mrtr.client import declared_capabilities
+from mrtr.client_errors import (
     BadAnswer,
-    Client,
     EmptyInputRequired,
-    FakeClock,
     InvalidTool,
     RoundsExceeded,
     UndeclaredRequest,
     UnknownResultType,
-    declared_capabilities,
 )
 from mrtr_client import HttpTransport
 

@@ -1,8 +1,8 @@
 """The client's Streamable HTTP transport: one POST per message, the answer read as JSON or as an SSE stream.
 
 `HttpTransport` is an `mrtr.Transport`: `send` POSTs a message with the headers the body mirrors
-(`mrtr_client.headers`), and `receive` hands back what came: a JSON body's message at once, an event stream's messages
-one by one as they arrive (a 2025-11-25 server may ask its own question on the stream and wait for the answer,
+(`mrtr_client.mcp_headers`), and `receive` hands back what came: a JSON body's message at once, an event stream's
+messages one by one as they arrive (a 2025-11-25 server may ask its own question on the stream and wait for the answer,
 which is POSTed on a connection of its own). It learns from each tools/list it sees which arguments of which valid
 tool go into `Mcp-Param-*` headers, keeps a legacy session's `Mcp-Session-Id` and agreed version, and sends
 `Authorization: Bearer` when given a token. Every read is bounded in time and size; redirects are not followed.
@@ -19,10 +19,11 @@ import time
 from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
-from mrtr import JSON, JSONObject, TransportError, as_object
+from mrtr import JSON, JSONObject, as_object
+from mrtr.client_errors import TransportError
 from mrtr.tooldefs import read_tools
 
-from .headers import mirrored_headers
+from .mcp_headers import mirrored_headers
 
 ACCEPT = "application/json, text/event-stream"
 USER_AGENT = "mrtr-call/1"

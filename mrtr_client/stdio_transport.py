@@ -16,7 +16,8 @@ import subprocess
 from collections.abc import Mapping
 from typing import IO
 
-from mrtr import JSONObject, TransportError
+from mrtr import JSONObject
+from mrtr.client_errors import TransportError
 
 MAX_LINE = 4 * 1024 * 1024
 
