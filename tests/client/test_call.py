@@ -7,25 +7,19 @@ is finished the way a person finishes it: the test posts the key to the lab's ou
 
 from __future__ import annotations
 
-import io
 import json
-import os
-import pty
 import re
-import select
-import threading
-import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from flask import Flask
 
-from mrtr_cli.call import main as call_main
 from tests.browser.helpers import serve
 
 from .scripted import scripted_server
+from .terminal import MakeTerminal, run
 
 DEADLINE = 20.0
 TOKEN = ["--token", "bob-token"]
@@ -36,71 +30,6 @@ KEY = "sk-lab-5f3a9c0e77d2"
 def mcp(app: Flask) -> Iterator[str]:
     with serve(app) as live:
         yield f"{live.url}/mcp"
-
-
-def run(argv: list[str], stdin: str = "", environ: dict[str, str] | None = None) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = call_main(argv, stdin=io.StringIO(stdin), stdout=out, stderr=err, environ=environ or {})
-    return code, out.getvalue(), err.getvalue()
-
-
-class Terminal:
-    """`mrtr call` running in a thread on a pseudo-terminal; `expect` reads until text shows, `type` types a line."""
-
-    def __init__(self, argv: list[str]) -> None:
-        self.master, slave = pty.openpty()
-        self._in = open(slave, encoding="utf-8", closefd=False)  # noqa: SIM115 (closed in close())
-        self._out = open(os.dup(slave), "w", encoding="utf-8", buffering=1)  # noqa: SIM115
-        self._slave = slave
-        self.seen = ""
-        self.code: list[int] = []
-        self.thread = threading.Thread(target=lambda: self.code.append(
-            call_main(argv, stdin=self._in, stdout=self._out, stderr=self._out, environ={})), daemon=True)
-        self.thread.start()
-
-    def expect(self, text: str) -> str:
-        end = time.monotonic() + DEADLINE
-        while text not in self.seen:
-            left = end - time.monotonic()
-            assert left > 0, f"{text!r} never appeared; the terminal shows:\n{self.seen}"
-            if select.select([self.master], [], [], left)[0]:
-                self.seen += os.read(self.master, 65536).decode("utf-8", "replace").replace("\r\n", "\n")
-        return self.seen
-
-    def type(self, line: str) -> None:
-        os.write(self.master, line.encode() + b"\n")
-
-    def close(self) -> int:
-        self.thread.join(DEADLINE)
-        assert not self.thread.is_alive(), f"mrtr call did not end; the terminal shows:\n{self.seen}"
-        self.release()
-        return self.code[0]
-
-    def release(self) -> None:
-        if self._out.closed:
-            return
-        for f in (self._in, self._out):
-            f.close()
-        os.close(self._slave)
-        os.close(self.master)
-
-
-MakeTerminal = Callable[[list[str]], Terminal]
-
-
-@pytest.fixture
-def terminal() -> Iterator[MakeTerminal]:
-    """`terminal(argv)`: a Terminal whose pty is released at teardown even when the test failed midway."""
-    made: list[Terminal] = []
-
-    def make(argv: list[str]) -> Terminal:
-        made.append(Terminal(argv))
-        return made[-1]
-
-    yield make
-    for term in made:
-        if not term.thread.is_alive():
-            term.release()
 
 
 def finish_page(url: str, mcp: str) -> None:
