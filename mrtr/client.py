@@ -208,7 +208,8 @@ class Client:
             error = {"code": -32602, "message": "this client did not declare that elicitation mode"}
         reply: JSONObject = {"jsonrpc": "2.0", "id": request_id}
         if error is None and answerer is not None:
-            reply["result"] = answerer({"method": method, "params": as_object(request.get("params"))})
+            question: JSONObject = {"method": method, "params": as_object(request.get("params"))}
+            reply["result"] = self.on_input(str(request_id), question) if self.on_input else answerer(question)
         else:
             reply["error"] = error
         self._send(reply, "the client answers the server's question")

@@ -54,6 +54,8 @@ def parser() -> argparse.ArgumentParser:
                    help="answer every question from its schema (defaults, first choices); decline URL-mode pages")
     p.add_argument("--every-tool", action="store_true", help="call every valid listed tool once")
     p.add_argument("--raw", action="store_true", help="print every JSON-RPC message sent and received")
+    p.add_argument("--legacy", action="store_true",
+                   help="use the 2025-11-25 handshake (initialize) instead of server/discover")
     p.add_argument("--token", default=os.environ.get("MRTR_TOKEN"), help="bearer token (default $MRTR_TOKEN)")
     p.add_argument("--max-rounds", type=int, default=10, help="retries of input_required before giving up")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for each response")
@@ -188,6 +190,7 @@ class Caller:
         self.transport.close()
 
     def run(self) -> int:
+        self.client.connect(prefer="legacy" if self.args.legacy else "auto")
         tools = self.client.list_tools()
         if self.args.every_tool:
             return self.every_tool(tools)

@@ -162,3 +162,18 @@ def test_every_tool_uses_the_suites_context_arguments_and_skips_invalid_tools() 
     assert code == 1 and "7 of 14 tools were refused or could not be called" in err
     assert "bogus: refused: tools/call answered resultType" in out and "plain: complete: plain ok" in out
 
+
+
+def test_legacy_asks_the_servers_own_request_in_the_terminal(mcp: str, terminal: MakeTerminal) -> None:
+    """--legacy: the 2025-11-25 handshake; the server's elicitation/create arrives on the call's event stream, is
+    asked in the terminal, and the answer is POSTed while the stream stays open."""
+    term = terminal([mcp, "deploy", "--arg", "env=qa", "--legacy", "--raw", *TOKEN])
+    term.expect("accept, decline or cancel? [accept]: ")
+    term.type("")
+    term.expect("confirm (boolean, required): Yes, deploy [y/n]: ")
+    term.type("yes")
+    shown = term.expect("deployed to qa\n")
+    assert term.close() == 0
+    sent = [json.loads(line[4:]) for line in shown.splitlines() if line.startswith("--> ")]
+    assert [m.get("method") for m in sent][:3] == ["initialize", "notifications/initialized", "tools/list"]
+    assert {"jsonrpc": "2.0", "id": 1, "result": {"action": "accept", "content": {"confirm": True}}} in sent

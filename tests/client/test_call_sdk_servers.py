@@ -50,3 +50,42 @@ def test_every_tool_of_mrtr_serve_over_stdio(monkeypatch: pytest.MonkeyPatch) ->
     code, out, err = run(["--stdio", f"{sys.executable} -m mrtr serve", "--every-tool", "--answer-by-schema"])
     assert (code, err) == (0, ""), out
     assert "deploy: complete: deployed to example" in out and "report: complete: report for example" in out
+
+
+def test_the_mrtr_command_itself_on_a_pseudo_terminal(tmp_path: Path) -> None:
+    """The installed entry point as a process of its own (`python -m mrtr call`), its stdin, stdout and stderr the
+    pty's slave end, against `mrtr serve` over stdio."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import time
+
+    master, slave = pty.openpty()
+    env = {**os.environ, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory", "MRTR_PRINCIPAL": "bob"}
+    serve = f"{sys.executable} -m mrtr serve"
+    proc = subprocess.Popen([sys.executable, "-m", "mrtr", "call", "--stdio", serve, "deploy", "--arg", "env=qa"],
+                            stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+    seen = ""
+
+    def expect(text: str) -> None:
+        nonlocal seen
+        end = time.monotonic() + 30
+        while text not in seen:
+            assert time.monotonic() < end, seen
+            if select.select([master], [], [], max(end - time.monotonic(), 0))[0]:
+                seen += os.read(master, 65536).decode("utf-8", "replace").replace("\r\n", "\n")
+
+    try:
+        expect("accept, decline or cancel? [accept]: ")
+        os.write(master, b"\n")
+        expect("[y/n]: ")
+        os.write(master, b"y\n")
+        expect("deployed to qa")
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
