@@ -11,7 +11,8 @@ given; adapters (the Flask app, the stdio server in `mrtr_cli`) move the bytes.
 What a server or client author needs is named here. The public submodules are references for
 adapters, stores and tools that look closer: `mrtr.protocol` (versions, `_meta` keys, limits),
 `mrtr.messages` (the wire's types and builders), `mrtr.wire` (bytes to text to JSON), `mrtr.errors`
-(every error code), `mrtr.tickets` (a ticket's anatomy), `mrtr.client`, `mrtr.clock`, `mrtr.keys`
+(every error code), `mrtr.tickets` (a ticket's anatomy), `mrtr.client`, `mrtr.client_errors`, `mrtr.forms` (values by
+schema), `mrtr.tooldefs` (tool definitions judged), `mrtr.clock`, `mrtr.keys`
 and `mrtr.redeemed`. Modules whose names start with an underscore are the core's own business.
 """
 
@@ -21,7 +22,8 @@ from ._primitives import Catalog, Handler, Prompt, Resource, ResourceTemplate, T
 from ._questions import elicit_form, list_roots, sample
 from ._server import Server
 from ._version import __version__
-from .client import Client, ClientError, InMemoryTransport, Transport
+from .client import Client, InMemoryTransport, Transport
+from .client_errors import ClientError
 from .clock import Clock, FakeClock, system_clock
 from .errors import ProtocolError, StoreUnavailable, TicketRejected
 from .keys import KeyConfigError, KeyRing

@@ -10,8 +10,11 @@ import time
 from collections.abc import Callable
 
 Clock = Callable[[], float]
+#: Waits the given seconds: what a client paces its retries with (tests pass one that only records).
+Sleep = Callable[[float], None]
 
 system_clock: Clock = time.time
+system_sleep: Sleep = time.sleep
 
 
 #: A fixed instant (2026-09-21T12:53:20Z) for fake clocks, figures and demos, so times never drift.
@@ -23,6 +26,7 @@ class FakeClock:
 
     def __init__(self, now: float = FIXED_EPOCH) -> None:
         self.now = float(now)
+        self.slept: list[float] = []
 
     def __call__(self) -> float:
         return self.now
@@ -32,3 +36,8 @@ class FakeClock:
 
     def set(self, now: float) -> None:
         self.now = float(now)
+
+    def sleep(self, seconds: float) -> None:
+        """A `Sleep` that moves this clock instead of waiting, and keeps every wait in `slept`."""
+        self.slept.append(seconds)
+        self.advance(seconds)

@@ -1,9 +1,9 @@
-"""The `mrtr` command: `mrtr check` (the server checker), `mrtr serve` (this server over stdio) and
-`mrtr lab` (the run-it-raw lab). `python -m mrtr ...` runs the same `main`.
+"""The `mrtr` command: `mrtr check` (the server checker), `mrtr call` (the terminal client), `mrtr serve` (this
+server over stdio) and `mrtr lab` (the run-it-raw lab). `python -m mrtr ...` runs the same `main`.
 
-This package only parses the first word and hands over: the checker lives in `moves.check`, the
-stdio adapter in `mrtr_cli.stdio_server`, the lab's scenes in `mrtr_cli.raw_lab`. Each is imported
-only when asked for, so `mrtr check --help` never starts a server and `mrtr serve` never loads the
+This package only parses the first word and hands over: the checker lives in `moves.check`, the client command
+in `mrtr_cli.call`, the stdio adapter in `mrtr_cli.stdio_server`, the lab's scenes in `mrtr_cli.raw_lab`. Each is
+imported only when asked for, so `mrtr check --help` never starts a server and `mrtr serve` never loads the
 move engine.
 """
 
@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import sys
 
-USAGE = """usage: mrtr {check|serve|lab} ...
+USAGE = """usage: mrtr {check|call|serve|lab} ...
 
   mrtr check ...   play the checker's moves against an MCP server (mrtr check --help)
+  mrtr call ...    call an MCP server's tools, answering its questions in the terminal (mrtr call --help)
   mrtr serve       serve the lesson's tools over stdio, one JSON-RPC message per line
   mrtr lab         run four scenes against `mrtr serve` and print every line"""
 
@@ -25,6 +26,10 @@ def main(argv: list[str] | None = None) -> int:
         from moves.check import main as check_main
 
         return check_main(args[1:])
+    if args and args[0] == "call":
+        from mrtr_cli.call import main as call_main
+
+        return call_main(args[1:])
     if args in (["-h"], ["--help"]):
         print(USAGE)
         return 0

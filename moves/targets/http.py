@@ -2,8 +2,10 @@
 
 Each request is one POST on a fresh connection, with the headers the transport requires mirrored
 from the body (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, and `Mcp-Param-*` for arguments
-that a tools/list seen earlier marked `x-mcp-header`) and the sending principal's
-`Authorization: Bearer` token. The answer may be JSON or an SSE stream; either way it is read
+that a tools/list seen earlier marked `x-mcp-header`) and the sending principal's `Authorization: Bearer`
+token. The headers and the splitting of an event stream into lines are the client's own (`mrtr_client`), so the
+project speaks Streamable HTTP one way; this target adds what a checker needs: two principals, pinned addresses,
+bursts, and a verdict on every malformed reply. The answer may be JSON or an SSE stream; either way it is read
 under one deadline and a byte cap, so a server that never answers, trickles forever or sends a
 gigabyte costs at most `timeout` seconds and `max_bytes` bytes. Redirects are not followed.
 
@@ -14,7 +16,6 @@ labels or errors. `send` never raises for a bad peer: every failure is a `Reply.
 
 from __future__ import annotations
 
-import base64
 import copy
 import http.client
 import json
@@ -36,12 +37,13 @@ from moves.targets.remote import (
     is_response,
     parse_json,
 )
-from mrtr import JSON, JSONObject, as_object
-from mrtr.messages import listed_tools
-from mrtr.protocol import META_VERSION, MODERN_VERSION
+from mrtr import JSON, JSONObject
+from mrtr.tooldefs import param_headers, read_tools
+from mrtr_client import header_value, mirrored_headers
+from mrtr_client.http_transport import ACCEPT, line_end
 
-NAMED_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-ACCEPT = "application/json, text/event-stream"
+__all__ = ["HttpTarget", "TargetConfigError", "header_value", "mirrored_headers"]
+
 USER_AGENT = "mrtr-check/1"
 
 
@@ -49,46 +51,10 @@ class TargetConfigError(ValueError):
     """The target cannot even be set up (a malformed URL, a missing token): a usage error."""
 
 
-def header_value(value: str) -> str:
-    """A header value as the transport wants it: plain when safe ASCII, else the base64 sentinel."""
-    safe = value.isascii() and value.isprintable() and value == value.strip() and not value.startswith("=?")
-    return value if safe else "=?base64?" + base64.b64encode(value.encode()).decode("ascii") + "?="
-
-
-def mirrored_headers(message: JSONObject, param_headers: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
-    """The 2026-07-28 request headers that mirror `message`'s body."""
-    params = as_object(message.get("params"))
-    meta = as_object(params.get("_meta"))
-    version = meta.get(META_VERSION)
-    headers = {"MCP-Protocol-Version": version if isinstance(version, str) else MODERN_VERSION}
-    method = message.get("method")
-    if isinstance(method, str):
-        headers["Mcp-Method"] = header_value(method)
-        key = NAMED_METHODS.get(method)
-        named = params.get(key) if key else None
-        if isinstance(named, str):
-            headers["Mcp-Name"] = header_value(named)
-        tool = params.get("name")
-        if method == "tools/call" and isinstance(tool, str):
-            arguments = as_object(params.get("arguments"))
-            for prop, suffix in param_headers.get(tool, {}).items():
-                if prop in arguments:
-                    raw = arguments[prop]
-                    text = raw if isinstance(raw, str) else json.dumps(raw, separators=(",", ":"))
-                    headers[f"Mcp-Param-{suffix}"] = header_value(text)
-    return headers
-
-
 def _param_headers_of(result: JSON) -> dict[str, dict[str, str]]:
     """For each tool a tools/list result lists, the arguments its inputSchema marks `x-mcp-header` (and the header
-    suffix each goes under)."""
-    found: dict[str, dict[str, str]] = {}
-    for tool in listed_tools(result):
-        props = as_object(as_object(tool.get("inputSchema")).get("properties"))
-        marked = {p: suffix for p, s in props.items() if isinstance(suffix := as_object(s).get("x-mcp-header"), str)}
-        if marked:
-            found[tool["name"]] = marked
-    return found
+    suffix each goes under). Invalid definitions too: the checker calls the tool it was told to, and says so."""
+    return {tool.name: marked for tool in read_tools(result) if (marked := param_headers(tool.definition))}
 
 
 class _PinnedHTTPConnection(http.client.HTTPConnection):
@@ -318,7 +284,7 @@ class HttpTarget:
                                                     "answering the request; the checker stopped reading")
             buffer += chunk
             while True:
-                cut = _line_end(buffer)
+                cut = line_end(buffer)
                 if cut is None:
                     break
                 line, buffer = buffer[: cut[0]], buffer[cut[1]:]
@@ -341,18 +307,6 @@ class HttpTarget:
 
     def _name(self, role: Role) -> str:
         return self.other if role == "other" else self.owner
-
-
-def _line_end(buffer: bytes) -> tuple[int, int] | None:
-    """Where the first SSE line ends (CRLF, LF or CR) and where the next begins."""
-    for i, byte in enumerate(buffer):
-        if byte == 0x0A:
-            return i, i + 1
-        if byte == 0x0D:
-            if i + 1 == len(buffer):
-                return None  # maybe CRLF split across chunks
-            return i, i + (2 if buffer[i + 1] == 0x0A else 1)
-    return None
 
 
 def _title(html: str) -> str:

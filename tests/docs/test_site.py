@@ -74,7 +74,8 @@ def test_every_page_is_in_the_nav_once_and_built(site: Path) -> None:
     ("api/stores.md", ["mrtr_stores.sessions", "mrtr_stores.classes", "mrtr_stores.check_runs", "mrtr_stores.lti"]),
     ("api/settings.md", ["mrtr_settings.environment.read_settings"]),
     ("api/toolsets.md", ["mrtr_toolsets.lesson.lesson_catalog"]),
-    ("api/cli.md", ["mrtr_cli.main"]),
+    ("api/cli.md", ["mrtr_cli.main", "mrtr_cli.call.main"]),
+    ("api/client.md", ["mrtr_client.HttpTransport", "mrtr_client.StdioTransport"]),
 ])
 def test_the_api_pages_are_generated_from_the_docstrings(site: Path, doc: str, names: list[str]) -> None:
     html = built(site, doc)

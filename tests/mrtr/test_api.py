@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #: At most this many names at the top level: what a server or client author needs (h11 names about 25).
 MAX_TOP_LEVEL = 40
 #: The submodules a caller may import from, each a reference for one kind of reader; every other module is private.
-PUBLIC_SUBMODULES = ("client", "clock", "errors", "keys", "messages", "protocol", "redeemed", "tickets", "wire")
+PUBLIC_SUBMODULES = ("client", "client_errors", "clock", "errors", "forms", "keys", "messages", "protocol", "redeemed",
+                     "tickets", "tooldefs", "wire")
 
 
 def test_the_top_level_is_narrow_and_every_name_it_promises_exists():

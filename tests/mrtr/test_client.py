@@ -56,7 +56,7 @@ def test_no_request_state_is_sent_when_the_server_gave_none(server):
 
     server.catalog = Catalog(tools={"hello": Tool("hello", "", state_free)})
     client = client_for(server)
-    assert client.call_tool("hello", {})["content"][0]["text"] == "hi yes"
+    assert client.call_tool("hello", {})["content"][0]["text"] == "hi example"  # answered by its schema
     assert all("requestState" not in m["params"] for m in sent(client, "tools/call"))
 
 
@@ -66,9 +66,9 @@ def test_the_client_gives_up_after_a_bounded_number_of_rounds(server):
 
     server.catalog = Catalog(tools={"loop": Tool("loop", "", forever)})
     client = client_for(server, max_rounds=3)
-    with pytest.raises(ClientError, match="3 rounds"):
+    with pytest.raises(ClientError, match="after 3 retries; the client stops at max_rounds=3"):
         client.call_tool("loop", {})
-    assert len(sent(client, "tools/call")) == 3
+    assert len(sent(client, "tools/call")) == 4  # the call and three retries, as the official SDKs count
 
 
 def test_the_in_process_lab_scenes_all_pass():
