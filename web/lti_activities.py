@@ -19,7 +19,7 @@ class Activity:
     lesson: Lesson
     question: Question | None
     title: str
-    maximum: int  # the line item's scoreMaximum: questions, or build steps
+    maximum: int  # the line item's scoreMaximum: the questions' weights, or build steps
 
 
 def activities() -> list[Activity]:
@@ -28,10 +28,10 @@ def activities() -> list[Activity]:
     for lesson in get_content().lessons:
         if lesson.questions:
             found.append(Activity(f"quiz/{lesson.slug}", "quiz", lesson, None, f"Quick check: {lesson.title}",
-                                  len(lesson.questions)))
+                                  sum(q.weight for q in lesson.questions)))
             for q in lesson.questions:
                 found.append(Activity(f"question/{lesson.slug}/{q.id}", "question", lesson, q,
-                                      f"{lesson.title}: {q.prompt}"[:200], 1))
+                                      f"{lesson.title}: {q.prompt}"[:200], q.weight))
         steps = build.load_build(lesson.directory)
         if steps is not None:
             found.append(Activity(f"build/{lesson.slug}", "build", lesson, None, lesson.title, len(steps.steps)))
