@@ -104,6 +104,8 @@ class Question:
     transcript: str = ""  # raw lines to read before answering (a debugging question)
     task: Task | None = None  # a question answered by doing, graded by the server
     weight: int = 1  # what a right first answer adds to the score (the quiz's total is the sum)
+    #: Ids it had before (renamed so no id gives an answer away): stored progress and course links still find it.
+    formerly: tuple[str, ...] = ()
 
     @property
     def free(self) -> bool:
@@ -141,7 +143,9 @@ class Lesson:
         return next((s for s in self.sections if s.id == section_id), None)
 
     def question(self, question_id: str) -> Question | None:
-        return next((q for q in self.questions if q.id == question_id), None)
+        """The question with this id, or the one that had it before a rename."""
+        return next((q for q in self.questions if q.id == question_id), None) or next(
+            (q for q in self.questions if question_id in q.formerly), None)
 
 
 @dataclass(frozen=True)
@@ -256,6 +260,9 @@ def _load_questions(path: Path, section_ids: set[str]) -> tuple[Question, ...]:
                                   _field(choice, "text", str, f"{where} choice #{j}"), why.strip(), belief.strip(),
                                   outcome, stopped))
         task = _task(raw.get("task"), where)
+        formerly = raw.get("formerly", [])
+        if not isinstance(formerly, list) or not all(isinstance(f, str) and _SLUG.match(f) for f in formerly):
+            raise ContentError(f"{where}: formerly must list the question's earlier ids")
         weight = raw.get("weight", 1)
         if not isinstance(weight, int) or isinstance(weight, bool) or not 1 <= weight <= MAX_WEIGHT:
             raise ContentError(f"{where}: weight must be a whole number from 1 to {MAX_WEIGHT}")
@@ -263,7 +270,8 @@ def _load_questions(path: Path, section_ids: set[str]) -> tuple[Question, ...]:
             if choices:
                 raise ContentError(f"{where}: a {task.kind} task is answered in its own form, without choices")
             questions.append(Question(qid, section, _field(raw, "prompt", str, where), (), TASK_RIGHT,
-                                      _field(raw, "explanation", str, where), task=task, weight=weight))
+                                      _field(raw, "explanation", str, where), task=task, weight=weight,
+                                      formerly=tuple(formerly)))
             continue
         if len(choices) < 2:
             raise ContentError(f"{where}: needs at least two choices")
@@ -279,8 +287,8 @@ def _load_questions(path: Path, section_ids: set[str]) -> tuple[Question, ...]:
             raise ContentError(f"{where}: 'transcript' must be a string")
         questions.append(Question(qid, section, _field(raw, "prompt", str, where), tuple(choices), answer,
                                   _field(raw, "explanation", str, where), try_it, transcript.strip("\n"), task,
-                                  weight))
-    _unique([q.id for q in questions], "question id", str(path))
+                                  weight, tuple(formerly)))
+    _unique([i for q in questions for i in (q.id, *q.formerly)], "question id", str(path))
     return tuple(questions)
 
 

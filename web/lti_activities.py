@@ -39,5 +39,16 @@ def activities() -> list[Activity]:
 
 
 def activity(item: object) -> Activity | None:
-    """The activity `item` names (a content item's custom parameter, a form field), or None."""
-    return next((a for a in activities() if a.item == item), None) if isinstance(item, str) else None
+    """The activity `item` names (a content item's custom parameter, a form field), or None. A course link made
+    before a question was renamed names its old id: it opens the question under its new one."""
+    if not isinstance(item, str):
+        return None
+    found = next((a for a in activities() if a.item == item), None)
+    kind, _, rest = item.partition("/")
+    if found is None and kind == "question":
+        slug, _, qid = rest.partition("/")
+        lesson = get_content().lesson(slug)
+        renamed = lesson.question(qid) if lesson else None
+        if renamed is not None:
+            return activity(f"question/{slug}/{renamed.id}") if renamed.id != qid else None
+    return found

@@ -92,14 +92,16 @@ def read_state(lesson: Lesson, token: str | None) -> State:
         return State({}, {})
     if not isinstance(data, dict) or data.get("lesson") != lesson.slug or not isinstance(data.get("answers"), dict):
         return State({}, {})
-    questions = {q.id: q for q in lesson.questions}
-    answers = {qid: ok for qid, ok in data["answers"].items() if qid in questions and isinstance(ok, bool)}
+    # A token from before a question was renamed names it by its old id (Question.formerly).
+    questions = {i: q for q in lesson.questions for i in (*q.formerly, q.id)}
+    answers = {questions[qid].id: ok for qid, ok in data["answers"].items()
+               if qid in questions and isinstance(ok, bool)}
     raw_picks = as_object(data.get("picks"))
     picks = {}
     for qid, tried in raw_picks.items():
-        if qid in answers and isinstance(tried, list):
+        if qid in questions and questions[qid].id in answers and isinstance(tried, list):
             ids = questions[qid].pick_ids
-            picks[qid] = [c for c in tried if isinstance(c, str) and c in ids][:TRIES]
+            picks[questions[qid].id] = [c for c in tried if isinstance(c, str) and c in ids][:TRIES]
     return State(answers, picks)
 
 

@@ -106,3 +106,20 @@ def test_the_same_token_always_gives_the_same_situation(app: Flask) -> None:
         assert quiz_draws.read_token("x", "y", token) == situation
         first, again = quiz_draws.play(situation), quiz_draws.play(situation)
         assert (first.ticket, first.outcome, first.spent_now) == (again.ticket, again.outcome, again.spent_now)
+
+
+def test_a_renamed_question_keeps_old_progress_and_old_course_links(app: Flask) -> None:
+    """Ids that gave answers away were renamed; a progress token or a course link made before still works."""
+    from web import quiz
+    from web.lti_activities import activity
+
+    with app.test_request_context():
+        renamed = [(lesson, q) for lesson in get_content().lessons for q in lesson.questions if q.formerly]
+        assert renamed
+        for lesson, q in renamed:
+            old = q.formerly[0]
+            assert lesson.question(old) is q
+            token = quiz.write_progress(lesson, {old: True}, {old: [q.answer]})
+            assert quiz.read_state(lesson, token).answers == {q.id: True}
+            found = activity(f"question/{lesson.slug}/{old}")
+            assert found is not None and found.question is q
