@@ -477,7 +477,7 @@ def report(slug: str) -> Response:
     build = build_for(lesson)
     text = request.form.get("report", "")
     try:
-        grading, error = grade(build, text, get_content().moves, request.form.get("source", "")), None
+        grading, error = grade(build, text, get_content().moves, request.form.get("code", "")), None
     except ReportError as exc:
         grading, error = None, str(exc)
     # A bad paste is a 400 page; under htmx the message is swapped in like any answer (htmx swaps 2xx

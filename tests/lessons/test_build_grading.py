@@ -197,3 +197,17 @@ def test_each_wrong_answer_in_typescript_is_not_done_with_its_reason(wrong: Wron
     # A pasted report keeps no server log: a broken honest flow is said without naming the step.
     says = "the honest flow no longer completes" if "refuses honest callers" in wrong.says else wrong.says
     assert says in graded.detail, graded.detail
+
+
+def test_a_pasted_source_beside_the_report_is_read_for_what_no_move_sees(client) -> None:  # noqa: ANN001
+    """The paste form takes the learner's source too: a signature compared with == marks step 1 not done."""
+    from tests.lessons.buildkit import report_json
+
+    eq = next(w for w in WRONG if "==" in w.name)
+    page = client.get("/lessons/build-the-checks")
+    assert b'name="code"' in page.data
+    graded = client.post("/lessons/build-the-checks/build/report",
+                         data={"report": report_json(), "code": python_server(eq, {s.id for s in BUILD.steps})})
+    text = graded.get_data(as_text=True)
+    assert graded.status_code == 200 and "compares the signature with ==" in text, text[-1500:]
+    assert f"{len(BUILD.steps) - 1} of {len(BUILD.steps)} steps done" in text
