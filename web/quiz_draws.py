@@ -117,7 +117,7 @@ def _tamper(ticket: str, env: str) -> str:
 
 
 @dataclass(frozen=True)
-class Played:
+class PlayedDraw:
     """A draw as the server played it: what was shown, and what the server did."""
 
     situation: Situation
@@ -129,7 +129,7 @@ class Played:
     spent_now: bool  # the ticket is spent once this retry has been answered
 
 
-def play(situation: Situation) -> Played:
+def play(situation: Situation) -> PlayedDraw:
     store = LabStore()
     target = _target(situation, store)
     first = modern_request(MINT_ID, "tools/call", {"name": CALL.tool, "arguments": {"env": situation.env}}, CALL)
@@ -151,7 +151,7 @@ def play(situation: Situation) -> Played:
     if outcome == Outcome.COMPLETED and not _words(reply.response).startswith("deployed"):
         key = "ended"  # a result, but without the work: the user said no
     # Spent: the server's own redeemed store holds the ticket's id once this retry has been answered.
-    return Played(situation, ticket, claims, retry, key, _words(reply.response), claims.get("jti") in store.spent)
+    return PlayedDraw(situation, ticket, claims, retry, key, _words(reply.response), claims.get("jti") in store.spent)
 
 
 def _retry(env: str, ticket: str, answers: JSONObject | None, request_id: int) -> JSONObject:
@@ -224,7 +224,7 @@ def view(lesson: str, question: str, ask: str) -> DrawView:
     return view_of(token, play(situation), ask)
 
 
-def view_of(token: str, played: Played, ask: str = "outcome") -> DrawView:
+def view_of(token: str, played: PlayedDraw, ask: str = "outcome") -> DrawView:
     s = played.situation
     exp = played.claims.get("exp")
     return DrawView(token, pretty_json(played.claims), s.minted_at, int(exp) if isinstance(exp, int | float) else 0,
@@ -232,7 +232,7 @@ def view_of(token: str, played: Played, ask: str = "outcome") -> DrawView:
                     ASKS.get(ask, OUTCOMES))
 
 
-def right_option(played: Played, ask: str) -> str:
+def right_option(played: PlayedDraw, ask: str) -> str:
     """The option the server's own play makes right."""
     if ask == "spent":
         return "spent" if played.spent_now else "unspent"
