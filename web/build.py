@@ -31,7 +31,7 @@ from moves.probes import PROBES, ProbeResult
 from moves.target import Outcome
 from mrtr import CHECKS, JSONObject
 from mrtr.errors import FROZEN_TICKET_MESSAGE
-from web import build_runner, htmx
+from web import build_lint, build_runner, htmx
 from web.content import ContentError, Lesson, get_content
 
 bp = Blueprint("build", __name__)
@@ -185,19 +185,58 @@ class MoveVerdict:
         return f"{self.verdict or 'not in the report'}{f', but {self.short}' if self.short else ''}"
 
 
+#: What the lesson's servers (both tracks) print when a check refuses a ticket: "... refused at the expiry check".
+_REFUSED_AT = re.compile(r"refused at the ([a-z][a-z-]*) check")
+
+
 @dataclass(frozen=True)
 class Graded:
+    """One step as the report shows it. Done only when every move it names held, no honest move it must leave
+    alone stopped completing, and the source shows no mistake a move cannot see."""
+
     step: BuildStep
     moves: tuple[MoveVerdict, ...]
+    #: Moves that must complete (the honest retry and its kin) and did not: a check refuses honest callers too.
+    broken: tuple[MoveVerdict, ...] = ()
+    #: The step whose check the server's log says refused the first broken move (None when the log is silent).
+    culprit: BuildStep | None = None
+    finding: str = ""  # what the source shows and no move can (web/build_lint.py)
 
     @property
     def done(self) -> bool:
-        return all(m.passed for m in self.moves)
+        return all(m.passed for m in self.moves) and not self.broken and not self.finding
 
     @property
     def detail(self) -> str:
-        """Which of the step's moves passed, in words ("tampered: pass")."""
-        return "; ".join(f"{m.slug}: {m.words}" for m in self.moves)
+        """Why the step is done or not, naming only moves that ran, with what each sent and got."""
+        if self.done:
+            held = ", ".join(m.slug for m in self.moves)
+            return f"{held} held, and the honest moves still complete"
+        parts = [f"{self.step.function} {self.finding}"] if self.finding else []
+        if self.broken:
+            parts.append(self._broken_words())
+        for m in self.moves:
+            if m.passed:
+                continue
+            if m.verdict == "not-run":
+                parts.append(f"{m.slug} was not run, so it shows nothing yet: {m.detail}")
+            elif not m.verdict:
+                parts.append(f"{m.slug} is not in the report")
+            else:
+                parts.append(f"{m.slug}: {m.words}{f'. {m.detail}' if m.detail else ''}")
+        return "; ".join(parts)
+
+    def _broken_words(self) -> str:
+        first = self.broken[0]
+        what = f"{first.slug} did not complete: {first.detail}"
+        if self.culprit is None:
+            return (f"the honest flow no longer completes, so no step counts until it does ({what}); "
+                    "the server's log says which check refused it")
+        if self.culprit.id == self.step.id:
+            return f"this step's check refuses honest callers too ({what})"
+        when = "an earlier" if self.culprit.n < self.step.n else "a later"
+        return (f"{when} step, step {self.culprit.n} ({self.culprit.function}), broke the honest flow: its check "
+                f"refuses honest callers too, so no step counts until it is fixed ({what})")
 
 
 @dataclass(frozen=True)
@@ -207,6 +246,8 @@ class Grading:
     #: "6 of 6 steps done" never hides a move that still fails.
     others: tuple[MoveVerdict, ...]
     ok: bool  # the report's own verdict on the whole run
+    #: Every move that did not hold, with why: the run's "10 of 24 moves held" says which and why.
+    not_held: tuple[MoveVerdict, ...] = ()
 
     @property
     def done(self) -> int:
@@ -230,7 +271,7 @@ def _verdict(row: JSONObject | None) -> str:
 
 def _detail(row: JSONObject | None) -> str:
     detail = row.get("detail") if row else None
-    return detail[:300] if isinstance(detail, str) else ""
+    return detail[:600] if isinstance(detail, str) else ""
 
 
 def answer_rule_gap(row: JSONObject | None) -> str:
@@ -247,19 +288,12 @@ def answer_rule_gap(row: JSONObject | None) -> str:
     return ""
 
 
-def grade(build: Build, text: str, catalogue: tuple[Move, ...]) -> Grading:
+def grade(build: Build, text: str, catalogue: tuple[Move, ...], source: str = "") -> Grading:
     """Which steps the pasted `python -m mrtr check --json` output shows as done: a step is done when every
-    move it names has the verdict pass (a move that was not run, or is missing from the report, is not)."""
-    if not text.strip():
-        raise ReportError("paste the output of python -m mrtr check --json first")
-    if len(text) > MAX_REPORT:
-        raise ReportError(f"that is longer than any checker report ({MAX_REPORT // 1024} KiB at most)")
-    try:
-        report = json.loads(text)
-    except (ValueError, RecursionError):
-        raise ReportError("that is not JSON: run the checker with --json and paste everything it prints") from None
-    if not isinstance(report, dict):
-        raise ReportError("that is JSON but not a checker report (it should be one object)")
+    move it names has the verdict pass (a move that was not run, or is missing from the report, is not), every
+    move that must complete did (a check that refuses everyone is no check), and neither the report's
+    `findings` (the in-page run's) nor `source` show a mistake no move can see (web/build_lint.py)."""
+    report = _parse(text)
     rows = _rows(report, "moves", "move")
     _rows(report, "probes", "probe")
     if rows and not any("verdict" in row for row in rows.values()):
@@ -273,12 +307,53 @@ def grade(build: Build, text: str, catalogue: tuple[Move, ...]) -> Grading:
         short = answer_rule_gap(row) if needs_error and verdict == "pass" else ""
         return MoveVerdict(slug, shows.get(slug, ""), verdict, _detail(row), short)
 
-    graded = tuple(Graded(step, tuple(seen(slug, needs_error=slug in step.errors) for slug in step.moves))
-                   for step in build.steps)
     owned = {slug for step in build.steps for slug in step.moves}
+    honest = [m.slug for m in catalogue if m.expect == Outcome.COMPLETED and m.slug not in owned
+              and not m.needs_other_tool]
+    broken = tuple(v for v in (seen(slug) for slug in honest) if v.verdict in ("fail", "warn"))
+    culprit = _culprit(build, rows.get(broken[0].slug)) if broken else None
+    found = _findings(report, source)
+    graded = tuple(Graded(step, tuple(seen(slug, needs_error=slug in step.errors) for slug in step.moves),
+                          broken, culprit, found.get(_same_name(step.function), "")) for step in build.steps)
     # Only catalogue moves are shown: the report is untrusted text, and its names are just keys here.
     others = tuple(v for v in (seen(m.slug) for m in catalogue if m.slug not in owned) if v.verdict and not v.passed)
-    return Grading(graded, others, report.get("ok") is True)
+    not_held = tuple(v for v in (seen(m.slug) for m in catalogue) if v.verdict and v.verdict != "pass")
+    return Grading(graded, others, report.get("ok") is True, not_held)
+
+
+def _parse(text: str) -> JSONObject:
+    if not text.strip():
+        raise ReportError("paste the output of python -m mrtr check --json first")
+    if len(text) > MAX_REPORT:
+        raise ReportError(f"that is longer than any checker report ({MAX_REPORT // 1024} KiB at most)")
+    try:
+        report = json.loads(text)
+    except (ValueError, RecursionError):
+        raise ReportError("that is not JSON: run the checker with --json and paste everything it prints") from None
+    if not isinstance(report, dict):
+        raise ReportError("that is JSON but not a checker report (it should be one object)")
+    return report
+
+
+def _culprit(build: Build, row: JSONObject | None) -> BuildStep | None:
+    """The step whose check the server's log (the in-page run keeps it with each row) says refused this move."""
+    log = row.get("log") if row else None
+    lines = [line for line in log if isinstance(line, str)] if isinstance(log, list) else []
+    named = [m[1] for line in lines if (m := _REFUSED_AT.search(line))]
+    return build.step(named[-1]) if named else None
+
+
+def _findings(report: JSONObject, source: str) -> dict[str, str]:
+    """What the source shows that no move can: the in-page run's findings, and the pasted source's own."""
+    raw = report.get("findings")
+    found = {k: v[:400] for k, v in raw.items() if isinstance(v, str)} if isinstance(raw, dict) else {}
+    found.update(build_lint.findings(source[:MAX_REPORT]) if source else {})
+    return {_same_name(k): v for k, v in found.items()}
+
+
+def _same_name(function: str) -> str:
+    """check_signature and checkSignature (the TypeScript track's spelling) are one function."""
+    return function.replace("_", "").lower()
 
 
 # -- "Break it, by hand": the first lesson's experiments on this lesson's solution -------------------
@@ -402,7 +477,7 @@ def report(slug: str) -> Response:
     build = build_for(lesson)
     text = request.form.get("report", "")
     try:
-        grading, error = grade(build, text, get_content().moves), None
+        grading, error = grade(build, text, get_content().moves, request.form.get("code", "")), None
     except ReportError as exc:
         grading, error = None, str(exc)
     # A bad paste is a 400 page; under htmx the message is swapped in like any answer (htmx swaps 2xx

@@ -72,10 +72,14 @@ class Choice:
 #: which-move: the choices are moves (ids are move slugs), and the chosen move must produce the shown server log;
 #: predict: the choices are outcomes of `move` under `switches`, and the server plays it to say which is right;
 #: order: the learner puts the checks in order, compared with the trace of a real retry;
-#: raw-retry: the learner edits a raw retry until the server completes it.
-TASK_KINDS: tuple[str, ...] = ("which-move", "predict", "order", "raw-retry")
+#: raw-retry: the learner edits a raw retry until the server completes it;
+#: draw: a situation drawn fresh per learner from the real server, whose outcome the learner predicts among options
+#: that are the same for every draw (web/quiz_draws.py).
+TASK_KINDS: tuple[str, ...] = ("which-move", "predict", "order", "raw-retry", "draw")
 #: Tasks answered in a form of their own, not with a choice: right or wrong is recorded as one of these.
-FREE_TASKS: frozenset[str] = frozenset({"order", "raw-retry"})
+FREE_TASKS: frozenset[str] = frozenset({"order", "raw-retry", "draw"})
+#: The most a question may weigh in its quiz's score (doing and drawn items weigh more than a fixed one).
+MAX_WEIGHT = 10
 TASK_RIGHT, TASK_WRONG = "ok", "no"
 
 
@@ -85,6 +89,7 @@ class Task:
     move: str = ""  # which-move: the move whose log is shown; predict: the move played
     switches: tuple[tuple[str, str], ...] = ()  # predict: the playground switches, as query pairs
     model: str = ""  # free tasks: the model answer, shown once the answer is revealed
+    ask: str = ""  # draw: what the learner predicts, "outcome" (what the server does) or "spent"
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,9 @@ class Question:
     try_it: str = ""  # a predict-then-run question: the playground URL whose result shows the answer
     transcript: str = ""  # raw lines to read before answering (a debugging question)
     task: Task | None = None  # a question answered by doing, graded by the server
+    weight: int = 1  # what a right first answer adds to the score (the quiz's total is the sum)
+    #: Ids it had before (renamed so no id gives an answer away): stored progress and course links still find it.
+    formerly: tuple[str, ...] = ()
 
     @property
     def free(self) -> bool:
@@ -135,7 +143,9 @@ class Lesson:
         return next((s for s in self.sections if s.id == section_id), None)
 
     def question(self, question_id: str) -> Question | None:
-        return next((q for q in self.questions if q.id == question_id), None)
+        """The question with this id, or the one that had it before a rename."""
+        return next((q for q in self.questions if q.id == question_id), None) or next(
+            (q for q in self.questions if question_id in q.formerly), None)
 
 
 @dataclass(frozen=True)
@@ -250,11 +260,18 @@ def _load_questions(path: Path, section_ids: set[str]) -> tuple[Question, ...]:
                                   _field(choice, "text", str, f"{where} choice #{j}"), why.strip(), belief.strip(),
                                   outcome, stopped))
         task = _task(raw.get("task"), where)
+        formerly = raw.get("formerly", [])
+        if not isinstance(formerly, list) or not all(isinstance(f, str) and _SLUG.match(f) for f in formerly):
+            raise ContentError(f"{where}: formerly must list the question's earlier ids")
+        weight = raw.get("weight", 1)
+        if not isinstance(weight, int) or isinstance(weight, bool) or not 1 <= weight <= MAX_WEIGHT:
+            raise ContentError(f"{where}: weight must be a whole number from 1 to {MAX_WEIGHT}")
         if task is not None and task.kind in FREE_TASKS:
             if choices:
                 raise ContentError(f"{where}: a {task.kind} task is answered in its own form, without choices")
             questions.append(Question(qid, section, _field(raw, "prompt", str, where), (), TASK_RIGHT,
-                                      _field(raw, "explanation", str, where), task=task))
+                                      _field(raw, "explanation", str, where), task=task, weight=weight,
+                                      formerly=tuple(formerly)))
             continue
         if len(choices) < 2:
             raise ContentError(f"{where}: needs at least two choices")
@@ -269,8 +286,9 @@ def _load_questions(path: Path, section_ids: set[str]) -> tuple[Question, ...]:
         if not isinstance(transcript, str):
             raise ContentError(f"{where}: 'transcript' must be a string")
         questions.append(Question(qid, section, _field(raw, "prompt", str, where), tuple(choices), answer,
-                                  _field(raw, "explanation", str, where), try_it, transcript.strip("\n"), task))
-    _unique([q.id for q in questions], "question id", str(path))
+                                  _field(raw, "explanation", str, where), try_it, transcript.strip("\n"), task,
+                                  weight, tuple(formerly)))
+    _unique([i for q in questions for i in (q.id, *q.formerly)], "question id", str(path))
     return tuple(questions)
 
 
@@ -289,7 +307,10 @@ def _task(raw: object, where: str) -> Task | None:
         raise ContentError(f"{where}: task.move and task.model must be strings")
     if raw["kind"] in FREE_TASKS and not model:
         raise ContentError(f"{where}: a {raw['kind']} task needs a model answer")
-    return Task(raw["kind"], move, tuple(sorted(switches.items())), model)
+    ask = raw.get("ask", "outcome" if raw["kind"] == "draw" else "")
+    if ask not in (("outcome", "spent") if raw["kind"] == "draw" else ("",)):
+        raise ContentError(f"{where}: task.ask must be outcome or spent, and only for a draw")
+    return Task(raw["kind"], move, tuple(sorted(switches.items())), model, ask)
 
 
 def _load_lesson(root: Path, entry: Table) -> Lesson:

@@ -89,7 +89,7 @@ def embed_context(lesson: Lesson, token: str | None, *, only: Question | None, o
     answers = quiz.read_progress(lesson, context["progress"])
     scoped = {q.id: answers[q.id] for q in questions if q.id in answers}
     args = {k: v for k, v in (("single", "1" if only else None), ("origin", origin)) if v}
-    score: quiz.Score = {"correct": sum(scoped.values()), "answered": len(scoped), "total": len(questions)}
+    score = quiz.score_of(questions, scoped)
     return {
         **context,
         "summary": only is None,  # the whole-quiz embed ends with a score summary

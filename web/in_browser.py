@@ -3,7 +3,9 @@ lesson's Web Worker (static/js/build-worker.js), never in the app.
 
 The app ships this file with the checker's own modules (web/build_runner.py zips them from this repository);
 the worker imports it and calls `run`, which plays the catalogue on the learner's source with
-`moves.check.check_source` and hands each row to the worker as it finishes.
+`moves.check.check_source` and hands each row to the worker as it finishes. The report it returns also keeps,
+with each move, the server's last log lines while it was played, and what the source shows that no move can
+(web/build_lint.py): the build lesson's grading reads both.
 
 Pyodide's core runtime leaves out a few standard modules (ssl, sqlite3) and has no cryptography wheel. The
 checker's modules import them at the top (the HTTP target, the SQLite and sealed-ticket code) but an in-page run
@@ -19,8 +21,13 @@ import sys
 import types
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn, cast
 
+if TYPE_CHECKING:
+    from mrtr import JSON
+
+#: The server's last lines kept with each move's row (web/build.py reads which check refused an honest retry).
+LOG_LINES, LOG_WIDTH = 4, 160
 #: Top-level modules an in-page run imports but never uses, which Pyodide's core does not ship.
 UNAVAILABLE = ("ssl", "sqlite3", "cryptography", "redis")
 
@@ -76,10 +83,33 @@ def run(source: str, catalogue: str | Path, post: Callable[[str, object], None])
     "move", "probe" and "log" as it happens. Returns what `check_source` returns."""
     from moves.catalog import load_moves
     from moves.check import check_source
+    from web.build_lint import findings
 
     try:
         moves = load_moves(Path(catalogue))
     except ValueError as exc:
         return {"report": None, "summary": "", "error": f"the move catalogue cannot be read: {exc}"}
-    return check_source(source, moves=moves, on_move=lambda row: post("move", row),
-                        on_probe=lambda probe: post("probe", probe), on_log=lambda lines: post("log", lines))
+    logs: dict[str, list[str]] = {}
+    pending: list[str] = []
+
+    def on_log(lines: list[str]) -> None:
+        pending.extend(lines)
+        post("log", lines)
+
+    def on_move(row: object) -> None:
+        # What the server printed while this move was played: its grade names the check that refused it.
+        if isinstance(row, dict):
+            logs[str(row.get("move"))] = [line[:LOG_WIDTH] for line in pending[-LOG_LINES:]]
+        pending.clear()
+        post("move", row)
+
+    result = check_source(source, moves=moves, on_move=on_move, on_probe=lambda probe: post("probe", probe),
+                          on_log=on_log)
+    report = result.get("report")
+    rows = report.get("moves") if isinstance(report, dict) else None
+    if isinstance(report, dict) and isinstance(rows, list):
+        for row in rows:
+            if isinstance(row, dict):
+                row["log"] = cast("list[JSON]", logs.get(str(row.get("move")), []))
+        report["findings"] = cast("dict[str, JSON]", findings(source))
+    return result

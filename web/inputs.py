@@ -102,6 +102,9 @@ _TASK: dict[str, Field] = {
     "seed": Field(max_chars=64),
     "minted_at": Field(max_chars=32),
     "order": Field(max_chars=32),
+    # a drawn item (web/quiz_draws.py): its signed draw and the option picked
+    "draw": Field(max_chars=512),
+    "predict": Field(max_chars=32),
 }
 
 #: endpoint -> the query parameters and form fields its view reads (GET and POST alike).
@@ -160,7 +163,7 @@ FIELDS: dict[str, dict[str, Field]] = {
     "classroom.answer": {"option": Field(max_chars=64)},
     "classroom.play": {"move": Field(max_chars=64)},
     # the build lesson's pasted checker report (web/build.py refuses more than 64 KiB with its own words)
-    "build.report": {"report": Field(max_chars=70_000, max_depth=None)},
+    "build.report": {"report": Field(max_chars=70_000, max_depth=None), "code": Field(max_chars=70_000)},
     # the in-page checker's files (web/build_runner.py): addressed by path alone, no fields
     "build.runner.pyodide": {},
     "build.runner.wheel": {},

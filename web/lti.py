@@ -294,7 +294,7 @@ def answer(slug: str, qid: str) -> Response:
     scope = (chosen.question,) if chosen.question else chosen.lesson.questions
     first = quiz.read_progress(chosen.lesson, checked["progress"])
     if all(q.id in first for q in scope):
-        record_score(_tool(), data, chosen, sum(first[q.id] for q in scope), complete=True, keep_best=False)
+        record_score(_tool(), data, chosen, quiz.score_of(scope, first)["correct"], complete=True, keep_best=False)
     status = score_status(_tool(), data, chosen)
     return htmx.render("lti/quiz.html", "lti/_answer.html", lesson=chosen.lesson, only=chosen.question, quiz=context,
                        question=question, feedback=feedback, oob=True, lti_score=status)

@@ -19,7 +19,7 @@ class Activity:
     lesson: Lesson
     question: Question | None
     title: str
-    maximum: int  # the line item's scoreMaximum: questions, or build steps
+    maximum: int  # the line item's scoreMaximum: the questions' weights, or build steps
 
 
 def activities() -> list[Activity]:
@@ -28,10 +28,10 @@ def activities() -> list[Activity]:
     for lesson in get_content().lessons:
         if lesson.questions:
             found.append(Activity(f"quiz/{lesson.slug}", "quiz", lesson, None, f"Quick check: {lesson.title}",
-                                  len(lesson.questions)))
+                                  sum(q.weight for q in lesson.questions)))
             for q in lesson.questions:
                 found.append(Activity(f"question/{lesson.slug}/{q.id}", "question", lesson, q,
-                                      f"{lesson.title}: {q.prompt}"[:200], 1))
+                                      f"{lesson.title}: {q.prompt}"[:200], q.weight))
         steps = build.load_build(lesson.directory)
         if steps is not None:
             found.append(Activity(f"build/{lesson.slug}", "build", lesson, None, lesson.title, len(steps.steps)))
@@ -39,5 +39,16 @@ def activities() -> list[Activity]:
 
 
 def activity(item: object) -> Activity | None:
-    """The activity `item` names (a content item's custom parameter, a form field), or None."""
-    return next((a for a in activities() if a.item == item), None) if isinstance(item, str) else None
+    """The activity `item` names (a content item's custom parameter, a form field), or None. A course link made
+    before a question was renamed names its old id: it opens the question under its new one."""
+    if not isinstance(item, str):
+        return None
+    found = next((a for a in activities() if a.item == item), None)
+    kind, _, rest = item.partition("/")
+    if found is None and kind == "question":
+        slug, _, qid = rest.partition("/")
+        lesson = get_content().lesson(slug)
+        renamed = lesson.question(qid) if lesson else None
+        if renamed is not None:
+            return activity(f"question/{slug}/{renamed.id}") if renamed.id != qid else None
+    return found

@@ -20,6 +20,7 @@ from mrtr import as_object
 from web import htmx, quiz_tasks
 from web.content import Choice, Lesson, Question, get_content
 from web.playground_switches import PlaygroundInputError
+from web.quiz_draws import DrawError
 from web.services import get_services
 
 bp = Blueprint("quiz", __name__)
@@ -91,14 +92,16 @@ def read_state(lesson: Lesson, token: str | None) -> State:
         return State({}, {})
     if not isinstance(data, dict) or data.get("lesson") != lesson.slug or not isinstance(data.get("answers"), dict):
         return State({}, {})
-    questions = {q.id: q for q in lesson.questions}
-    answers = {qid: ok for qid, ok in data["answers"].items() if qid in questions and isinstance(ok, bool)}
+    # A token from before a question was renamed names it by its old id (Question.formerly).
+    questions = {i: q for q in lesson.questions for i in (*q.formerly, q.id)}
+    answers = {questions[qid].id: ok for qid, ok in data["answers"].items()
+               if qid in questions and isinstance(ok, bool)}
     raw_picks = as_object(data.get("picks"))
     picks = {}
     for qid, tried in raw_picks.items():
-        if qid in answers and isinstance(tried, list):
+        if qid in questions and questions[qid].id in answers and isinstance(tried, list):
             ids = questions[qid].pick_ids
-            picks[qid] = [c for c in tried if isinstance(c, str) and c in ids][:TRIES]
+            picks[questions[qid].id] = [c for c in tried if isinstance(c, str) and c in ids][:TRIES]
     return State(answers, picks)
 
 
@@ -112,9 +115,18 @@ def write_progress(lesson: Lesson, answers: dict[str, bool], picks: dict[str, li
 
 
 class Score(TypedDict):
-    correct: int  # first answers that were right
-    answered: int
-    total: int
+    """Points: each question weighs its `weight` (a drawn or doing item weighs more than a fixed one)."""
+
+    correct: int  # the weight of the first answers that were right
+    answered: int  # the weight of the questions answered
+    total: int  # the weight of the whole quiz
+
+
+def score_of(questions: tuple[Question, ...], answers: Mapping[str, bool]) -> Score:
+    """The weighted score of `answers` (question id -> the first answer was right) over `questions`."""
+    return {"correct": sum(q.weight for q in questions if answers.get(q.id) is True),
+            "answered": sum(q.weight for q in questions if q.id in answers),
+            "total": sum(q.weight for q in questions)}
 
 
 class QuizContext(TypedDict):
@@ -139,11 +151,10 @@ def quiz_context(lesson: Lesson, token: str | None, feedback: Feedback | None = 
         "lesson": lesson,
         "questions": lesson.questions,
         "progress": write_progress(lesson, state.answers, state.picks),
-        "score": {"correct": sum(state.answers.values()), "answered": len(state.answers),
-                  "total": len(lesson.questions)},
+        "score": score_of(lesson.questions, state.answers),
         "feedback": feedback,
         "feedbacks": shown,
-        "tasks": {q.id: quiz_tasks.task_view(q) for q in lesson.questions if q.task is not None},
+        "tasks": {q.id: quiz_tasks.task_view(q, lesson.slug) for q in lesson.questions if q.task is not None},
     }
 
 
@@ -173,8 +184,8 @@ def check(lesson: Lesson, question: Question, form: Mapping[str, str]) -> tuple[
     said = problem = ""
     if question.task is not None:  # answered by doing: the real server grades it
         try:
-            graded = quiz_tasks.grade(question, form)
-        except (quiz_tasks.TaskInputError, PlaygroundInputError) as exc:
+            graded = quiz_tasks.grade(question, form, lesson.slug)
+        except (quiz_tasks.TaskInputError, PlaygroundInputError, DrawError) as exc:
             graded, problem = None, str(exc)
         chosen_id, correct, said = (graded.chosen, graded.correct, graded.said) if graded else (None, False, "")
     else:

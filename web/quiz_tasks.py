@@ -22,6 +22,7 @@ from moves.engine import MINT_ID, MoveResult, Step, modern_request, outcome_of, 
 from moves.target import Outcome, Target
 from mrtr import CHECK_TITLES, CHECKS, JSONObject, as_object
 from mrtr.messages import as_list
+from web import quiz_draws
 from web.content import TASK_RIGHT, TASK_WRONG, Question, get_content
 from web.moveviews import pretty_json
 from web.playground_lab import CALL, MAX_AT, new_target, seeded_jti
@@ -58,6 +59,7 @@ class TaskView:
     seed: str = ""  # raw-retry: what re-mints its ticket
     minted_at: str = ""
     checks: tuple[tuple[str, str], ...] = ()  # order: (name, title), in alphabetical order of title
+    draw: quiz_draws.DrawView | None = None  # draw: the situation drawn for this learner
 
 
 def _move(slug: str) -> Move:
@@ -94,10 +96,13 @@ def broken_retry(ticket: str) -> JSONObject:
     return modern_request(MINT_ID, "tools/call", params, CALL)
 
 
-def task_view(question: Question) -> TaskView | None:
+def task_view(question: Question, lesson: str = "") -> TaskView | None:
+    """What the task shows before it is answered; a draw is drawn afresh for each page (`lesson` binds it)."""
     task = question.task
     if task is None:
         return None
+    if task.kind == "draw":
+        return TaskView(task.kind, draw=quiz_draws.view(lesson, question.id, task.ask))
     if task.kind == "which-move":
         return TaskView(task.kind, log=move_log(_move(task.move)))
     if task.kind == "order":
@@ -123,14 +128,20 @@ def _first_failure(played: MoveResult) -> str:
     return next((c["check"] for c in (last.reply.trace or []) if c.get("outcome") == "fail"), "") if last else ""
 
 
-def grade(question: Question, form: Mapping[str, str]) -> TaskGrade | None:
+def grade(question: Question, form: Mapping[str, str], lesson: str = "") -> TaskGrade | None:
     """Grade one answer on the real server; None when no answer was given (a choice task with no choice).
 
     Raises:
         TaskInputError: the form cannot be graded (says why).
+        quiz_draws.DrawError: a draw's token cannot be read back (says why).
     """
     task = question.task
     assert task is not None
+    if task.kind == "draw":
+        drawn = quiz_draws.grade(lesson, question.id, task.ask, form)
+        if drawn is None:
+            return None
+        return TaskGrade(drawn[0], TASK_RIGHT if drawn[0] else TASK_WRONG, drawn[1])
     if task.kind == "which-move":
         chosen = question.choice(form.get("choice"))
         if chosen is None:

@@ -75,6 +75,7 @@
     var learn = $(row, "[data-cell='step-link']");
     if (learn) { learn.hidden = verdict === "pass"; }
     row.setAttribute("data-verdict", verdict);
+    row.setAttribute("data-expected", String(data.expected));
     row.hidden = false;
     all(root, "[data-step-move='" + CSS.escape(String(data.move)) + "']").forEach(function (item) {
       item.setAttribute("data-verdict", verdict);
@@ -118,17 +119,28 @@
   }
 
   /* What a finished run means for the learner's step: the step whose editor they typed in last (before any
-     typing: the first step not done yet). A step is done when every move it names held, as the graded report
-     says (web/build.py). Returns {text, next}: the status line, and the step to move the learner on to. */
+     typing: the first step not done yet). A step is done when every move it names held AND every move that must
+     complete (the honest retry and its kin, which no step names) still did: a check that refuses everyone is no
+     check. A move that was not run is said to be not run, never a FAIL. The graded report (web/build.py) then
+     says which check refused the honest retry, from the server's log. Returns {text, next}. */
   function stepNews(root, stepId, ok) {
+    var rows = all(root, "[data-run-results] tr[data-move]");
+    var named = all(root, "[data-step-move]").map(function (m) { return m.getAttribute("data-step-move"); });
+    var broken = rows.filter(function (r) {
+      var verdict = r.getAttribute("data-verdict");
+      return r.getAttribute("data-expected") === "completed" && named.indexOf(r.getAttribute("data-move")) < 0 &&
+        (verdict === "fail" || verdict === "warn");
+    }).map(function (r) { return r.getAttribute("data-move"); });
     var steps = all(root, "[data-build-step]").map(function (li) {
       var moves = all(li, "[data-step-move]");
       var failing = moves.filter(function (m) { return m.getAttribute("data-verdict") !== "pass"; });
       return { li: li, id: li.getAttribute("data-build-step"), n: all(root, "[data-build-step]").indexOf(li) + 1,
-               done: moves.length > 0 && failing.length === 0,
-               failing: failing.map(function (m) { return m.getAttribute("data-step-move"); }) };
+               done: moves.length > 0 && failing.length === 0 && broken.length === 0,
+               failing: failing.map(function (m) {
+                 var slug = m.getAttribute("data-step-move");
+                 return m.getAttribute("data-verdict") === "not-run" ? slug + " (not run)" : "FAIL on " + slug;
+               }) };
     });
-    var rows = all(root, "[data-run-results] tr[data-move]");
     var held = rows.filter(function (r) { return r.getAttribute("data-verdict") === "pass"; }).length;
     var tally = held + " of " + rows.length + " moves hold so far";
     var todo = steps.filter(function (s) { return !s.done; });
@@ -142,13 +154,26 @@
     }
     laterAreToDo(root, steps, mine);
     if (!mine.done) {
-      return { text: "Step " + mine.n + " not done: FAIL on " + mine.failing.join(", ") + " (see " +
-               (mine.failing.length > 1 ? "their rows" : "its row") + " below). " + tally + ".", next: null };
+      var why = broken.length ? "the honest flow no longer completes (FAIL on " + broken.join(", ") +
+        "): a check refuses honest callers too, and the graded report below says which step's"
+        : mine.failing.join(", ") + " (see the rows below)";
+      return { text: "Step " + mine.n + " not done: " + why + ". " + tally + ".", next: null };
     }
     var after = todo.filter(function (s) { return s.n > mine.n; })[0] || todo[0];
-    return { text: "Step " + mine.n + " done: the " + mine.id + " check holds. " + tally +
-             (after ? "; next: step " + after.n + ", " + after.id + "." : "; every step is done."),
+    return { text: "Step " + mine.n + " done: the " + mine.id + " check holds. " +
+             tally + (after ? "; next: step " + after.n + ", " + after.id + "." : "; every step is done."),
              next: after ? after.li : null };
+  }
+
+  /* The checker's summary, and why each move that did not hold did not: its verdict (a move not run says so). */
+  function whyNot(root) {
+    var rows = all(root, "[data-run-results] tr[data-move]").filter(function (r) {
+      return r.getAttribute("data-verdict") && r.getAttribute("data-verdict") !== "pass";
+    });
+    if (!rows.length) { return ""; }
+    return " Not held: " + rows.map(function (r) {
+      return r.getAttribute("data-move") + " (" + r.getAttribute("data-verdict").replace("-", " ") + ")";
+    }).join(", ") + "; each row below says what it sent and got.";
   }
 
   /* FAIL only where the learner's step fails: a step after theirs lists its moves that do not hold yet as work
@@ -347,7 +372,7 @@
         return;
       }
       root.setAttribute("data-run-state", "done");
-      $(root, "[data-run-summary]").textContent = "The checker's summary: " + String(data.summary);
+      $(root, "[data-run-summary]").textContent = "The checker's summary: " + String(data.summary) + whyNot(root);
       var news = stepNews(root, this.step, Boolean(data.report && data.report.ok));
       setStatus(root, news.text + " (" + this.seconds() + " s from the press)");
       grade(root, data.report);

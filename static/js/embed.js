@@ -6,7 +6,7 @@
  *   {type: "mrtr-quiz:ready",     v: 1, lesson, question, questions, height}   once, on load
  *   {type: "mrtr-quiz:resize",    v: 1, lesson, height}                        whenever the height changes
  *   {type: "mrtr-quiz:answered",  v: 1, lesson, question, correct}             after each checked answer
- *   {type: "mrtr-quiz:completed", v: 1, lesson, score, max}                    once every question is answered
+ *   {type: "mrtr-quiz:completed", v: 1, lesson, score, max}  (points)   once every question is answered
  * and accepts one message from that same parent origin:
  *   {type: "mrtr-quiz:measure",   v: 1}    answer with a fresh resize (embed-parent.js sends it on load)
  * The quiz itself (htmx, server-checked answers, the signed score) works the same without this file. */

@@ -228,3 +228,21 @@ def test_python_starts_loading_when_the_learner_reaches_an_editor_from_addresses
     expect(page.locator("[data-run-status]")).to_contain_text("s from the press")
     assert_verdicts(page, BUILD.starter)
     assert offsite == []
+
+
+def test_a_check_that_refuses_everyone_is_not_done_and_the_next_step_is_told_why(page: Page) -> None:
+    """check_signature written as `return False` refuses the tampered move, and the honest retry too: step 1 is
+    not done, and a right step 2 is told that an earlier step broke the honest flow, never blamed for it."""
+    open_lesson(page)
+    status = page.locator("[data-run-status]")
+    first, second = BUILD.steps[0], BUILD.steps[1]
+    replace_code(page, first.id, first.solution.splitlines()[0] + "\n    return False\n")
+    run(page, COLD)
+    expect(status).to_contain_text("Step 1 not done: the honest flow no longer completes (FAIL on honest")
+    expect(page.locator("[data-run-summary]")).to_contain_text("Not held: honest (fail)")
+    replace_code(page, second.id, second.solution)
+    run(page)
+    expect(status).to_contain_text("Step 2 not done: the honest flow no longer completes")
+    graded = page.locator(f"[data-build-result='{second.id}']")
+    expect(graded).to_contain_text("an earlier step, step 1 (check_signature), broke the honest flow")
+    expect(graded).not_to_contain_text("FAIL")

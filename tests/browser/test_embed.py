@@ -111,9 +111,21 @@ def frame_height_matches_last_resize(page: Page) -> None:
     }""", arg=FRAME_CAP)
 
 
-def answer(frame, q, choice_id: str) -> None:  # noqa: ANN001
-    """Answer `q` with `choice_id`; an item answered by doing (no options) is done rightly, as a learner would."""
+def answer(frame, q, choice_id: str, app: Flask | None = None) -> None:  # noqa: ANN001
+    """Answer `q` with `choice_id`; an item answered by doing (no options) is done rightly, as a learner would. A
+    drawn item is answered with the option the quiz's server (`app`) makes right when it plays the draw shown."""
     item = frame.locator(f"#q-{q.id}")
+    if q.free and q.task.kind == "draw":
+        from web import quiz_draws
+
+        assert app is not None
+        token = item.locator("input[name=draw]").get_attribute("value")
+        with app.test_request_context():
+            right = quiz_draws.right_option(quiz_draws.play(quiz_draws.read_token(SLUG, q.id, token)), q.task.ask)
+        item.locator(f"input[name=predict][value='{right}']").check()
+        item.get_by_role("button", name=re.compile("Send it to the server")).click()
+        expect(frame.locator(f"#feedback-{q.id}")).to_contain_text("Correct.")
+        return
     if q.free and q.task.kind == "order":
         for n, check_name in enumerate(CHECKS):
             item.locator(f"#q-{q.id}-order-{n}").select_option(label=CHECK_TITLES[check_name])
@@ -150,7 +162,8 @@ def test_host_page_gets_ready_resize_answered_completed(page: Page, origins: Ori
 
     wrong_q = QUESTIONS[1]
     for q in QUESTIONS:
-        answer(frame, q, q.answer if q is not wrong_q else next(c.id for c in q.choices if c.id != q.answer))
+        answer(frame, q, q.answer if q is not wrong_q else next(c.id for c in q.choices if c.id != q.answer),
+               origins.quiz.app)
     wait_for_message(page, "answered", len(QUESTIONS))
     wait_for_message(page, "completed")
 
@@ -159,7 +172,8 @@ def test_host_page_gets_ready_resize_answered_completed(page: Page, origins: Ori
     assert all(m["v"] == 1 and m["lesson"] == SLUG for m in answered)
     completed = messages(page, "completed")
     assert len(completed) == 1
-    assert (completed[0]["score"], completed[0]["max"], completed[0]["v"]) == (len(QUESTIONS) - 1, len(QUESTIONS), 1)
+    total = sum(q.weight for q in QUESTIONS)  # points: a drawn or doing item weighs more than one
+    assert (completed[0]["score"], completed[0]["max"], completed[0]["v"]) == (total - wrong_q.weight, total, 1)
     kinds = [m["type"] for m in messages(page) if m["type"] != "mrtr-quiz:resize"]
     assert kinds[0] == "mrtr-quiz:ready" and kinds[-1] == "mrtr-quiz:completed"
 
@@ -218,10 +232,11 @@ def test_the_host_page_logs_no_warning_and_the_whole_quiz_ends_with_its_summary(
     wait_for_message(page, "ready")
     frame_height_matches_last_resize(page)
     summary = frame.locator("main > #quiz-summary")
-    expect(summary).to_contain_text(f"0 of {len(QUESTIONS)} answered")
+    total = sum(q.weight for q in QUESTIONS)  # points: a drawn or doing item weighs more than one
+    expect(summary).to_contain_text(f"0 of {total} answered")
     for q in QUESTIONS:
-        answer(frame, q, q.answer)
-    expect(summary).to_contain_text(f"{len(QUESTIONS)} of {len(QUESTIONS)}")
+        answer(frame, q, q.answer, origins.quiz.app)
+    expect(summary).to_contain_text(f"{total} of {total}")
     expect(summary).to_contain_text("right on the first try")
     assert not [line for line in console if "postMessage" in line], console
 

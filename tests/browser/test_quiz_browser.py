@@ -173,3 +173,32 @@ def test_a_predict_question_links_to_the_playground_after_answering(page: Page) 
     check(page, q, q.answer)
     link = page.locator(f"#feedback-{q.id}").get_by_role("link", name="Run it in the playground")
     expect(link).to_have_attribute("href", q.try_it)
+
+
+def test_a_drawn_item_works_without_javascript_at_390_px_in_both_themes(no_js_page: Page, browser: Browser,
+                                                                        base_url: str, axe: Axe) -> None:
+    """The situation drawn for the learner is readable on a phone in both themes, its options answer by a plain
+    form post, and the lab server's own play of the draw says what happened."""
+    drawn = next(q for q in QUESTIONS if q.task is not None and q.task.kind == "draw")
+    # axe cannot run with JavaScript off: the look is checked where the page's own scripts are refused instead.
+    for scheme in ("light", "dark"):
+        context = browser.new_context(viewport={"width": 390, "height": 844}, color_scheme=scheme,
+                                      base_url=base_url)
+        try:
+            context.route("**/*.js", lambda route: route.abort())
+            page = context.new_page()
+            page.goto(QUIZ)
+            page.locator(f"#q-{drawn.id}").scroll_into_view_if_needed()
+            assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
+            assert_no_axe_violations(page, axe)
+        finally:
+            context.close()
+    page = no_js_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(QUIZ)
+    item = page.locator(f"#q-{drawn.id}")
+    item.locator("input[name=predict]").first.check()
+    item.get_by_role("button", name=re.compile("Send it to the server")).click()
+    expect(page).to_have_url(re.compile(rf"/quiz/{SLUG}/{drawn.id}/answer#q-{drawn.id}$"))
+    expect(page.locator(f"#feedback-{drawn.id}")).to_contain_text("the server played your situation")
+    expect(page.locator("#quiz-score")).to_contain_text(f"out of {drawn.weight} answered")

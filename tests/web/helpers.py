@@ -279,6 +279,17 @@ def answer_form(app: Any, q: Any, right: bool = True) -> dict[str, Any]:
         return {"choice": q.answer if right else next(c.id for c in q.choices if c.id != q.answer)}
     if q.task.kind == "order":
         return {"order": list(CHECKS) if right else [CHECKS[1], CHECKS[0], *CHECKS[2:]]}
+    if q.task.kind == "draw":  # drawn afresh: the server's own play of the draw says which option is right
+        from web import quiz_draws
+        from web.content import get_content
+
+        with app.test_request_context():
+            lesson = next(lesson for lesson in get_content().lessons if q in lesson.questions)
+            drawn = task_view(q, lesson.slug).draw
+            played = quiz_draws.play(quiz_draws.read_token(lesson.slug, q.id, drawn.token))
+        good = quiz_draws.right_option(played, q.task.ask)
+        return {"draw": drawn.token,
+                "predict": good if right else next(o for o, _ in drawn.options if o != good)}
     with app.test_request_context():
         view = task_view(q)
     retry = json.loads(view.retry)

@@ -51,7 +51,7 @@ def test_quiz_page_lists_questions_as_forms(app: Flask, client: FlaskClient) -> 
     for q, form in zip(QUESTIONS, forms, strict=True):
         assert form["method"] == "post" and form["action"] == f"{answer_url(q.id)}#q-{q.id}"
         assert form["hx-post"] == answer_url(q.id) and form["hx-target"] == f"#feedback-{q.id}"
-        assert [r["value"] for r in form.select("input[type=radio]")] == [c.id for c in q.choices]
+        assert [r["value"] for r in form.select("input[type=radio][name=choice]")] == [c.id for c in q.choices]
         feedback = tree.find(id=f"feedback-{q.id}")
         assert feedback["role"] == "status" and feedback["aria-live"] == "polite"
         assert feedback.get_text(strip=True) == ""

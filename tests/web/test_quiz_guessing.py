@@ -158,3 +158,50 @@ def test_no_option_argues_for_itself() -> None:
     for slug, q in QUESTIONS:
         for c in q.choices:
             assert not re.search(r"\b(because|since|so that)\b", c.text, re.I), (slug, q.id, c.text)
+
+
+#: The course's shared vocabulary: the names of the checks, the frozen ticket error and the outcomes a retry can
+#: have. Items offer these as their options the way a drawn item does (the same options whatever the answer), so
+#: one item's right outcome showing up as another item's option says nothing about either answer.
+SHARED = ({title.lower() for title in __import__("mrtr").CHECK_TITLES.values()}
+          | {"invalid or expired requeststate", "a fresh input_required", "the same question again"})
+
+
+def _grams(text: str, n: int = 4) -> set[str]:
+    """The phrases of `text`: runs of `n` words with at least two that are not stop words."""
+    ws = re.findall(r"[a-z0-9_/.-]+", text.lower())
+    return {" ".join(ws[i:i + n]) for i in range(len(ws) - n + 1) if sum(w not in STOP for w in ws[i:i + n]) >= 2}
+
+
+def _key_phrases(q: Question) -> set[str]:
+    """The phrases of `q`'s right option that are its own: none runs into the shared vocabulary."""
+    pieces = [q.correct_choice.text.lower()]
+    for shared in SHARED:
+        pieces = [part for piece in pieces for part in piece.split(shared)]
+    return {g for piece in pieces for g in _grams(piece)}
+
+
+@pytest.mark.parametrize("lesson", COURSE.lessons, ids=lambda lesson: lesson.slug)
+def test_no_item_states_another_items_right_option(lesson) -> None:  # noqa: ANN001
+    """A prompt or option that carries another item's right option's phrase hands a reader that answer."""
+    leaks = []
+    for q in lesson.questions:
+        if q.free or not q.choices:
+            continue
+        keys = _key_phrases(q)
+        for other in lesson.questions:
+            if other is q:
+                continue
+            for where, text in [("prompt", other.prompt), *((f"option {c.id}", c.text) for c in other.choices)]:
+                if found := keys & _grams(text):
+                    leaks.append(f"{q.id}'s answer in {other.id} {where}: {sorted(found)}")
+    assert leaks == []
+
+
+def test_no_shown_id_names_an_answer() -> None:
+    """Ids are shown (anchors, embed links, course links): none may carry a word of its item's right option that
+    the prompt does not already say."""
+    for _, q in QUESTIONS:
+        told = words(q.prompt)
+        given = {w for w in q.id.split("-") if len(w) > 3} & words(q.correct_choice.text) - told
+        assert not given, f"{q.id} names {sorted(given)} from its answer"
