@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .client_rules import ClientReport, grade
-from .grading_server import GradingServer
+from .grading_server import GradingServer, Recording
 
 #: The scenario name a client reading `MCP_CONFORMANCE_SCENARIO` is told.
 SCENARIO = "mrtr-check-client"
@@ -48,9 +48,11 @@ def run_command(command: str, timeout: float) -> Callable[[str], tuple[int, str]
     return run
 
 
-def check(client: Callable[[str], tuple[int, str]], command: str) -> ClientReport:
-    """Serve the grading tools, let `client` run against their URL, and grade what it sent."""
-    with GradingServer() as server:
+def check(client: Callable[[str], tuple[int, str]], command: str,
+          recording: Recording | None = None) -> ClientReport:
+    """Serve the grading tools, let `client` run against their URL, and grade what it sent (into `recording`,
+    whose clock stamps each request: tests give a fake one their clients advance)."""
+    with GradingServer(recording) as server:
         code, output = client(server.url)
     report = grade(server.recording, command)
     report.exit_code, report.output = code, output

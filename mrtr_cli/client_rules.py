@@ -71,7 +71,7 @@ def ticket_echo(rec: Recording) -> Verdict:
     sent = calls[1].params.get("requestState")
     if sent == HARD_TICKET:
         return passed(f"the {len(HARD_TICKET)}-char ticket came back identical")
-    where = next((i for i, (a, b) in enumerate(zip(HARD_TICKET, str(sent))) if a != b),
+    where = next((i for i, (a, b) in enumerate(zip(HARD_TICKET, str(sent), strict=False)) if a != b),
                  min(len(HARD_TICKET), len(str(sent))))
     return failed(f"server sent requestState {clip(HARD_TICKET, 60)}; client sent back {clip(sent, 60)} "
                   f"(first difference at char {where})")
@@ -110,12 +110,13 @@ def multi_round(rec: Recording) -> Verdict:
     early = retries_of(calls, "grade_multi_round")
     if early:
         return early
-    for before, call in zip(calls, calls[1:]):
+    for before, call in zip(calls, calls[1:], strict=False):
         asked = result_of(before)
         ticket, keys = asked.get("requestState"), sorted(as_object(asked.get("inputRequests")))
         got = sorted(as_object(call.params.get("inputResponses")))
         if call.params.get("requestState") != ticket:
-            return failed(f"server's newest ticket was {clip(ticket)}; client sent {clip(call.params.get('requestState'))}")
+            echoed = call.params.get("requestState")
+            return failed(f"server's newest ticket was {clip(ticket)}; client sent {clip(echoed)}")
         if got != keys:
             return failed(f"server asked {keys} this round; client answered {got}")
     return passed(f"{len(calls) - 1} retries, each with the newest ticket and only that round's answers")
@@ -172,7 +173,7 @@ def state_only_paced(rec: Recording) -> Verdict:
     early = retries_of(calls, "grade_state_only")
     if early:
         return early
-    gaps = [b.at - a.at for a, b in zip(calls, calls[1:])]
+    gaps = [b.at - a.at for a, b in zip(calls, calls[1:], strict=False)]
     shown = ", ".join(f"{g * 1000:.0f} ms" for g in gaps)
     if min(gaps) < MIN_PACE:
         return failed(f"state-only retries came {shown} apart (at least {MIN_PACE * 1000:.0f} ms expected)")
@@ -265,7 +266,7 @@ RULES: tuple[Rule, ...] = (
     Rule("no-ticket-no-state", "no requestState when the server gave none", MRTR,
          "omit requestState entirely when the input_required result had none", no_ticket_no_state),
     Rule("bounded-rounds", "a server that never stops asking is stopped", MRTR + " (clients SHOULD bound rounds)",
-         f"cap the rounds of one call (the SDKs stop after 10) and report it to the user", bounded_rounds),
+         "cap the rounds of one call (the SDKs stop after 10) and report it to the user", bounded_rounds),
     Rule("state-only-no-answers", "a round with only a ticket is retried without answers", MRTR,
          "when input_required carries requestState and no inputRequests, retry without inputResponses",
          state_only_no_answers),

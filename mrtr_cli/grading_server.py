@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from mrtr import JSONObject, as_object
+from mrtr import JSON, JSONObject, as_object
 from mrtr.protocol import META_CAPABILITIES, MODERN_VERSION
 
 #: A ticket made to break every re-encoding: leading and trailing spaces, non-ASCII, a literal `\u` escape,
@@ -110,7 +110,7 @@ def flow_state_only(params: JSONObject, calls: int) -> JSONObject:
 def flow_url_mode(params: JSONObject, calls: int) -> JSONObject:
     if "inputResponses" in params:
         return done("the page was answered")
-    page = {"page": {"method": "elicitation/create",
+    page: JSONObject = {"page": {"method": "elicitation/create",
                      "params": {"mode": "url", "message": "Open this page.", "elicitationId": "grade-1",
                                 "url": "https://example.invalid/grade"}}}
     return asking(page, "url:1")
@@ -211,7 +211,8 @@ def respond(method: str, params: JSONObject, calls: int) -> JSONObject:
         return {"result": {"supportedVersions": [MODERN_VERSION], "capabilities": {"tools": {}},
                            "serverInfo": {"name": "mrtr check-client", "version": "1"}}}
     if method == "tools/list":
-        return {"result": {"tools": tool_list()}}
+        tools: list[JSON] = list(tool_list())
+        return {"result": {"tools": tools}}
     if method != "tools/call":
         return {"error": {"code": -32601, "message": f"the grading server does not serve {method[:60]!r}"}}
     flow = FLOWS.get(str(params.get("name")))
@@ -267,7 +268,9 @@ class GradingServer(ThreadingHTTPServer):
     def __init__(self, recording: Recording | None = None) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.recording = recording or Recording()
-        self._thread = threading.Thread(target=self.serve_forever, name="mrtr-check-client", daemon=True)
+        # a short poll so that shutting down (after every run) takes a twentieth of a second, not half a second
+        self._thread = threading.Thread(target=self.serve_forever, args=(0.05,), name="mrtr-check-client",
+                                        daemon=True)
 
     @property
     def url(self) -> str:

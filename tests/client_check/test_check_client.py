@@ -1,0 +1,102 @@
+"""`mrtr check-client` grades: the project's client passes every rule, the small sound client too, and each
+flawed client is flagged by its own rule and no other. Clients run in this process against the grading server's
+real socket; the state-only pacing is read from a fake clock the small clients advance, so nothing waits."""
+
+from __future__ import annotations
+
+import io
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from mrtr_cli import call
+from mrtr_cli.check_client import check
+from mrtr_cli.client_rules import RULES, ClientReport
+from mrtr_cli.grading_server import Recording
+
+from .flawed_clients import Flaws, SmallClient
+
+ALL_RULES = [r.slug for r in RULES]
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def grade_small(flaws: Flaws) -> ClientReport:
+    clock = FakeClock()
+    return check(lambda url: (SmallClient(url, flaws, clock.advance).run(), ""), "small", Recording(clock=clock))
+
+
+def project_client(url: str) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = call.main(["--every-tool", "--answer-by-schema", "--timeout", "10", url], stdout=out, stderr=err,
+                     environ={})
+    return code, out.getvalue() + err.getvalue()
+
+
+def test_the_projects_client_passes_every_rule() -> None:
+    report = check(project_client, "mrtr call --every-tool --answer-by-schema")
+    assert report.verdicts() == dict.fromkeys(ALL_RULES, "pass"), report.table()
+    assert report.ok and "PASS: 13 of 13 rules held" in report.table()
+
+
+def test_the_small_sound_client_passes_every_rule() -> None:
+    report = grade_small(Flaws())
+    assert report.verdicts() == dict.fromkeys(ALL_RULES, "pass"), report.table()
+
+
+@pytest.mark.parametrize(("flaw", "rule"), [
+    ("reserialise_ticket", "ticket-echo"),
+    ("reuse_id", "new-id"),
+    ("resend_old_answers", "multi-round"),
+    ("no_bound", "bounded-rounds"),
+    ("no_pacing", "state-only-paced"),
+    ("leak_ticket", "nothing-carried"),
+    ("answer_yes", "typed-answers"),
+    ("change_arguments", "same-request"),
+    ("empty_ticket", "no-ticket-no-state"),
+    ("answer_state_only", "state-only-no-answers"),
+    ("answer_url", "url-mode"),
+    ("retry_unknown", "refuse-unknown-result"),
+    ("retry_empty", "refuse-empty-input-required"),
+])
+def test_each_flawed_client_is_flagged_by_its_rule_only(flaw: str, rule: str) -> None:
+    report = grade_small(Flaws(**{flaw: True}))
+    failed = [r.rule for r in report.rows if r.verdict == "fail"]
+    assert failed == [rule], report.table()
+    assert [r.rule for r in report.rows if r.verdict == "not-run"] == []
+    row = next(r for r in report.rows if r.rule == rule)
+    assert row.evidence and row.fix
+    assert not report.ok and f"{rule} (fail)" in report.table() and "Fix: " in report.table()
+
+
+def test_a_client_that_never_connects_reaches_no_rule_and_passes_none() -> None:
+    report = check(lambda url: (1, "crashed"), "nothing")
+    assert report.verdicts() == dict.fromkeys(ALL_RULES, "not-run")
+    assert report.ok and "0 of 13 rules held (13 not run)" in report.summary()
+
+
+def test_the_evidence_shows_what_the_server_sent_and_what_came_back() -> None:
+    row = next(r for r in grade_small(Flaws(reserialise_ticket=True)).rows if r.rule == "ticket-echo")
+    assert "server sent requestState" in row.evidence and "client sent back" in row.evidence
+    yes = next(r for r in grade_small(Flaws(answer_yes=True)).rows if r.rule == "typed-answers")
+    assert 'agree is "yes", not a boolean' in yes.evidence and "count is" in yes.evidence
+
+
+def test_json_and_junit_carry_every_rule() -> None:
+    report = grade_small(Flaws(reuse_id=True))
+    data = json.loads(json.dumps(report.to_json()))
+    assert data["ok"] is False and [r["rule"] for r in data["rules"]] == ALL_RULES
+    suite = ET.fromstring(report.junit()).find("testsuite")
+    assert suite is not None and suite.get("failures") == "1" and suite.get("tests") == str(len(ALL_RULES))
+    failure = suite.find("testcase[@name='new-id']/failure")
+    assert failure is not None and "Fix:" in (failure.text or "")
