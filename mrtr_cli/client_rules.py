@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from mrtr import JSON, JSONObject, __version__, as_object
 from mrtr.protocol import META_VERSION
 
-from .grading_server import ENDLESS_CAP, HARD_TICKET, TYPED_SCHEMA, Call, Recording
+from .grading_server import ENDLESS_CAP, HARD_TICKET, TYPED_SCHEMA, Received, Recording
 
 #: The most calls a client may make to a server that never stops asking (the SDKs stop after 10 retries).
 ROUND_BOUND = 21
@@ -50,11 +50,11 @@ def clip(value: JSON, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
 
 
-def result_of(call: Call) -> JSONObject:
+def result_of(call: Received) -> JSONObject:
     return as_object(call.answer.get("result"))
 
 
-def retries_of(calls: list[Call], tool: str) -> Verdict | None:
+def retries_of(calls: list[Received], tool: str) -> Verdict | None:
     """not-run when the client never called `tool`, or never retried it; None when there is a retry to grade."""
     if not calls:
         return not_run(f"the client never called {tool}")

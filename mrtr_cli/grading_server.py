@@ -160,7 +160,7 @@ def tool_list() -> list[JSONObject]:
 
 
 @dataclass
-class Call:
+class Received:
     """One request the server received: when (monotonic seconds), its id and params, and what was answered."""
 
     at: float
@@ -184,10 +184,10 @@ class Recording:
     """Every request, in the order received; thread-safe (the HTTP server runs one thread per request)."""
 
     clock: Callable[[], float] = time.monotonic
-    calls: list[Call] = field(default_factory=list)
+    calls: list[Received] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def of(self, tool: str) -> list[Call]:
+    def of(self, tool: str) -> list[Received]:
         with self.lock:
             return [c for c in self.calls if c.tool == tool]
 
@@ -201,7 +201,7 @@ class Recording:
         response = respond(method, params, prior + 1)
         reply: JSONObject = {"jsonrpc": "2.0", "id": message.get("id"), **response}
         with self.lock:
-            self.calls.append(Call(self.clock(), method, message.get("id"), params, reply))
+            self.calls.append(Received(self.clock(), method, message.get("id"), params, reply))
         return reply
 
 

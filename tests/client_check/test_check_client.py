@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from mrtr.clock import FakeClock
 from mrtr_cli import call
 from mrtr_cli.check_client import check
 from mrtr_cli.client_rules import RULES, ClientReport
@@ -20,20 +21,9 @@ from .flawed_clients import Flaws, SmallClient
 ALL_RULES = [r.slug for r in RULES]
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
 def grade_small(flaws: Flaws) -> ClientReport:
     clock = FakeClock()
-    return check(lambda url: (SmallClient(url, flaws, clock.advance).run(), ""), "small", Recording(clock=clock))
+    return check(lambda url: (SmallClient(url, flaws, clock.sleep).run(), ""), "small", Recording(clock=clock))
 
 
 def project_client(url: str) -> tuple[int, str]:
