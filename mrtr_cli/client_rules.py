@@ -99,10 +99,15 @@ def same_request(rec: Recording) -> Verdict:
         if call.params.get("name") != first.get("name") or call.params.get("arguments") != first.get("arguments"):
             return failed(f"call 1 was {clip(first.get('arguments'))}; retry {n} sent {call.params.get('name')} "
                           f"{clip(call.params.get('arguments'))}")
-        if as_object(call.params.get("_meta")).get(META_VERSION) != version:
+        meta = as_object(call.params.get("_meta"))
+        if meta.get(META_VERSION) != version:
             return failed(f"call 1's _meta protocol version was {clip(version)}; retry {n} sent "
-                          f"{clip(as_object(call.params.get('_meta')).get(META_VERSION))}")
-    return passed(f"{len(calls) - 1} retries kept the tool, arguments {clip(first.get('arguments'))} and version")
+                          f"{clip(meta.get(META_VERSION))}")
+        if call.capabilities != calls[0].capabilities:
+            return failed(f"call 1 declared capabilities {clip(calls[0].capabilities)}; retry {n} declared "
+                          f"{clip(call.capabilities)} (each request carries the same _meta)")
+    return passed(f"{len(calls) - 1} retries kept the tool, arguments {clip(first.get('arguments'))}, version "
+                  "and capabilities")
 
 
 def multi_round(rec: Recording) -> Verdict:
@@ -342,6 +347,9 @@ class ClientReport:
                  for r in self.rows if r.verdict != "pass"]
         if notes:
             lines += ["", "Rules that did not hold or were not reached:", *notes]
+        if self.output and all(r.verdict == "not-run" for r in self.rows):  # it never got going: show why
+            lines += ["", "The client reached no rule; the end of its output:",
+                      *(f"  {line}" for line in self.output.splitlines()[-15:])]
         return "\n".join([*lines, "", self.summary()])
 
     def to_json(self) -> JSONObject:

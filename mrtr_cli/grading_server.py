@@ -36,6 +36,8 @@ TYPED_SCHEMA: JSONObject = {
     },
     "required": ["agree", "size", "count"],
 }
+#: The most requests one run records (and answers): a client in a loop cannot grow the recording without end.
+MAX_RECORDED = 2000
 #: The keys the multi-round flow asks in rounds 1, 2 and 3.
 ROUND_KEYS = ("first", "second", "third")
 
@@ -192,16 +194,18 @@ class Recording:
             return [c for c in self.calls if c.tool == tool]
 
     def answer(self, message: JSONObject) -> JSONObject:
-        """The JSON-RPC response to one request, recorded with it."""
+        """The JSON-RPC response to one request, recorded with it and the time it arrived. One lock around both,
+        so two requests at once still count a tool's calls in the order they are recorded."""
         method = str(message.get("method", ""))
         params = as_object(message.get("params"))
         with self.lock:
-            prior = sum(1 for c in self.calls if c.method == "tools/call" and c.params.get("name") ==
-                        params.get("name"))
-        response = respond(method, params, prior + 1)
-        reply: JSONObject = {"jsonrpc": "2.0", "id": message.get("id"), **response}
-        with self.lock:
-            self.calls.append(Received(self.clock(), method, message.get("id"), params, reply))
+            at = self.clock()
+            if len(self.calls) >= MAX_RECORDED:
+                return {"jsonrpc": "2.0", "id": message.get("id"), "error": {
+                    "code": -32603, "message": f"the grader records at most {MAX_RECORDED} requests per run"}}
+            prior = sum(1 for c in self.calls if c.tool and c.params.get("name") == params.get("name"))
+            reply: JSONObject = {"jsonrpc": "2.0", "id": message.get("id"), **respond(method, params, prior + 1)}
+            self.calls.append(Received(at, method, message.get("id"), params, reply))
         return reply
 
 
@@ -243,9 +247,11 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(405, b"", "text/plain")  # stateless: no standalone event stream
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
-        size = int(self.headers.get("Content-Length") or 0)
-        if size > MAX_BODY:
-            self._send(413, b"", "text/plain")
+        length = self.headers.get("Content-Length") or "0"
+        size = int(length) if length.isdigit() else -1
+        if not 0 <= size <= MAX_BODY:
+            self._send(413 if size > MAX_BODY else 400, b"a body of at most 1 MB with its Content-Length",
+                       "text/plain")
             return
         try:
             message = json.loads(self.rfile.read(size))

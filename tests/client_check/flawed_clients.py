@@ -29,6 +29,7 @@ class Flaws:
     answer_url: bool = False  # answer a URL-mode request (with content) though only form was declared
     retry_unknown: bool = False  # take an unknown resultType as a reason to ask again
     retry_empty: bool = False  # retry an input_required with neither member
+    stale_ticket: bool = False  # keep sending the first ticket of a call
 
 
 def by_schema(schema: JSONObject, yes: bool) -> JSONObject:
@@ -100,11 +101,14 @@ class SmallClient:
             if (questions is None and ticket is None) and rounds:
                 return
             rounds += 1
+            sent_before = params
             again: JSONObject = {"word": "changed"} if self.flaws.change_arguments and arguments else arguments
             params = {"name": name, "arguments": again, "_meta": self.meta}
             if ticket is None and self.flaws.empty_ticket:
                 params["requestState"] = ""
             if isinstance(ticket, str):
+                if self.flaws.stale_ticket and "requestState" in sent_before:
+                    ticket = str(sent_before["requestState"])
                 self.last_ticket = ticket
                 params["requestState"] = (json.dumps(json.loads(ticket)) if self.flaws.reserialise_ticket
                                           and ticket.strip().startswith("{") else ticket)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import json
+import urllib.error
+import urllib.request
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -14,7 +16,7 @@ from mrtr.clock import FakeClock
 from mrtr_cli import call
 from mrtr_cli.check_client import check
 from mrtr_cli.client_rules import RULES, ClientReport
-from mrtr_cli.grading_server import Recording
+from mrtr_cli.grading_server import GradingServer, Recording
 
 from .flawed_clients import Flaws, SmallClient
 
@@ -58,6 +60,7 @@ def test_the_small_sound_client_passes_every_rule() -> None:
     ("answer_url", "url-mode"),
     ("retry_unknown", "refuse-unknown-result"),
     ("retry_empty", "refuse-empty-input-required"),
+    ("stale_ticket", "multi-round"),
 ])
 def test_each_flawed_client_is_flagged_by_its_rule_only(flaw: str, rule: str) -> None:
     report = grade_small(Flaws(**{flaw: True}))
@@ -70,9 +73,27 @@ def test_each_flawed_client_is_flagged_by_its_rule_only(flaw: str, rule: str) ->
 
 
 def test_a_client_that_never_connects_reaches_no_rule_and_passes_none() -> None:
-    report = check(lambda url: (1, "crashed"), "nothing")
+    report = check(lambda url: (1, "Traceback\nImportError: no module named client"), "nothing")
     assert report.verdicts() == dict.fromkeys(ALL_RULES, "not-run")
     assert report.ok and "0 of 13 rules held (13 not run)" in report.summary()
+    assert "ImportError: no module named client" in report.table()
+
+
+def test_the_grading_server_answers_bad_input_with_a_clear_error() -> None:
+    with GradingServer() as server:
+        def post(body: bytes) -> tuple[int, bytes]:
+            request = urllib.request.Request(server.url, data=body, headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    return response.status, response.read()
+            except urllib.error.HTTPError as exc:
+                return exc.code, exc.read()
+        status, body = post(b"{not json")
+        assert status == 400 and json.loads(body)["error"]["code"] == -32700
+        assert post(b'{"jsonrpc": "2.0", "method": "notifications/x"}') == (202, b"")
+        status, body = post(b'{"jsonrpc": "2.0", "id": 1, "method": "resources/list"}')
+        assert status == 200 and json.loads(body)["error"]["code"] == -32601
+    assert [c.method for c in server.recording.calls] == ["resources/list"]
 
 
 def test_the_evidence_shows_what_the_server_sent_and_what_came_back() -> None:
