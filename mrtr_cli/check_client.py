@@ -21,6 +21,8 @@ from typing import TextIO
 from .client_rules import ClientReport, grade
 from .grading_server import GradingServer, Recording
 
+#: The exit status `run_command` reports for a client it stopped at the time-out (as `timeout(1)` does).
+TIMED_OUT = 124
 #: The scenario name a client reading `MCP_CONFORMANCE_SCENARIO` is told.
 SCENARIO = "mrtr-check-client"
 
@@ -42,10 +44,17 @@ def run_command(command: str, timeout: float) -> Callable[[str], tuple[int, str]
 
     def run(url: str) -> tuple[int, str]:
         env = {**os.environ, "MCP_CONFORMANCE_SCENARIO": SCENARIO}
-        done = subprocess.run([*argv, url], capture_output=True, text=True, timeout=timeout, env=env,
-                              check=False)
+        try:
+            done = subprocess.run([*argv, url], capture_output=True, text=True, timeout=timeout, env=env,
+                                  stdin=subprocess.DEVNULL, check=False)  # never our terminal: it must not ask
+        except subprocess.TimeoutExpired as exc:  # graded all the same: the rules it reached keep their verdicts
+            return TIMED_OUT, (_text(exc.stdout) + _text(exc.stderr))[-4000:]
         return done.returncode, (done.stdout + done.stderr)[-4000:]
     return run
+
+
+def _text(output: bytes | str | None) -> str:
+    return output.decode(errors="replace") if isinstance(output, bytes) else output or ""
 
 
 def check(client: Callable[[str], tuple[int, str]], command: str,
@@ -67,13 +76,13 @@ def main(argv: list[str], *, stdout: TextIO | None = None, stderr: TextIO | None
     except (OSError, ValueError) as exc:
         err.write(f"mrtr check-client: could not run the client: {exc}\n")
         return 2
-    except subprocess.TimeoutExpired:
-        err.write(f"mrtr check-client: the client did not finish within {args.timeout:g} s\n")
-        return 2
     out.write(report.table() + "\n")
     if args.json:
         text = json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n"
         out.write(text) if args.json == "-" else Path(args.json).write_text(text, encoding="utf-8")
     if args.junit:
         Path(args.junit).write_text(report.junit(), encoding="utf-8")
+    if report.exit_code == TIMED_OUT:
+        err.write(f"mrtr check-client: the client did not finish within {args.timeout:g} s and was stopped\n")
+        return 2
     return 0 if report.ok else 1

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mrtr_cli.check_client import SCENARIO, run_command
+from mrtr_cli.check_client import SCENARIO, TIMED_OUT, run_command
 from mrtr_cli.client_rules import RULES
 
 pytestmark = pytest.mark.external
@@ -53,3 +53,8 @@ def test_the_client_gets_the_url_last_and_the_scenario() -> None:
 def test_a_command_that_cannot_start_is_a_usage_error() -> None:
     done = check_client("--command", "/nonexistent/client")
     assert done.returncode == 2 and "could not run the client" in done.stderr
+
+
+def test_a_client_that_hangs_is_stopped_at_the_time_out() -> None:
+    code, _ = run_command(f"{PYTHON} -c 'import select; select.select([], [], [])'", 0.05)("http://127.0.0.1:9/mcp")
+    assert code == TIMED_OUT
