@@ -73,8 +73,12 @@ def ticket_echo(rec: Recording) -> Verdict:
         return passed(f"the {len(HARD_TICKET)}-char ticket came back identical")
     where = next((i for i, (a, b) in enumerate(zip(HARD_TICKET, str(sent), strict=False)) if a != b),
                  min(len(HARD_TICKET), len(str(sent))))
-    return failed(f"server sent requestState {clip(HARD_TICKET, 60)}; client sent back {clip(sent, 60)} "
-                  f"(first difference at char {where})")
+    if not isinstance(sent, str):
+        return failed(f"server sent a {len(HARD_TICKET)}-char requestState; client sent back {clip(sent, 60)}")
+    around = slice(max(0, where - 10), where + 20)
+    return failed(f"server sent a {len(HARD_TICKET)}-char requestState, client sent back {len(sent)} chars; "
+                  f"the first difference is at char {where}: sent {clip(HARD_TICKET[around])}, "
+                  f"got back {clip(sent[around])}")
 
 
 def new_id(rec: Recording) -> Verdict:
