@@ -2,8 +2,9 @@
 server's URL appended as its last argument (the official suite's `conformance client --command` convention, with
 `MCP_CONFORMANCE_SCENARIO` set), then grade what the client sent (`mrtr_cli.client_rules`) and print the report.
 
-Exit status: 0 when no rule failed, 1 when one did, 2 for a usage error or a client that could not be started or
-did not finish in time. This module parses, runs and prints; the rules and the flows live in their own modules.
+Exit status: 0 when no rule failed, 1 when one did, 2 for a usage error, a client that could not be started or did
+not finish in time, or one that reached no rule. This module parses, runs and prints; the rules and the flows live
+in their own modules.
 """
 
 from __future__ import annotations
@@ -82,6 +83,9 @@ def main(argv: list[str], *, stdout: TextIO | None = None, stderr: TextIO | None
         out.write(text) if args.json == "-" else Path(args.json).write_text(text, encoding="utf-8")
     if args.junit:
         Path(args.junit).write_text(report.junit(), encoding="utf-8")
+    if not report.graded:
+        err.write("mrtr check-client: the client reached no rule (did it take the URL as its last argument?)\n")
+        return 2
     if report.exit_code == TIMED_OUT:
         err.write(f"mrtr check-client: the client did not finish within {args.timeout:g} s and was stopped\n")
         return 2

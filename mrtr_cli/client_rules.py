@@ -337,8 +337,15 @@ class ClientReport:
     def verdicts(self) -> dict[str, str]:
         return {r.rule: r.verdict for r in self.rows}
 
+    @property
+    def graded(self) -> bool:
+        """Whether the client reached any rule at all (a client that never connected is not a passing one)."""
+        return any(r.verdict != "not-run" for r in self.rows)
+
     def summary(self) -> str:
         v = [r.verdict for r in self.rows]
+        if not self.graded:
+            return f"NOT GRADED: the client reached none of the {len(v)} rules"
         tail = f" ({v.count('not-run')} not run)" if "not-run" in v else ""
         return f"{'PASS' if self.ok else 'FAIL'}: {v.count('pass')} of {len(v)} rules held{tail}"
 

@@ -58,3 +58,8 @@ def test_a_command_that_cannot_start_is_a_usage_error() -> None:
 def test_a_client_that_hangs_is_stopped_at_the_time_out() -> None:
     code, _ = run_command(f"{PYTHON} -c 'import select; select.select([], [], [])'", 0.05)("http://127.0.0.1:9/mcp")
     assert code == TIMED_OUT
+
+
+def test_a_client_that_reaches_no_rule_is_not_a_pass() -> None:
+    done = check_client("--command", f"{PYTHON} -c 'pass'")
+    assert done.returncode == 2 and "NOT GRADED" in done.stdout and "reached no rule" in done.stderr
