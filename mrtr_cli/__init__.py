@@ -1,4 +1,5 @@
-"""The `mrtr` command: `mrtr check` (the server checker), `mrtr call` (the terminal client), `mrtr serve` (this
+"""The `mrtr` command: `mrtr check` (the server checker), `mrtr check-client`
+(the client grader), `mrtr call` (the terminal client), `mrtr serve` (this
 server over stdio) and `mrtr lab` (the run-it-raw lab). `python -m mrtr ...` runs the same `main`.
 
 This package only parses the first word and hands over: the checker lives in `moves.check`, the client command
@@ -11,9 +12,10 @@ from __future__ import annotations
 
 import sys
 
-USAGE = """usage: mrtr {check|call|serve|lab} ...
+USAGE = """usage: mrtr {check|check-client|call|serve|lab} ...
 
   mrtr check ...   play the checker's moves against an MCP server (mrtr check --help)
+  mrtr check-client ...   grade an MCP client against a grading server (mrtr check-client --help)
   mrtr call ...    call an MCP server's tools, answering its questions in the terminal (mrtr call --help)
   mrtr serve       serve the lesson's tools over stdio, one JSON-RPC message per line
   mrtr lab         run four scenes against `mrtr serve` and print every line"""
@@ -26,6 +28,10 @@ def main(argv: list[str] | None = None) -> int:
         from moves.check import main as check_main
 
         return check_main(args[1:])
+    if args and args[0] == "check-client":
+        from mrtr_cli.check_client import main as check_client_main
+
+        return check_client_main(args[1:])
     if args and args[0] == "call":
         from mrtr_cli.call import main as call_main
 

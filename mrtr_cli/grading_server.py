@@ -1,0 +1,291 @@
+"""The grading server `mrtr check-client` points a client at: a 2026-07-28 stateless Streamable HTTP MCP server on
+127.0.0.1 whose tools each play one scripted `input_required` flow, and which records every request it receives
+(with the time it came and what it answered) for `mrtr_cli.client_rules` to grade.
+
+What this module owns: the flows (`FLOWS`, one tool each, decided from the request alone, since the server keeps no
+session), the tickets they hand out, and the `Recording`. It never grades: a flow answers whatever a client sends,
+so a flawed client still reaches the end of the flow and the grade is read afterwards from the recording.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from mrtr import JSON, JSONObject, as_object
+from mrtr.protocol import META_CAPABILITIES, MODERN_VERSION
+
+#: A ticket made to break every re-encoding: leading and trailing spaces, non-ASCII, a literal `\u` escape,
+#: JSON-looking text (a client that parses and re-dumps it changes the spacing) and 4 KB of length.
+HARD_TICKET = (' {"grader": "mrtr", "note": "caf\u00e9 \u2014 \u00fcn\u00efc\u00f6d\u00e9 \\u00e9 \\n", '
+               '"n": 1.0, "pad": "' + "x" * 4000 + '"}  ')
+#: Calls of the never-ending tool the server answers before it gives up on the client with an error.
+ENDLESS_CAP = 40
+#: The schema the typed-answers flow asks with: a boolean, an enum, a bounded number with a default, a string.
+TYPED_SCHEMA: JSONObject = {
+    "type": "object",
+    "properties": {
+        "agree": {"type": "boolean", "title": "Agree?"},
+        "size": {"type": "string", "enum": ["small", "large"], "title": "Size"},
+        "count": {"type": "integer", "minimum": 2, "maximum": 5, "default": 3, "title": "Count"},
+        "label": {"type": "string", "default": "grade", "title": "Label"},
+    },
+    "required": ["agree", "size", "count"],
+}
+#: The most requests one run records (and answers): a client in a loop cannot grow the recording without end.
+MAX_RECORDED = 2000
+#: The keys the multi-round flow asks in rounds 1, 2 and 3.
+ROUND_KEYS = ("first", "second", "third")
+
+
+def form(key: str, message: str, schema: JSONObject | None = None) -> JSONObject:
+    """One `inputRequests` entry: a form elicitation under `key`."""
+    requested = schema or {"type": "object", "properties": {"ok": {"type": "boolean", "title": "OK?"}},
+                           "required": ["ok"]}
+    return {key: {"method": "elicitation/create",
+                  "params": {"mode": "form", "message": message, "requestedSchema": requested}}}
+
+
+def asking(questions: JSONObject | None, ticket: str | None) -> JSONObject:
+    result: JSONObject = {"resultType": "input_required"}
+    if questions is not None:
+        result["inputRequests"] = questions
+    if ticket is not None:
+        result["requestState"] = ticket
+    return result
+
+
+def done(text: str) -> JSONObject:
+    return {"resultType": "complete", "content": [{"type": "text", "text": text}]}
+
+
+def _round(params: JSONObject, prefix: str) -> int:
+    """The round a retry is in, read from the grader's own ticket (`prefix:N`); 1 for a first call."""
+    ticket = params.get("requestState")
+    if isinstance(ticket, str) and ticket.startswith(prefix + ":"):
+        number = ticket.removeprefix(prefix + ":").split(":")[0]
+        return int(number) + 1 if number.isdigit() else 1
+    return 1
+
+
+def flow_ticket_echo(params: JSONObject, calls: int) -> JSONObject:
+    if "requestState" not in params and "inputResponses" not in params:
+        return asking(form("ok", "Echo the ticket byte for byte."), HARD_TICKET)
+    return done("echoed" if params.get("requestState") == HARD_TICKET else "the ticket came back changed")
+
+
+def flow_retry_rounds(params: JSONObject, calls: int) -> JSONObject:
+    n = _round(params, "retry")
+    return asking(form("ok", f"Round {n} of 3."), f"retry:{n}") if n < 3 else done("three rounds")
+
+
+def flow_multi_round(params: JSONObject, calls: int) -> JSONObject:
+    n = _round(params, "multi")
+    if n > len(ROUND_KEYS):
+        return done("every round answered")
+    return asking(form(ROUND_KEYS[n - 1], f"Round {n}: a new question."), f"multi:{n}:{'z' * n}")
+
+
+def flow_plain(params: JSONObject, calls: int) -> JSONObject:
+    return done("nothing asked")
+
+
+def flow_no_ticket(params: JSONObject, calls: int) -> JSONObject:
+    if "inputResponses" in params:
+        return done("answered")
+    return asking(form("ok", "A question without a ticket."), None)
+
+
+def flow_endless(params: JSONObject, calls: int) -> JSONObject:
+    return asking(form("ok", "Again? (this server never stops asking)"), f"endless:{calls}")
+
+
+def flow_state_only(params: JSONObject, calls: int) -> JSONObject:
+    n = _round(params, "state")
+    return asking(None, f"state:{n}") if n < 3 else done("the work finished")
+
+
+def flow_url_mode(params: JSONObject, calls: int) -> JSONObject:
+    if "inputResponses" in params:
+        return done("the page was answered")
+    page: JSONObject = {"page": {"method": "elicitation/create",
+                     "params": {"mode": "url", "message": "Open this page.", "elicitationId": "grade-1",
+                                "url": "https://example.invalid/grade"}}}
+    return asking(page, "url:1")
+
+
+def flow_typed_answers(params: JSONObject, calls: int) -> JSONObject:
+    if "inputResponses" in params:
+        return done("answered")
+    return asking(form("settings", "Pick the settings.", TYPED_SCHEMA), "typed:1")
+
+
+def flow_unknown_result(params: JSONObject, calls: int) -> JSONObject:
+    return {"resultType": "bogus", "content": [{"type": "text", "text": "a result type no revision defines"}]}
+
+
+def flow_empty_input_required(params: JSONObject, calls: int) -> JSONObject:
+    return {"resultType": "input_required"}
+
+
+Flow = Callable[[JSONObject, int], JSONObject]
+#: The tools, in the order they are listed (an unrelated call comes after a multi-round one, so there is a ticket
+#: to leak). Each name is the rule's own tool.
+FLOWS: dict[str, Flow] = {
+    "grade_ticket_echo": flow_ticket_echo,
+    "grade_retry_rounds": flow_retry_rounds,
+    "grade_multi_round": flow_multi_round,
+    "grade_plain": flow_plain,
+    "grade_no_ticket": flow_no_ticket,
+    "grade_typed_answers": flow_typed_answers,
+    "grade_url_mode": flow_url_mode,
+    "grade_state_only": flow_state_only,
+    "grade_unknown_result": flow_unknown_result,
+    "grade_empty_input_required": flow_empty_input_required,
+    "grade_endless": flow_endless,
+}
+
+
+def tool_list() -> list[JSONObject]:
+    tools: list[JSONObject] = []
+    for name in FLOWS:
+        schema: JSONObject = {"type": "object", "properties": {}}
+        if name == "grade_retry_rounds":
+            schema = {"type": "object", "properties": {"word": {"type": "string", "default": "same"}},
+                      "required": ["word"]}
+        tools.append({"name": name, "description": f"mrtr check-client: {name}", "inputSchema": schema})
+    return tools
+
+
+@dataclass
+class Received:
+    """One request the server received: when (monotonic seconds), its id and params, and what was answered."""
+
+    at: float
+    method: str
+    id: object
+    params: JSONObject
+    answer: JSONObject
+
+    @property
+    def tool(self) -> str:
+        name = self.params.get("name")
+        return name if self.method == "tools/call" and isinstance(name, str) else ""
+
+    @property
+    def capabilities(self) -> JSONObject:
+        return as_object(as_object(self.params.get("_meta")).get(META_CAPABILITIES))
+
+
+@dataclass
+class Recording:
+    """Every request, in the order received; thread-safe (the HTTP server runs one thread per request)."""
+
+    clock: Callable[[], float] = time.monotonic
+    calls: list[Received] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def of(self, tool: str) -> list[Received]:
+        with self.lock:
+            return [c for c in self.calls if c.tool == tool]
+
+    def answer(self, message: JSONObject) -> JSONObject:
+        """The JSON-RPC response to one request, recorded with it and the time it arrived. One lock around both,
+        so two requests at once still count a tool's calls in the order they are recorded."""
+        method = str(message.get("method", ""))
+        params = as_object(message.get("params"))
+        with self.lock:
+            at = self.clock()
+            if len(self.calls) >= MAX_RECORDED:
+                return {"jsonrpc": "2.0", "id": message.get("id"), "error": {
+                    "code": -32603, "message": f"the grader records at most {MAX_RECORDED} requests per run"}}
+            prior = sum(1 for c in self.calls if c.tool and c.params.get("name") == params.get("name"))
+            reply: JSONObject = {"jsonrpc": "2.0", "id": message.get("id"), **respond(method, params, prior + 1)}
+            self.calls.append(Received(at, method, message.get("id"), params, reply))
+        return reply
+
+
+def respond(method: str, params: JSONObject, calls: int) -> JSONObject:
+    """`{"result": ...}` or `{"error": ...}` for one request; `calls` counts this tool's calls, this one too."""
+    if method == "server/discover":
+        return {"result": {"supportedVersions": [MODERN_VERSION], "capabilities": {"tools": {}},
+                           "serverInfo": {"name": "mrtr check-client", "version": "1"}}}
+    if method == "tools/list":
+        tools: list[JSON] = list(tool_list())
+        return {"result": {"tools": tools}}
+    if method != "tools/call":
+        return {"error": {"code": -32601, "message": f"the grading server does not serve {method[:60]!r}"}}
+    flow = FLOWS.get(str(params.get("name")))
+    if flow is None:
+        return {"error": {"code": -32602, "message": "unknown tool"}}
+    if flow is flow_endless and calls > ENDLESS_CAP:
+        return {"error": {"code": -32603, "message": f"the grader stopped answering after {ENDLESS_CAP} calls"}}
+    return {"result": flow(params, calls)}
+
+
+MAX_BODY = 1_000_000
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: GradingServer
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+        """Quiet: the recording is the log."""
+
+    def _send(self, status: int, body: bytes, kind: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self._send(405, b"", "text/plain")  # stateless: no standalone event stream
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        length = self.headers.get("Content-Length") or "0"
+        size = int(length) if length.isdigit() else -1
+        if not 0 <= size <= MAX_BODY:
+            self._send(413 if size > MAX_BODY else 400, b"a body of at most 1 MB with its Content-Length",
+                       "text/plain")
+            return
+        try:
+            message = json.loads(self.rfile.read(size))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            self._send(400, json.dumps({"jsonrpc": "2.0", "id": None, "error": {
+                "code": -32700, "message": "the body is not JSON"}}).encode())
+            return
+        if not isinstance(message, dict) or "id" not in message:
+            self._send(202, b"", "text/plain")  # a notification or a response: nothing to answer
+            return
+        reply = self.server.recording.answer(message)
+        self._send(200, json.dumps(reply, ensure_ascii=False).encode())
+
+
+class GradingServer(ThreadingHTTPServer):
+    """The grading server on a free 127.0.0.1 port; `url` is its MCP endpoint. Use as a context manager."""
+
+    daemon_threads = True
+
+    def __init__(self, recording: Recording | None = None) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.recording = recording or Recording()
+        # a short poll so that shutting down (after every run) takes a twentieth of a second, not half a second
+        self._thread = threading.Thread(target=self.serve_forever, args=(0.05,), name="mrtr-check-client",
+                                        daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/mcp"
+
+    def __enter__(self) -> GradingServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+        self.server_close()

@@ -1,0 +1,65 @@
+"""`mrtr check-client --command` as a user runs it: the client a separate process, the URL its last argument,
+`MCP_CONFORMANCE_SCENARIO` set, the report on stdout (and as JSON and JUnit), the exit status the verdict."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from mrtr_cli.check_client import SCENARIO, TIMED_OUT, run_command
+from mrtr_cli.client_rules import RULES
+
+pytestmark = pytest.mark.external
+
+PYTHON = shlex.quote(sys.executable)
+
+
+def check_client(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mrtr", "check-client", *args], capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def test_the_projects_client_passes_every_rule_as_a_process(tmp_path: Path) -> None:
+    junit = tmp_path / "client.xml"
+    done = check_client("--command", f"{PYTHON} -m mrtr call --every-tool --answer-by-schema",
+                        "--json", "-", "--junit", str(junit))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"PASS: {len(RULES)} of {len(RULES)} rules held" in done.stdout
+    report = json.loads(done.stdout[done.stdout.index("\n{") + 1:])
+    assert report["ok"] is True and {r["verdict"] for r in report["rules"]} == {"pass"}
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and suite.get("failures") == "0" and suite.get("tests") == str(len(RULES))
+
+
+def test_a_client_that_breaks_a_rule_fails_the_run() -> None:
+    script = Path(__file__).with_name("flawed_client_main.py")
+    done = check_client("--command", f"{PYTHON} {shlex.quote(str(script))} reuse_id")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "new-id (fail)" in done.stdout and "Fix: mint a fresh id" in done.stdout
+
+
+def test_the_client_gets_the_url_last_and_the_scenario() -> None:
+    code, output = run_command(f"{PYTHON} -c 'import os, sys; print(os.environ[\"MCP_CONFORMANCE_SCENARIO\"], "
+                               "sys.argv[-1])'", 30)("http://127.0.0.1:9/mcp")
+    assert code == 0 and output.split() == [SCENARIO, "http://127.0.0.1:9/mcp"]
+
+
+def test_a_command_that_cannot_start_is_a_usage_error() -> None:
+    done = check_client("--command", "/nonexistent/client")
+    assert done.returncode == 2 and "could not run the client" in done.stderr
+
+
+def test_a_client_that_hangs_is_stopped_at_the_time_out() -> None:
+    code, _ = run_command(f"{PYTHON} -c 'import select; select.select([], [], [])'", 0.05)("http://127.0.0.1:9/mcp")
+    assert code == TIMED_OUT
+
+
+def test_a_client_that_reaches_no_rule_is_not_a_pass() -> None:
+    done = check_client("--command", f"{PYTHON} -c 'pass'")
+    assert done.returncode == 2 and "NOT GRADED" in done.stdout and "reached no rule" in done.stderr
