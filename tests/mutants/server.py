@@ -352,7 +352,7 @@ class TwoRounds(Sound):
         tool = str(params.get("name"))
         responses = params.get("inputResponses") if isinstance(params.get("inputResponses"), dict) else {}
         second = claims.get("step") == 2
-        decision = self.decide_second(responses.get(self.second_key)) if second else \
+        decision = self.decide_second(responses.get(self.second_key), claims) if second else \
             self.decide(self.answer_of(responses))
         if decision == "missing":
             return self.ask_second(principal, arguments, tool) if second else self.missing(principal, arguments, tool)
@@ -367,7 +367,7 @@ class TwoRounds(Sound):
         return {"resultType": "input_required", "inputRequests": {self.second_key: question},
                 "requestState": self.mint(principal, arguments, tool, step=2)}
 
-    def decide_second(self, answer: Any) -> str:
+    def decide_second(self, answer: Any, claims: dict[str, Any]) -> str:
         if answer is None:
             return "missing"
         if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
@@ -378,6 +378,33 @@ class TwoRounds(Sound):
         if window not in ("now", "tonight"):
             raise Refused(-32602, "Invalid inputResponses: window must be now or tonight")
         return "yes"
+
+
+class FreeTextSecond(TwoRounds):
+    """Sound, in two rounds whose second asks for free text ("type the environment's name to confirm"): a wrong name
+    ends the call without the work, with the very result a no gets, so a checker that guesses the text cannot tell
+    its own honest flow from a refusal (it must say not-run and ask for --answers, never fail)."""
+
+    second_key = "typed"
+
+    def ask_second(self, principal: str, arguments: dict[str, Any], tool: str = "deploy") -> dict[str, Any]:
+        schema = {"type": "object", "properties": {"name": {"type": "string", "title": "Type the environment's name"}},
+                  "required": ["name"]}
+        question = {"method": "elicitation/create", "params": {"mode": "form", "message": "Type the environment's "
+                                                                "name to confirm", "requestedSchema": schema}}
+        return {"resultType": "input_required", "inputRequests": {self.second_key: question},
+                "requestState": self.mint(principal, arguments, tool, step=2)}
+
+    def decide_second(self, answer: Any, claims: dict[str, Any]) -> str:
+        if answer is None:
+            return "missing"
+        if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
+            raise Refused(-32602, "Invalid inputResponses: typed is not an elicitation result")
+        content = answer.get("content") if isinstance(answer.get("content"), dict) else {}
+        typed = content.get("name") if answer["action"] == "accept" else None
+        if answer["action"] == "accept" and not isinstance(typed, str):
+            raise Refused(-32602, "Invalid inputResponses: name must be text")
+        return "yes" if typed == claims["work"].get("env") else "no"
 
 
 class StateOnlyFirst(Sound):
@@ -415,7 +442,7 @@ class SignsInSecond(TwoRounds):
         return {"resultType": "input_required", "inputRequests": {self.second_key: question},
                 "requestState": self.mint(principal, arguments, tool, step=2)}
 
-    def decide_second(self, answer: Any) -> str:
+    def decide_second(self, answer: Any, claims: dict[str, Any]) -> str:
         if answer is None:
             return "missing"
         if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
@@ -881,8 +908,8 @@ class _StartOver(Exception):
 
 
 class StartsOver(Sound):
-    """Not a mutant: answers a bad ticket by starting over with a fresh question, nothing done. The spec allows
-    it (MRTR server requirement 8, "MAY return input_required repeatedly"), so every move still holds."""
+    """Answers a bad ticket by starting over with a fresh question, nothing done: state that fails verification
+    MUST be rejected (and the official suite's tampered-state scenario takes only a JSON-RPC error)."""
 
     def refuse_ticket(self, check: str) -> dict[str, Any]:
         raise _StartOver
@@ -924,10 +951,12 @@ MUTANTS: dict[str, type[Sound]] = {
     "asks-without-capability": AsksWithoutCapability,
     "any-version": AnyVersion,
     "no-result-type": NoResultType,
+    "starts-over": StartsOver,
 }
-SOUND: dict[str, type[Sound]] = {"sound": Sound, "starts-over": StartsOver, "two-rounds": TwoRounds,
+SOUND: dict[str, type[Sound]] = {"sound": Sound, "two-rounds": TwoRounds,
                                   "state-only-first": StateOnlyFirst, "opaque": Opaque, "sealed": Sealed,
-                                  "two-questions": TwoQuestions, "renamed": Renamed, "slow": Slow}
+                                  "two-questions": TwoQuestions, "renamed": Renamed, "slow": Slow,
+                                  "free-text-second": FreeTextSecond}
 
 
 # -- servers for the checker's own verdict tests (tests/check/test_verdicts.py), not mutants ----------------
