@@ -376,7 +376,8 @@ def _verdict(now: _Playing, mine: Sent) -> MoveResult:
         return now.result(outcome, False, f"{detail}; allowed, but the spec says a server SHOULD answer this with a "
                                           f"JSON-RPC error (a client cannot tell {outcome} from a missing answer)",
                           warn=True)
-    if ok and outcome == Outcome.REFUSED and "signature" in move.refused_by and "error" not in (step.reply.response or {}):
+    tampered = "signature" in move.refused_by
+    if ok and outcome == Outcome.REFUSED and tampered and "error" not in (step.reply.response or {}):
         return now.result(outcome, False, f"{detail}: a tampered ticket must get a JSON-RPC error, not a tool result "
                                           "(the spec: state failing verification MUST be rejected; the official "
                                           "suite's tampered-state scenario accepts only an error)")
