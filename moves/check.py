@@ -32,7 +32,7 @@ from moves.catalog import Move, load_moves
 from moves.choosing import DEFAULT_TOOL, _choose, _tools, arguments_for, other_arguments_for
 from moves.engine import Call, MoveResult
 from moves.exchange import exchange_of, short_ticket
-from moves.explore import DEFAULT_BUDGET, explore
+from moves.explore import DEFAULT_BUDGET, explore, premint
 from moves.playing import plan, play_all
 from moves.probes import ProbeResult, Recorder, TargetTimedOut, counter, probe_result_type, probe_same_error
 from moves.report import (
@@ -97,6 +97,7 @@ def run_check(target: Target, options: CheckOptions | None = None, *, moves: Seq
                     dict(call.other_arguments) if call.other_arguments is not None else None,
                     secrets=tuple(secrets), other_tool=call.cross_tool, generated=wall_clock())
     results: list[MoveResult] = []
+    early = premint(target, call) if options.budget > 0 else []
     played = play_all(target, call, catalog, options, events, clock)
     for one in played[:len(catalog)]:
         if one is None:  # never started: a time-out stopped the run
@@ -127,7 +128,7 @@ def run_check(target: Target, options: CheckOptions | None = None, *, moves: Seq
     if options.budget > 0:
         events.phase("exploring every round")
         report.explored = explore(target, call, options.budget,
-                                  frozenset({"once"}) if options.allow_replay else frozenset())
+                                  frozenset({"once"}) if options.allow_replay else frozenset(), early)
     return report
 
 

@@ -469,11 +469,24 @@ def _same_refusal(run: _Run, refused: list[tuple[int, Variation, Step]]) -> None
                                         f"got {_what(s2)}: the refusal tells which check failed", [s1, s2]))
 
 
-def _late(run: _Run, flow: Flow) -> None:
-    """Every round's ticket, minted on fresh flows, sent after one wait past the latest expiry."""
+def premint(target: Target, call: Call) -> list[Hop]:
+    """Round one's ticket for the expiry variation, minted before the catalogue's moves are played (a first call
+    only: nothing answered, nothing done), so that its expiry passes during their late moves' wait and the
+    exploration adds no wait of its own on a one-round server."""
+    run = _Run(target, call, 2, Exploration())
+    try:
+        return play_flow(run, until=0).hops[:1]
+    except _OverBudget:
+        return []
+
+
+def _late(run: _Run, flow: Flow, early: list[Hop]) -> None:
+    """Every round's ticket, minted on fresh flows (round one's possibly `premint`ed), sent after one wait past the
+    latest expiry."""
     variation = next(v for v in VARIATIONS if v.phase == Phase.LATE)
     run.target.begin()
-    fresh = [play_flow(run, until=hop) for hop in range(len(flow.hops))]
+    fresh = [Flow(early, [], None) if hop == 0 and early else play_flow(run, until=hop)
+             for hop in range(len(flow.hops))]
     minted = [(hop, f.hops[hop]) for hop, f in enumerate(fresh) if len(f.hops) > hop]
     expiries = [e for e in (readable_expiry(h.ticket) for _, h in minted) if e is not None]
     if not run.target.advance(300.0, past_expiry=True, expires_at=max(expiries) if expiries else None):
@@ -499,17 +512,19 @@ def plan_of(flow: Flow) -> int:
     return sum(len(ticket_parts(h.ticket)) + len(VARIATIONS) for h in flow.hops)
 
 
-def explore(target: Target, call: Call, budget: int = DEFAULT_BUDGET, excused: frozenset[str] = frozenset()
-            ) -> Exploration:
+def explore(target: Target, call: Call, budget: int = DEFAULT_BUDGET, excused: frozenset[str] = frozenset(),
+            early: list[Hop] | None = None) -> Exploration:
     """Record the honest flow, then play every variation on each of its rounds within `budget` calls; findings of
-    an `excused` invariant are warnings."""
-    out = _explored(target, call, budget)
+    an `excused` invariant are warnings. `early`: round one's ticket for the expiry variation, minted before
+    (`premint`)."""
+    out = _explored(target, call, budget, early or [])
+    out.calls += len(early or [])
     for finding in out.findings:
         finding.excused = finding.invariant in excused
     return out
 
 
-def _explored(target: Target, call: Call, budget: int) -> Exploration:
+def _explored(target: Target, call: Call, budget: int, early: list[Hop]) -> Exploration:
     out = Exploration()
     run = _Run(target, call, budget, out)
     flow = Flow([], [], None)
@@ -533,7 +548,7 @@ def _explored(target: Target, call: Call, budget: int) -> Exploration:
                     _play(run, flow, hop, variation, refused)
                     del out.findings[_dedupe(out.findings, before):]
         _same_refusal(run, refused)
-        _late(run, flow)
+        _late(run, flow, early)
     except _OverBudget:
         out.over_budget = max(0, plan_of(flow) - out.played)
     return out

@@ -238,12 +238,22 @@ def _round_answers(offset: int, *, only_last: bool = False) -> Apply:
 
 
 def _action(action: str) -> Apply:
-    """Every answer of this round given `action` (decline or cancel), the accepted content kept in it."""
+    """Every answer of this round given `action` (decline or cancel), without content."""
     def apply(retry: Retry, ctx: Context) -> Retry | None:
         if not retry.responses:
             return None
-        return replace(retry, responses={k: {**as_object(v), "action": action} for k, v in retry.responses.items()})
+        return replace(retry, responses={k: {"action": action} for k in retry.responses})
     return apply
+
+
+def _content_kept(retry: Retry, ctx: Context) -> Retry | None:
+    """The honest answers' content put back into each answer, whatever its action."""
+    honest = ctx.answers[ctx.round] or {}
+    if not retry.responses:
+        return None
+    return replace(retry, responses={k: {**as_object(v), **{n: w for n, w in as_object(honest.get(k)).items()
+                                                             if n == "content"}}
+                                     for k, v in retry.responses.items()})
 
 
 def _other_value(value: JSON, schema: JSONObject) -> JSON:
@@ -338,9 +348,9 @@ VARIATIONS: tuple[Variation, ...] = (
     V("inputResponses", "answers", J.SAME_RESULT, P.FRESH,
       (_C("earlier rounds' answers resent beside, other values", _earlier_resent_other),)),
     V("inputResponses", "no-means-no", J.NO_PROGRESS, P.FRESH,
-      (_C("decline", _action("decline")), _C("content kept", _same, attack=False))),
+      (_C("decline", _action("decline")), _C("content kept", _content_kept, attack=False))),
     V("inputResponses", "no-means-no", J.NO_PROGRESS, P.FRESH,
-      (_C("cancel", _action("cancel")), _C("content kept", _same, attack=False))),
+      (_C("cancel", _action("cancel")), _C("content kept", _content_kept, attack=False))),
     V("_meta", "declared", J.DECLARED, P.FRESH, (_C("capabilities {}", _capabilities({})),)),
     V("_meta", "declared", J.URL_ACCEPT, P.FRESH, (_C("url mode declared", _capabilities(WITH_URL), attack=False),)),
     V("replay", "once", J.NO_PROGRESS, P.SPENT, (_C("sent again", _same),)),
