@@ -124,7 +124,7 @@ def test_the_apps_own_mcp_passes_every_move_and_probe(mcp_url: str, app_clock: F
     # Every move got the plain answer a sound server gives, none that holds only with a note.
     assert all(m.holds(Outcome(row["observed"])) == (True, "") for m, row in zip(MOVES, report["moves"], strict=True))
     suite = ET.parse(junit).getroot().find("testsuite")
-    assert suite is not None and suite.get("tests") == str(len(SLUGS) + len(PROBE_SLUGS))
+    assert suite is not None and suite.get("tests") == str(len(SLUGS) + len(PROBE_SLUGS) + len(INVARIANTS))
     assert suite.get("failures") == "0" and suite.get("errors") == "0" and suite.get("skipped") == "0"
     assert "bob-token" not in junit.read_text() and "alice-token" not in json.dumps(report)
 
@@ -262,6 +262,7 @@ def _closed_port() -> int:
     (["http://127.0.0.1:9/mcp", *TOKENS, "--args", "{oops"], "--args is not valid JSON"),
     (["http://127.0.0.1:9/mcp", *TOKENS, "--other-args", "[1]"], "--other-args must be a JSON object"),
     (["http://127.0.0.1:9/mcp", *TOKENS, "--late-after", "-3"], "--late-after must be"),
+    (["http://127.0.0.1:9/mcp", *TOKENS, "--budget", "-1"], "--budget must be a whole number of calls"),
     (["http://127.0.0.1:9/mcp", *TOKENS, "--late-after", "soon"], "invalid float value"),
     (["http://127.0.0.1:9/mcp", *TOKENS, "--bogus"], "unrecognized arguments: --bogus"),
     (["--stdio", "'unclosed"], "cannot be split"),
