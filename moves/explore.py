@@ -429,7 +429,8 @@ def _play(run: _Run, flow: Flow, hop: int, variation: Variation, refused: list[t
         return
     run.out.played += 1
     last = verdict.steps[-1] if verdict.steps else None
-    if variation.judge == Judge.REFUSE and last is not None and outcome_of(last.reply) == Outcome.REFUSED:
+    ticket_refusal = variation.judge == Judge.REFUSE and variation.invariant in ("bound", "verified")
+    if ticket_refusal and last is not None and outcome_of(last.reply) == Outcome.REFUSED:
         refused.append((hop, variation, last))
     declared = _declared_finding(hop, variation, verdict.steps)
     if declared is not None and not any(f.invariant == "declared" for f in run.out.findings):

@@ -51,4 +51,8 @@ INVARIANTS: dict[str, Invariant] = {i.slug: i for i in (
               "answer every refused ticket with one frozen error and write the reason to your own log"),
     Invariant("private", "a retry's result is never served to anyone else",
               "key any result cache on the principal as well as the ticket"),
+    Invariant("version", "a retry naming a protocol version the server does not speak is refused, never served "
+                         "(each request's _meta is read anew)",
+              "check the protocol version of every request's _meta, retries included, and answer one you do not "
+              "speak with error -32022"),
 )}

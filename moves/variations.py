@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from mrtr import JSON, JSONObject, as_object
+from mrtr.protocol import META_VERSION
 
 from .answers import UNASKED, answers_for, question_of
 from .forgery import edits_of, readable_claims, unsigned_of
@@ -209,6 +210,10 @@ def _other_tool(retry: Retry, ctx: Context) -> Retry | None:
     return replace(retry, tool=ctx.other_tool, responses={**ctx.other_tool_answers, **(retry.responses or {})})
 
 
+def _version(retry: Retry, ctx: Context) -> Retry | None:
+    return replace(retry, meta={**retry.meta, META_VERSION: "1900-01-01"})
+
+
 def _capabilities(caps: JSONObject) -> Apply:
     def apply(retry: Retry, ctx: Context) -> Retry | None:
         return None if caps == retry.capabilities else replace(retry, capabilities=copy.deepcopy(caps))
@@ -352,6 +357,7 @@ VARIATIONS: tuple[Variation, ...] = (
     V("inputResponses", "no-means-no", J.NO_PROGRESS, P.FRESH,
       (_C("cancel", _action("cancel")), _C("content kept", _content_kept, attack=False))),
     V("_meta", "declared", J.DECLARED, P.FRESH, (_C("capabilities {}", _capabilities({})),)),
+    V("_meta", "version", J.REFUSE, P.FRESH, (_C("protocol version 1900-01-01", _version),)),
     V("_meta", "declared", J.URL_ACCEPT, P.FRESH, (_C("url mode declared", _capabilities(WITH_URL), attack=False),)),
     V("replay", "once", J.NO_PROGRESS, P.SPENT, (_C("sent again", _same),)),
     V("replay", "once", J.NO_PROGRESS, P.SPENT, (_C("re-encoded: padding added", _reencoded(padded)),)),
