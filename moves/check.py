@@ -32,7 +32,7 @@ from moves.catalog import Move, load_moves
 from moves.choosing import DEFAULT_TOOL, _choose, _tools, arguments_for, other_arguments_for
 from moves.engine import Call, MoveResult
 from moves.exchange import exchange_of, short_ticket
-from moves.explore import DEFAULT_BUDGET, explore, premint
+from moves.explore import DEFAULT_BUDGET, Hop, explore, premint
 from moves.playing import plan, play_all
 from moves.probes import ProbeResult, Recorder, TargetTimedOut, counter, probe_result_type, probe_same_error
 from moves.report import (
@@ -125,11 +125,17 @@ def run_check(target: Target, options: CheckOptions | None = None, *, moves: Seq
         report.probe_seconds[result_probe.probe] = 0.0
         report.probes.append(result_probe)
         events.probe_done(result_probe)
+    _explore(report, target, call, options, events, early)
+    return report
+
+
+def _explore(report: Report, target: Target, call: Call, options: CheckOptions, events: Events,
+             early: list[Hop]) -> None:
+    """The exploration of every round (moves/explore.py), unless `--budget 0`; --allow-replay excuses `once`."""
     if options.budget > 0:
         events.phase("exploring every round")
         report.explored = explore(target, call, options.budget,
                                   frozenset({"once"}) if options.allow_replay else frozenset(), early)
-    return report
 
 
 def _plan(target: Target, recorder: Recorder, catalog: Sequence[Move], options: CheckOptions, *,

@@ -377,10 +377,12 @@ def _verdict(now: _Playing, mine: Sent) -> MoveResult:
                                           f"JSON-RPC error (a client cannot tell {outcome} from a missing answer)",
                           warn=True)
     tampered = "signature" in move.refused_by
-    if ok and outcome == Outcome.REFUSED and tampered and "error" not in (step.reply.response or {}):
-        return now.result(outcome, False, f"{detail}: a tampered ticket must get a JSON-RPC error, not a tool result "
-                                          "(the spec: state failing verification MUST be rejected; the official "
-                                          "suite's tampered-state scenario accepts only an error)")
+    if ok and outcome == Outcome.REFUSED and tampered and "error" not in (step.reply.response or {}) and not note:
+        # Held, with the difference said: the official suite's tampered-state scenario accepts only a JSON-RPC
+        # error, but a tool of the TypeScript SDK's McpServer can only refuse with an isError result (the build
+        # lesson's TypeScript track teaches it); docs/checker/what-it-sees.md lists this overlap.
+        note = ("refused with an isError result; the official conformance suite's tampered-state scenario accepts "
+                "only a JSON-RPC error (-32602), so answer a ticket that fails verification with one where you can")
     if ok and outcome == Outcome.REFUSED and move.distinct_error:
         distinct = _distinct_error(now, step, outcome, detail)
         if distinct is not None:
