@@ -183,3 +183,22 @@ def _wrong_type(schema: JSONObject) -> JSON:
     if kind == "array":
         return "yes"
     return 12345
+
+
+def _free_text(prop: JSON) -> bool:
+    """Whether a schema property is text the checker can only guess (no enum, const, default or format to go by)."""
+    schema = as_object(prop)
+    return schema.get("type", "string") == "string" and not any(
+        k in schema for k in ("enum", "oneOf", "anyOf", "const", "default", "format"))
+
+
+def guessed_fields(input_requests: Mapping[str, JSON], supplied: Mapping[str, JSON] | None = None) -> list[str]:
+    """The fields ("key.field") of form questions the checker answers with guessed free text (`answers_for`'s "yes"
+    for "type the environment's name"): a server may fairly take such a guess for a wrong answer and do nothing."""
+    found: list[str] = []
+    for key, request in (input_requests or {}).items():
+        if (supplied and key in supplied) or not _is_form(request):
+            continue
+        props = as_object(as_object(question_of(request)["params"].get("requestedSchema")).get("properties"))
+        found += [f"{str(key)[:40]}.{str(name)[:40]}" for name, prop in props.items() if _free_text(prop)]
+    return found

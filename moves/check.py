@@ -32,6 +32,7 @@ from moves.catalog import Move, load_moves
 from moves.choosing import DEFAULT_TOOL, _choose, _tools, arguments_for, other_arguments_for
 from moves.engine import Call, MoveResult
 from moves.exchange import exchange_of, short_ticket
+from moves.explore import DEFAULT_BUDGET, Hop, explore, premint
 from moves.playing import plan, play_all
 from moves.probes import ProbeResult, Recorder, TargetTimedOut, counter, probe_result_type, probe_same_error
 from moves.report import (
@@ -97,6 +98,7 @@ def run_check(target: Target, options: CheckOptions | None = None, *, moves: Seq
                     dict(call.other_arguments) if call.other_arguments is not None else None,
                     secrets=tuple(secrets), other_tool=call.cross_tool, generated=wall_clock())
     results: list[MoveResult] = []
+    early = premint(target, call) if options.budget > 0 else []
     played = play_all(target, call, catalog, options, events, clock)
     for one in played[:len(catalog)]:
         if one is None:  # never started: a time-out stopped the run
@@ -124,7 +126,17 @@ def run_check(target: Target, options: CheckOptions | None = None, *, moves: Seq
         report.probe_seconds[result_probe.probe] = 0.0
         report.probes.append(result_probe)
         events.probe_done(result_probe)
+    _explore(report, target, call, options, events, early)
     return report
+
+
+def _explore(report: Report, target: Target, call: Call, options: CheckOptions, events: Events,
+             early: list[Hop]) -> None:
+    """The exploration of every round (moves/explore.py), unless `--budget 0`; --allow-replay excuses `once`."""
+    if options.budget > 0:
+        events.phase("exploring every round")
+        report.explored = explore(target, call, options.budget,
+                                  frozenset({"once"}) if options.allow_replay else frozenset(), early)
 
 
 def _plan(target: Target, recorder: Recorder, catalog: Sequence[Move], options: CheckOptions, *,
@@ -202,6 +214,9 @@ def _parser(out: IO[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--skip-late", action="store_true", help="do not wait for the ticket to expire")
     p.add_argument("--concurrency", type=int, default=WIDTH, metavar="N",
                    help=f"moves played at a time (default {WIDTH}; 1 plays them one after another)")
+    p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, metavar="CALLS",
+                   help=f"the most calls the exploration of every round makes (default {DEFAULT_BUDGET}; 0 leaves "
+                        "it out)")
     p.add_argument("--late-after", type=float, metavar="SECONDS",
                    help="when the ticket's expiry is unreadable, send the late move this long after minting")
     p.out = out
@@ -234,6 +249,12 @@ def _width(args: argparse.Namespace) -> int:
     if not 1 <= args.concurrency <= 16:
         raise CheckError("--concurrency must be a whole number from 1 to 16")
     return int(args.concurrency)
+
+
+def _budget(args: argparse.Namespace) -> int:
+    if not 0 <= args.budget <= 100_000:
+        raise CheckError("--budget must be a whole number of calls from 0 to 100000 (0 leaves the exploration out)")
+    return int(args.budget)
 
 
 def _tokens(values: list[str]) -> list[tuple[str, str]]:
@@ -316,7 +337,7 @@ def main(argv: Sequence[str], *, stdout: IO[str] | None = None, stderr: IO[str] 
         options = CheckOptions(tool=args.tool, arguments=_json_object(args.args, "--args"),
                                other_arguments=_json_object(args.other_args, "--other-args"),
                                allow_replay=args.allow_replay, skip_late=args.skip_late, concurrency=_width(args),
-                               answers=_answers(args.answers))
+                               answers=_answers(args.answers), budget=_budget(args))
         target = build_target(args, timeout=timeout)
         events = Terminal(err, secrets=secrets).events()
         try:

@@ -18,7 +18,15 @@ from dataclasses import dataclass, field
 
 from mrtr import JSONObject, as_object
 
-from .answers import UNASKED, answers_for, answers_of, cross_tool_call, supplied_answers, unanswerable
+from .answers import (
+    UNASKED,
+    answers_for,
+    answers_of,
+    cross_tool_call,
+    guessed_fields,
+    supplied_answers,
+    unanswerable,
+)
 from .calls import (
     MINT_ID,
     RETRY_ID,
@@ -32,7 +40,7 @@ from .calls import (
     work_of,
 )
 from .catalog import JUNK_SHAPES, NEAR_EXPIRY, NOT_A_YES, YES_ANSWERS, Move
-from .flow import MAX_ROUNDS, _walk, mint_round
+from .flow import MAX_ROUNDS, _walk, asked_of, mint_round
 from .forgery import edit_ticket, edits_of, flip_one_character, readable_claims, readable_expiry, unsigned_of
 from .target import Outcome, Progress, Reply, Role, Target
 
@@ -351,6 +359,12 @@ def _verdict(now: _Playing, mine: Sent) -> MoveResult:
         if accepted is None:
             return now.not_run("not shown: an honest, accepted call of the same request did not complete "
                                f"({why}), so there is nothing to tell the work from")
+        guess, hint = _guess_in(now.controls, now.call)
+        if work_of(accepted.reply) == work_of(step.reply) and guess:
+            theirs = reply_text(accepted.reply, Outcome.COMPLETED)
+            return now.not_run(f"not shown: {guess}, so the accepted call's result ({theirs}) cannot be told from "
+                               "this move's: the work may never have been done. Pass the answer the server accepts "
+                               f"with --answers {hint}")
         if work_of(accepted.reply) != work_of(step.reply):
             outcome = Outcome.ENDED
             ok, note = move.holds(outcome)
@@ -362,6 +376,13 @@ def _verdict(now: _Playing, mine: Sent) -> MoveResult:
         return now.result(outcome, False, f"{detail}; allowed, but the spec says a server SHOULD answer this with a "
                                           f"JSON-RPC error (a client cannot tell {outcome} from a missing answer)",
                           warn=True)
+    tampered = "signature" in move.refused_by
+    if ok and outcome == Outcome.REFUSED and tampered and "error" not in (step.reply.response or {}) and not note:
+        # Held, with the difference said: the official suite's tampered-state scenario accepts only a JSON-RPC
+        # error, but a tool of the TypeScript SDK's McpServer can only refuse with an isError result (the build
+        # lesson's TypeScript track teaches it); docs/checker/what-it-sees.md lists this overlap.
+        note = ("refused with an isError result; the official conformance suite's tampered-state scenario accepts "
+                "only a JSON-RPC error (-32602), so answer a ticket that fails verification with one where you can")
     if ok and outcome == Outcome.REFUSED and move.distinct_error:
         distinct = _distinct_error(now, step, outcome, detail)
         if distinct is not None:
@@ -375,6 +396,25 @@ def _verdict(now: _Playing, mine: Sent) -> MoveResult:
                                f"retries are refused), so {now.target.other}'s refusal does not show a check of the "
                                "principal")
     return now.result(outcome, ok, detail, note=note)
+
+
+def _guess_in(steps: list[Step], call: Call) -> tuple[str, str]:
+    """Where an honest flow's answers were guesses (free text the checker made up), in words, and the `--answers`
+    shape that replaces them; ("", "") when every answer came from a schema's choices or from the author."""
+    round_n, asked = 0, set[str]()
+    for step in steps:
+        got = asked_of(step.reply)
+        requests = got[1] if got is not None else {}
+        if not requests or set(map(str, requests)) <= asked:
+            continue
+        round_n += 1
+        asked |= set(map(str, requests))
+        fields = guessed_fields(requests, supplied_answers(call, round_n))
+        if fields:
+            key, _, name = fields[0].partition(".")
+            return (f"round {round_n} asks for free text ({fields[0]!r}), which the checker could only guess",
+                    f"'{{\"{round_n}\": {{\"{key}\": {{\"{name}\": ...}}}}}}'")
+    return "", ""
 
 
 def _distinct_error(now: _Playing, step: Step, outcome: Outcome, detail: str) -> MoveResult | None:

@@ -1,7 +1,7 @@
 """Protocol probes the checker runs beside the moves, judged from the wire alone.
 
 - `capability`: a call without the elicitation capability must get error -32021, not a question.
-- `version`: a request for protocol version 1900-01-01 must get -32022 with `data.supported`.
+- `version`: a request for protocol version 1900-01-01 must get -32022 with `data.supported` and `data.requested`.
 - `missing-answer`: a retry whose inputResponses lack the answer asked for is asked again.
 - `result-type`: every result the server sent during the whole run carries `resultType`.
 - `same-error`: every refused ticket got the same error object (apart from its id); otherwise the
@@ -44,7 +44,7 @@ PROBE_FIXES: dict[str, str] = {
     "capability": "before asking for input, read the request's _meta client capabilities; without elicitation, "
                   "answer error -32021 with data.requiredCapabilities naming what the tool needs",
     "version": "answer a protocol version you do not speak with error -32022, data.supported listing the versions "
-               "you do",
+               "you do and data.requested echoing the version the request named (the spec requires both)",
     "missing-answer": "when the answer to a question you asked is missing, send a new input_required result asking "
                       "it again (not an error, and never the work)",
     "result-type": "put resultType (\"complete\" or \"input_required\") on every result",
@@ -211,9 +211,10 @@ def probe_capability(target: Target, call: Call, next_id: Callable[[], int]) -> 
     reply = target.send("owner", modern_request(next_id(), "tools/call", params, replace(call, capabilities={})))
     if error_code(reply) == MISSING_CAPABILITY:
         data = error_data(reply)
-        named = isinstance(data, dict) and isinstance(data.get("requiredCapabilities"), dict)
-        note = "" if named else "; data.requiredCapabilities is missing"
-        return ProbeResult("capability", True, f"refused with -32021{note}{_status_note(reply)}")
+        if not isinstance(as_object(data).get("requiredCapabilities"), dict):  # the official suite's schema check
+            return _failed("capability", "refused with -32021 but without data.requiredCapabilities (an object "
+                                         "naming what the tool needs); data.requiredCapabilities is missing")
+        return ProbeResult("capability", True, f"refused with -32021{_status_note(reply)}")
     if input_required(reply):
         return _failed("capability", "asked for input anyway, although the request declared no "
                                                 "capabilities (it must answer -32021)")
@@ -232,6 +233,9 @@ def probe_version(target: Target, call: Call, next_id: Callable[[], int]) -> Pro
     if not (isinstance(supported, list) and supported and all(isinstance(v, str) for v in supported)):
         return _failed("version", "refused with -32022 but without data.supported listing the versions "
                                              "it speaks")
+    if as_object(data).get("requested") != UNKNOWN_VERSION_DATE:
+        return _failed("version", "refused with -32022 but without data.requested naming the version asked for "
+                                  f"({UNKNOWN_VERSION_DATE})")
     shown = ", ".join(str(v)[:20] for v in supported[:5])
     return ProbeResult("version", True, f"refused with -32022; supported: {shown}{_status_note(reply)}")
 

@@ -12,6 +12,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from moves.explore import DEFAULT_BUDGET, Exploration
+from moves.findings import json_of, junit_cases, summary_of, table_lines
+from moves.invariants import INVARIANTS
 from moves.probes import ProbeResult
 from moves.schedule import WIDTH
 from moves.target import Outcome
@@ -35,6 +38,8 @@ class CheckOptions:
     answers: JSONObject | None = None
     #: Moves played at once over HTTP and stdio (moves.schedule); 1 plays them one after another.
     concurrency: int = WIDTH
+    #: The most calls the exploration (moves/explore.py) makes; 0 leaves it out.
+    budget: int = DEFAULT_BUDGET
 
 
 #: The verdicts a move row can have, in the JSON and JUnit contracts (docs/checker/reports.md).
@@ -108,12 +113,15 @@ class Report:
     generated: float | None = None
     #: What the server does that no move fails but an author should know (an expiry in milliseconds, ...).
     warnings: list[str] = field(default_factory=list)
+    #: What the exploration played and found (None when it was left out: --budget 0, or a stopped run).
+    explored: Exploration | None = None
 
     @property
     def ok(self) -> bool:
-        """No required move failed, every probe held, and the run was not stopped. Warnings and moves that
-        could not be shown (not-run) never fail a report."""
-        return not self.stopped and all(r.verdict != "fail" for r in self.moves) and all(p.ok for p in self.probes)
+        """No required move failed, every probe held, no invariant broke in the exploration, and the run was not
+        stopped. Warnings and moves that could not be shown (not-run) never fail a report."""
+        return not self.stopped and all(r.verdict != "fail" for r in self.moves) and all(
+            p.ok for p in self.probes) and not (self.explored and self.explored.failures)
 
     def redact(self, text: str) -> str:
         return redacted(text, [secret for secret in self.secrets if secret])
@@ -145,6 +153,8 @@ class Report:
                        "observed": r.observed, "ok": r.ok, "detail": self.redact(r.detail)} for r in self.moves],
             "probes": [{"probe": p.probe, "ok": p.ok, "detail": self.redact(p.detail)} for p in self.probes],
         }
+        if self.explored is not None:
+            report["exploration"] = json_of(self.explored, self.redact)
         if self.stopped:
             report["stopped"] = self.redact(self.stopped)
         return report
@@ -163,8 +173,13 @@ class Report:
         extra = [f"{c['warned']} warning{'s' * (c['warned'] != 1)}"] if c["warned"] else []
         extra += [f"{c['not_run']} not run"] if c["not_run"] else []
         tail = f" ({', '.join(extra)})" if extra else ""
+        # Named only when the findings alone fail the report (the moves' own summary stays the one the build lesson
+        # works out from the catalogue); the findings are listed above the line either way.
+        broken = len(self.explored.failures) if self.explored is not None else 0
+        moves_held = not c["failed"] and c["probes_held"] == c["probes"]
+        explored = f"; {broken} invariant finding{'s' * (broken != 1)}" if broken and moves_held else ""
         return (f"{'PASS' if self.ok else 'FAIL'}: {c['held']} of {c['moves']} moves and {c['probes_held']} of "
-                f"{c['probes']} probes held{tail}")
+                f"{c['probes']} probes held{tail}{explored}")
 
     def table(self) -> str:
         args = json.dumps(self.arguments, ensure_ascii=False)
@@ -188,6 +203,8 @@ class Report:
         notes = [f"  {r.move} ({r.verdict}): {r.detail}" for r in self.moves if r.verdict != "pass"]
         if notes:
             lines += ["", "Moves that did not hold or could not be shown:", *notes]
+        if self.explored is not None:
+            lines += table_lines(self.explored, self.redact)
         lines += ["", self.summary()]
         return self.redact("\n".join(lines))
 
@@ -233,6 +250,11 @@ class Report:
                     self.redact(p.detail)
             elif not p.ok:
                 ET.SubElement(case, "failure", message=p.title).text = self.redact(p.detail)
+        if self.explored is not None:
+            added = junit_cases(suite, self.explored, self.redact)
+            suite.set("failures", str(failures + added))
+            suite.set("tests", str(c["moves"] + c["probes"] + len(INVARIANTS)))
+            ET.SubElement(properties, "property", name="explored", value=self.redact(summary_of(self.explored)))
         ET.indent(suites)
         return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 

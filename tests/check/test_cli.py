@@ -24,6 +24,7 @@ import pytest
 
 from moves.catalog import EXPECTS, load_moves
 from moves.check import VERDICTS, MoveRow, ProgressBar, arguments_for, main, other_arguments_for
+from moves.invariants import INVARIANTS
 from moves.probes import ProbeResult
 from moves.schedule import WIDTH
 from moves.target import Outcome
@@ -62,8 +63,15 @@ def check_json(*argv: str) -> tuple[int, dict[str, Any]]:
 def assert_exact_schema(report: dict[str, Any]) -> None:
     """The JSON contract of docs/checker/reports.md ("The JSON report"): these keys, in this order, these values."""
     stopped = ["stopped"] if "stopped" in report else []
+    explored = ["exploration"] if "exploration" in report else []
     assert list(report) == ["checker", "generated", "target", "tool", "arguments", "other_arguments", "other_tool",
-                            "rounds", "warnings", "ok", "moves", "probes", *stopped]
+                            "rounds", "warnings", "ok", "moves", "probes", *explored, *stopped]
+    found = [f for f in report["exploration"]["findings"] if not f["excused"]] if explored else []
+    if explored:
+        assert list(report["exploration"]) == ["calls", "variations", "rounds", "not_played", "not_judged", "why_not",
+                                               "findings"]
+        assert all(list(f) == ["invariant", "round", "part", "variation", "detail", "fix", "excused"] for f in found)
+        assert all(f["invariant"] in INVARIANTS and f["round"] >= 1 and f["fix"] for f in found)
     assert isinstance(report["target"], str) and isinstance(report["ok"], bool)
     assert report["checker"]["name"] == "mrtr check" and re.fullmatch(r"\d+\.\d+\.\d+.*", report["checker"]["version"])
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", report["generated"])
@@ -83,7 +91,7 @@ def assert_exact_schema(report: dict[str, Any]) -> None:
         assert (move["verdict"] == "not-run") <= (move["observed"] == "not-run")
     # ok follows from the rows: no fail verdict, every probe held, not stopped.
     assert report["ok"] == (not stopped and all(m["verdict"] != "fail" for m in report["moves"])
-                            and all(p["ok"] for p in report["probes"]))
+                            and all(p["ok"] for p in report["probes"]) and not found)
     if not stopped:
         assert [m["move"] for m in report["moves"]] == SLUGS
         assert [p["probe"] for p in report["probes"]] == PROBE_SLUGS
@@ -116,7 +124,7 @@ def test_the_apps_own_mcp_passes_every_move_and_probe(mcp_url: str, app_clock: F
     # Every move got the plain answer a sound server gives, none that holds only with a note.
     assert all(m.holds(Outcome(row["observed"])) == (True, "") for m, row in zip(MOVES, report["moves"], strict=True))
     suite = ET.parse(junit).getroot().find("testsuite")
-    assert suite is not None and suite.get("tests") == str(len(SLUGS) + len(PROBE_SLUGS))
+    assert suite is not None and suite.get("tests") == str(len(SLUGS) + len(PROBE_SLUGS) + len(INVARIANTS))
     assert suite.get("failures") == "0" and suite.get("errors") == "0" and suite.get("skipped") == "0"
     assert "bob-token" not in junit.read_text() and "alice-token" not in json.dumps(report)
 
@@ -229,7 +237,9 @@ def test_junit_marks_failures_and_skips(tmp_path: Path) -> None:
     cases = {c.get("name"): c for c in suite.iter("testcase")}
     assert all(cases[slug].find("failure") is not None for slug in caught_by("principal"))
     assert all(cases[slug].find("skipped") is not None for slug in LATE)
-    assert cases[HONEST.slug].find("failure") is None and suite.get("failures") == str(len(caught_by("principal")))
+    # Each move that fails, and the one invariant the exploration found broken (a ticket bound to its principal).
+    assert cases["bound"].find("failure") is not None and "round 1" in (cases["bound"].find("failure").text or "")
+    assert cases[HONEST.slug].find("failure") is None and suite.get("failures") == str(len(caught_by("principal")) + 1)
     assert suite.get("skipped") == str(len(LATE)) and suite.get("errors") == "0"
     assert all(c.get("time") is not None for c in cases.values())
 
@@ -252,6 +262,7 @@ def _closed_port() -> int:
     (["http://127.0.0.1:9/mcp", *TOKENS, "--args", "{oops"], "--args is not valid JSON"),
     (["http://127.0.0.1:9/mcp", *TOKENS, "--other-args", "[1]"], "--other-args must be a JSON object"),
     (["http://127.0.0.1:9/mcp", *TOKENS, "--late-after", "-3"], "--late-after must be"),
+    (["http://127.0.0.1:9/mcp", *TOKENS, "--budget", "-1"], "--budget must be a whole number of calls"),
     (["http://127.0.0.1:9/mcp", *TOKENS, "--late-after", "soon"], "invalid float value"),
     (["http://127.0.0.1:9/mcp", *TOKENS, "--bogus"], "unrecognized arguments: --bogus"),
     (["--stdio", "'unclosed"], "cannot be split"),

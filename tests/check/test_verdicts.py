@@ -20,6 +20,7 @@ import pytest
 
 from moves.catalog import load_moves
 from moves.check import main
+from moves.invariants import INVARIANTS
 from tests.check.conftest import on_clock
 from tests.check.test_cli import PROBE_SLUGS, assert_exact_schema
 from tests.mutants.harness import SERVER, check_http, running
@@ -186,7 +187,7 @@ def test_junit_has_a_time_on_every_case_and_no_doubled_words(tmp_path: Path) -> 
     suite = root.find("testsuite")
     assert suite is not None and root.get("time") is not None and suite.get("time") is not None
     cases = list(suite.iter("testcase"))
-    assert [c.get("name") for c in cases] == [m.slug for m in MOVES] + PROBE_SLUGS
+    assert [c.get("name") for c in cases] == [m.slug for m in MOVES] + PROBE_SLUGS + list(INVARIANTS)
     assert all(re.fullmatch(r"\d+\.\d{3}", c.get("time") or "") for c in cases)
     failures = [c for c in cases if c.find("failure") is not None]
     assert failures and suite.get("failures") == str(len(failures))

@@ -103,4 +103,6 @@ def test_the_json_and_junit_reports_carry_the_call_the_rounds_the_version_and_th
     suite = ET.fromstring(report.junit()).find("testsuite")
     assert suite is not None and suite.get("timestamp") == "2026-09-21T14:13:20"
     properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    explored = properties.pop("explored")
     assert properties == {"checker.version": __version__, "tool": "deploy", "arguments": '{"env": "staging"}'}
+    assert explored is not None and explored.startswith("Explored: ") and explored.endswith("0 broke an invariant")

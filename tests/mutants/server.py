@@ -352,7 +352,7 @@ class TwoRounds(Sound):
         tool = str(params.get("name"))
         responses = params.get("inputResponses") if isinstance(params.get("inputResponses"), dict) else {}
         second = claims.get("step") == 2
-        decision = self.decide_second(responses.get(self.second_key)) if second else \
+        decision = self.decide_second(responses.get(self.second_key), claims) if second else \
             self.decide(self.answer_of(responses))
         if decision == "missing":
             return self.ask_second(principal, arguments, tool) if second else self.missing(principal, arguments, tool)
@@ -367,7 +367,7 @@ class TwoRounds(Sound):
         return {"resultType": "input_required", "inputRequests": {self.second_key: question},
                 "requestState": self.mint(principal, arguments, tool, step=2)}
 
-    def decide_second(self, answer: Any) -> str:
+    def decide_second(self, answer: Any, claims: dict[str, Any]) -> str:
         if answer is None:
             return "missing"
         if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
@@ -378,6 +378,33 @@ class TwoRounds(Sound):
         if window not in ("now", "tonight"):
             raise Refused(-32602, "Invalid inputResponses: window must be now or tonight")
         return "yes"
+
+
+class FreeTextSecond(TwoRounds):
+    """Sound, in two rounds whose second asks for free text ("type the environment's name to confirm"): a wrong name
+    ends the call without the work, with the very result a no gets, so a checker that guesses the text cannot tell
+    its own honest flow from a refusal (it must say not-run and ask for --answers, never fail)."""
+
+    second_key = "typed"
+
+    def ask_second(self, principal: str, arguments: dict[str, Any], tool: str = "deploy") -> dict[str, Any]:
+        schema = {"type": "object", "properties": {"name": {"type": "string", "title": "Type the environment's name"}},
+                  "required": ["name"]}
+        question = {"method": "elicitation/create", "params": {"mode": "form", "message": "Type the environment's "
+                                                                "name to confirm", "requestedSchema": schema}}
+        return {"resultType": "input_required", "inputRequests": {self.second_key: question},
+                "requestState": self.mint(principal, arguments, tool, step=2)}
+
+    def decide_second(self, answer: Any, claims: dict[str, Any]) -> str:
+        if answer is None:
+            return "missing"
+        if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
+            raise Refused(-32602, "Invalid inputResponses: typed is not an elicitation result")
+        content = answer.get("content") if isinstance(answer.get("content"), dict) else {}
+        typed = content.get("name") if answer["action"] == "accept" else None
+        if answer["action"] == "accept" and not isinstance(typed, str):
+            raise Refused(-32602, "Invalid inputResponses: name must be text")
+        return "yes" if typed == claims["work"].get("env") else "no"
 
 
 class StateOnlyFirst(Sound):
@@ -415,7 +442,7 @@ class SignsInSecond(TwoRounds):
         return {"resultType": "input_required", "inputRequests": {self.second_key: question},
                 "requestState": self.mint(principal, arguments, tool, step=2)}
 
-    def decide_second(self, answer: Any) -> str:
+    def decide_second(self, answer: Any, claims: dict[str, Any]) -> str:
         if answer is None:
             return "missing"
         if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
@@ -881,8 +908,8 @@ class _StartOver(Exception):
 
 
 class StartsOver(Sound):
-    """Not a mutant: answers a bad ticket by starting over with a fresh question, nothing done. The spec allows
-    it (MRTR server requirement 8, "MAY return input_required repeatedly"), so every move still holds."""
+    """Answers a bad ticket by starting over with a fresh question, nothing done: state that fails verification
+    MUST be rejected (and the official suite's tampered-state scenario takes only a JSON-RPC error)."""
 
     def refuse_ticket(self, check: str) -> dict[str, Any]:
         raise _StartOver
@@ -892,6 +919,311 @@ class StartsOver(Sound):
             return super().deploy(message, principal, arguments)
         except _StartOver:
             return self.ask(principal, arguments, str(message["params"].get("name")))
+
+
+# -- the exploration's classes: sound shapes it must pass, and mistakes only a variation of some round shows -----
+
+
+class ThreeRounds(TwoRounds):
+    """Sound, in three rounds: a yes, then when, then a reason (an enum); each round spends its ticket and mints the
+    next, the step signed into it."""
+
+    REASON = {"type": "object", "properties": {"reason": {"type": "string", "enum": ["release", "hotfix"]}},
+              "required": ["reason"]}
+
+    def proceed(self, claims: dict[str, Any], message: dict[str, Any], principal: str,
+                arguments: dict[str, Any]) -> dict[str, Any]:
+        if claims.get("step") != 3:
+            return super().proceed(claims, message, principal, arguments)
+        params = message["params"]
+        responses = params.get("inputResponses") if isinstance(params.get("inputResponses"), dict) else {}
+        answer = responses.get("reason")
+        if answer is None:
+            return self.ask_third(principal, arguments, str(params.get("name")))
+        if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
+            raise Refused(-32602, "Invalid inputResponses: reason is not an elicitation result")
+        self.spend(claims, message, principal, arguments)
+        content = answer.get("content") if isinstance(answer.get("content"), dict) else {}
+        if answer["action"] != "accept":
+            return self.nothing()
+        if content.get("reason") not in ("release", "hotfix"):
+            raise Refused(-32602, "Invalid inputResponses: reason must be release or hotfix")
+        return self.work(claims)
+
+    def work(self, claims: dict[str, Any]) -> dict[str, Any]:
+        if claims.get("step") == 2:  # the second round's yes asks the third question instead of working
+            raise _Third
+        return super().work(claims)
+
+    def ask_third(self, principal: str, arguments: dict[str, Any], tool: str) -> dict[str, Any]:
+        question = {"method": "elicitation/create", "params": {"mode": "form", "message": "Why?",
+                                                                "requestedSchema": self.REASON}}
+        return {"resultType": "input_required", "inputRequests": {"reason": question},
+                "requestState": self.mint(principal, arguments, tool, step=3)}
+
+    def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return super().deploy(message, principal, arguments)
+        except _Third:
+            return self.ask_third(principal, arguments, str(message["params"].get("name")))
+
+
+class _Third(Exception):
+    """The second round of ThreeRounds went through: ask the third question."""
+
+
+class PerUserOpaque(Opaque):
+    """Sound, with opaque handles kept per user: a handle only exists in its owner's table."""
+
+    def mint(self, principal: str, arguments: dict[str, Any], tool: str = "deploy", **extra: Any) -> str:
+        ticket = "o1." + secrets.token_urlsafe(24)
+        claims = {"sub": principal, "exp": int(self.clock.now()) + self.ttl, "req": self.digest(arguments, tool),
+                  "jti": secrets.token_hex(8), "work": self.work_of(arguments, tool), **extra}
+        self.tickets[f"{principal}:{ticket}"] = claims
+        if self.shared is not None:
+            with self.lock, self.shared.open("a", encoding="utf-8") as handles:
+                handles.write(json.dumps([f"{principal}:{ticket}", claims]) + "\n")
+        return ticket
+
+    def verify(self, ticket: Any, principal: str, arguments: dict[str, Any], message: dict[str, Any]
+               ) -> dict[str, Any]:
+        return super().verify(f"{principal}:{ticket}" if isinstance(ticket, str) else ticket, principal, arguments,
+                              message)
+
+
+class Jws(Sound):
+    """Sound, with a JWS-style three-part ticket: base64url JSON header, payload, and an HMAC over header.payload."""
+
+    HEADER = _b64(json.dumps({"alg": "HS256", "typ": "mrtr"}).encode())
+
+    def mint(self, principal: str, arguments: dict[str, Any], tool: str = "deploy", **extra: Any) -> str:
+        body = super().mint(principal, arguments, tool, **extra).split(".")[1]
+        return f"{self.HEADER}.{body}.{self.sign(self.HEADER + '.' + body)}"
+
+    def open(self, ticket: Any) -> dict[str, Any]:
+        parts = ticket.split(".") if isinstance(ticket, str) and len(ticket) <= 4096 else []
+        if len(parts) != 3:
+            raise BadTicket("signature")
+        self.check_signature(f"{parts[0]}.{parts[1]}", parts[2])
+        try:
+            claims = json.loads(_unb64(parts[1]))
+        except ValueError:
+            raise BadTicket("signature") from None
+        if not isinstance(claims, dict) or not isinstance(claims.get("work"), dict):
+            raise BadTicket("signature")
+        return claims
+
+
+class UrlGated(TwoRounds):
+    """Sound, its second round a sign-in page (URL mode) only when the request declares url elicitation, else a form
+    question; a URL accept is consent, so the work waits for the server's own record that the page was finished
+    (never, here: no client visits it), and the question is asked again."""
+
+    second_key = "approval"
+    APPROVED = {"type": "object", "properties": {"approved": {"type": "boolean", "title": "A second person approved"}},
+                "required": ["approved"]}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._url = threading.local()
+
+    def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        meta = message["params"].get("_meta") if isinstance(message["params"].get("_meta"), dict) else {}
+        caps = meta.get(META_CAPS) if isinstance(meta.get(META_CAPS), dict) else {}
+        self._url.on = isinstance(caps.get("elicitation"), dict) and "url" in caps["elicitation"]
+        return super().deploy(message, principal, arguments)
+
+    def ask_second(self, principal: str, arguments: dict[str, Any], tool: str = "deploy") -> dict[str, Any]:
+        url = getattr(self._url, "on", False)
+        params: dict[str, Any] = {"mode": "url", "message": "Sign in to approve", "url": "https://example.com/ok",
+                                  "elicitationId": secrets.token_hex(4)} if url else \
+            {"mode": "form", "message": "Approved?", "requestedSchema": self.APPROVED}
+        return {"resultType": "input_required", "inputRequests": {self.second_key: {
+            "method": "elicitation/create", "params": params}},
+            "requestState": self.mint(principal, arguments, tool, step=2, url=url)}
+
+    def decide_second(self, answer: Any, claims: dict[str, Any]) -> str:
+        if answer is None:
+            return "missing"
+        if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
+            raise Refused(-32602, "Invalid inputResponses: approval is not an elicitation result")
+        if answer["action"] != "accept":
+            return "no"
+        if claims.get("url"):
+            return self.url_accepted(claims)
+        content = answer.get("content") if isinstance(answer.get("content"), dict) else {}
+        if not isinstance(content.get("approved"), bool):
+            raise Refused(-32602, "Invalid inputResponses: approved must be true or false")
+        return "yes" if content["approved"] else "no"
+
+    def url_accepted(self, claims: dict[str, Any]) -> str:
+        return "missing"  # no record of the page being finished: ask again
+
+
+class UrlAcceptIsDone(UrlGated):
+    """Takes a URL-mode accept for completion, without any record that the page was visited."""
+
+    def url_accepted(self, claims: dict[str, Any]) -> str:
+        return "yes"
+
+
+class UrlUndeclared(SignsInSecond):
+    """Asks a URL-mode question although the request declared form elicitation only."""
+
+
+class SecondRoundUnbound(TwoRounds):
+    """Checks the principal and the request on the first round's ticket only: a second-round ticket works for
+    anyone, on any arguments."""
+
+    def check_principal(self, claims: dict[str, Any], principal: str) -> None:
+        if claims.get("step") != 2:
+            super().check_principal(claims, principal)
+
+    def check_request(self, claims: dict[str, Any], arguments: dict[str, Any], tool: str = "deploy") -> None:
+        if claims.get("step") != 2:
+            super().check_request(claims, arguments, tool)
+
+
+class SecondRoundReplayable(TwoRounds):
+    """Spends the first round's ticket only: the second round's can be replayed."""
+
+    def spend(self, claims: dict[str, Any], message: dict[str, Any], principal: str,
+              arguments: dict[str, Any]) -> None:
+        if claims.get("step") != 2:
+            super().spend(claims, message, principal, arguments)
+
+
+class SkipsARound(TwoRounds):
+    """On the first round's ticket, takes the last round's answer as well: answering when skips the yes."""
+
+    def proceed(self, claims: dict[str, Any], message: dict[str, Any], principal: str,
+                arguments: dict[str, Any]) -> dict[str, Any]:
+        responses = message["params"].get("inputResponses")
+        if claims.get("step") != 2 and isinstance(responses, dict) and self.second_key in responses:
+            self.spend(claims, message, principal, arguments)
+            return self.work(claims)
+        return super().proceed(claims, message, principal, arguments)
+
+
+class RereadsEarlierAnswers(TwoRounds):
+    """On the second round, reads the first round's yes again from the retry when it is resent, instead of taking
+    it from the ticket: a resent "no" beside the second answer changes the outcome."""
+
+    def proceed(self, claims: dict[str, Any], message: dict[str, Any], principal: str,
+                arguments: dict[str, Any]) -> dict[str, Any]:
+        responses = message["params"].get("inputResponses")
+        if claims.get("step") == 2 and isinstance(responses, dict) and "confirm" in responses:
+            if self.decide(self.answer_of(responses)) == "no":
+                self.spend(claims, message, principal, arguments)
+                return self.nothing()
+        return super().proceed(claims, message, principal, arguments)
+
+
+class MetaIdentity(Sound):
+    """Takes the caller's identity from _meta when the request names one, over the transport's credentials."""
+
+    def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        meta = message["params"].get("_meta") if isinstance(message["params"].get("_meta"), dict) else {}
+        claimed = meta.get("user")
+        return super().deploy(message, claimed if isinstance(claimed, str) else principal, arguments)
+
+
+class ArgumentIdentity(Sound):
+    """Takes the caller's identity from a `user` argument when one is sent, and binds the ticket to the env only."""
+
+    def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        claimed = arguments.get("user")
+        return super().deploy(message, claimed if isinstance(claimed, str) else principal, arguments)
+
+    def digest(self, arguments: dict[str, Any], tool: str = "deploy") -> str:
+        return super().digest({"env": arguments.get("env")}, tool)
+
+
+class ObjectState(Sound):
+    """Takes a requestState that is a JSON object as the claims themselves (a JSON state), unsigned."""
+
+    def open(self, ticket: Any) -> dict[str, Any]:
+        if isinstance(ticket, dict) and isinstance(ticket.get("work"), dict):
+            return ticket
+        return super().open(ticket)
+
+
+class ContentIsYes(Sound):
+    """Reads confirm from the content whatever the action: a decline that carries {confirm: true} deploys."""
+
+    def decide(self, answer: Any) -> str:
+        if isinstance(answer, dict) and isinstance(answer.get("content"), dict) and \
+                answer["content"].get("confirm") is True:
+            return "yes"
+        return super().decide(answer)
+
+
+class CapabilitiesFromTicket(TwoRounds):
+    """Checks the elicitation capability on the first call only, and asks the second round whatever the retry
+    declares (inferring it from the first request)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.retry = threading.local()
+
+    def dispatch(self, message: Any, principal: str) -> dict[str, Any]:
+        self.retry.on = isinstance(message, dict) and isinstance(message.get("params"), dict) and \
+            "requestState" in message["params"]
+        return super().dispatch(message, principal)
+
+    def check_capability(self, caps: dict[str, Any]) -> None:
+        if not getattr(self.retry, "on", False):
+            super().check_capability(caps)
+
+
+class JwsHeaderUnsigned(Jws):
+    """A JWS-style ticket whose HMAC covers the payload alone: the header can be rewritten."""
+
+    def mint(self, principal: str, arguments: dict[str, Any], tool: str = "deploy", **extra: Any) -> str:
+        header, body, _sig = super().mint(principal, arguments, tool, **extra).split(".")
+        return f"{header}.{body}.{self.sign(body)}"
+
+    def open(self, ticket: Any) -> dict[str, Any]:
+        parts = ticket.split(".") if isinstance(ticket, str) and len(ticket) <= 4096 else []
+        if len(parts) != 3:
+            raise BadTicket("signature")
+        return Sound.open(self, f"m1.{parts[1]}.{parts[2]}")
+
+
+class LenientExactStore(Sound):
+    """Decodes a ticket leniently (padding, either base64 alphabet, whitespace skipped) and verifies the decoded
+    bytes, but keys its redeemed store on the exact string: the same ticket re-encoded is spent again."""
+
+    def open(self, ticket: Any) -> dict[str, Any]:
+        if not isinstance(ticket, str):
+            raise BadTicket("signature")
+        parts = "".join(ticket.split()).replace("+", "-").replace("/", "_").split(".")
+        if len(parts) != 3:
+            raise BadTicket("signature")
+        body, mac = parts[1].rstrip("="), parts[2].rstrip("=")
+        return super().open(f"{parts[0]}.{body}.{mac}")
+
+    def redeemed_key(self, claims: dict[str, Any], message: dict[str, Any], principal: str,
+                     arguments: dict[str, Any]) -> Any:
+        return message["params"].get("requestState")
+
+
+class CacheForAnyone(Sound):
+    """Keeps each ticket's result and serves it to any retry that sends the ticket again, before any check: another
+    principal's replay gets the owner's result."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.results: dict[str, dict[str, Any]] = {}
+
+    def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        state = message["params"].get("requestState")
+        if isinstance(state, str) and state in self.results:
+            return self.results[state]
+        result = super().deploy(message, principal, arguments)
+        if isinstance(state, str) and result.get("resultType") == "complete" and "deployed" in json.dumps(result):
+            self.results[state] = result
+        return result
 
 
 #: The mutants by name (the names tests/mutants/expectations.toml uses), and the sound servers.
@@ -924,10 +1256,27 @@ MUTANTS: dict[str, type[Sound]] = {
     "asks-without-capability": AsksWithoutCapability,
     "any-version": AnyVersion,
     "no-result-type": NoResultType,
+    "starts-over": StartsOver,
+    "second-round-unbound": SecondRoundUnbound,
+    "second-round-replayable": SecondRoundReplayable,
+    "skips-a-round": SkipsARound,
+    "rereads-earlier-answers": RereadsEarlierAnswers,
+    "meta-identity": MetaIdentity,
+    "argument-identity": ArgumentIdentity,
+    "object-state": ObjectState,
+    "content-is-yes": ContentIsYes,
+    "capabilities-from-ticket": CapabilitiesFromTicket,
+    "jws-header-unsigned": JwsHeaderUnsigned,
+    "lenient-exact-store": LenientExactStore,
+    "url-accept-is-done": UrlAcceptIsDone,
+    "url-undeclared": UrlUndeclared,
+    "cache-for-anyone": CacheForAnyone,
 }
-SOUND: dict[str, type[Sound]] = {"sound": Sound, "starts-over": StartsOver, "two-rounds": TwoRounds,
+SOUND: dict[str, type[Sound]] = {"sound": Sound, "two-rounds": TwoRounds,
                                   "state-only-first": StateOnlyFirst, "opaque": Opaque, "sealed": Sealed,
-                                  "two-questions": TwoQuestions, "renamed": Renamed, "slow": Slow}
+                                  "two-questions": TwoQuestions, "renamed": Renamed, "slow": Slow,
+                                  "free-text-second": FreeTextSecond, "three-rounds": ThreeRounds,
+                                  "per-user-opaque": PerUserOpaque, "jws": Jws, "url-gated": UrlGated}
 
 
 # -- servers for the checker's own verdict tests (tests/check/test_verdicts.py), not mutants ----------------

@@ -65,11 +65,12 @@ class HoldsUntilFour(Sound):
     def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
         with self.lock:
             # Calls that mint deploy's ticket (restart's round one, the search for a second asking tool, is not
-            # one): the tool's choice (1) and the honest move (2) go before the others; then four of the other moves
-            # and the missing-answer probe mint together.
+            # one): the tool's choice (1), the exploration's round-one ticket for its expiry variation, minted
+            # before the moves so that its expiry passes during their wait (2), and the honest move (3) go before
+            # the others; then four of the other moves and the missing-answer probe mint together.
             mint = "requestState" not in message["params"] and message["params"].get("name") == "deploy"
             self.held += mint
-            hold = mint and 3 <= self.held <= 6
+            hold = mint and 4 <= self.held <= 7
         if hold:
             try:
                 self.together.wait()

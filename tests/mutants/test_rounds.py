@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from moves.catalog import load_moves
-from moves.check import CheckOptions, main
+from moves.check import CheckOptions, Report, main
 from moves.engine import MAX_ROUNDS, needs_completed_flow
 from tests.mutants.harness import check_http, check_stdio
 from tests.mutants.server import ALL, TwoRounds
@@ -35,7 +35,7 @@ def test_the_catalogue_has_moves_that_need_a_finished_flow_and_moves_that_do_not
 def test_a_round_the_checker_cannot_answer_leaves_those_moves_not_run_with_round_and_key(
         transport: str, tmp_path: Path) -> None:
     report = check_http("signs-in-second") if transport == "http" else check_stdio("signs-in-second", tmp_path)
-    assert report.ok, report.table()
+    assert_undeclared_url(report)
     assert [r["keys"] for r in report.rounds] == [["confirm"], ["login"]]
     rows = {r.move: r for r in report.moves}
     for slug, row in rows.items():
@@ -52,8 +52,18 @@ def test_a_round_the_checker_cannot_answer_leaves_those_moves_not_run_with_round
 def test_with_the_authors_answer_every_move_and_probe_holds(transport: str, tmp_path: Path) -> None:
     report = check_http("signs-in-second", LOGIN) if transport == "http" else \
         check_stdio("signs-in-second", tmp_path, LOGIN)
-    assert report.ok and all(r.verdict == "pass" for r in report.moves), report.table()
+    assert all(r.verdict == "pass" for r in report.moves), report.table()
     assert report.flow_stuck == ""
+    assert_undeclared_url(report)
+
+
+def assert_undeclared_url(report: Report) -> None:
+    """The checker declares form elicitation only, so a URL-mode question is a FAIL with evidence (the exploration's
+    `declared` invariant), whether or not the author supplied its answer; it is the only failure."""
+    assert not report.ok and all(p.ok for p in report.probes) and report.explored is not None, report.table()
+    assert [f.invariant for f in report.explored.findings] == ["declared"], report.table()
+    finding = report.explored.findings[0]
+    assert finding.round == 2 and "url-mode" in finding.detail and "'login'" in finding.detail, finding
 
 
 def test_a_move_may_target_round_two(monkeypatch: pytest.MonkeyPatch) -> None:
