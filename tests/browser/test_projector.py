@@ -74,6 +74,47 @@ def test_the_join_screen_reads_from_the_back_and_hides_the_control_link(
     assert_no_axe_violations(page, axe)
 
 
+def _join_view_reads_from_the_back(page: Page, size: tuple[int, int], state: str) -> None:
+    """The QR code is scannable and the address readable from the back of the room, all on screen, the page
+    unscrolled; the round's heatmap takes only the width it needs (an empty one once took 780 of 1280 px)."""
+    qr = page.locator("svg.qr").bounding_box()
+    assert qr and qr["width"] >= 180 and qr["height"] >= 180 and qr["y"] + qr["height"] <= size[1], (state, qr)
+    for selector in (".short-url", ".big-code strong"):
+        px = page.locator(selector).evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
+        assert px >= 24, (state, selector, px)
+        expect(page.locator(selector)).to_be_in_viewport(ratio=1)
+    assert page.evaluate("document.scrollingElement.scrollHeight") <= size[1], state
+    heatmap = page.locator(".heatmap").bounding_box()
+    assert heatmap and heatmap["width"] <= 0.6 * size[0], (state, heatmap)
+
+
+@pytest.mark.parametrize("size", PROJECTORS.values(), ids=PROJECTORS.keys())
+def test_the_qr_and_address_stay_large_during_a_question_a_reveal_and_a_round(
+        page: Page, axe: Axe, size: tuple[int, int], tmp_path: Path) -> None:
+    """Late joiners scan from the back of the room whatever the class is doing: the QR once fell from 302 px to
+    76 px and the address to 16 px as soon as a question, a reveal or an attack round was on."""
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    code = start_from_demo(page)
+    page.locator('[data-action="open-host"]').click()
+    expect(page).to_have_url(f"/class/{code}/host")
+    page.wait_for_load_state("load")
+    _join_view_reads_from_the_back(page, size, "idle")
+    page.locator('[data-action="push-question"]').click()
+    expect(page.locator("[data-tally]")).to_be_visible()
+    _join_view_reads_from_the_back(page, size, "question")
+    page.locator('[data-action="reveal"]').click()
+    expect(page.locator("[data-explanation]")).to_be_visible()
+    _join_view_reads_from_the_back(page, size, "reveal")
+    page.locator('[data-action="open-round"]').click()
+    expect(page.locator('[data-action="close-round"]')).to_be_visible()
+    _join_view_reads_from_the_back(page, size, "round")
+    assert_text_at_least(page, 16, "main")
+    page.screenshot(path=tmp_path / f"class-round-{size[0]}x{size[1]}.png")
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        assert_no_axe_violations(page, axe)
+
+
 @pytest.mark.parametrize("size", PROJECTORS.values(), ids=PROJECTORS.keys())
 def test_every_deck_slide_reads_at_16px_and_move_slides_use_the_width(
         page: Page, axe: Axe, size: tuple[int, int], tmp_path: Path) -> None:
