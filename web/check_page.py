@@ -226,9 +226,9 @@ class RunView(TypedDict):
     state: str
     error: str
     overall: str  # pass or fail once the run is done with rows to judge, else ""
+    played: int  # moves played so far, of `total`: what the run's progress bar shows
+    total: int
     waiting: bool
-    waited: float
-    wait_total: float
     wait_left: str
     plan: str
     outcome: Callable[[str], str]  # a row's verdict as the check matrix's outcome class
@@ -258,8 +258,8 @@ def _view(run: Run) -> RunView:
     overall = ("fail" if any(v.verdict == "fail" for v in rows) else "pass") if run.state == "done" and rows else ""
     return {"moves": move_views, "probes": probe_views, "status": status, "state": run.state, "error": run.error,
             "overall": overall,
-            "waiting": run.waiting and run.state == "running", "waited": round(run.waited, 1),
-            "wait_total": round(run.wait_total, 1), "wait_left": _left(run.wait_total - run.waited),
+            "played": len(run.rows), "total": run.total,
+            "waiting": run.waiting and run.state == "running", "wait_left": _left(run.wait_total - run.waited),
             "plan": run.plan,
             "outcome": _verdict_outcome, "roles": ROLES}
 

@@ -21,7 +21,7 @@ SEQ_PARTIES: tuple[tuple[str, str, str], ...] = (
 #: Two layouts of the same model: wide (desktop, projector) and narrow (a 390 px phone).
 SEQ_LAYOUTS: dict[str, dict[str, float]] = {
     "wide": {"left": 84, "gap": 140, "row": 66, "head": 60, "label": 17, "sub": 14.5},
-    "narrow": {"left": 50, "gap": 67, "row": 66, "head": 46, "label": 12, "sub": 11},
+    "narrow": {"left": 50, "gap": 67, "row": 66, "head": 46, "label": 13.6, "sub": 13.6},
 }
 #: Larger text for a room (the deck): wider lanes and taller rows to hold it; sequence.css has the same sizes.
 SEQ_SIZES: dict[str, dict[str, dict[str, float]]] = {

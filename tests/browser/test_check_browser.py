@@ -111,7 +111,7 @@ def test_the_report_reads_at_a_glance_and_fits_a_phone(page: Page, checker: Live
     page.set_viewport_size({"width": 1280, "height": 720})
     page.goto(checker.url + "/check")
     url_field = page.get_by_label("MCP endpoint URL")
-    expect(url_field).to_have_attribute("placeholder", checker.url + "/mcp")  # this app, on its own port
+    expect(url_field).to_have_value(checker.url + "/mcp")  # this app, on its own port, filled in: a click checks it
     expect(page.locator("#check-url-help")).to_contain_text("bob-token")  # the demo tokens its /mcp accepts
     expect(page.locator(".check-note")).to_contain_text("no limit but one check at a time")  # local mode
     fill(page, checker.url + "/mcp")

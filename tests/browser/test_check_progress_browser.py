@@ -54,6 +54,13 @@ def test_a_full_check_shows_its_plan_rows_as_they_end_and_a_countdown(page: Page
     expect(page.locator("#check-progress")).to_have_attribute("data-state", "running")
     expect(countdown).to_be_visible()
     expect(page.locator("#check-status")).to_contain_text(f"of {len(MOVES)} moves played")
+    # The bar beside it shows moves played too (not the late wait, which once drew 24% beside "22 of 24 played").
+    # Bar and status are read in one script: the page swaps them every second.
+    played, total, bar = page.evaluate("""() => {
+        const m = document.getElementById('check-status').textContent.match(/(\\d+) of (\\d+) moves played/);
+        const bar = document.getElementById('check-moves-bar');
+        return [Number(m[1]), Number(m[2]), [bar.value, bar.max]]; }""")
+    assert total == len(MOVES) and played >= len(IN_TIME) and bar == [played, total]
     # The page swaps its progress region every second while the run goes on: the plan is kept (hx-preserve), the
     # wait bar is drawn anew, so the boxes are measured in one script, never across a swap.
     plan_node = page.locator("#check-plan").element_handle()
@@ -61,7 +68,7 @@ def test_a_full_check_shows_its_plan_rows_as_they_end_and_a_countdown(page: Page
     for width, height in ((1280, 720), (390, 844)):
         page.set_viewport_size({"width": width, "height": height})
         assert page.evaluate("document.scrollingElement.scrollWidth") <= width
-        boxes = page.evaluate("""() => ['check-plan', 'check-wait-bar'].map(id => {
+        boxes = page.evaluate("""() => ['check-plan', 'check-moves-bar'].map(id => {
             const box = document.getElementById(id).getBoundingClientRect();
             return {x: box.x, width: box.width};
         })""")

@@ -275,20 +275,19 @@ def test_works_without_javascript(browser: Browser, base_url: str) -> None:
         context.close()
 
 
-def test_embedded_in_the_lesson(page: Page) -> None:
+def test_the_lesson_links_to_the_playground_which_plays_with_its_switches(page: Page) -> None:
+    """The lesson no longer embeds the playground (it made the lesson 83,587 px long on a phone): its section
+    links to the playground's own page, where a switch and a move work as they did in the lesson."""
+    page.set_viewport_size({"width": 390, "height": 844})
     lesson = "/lessons/when-the-server-needs-input"
     page.goto(lesson + "#playground")
-    widget = page.locator("#playground [data-playground]")
-    expect(widget).to_be_visible()
+    expect(page.locator("#playground [data-playground]")).to_have_count(0)
+    page.locator("#playground").get_by_role("link", name="Open the playground").click()
+    expect(page).to_have_url(re.compile(r"/playground$"))
+    widget = page.locator("[data-playground]")
     widget.get_by_label("Remove the signature check").check()
-    # the widget was swapped: its move forms now carry the new switch
     expect(widget.locator(f"#move-{EDITED.slug} input[name='no_signature']")).to_have_value("1")
-    expect(widget.locator(f"#move-{EDITED.slug} input[name='embedded']")).to_have_value("1")
     expect(widget.get_by_label("Remove the signature check")).to_be_checked()
-    expect(page).to_have_url(re.compile(re.escape(lesson)))  # the lesson's URL is left alone
-    expect(page.locator("#playground h2")).to_have_count(1)  # the lesson's own section survived the swap
-    widget = page.locator("#playground [data-playground]")
     widget.locator(f"[data-move='{EDITED.slug}']").click()
     expect(page.locator("#pg-verdict")).to_be_focused()
     expect(page.locator("#pg-verdict")).to_contain_text(f"deployed to {EDITED.edit_value}")
-    expect(page).to_have_url(re.compile(re.escape(lesson)))

@@ -74,6 +74,58 @@ def test_the_join_screen_reads_from_the_back_and_hides_the_control_link(
     assert_no_axe_violations(page, axe)
 
 
+def _join_view_reads_from_the_back(page: Page, size: tuple[int, int], state: str, qr_px: float,
+                                   text_px: float) -> None:
+    """The QR code is scannable and the address readable from the back of the room, all on screen, the page
+    unscrolled; the round's heatmap takes only the width it needs (an empty one once took 780 of 1280 px)."""
+    qr = page.locator("svg.qr").bounding_box()
+    assert qr and min(qr["width"], qr["height"]) >= qr_px and qr["y"] + qr["height"] <= size[1], (state, qr)
+    for selector in (".short-url", ".big-code strong"):
+        px = page.locator(selector).evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
+        assert px >= text_px, (state, selector, px)
+        expect(page.locator(selector)).to_be_in_viewport(ratio=1)
+    assert page.evaluate("document.scrollingElement.scrollHeight") <= size[1], state
+    heatmap = page.locator(".heatmap").bounding_box()
+    assert heatmap and heatmap["width"] <= 0.6 * size[0], (state, heatmap)
+
+
+@pytest.mark.parametrize("size", PROJECTORS.values(), ids=PROJECTORS.keys())
+def test_the_qr_and_address_stay_large_during_a_question_a_reveal_and_a_round(
+        page: Page, axe: Axe, size: tuple[int, int], tmp_path: Path) -> None:
+    """Late joiners scan from the back of the room whatever the class is doing: the QR once fell from 302 px to
+    76 px and the address to 16 px as soon as a question, a reveal or an attack round was on. Now it keeps 160 px
+    (1024x768) or 180 px (1280x720) and the address 24 px; only a question and the round on at once, at 1024x768,
+    where the longest explanation and a full heatmap leave no height (tests/browser/test_classroom_browser.py's
+    worst case), brings them to 88 px and 18 px, still above the 76 px and 16 px of before."""
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    code = start_from_demo(page)
+    page.locator('[data-action="open-host"]').click()
+    expect(page).to_have_url(f"/class/{code}/host")
+    page.wait_for_load_state("load")
+    one = (160, 24) if size[0] < 1120 else (180, 24)
+    both = (88, 18) if size[0] < 1120 else (180, 24)
+    _join_view_reads_from_the_back(page, size, "idle", 0.4 * size[1], 32)
+    page.locator('[data-action="open-round"]').click()
+    expect(page.locator('[data-action="close-round"]')).to_be_visible()
+    _join_view_reads_from_the_back(page, size, "round", *one)
+    page.locator('[data-action="close-round"]').click()
+    expect(page.locator('[data-action="open-round"]')).to_be_visible()
+    page.locator('[data-action="push-question"]').click()
+    expect(page.locator("[data-tally]")).to_be_visible()
+    _join_view_reads_from_the_back(page, size, "question", *one)
+    page.locator('[data-action="reveal"]').click()
+    expect(page.locator("[data-explanation]")).to_be_visible()
+    _join_view_reads_from_the_back(page, size, "reveal", *one)
+    page.locator('[data-action="open-round"]').click()
+    expect(page.locator('[data-action="close-round"]')).to_be_visible()
+    _join_view_reads_from_the_back(page, size, "question and round", *both)
+    assert_text_at_least(page, 16, "main")
+    page.screenshot(path=tmp_path / f"class-round-{size[0]}x{size[1]}.png")
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        assert_no_axe_violations(page, axe)
+
+
 @pytest.mark.parametrize("size", PROJECTORS.values(), ids=PROJECTORS.keys())
 def test_every_deck_slide_reads_at_16px_and_move_slides_use_the_width(
         page: Page, axe: Axe, size: tuple[int, int], tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ def test_the_lesson_reads_at_every_size_in_both_themes(page: Page, axe: Axe, wid
         verdict = page.locator(f"#figure-{section} [data-exchange-ok]")
         expect(verdict).to_have_attribute("data-exchange-ok", "true")
         expect(page.locator(f"#figure-{section} pre.json").first).to_be_visible()
-    assert page.evaluate("document.documentElement.scrollWidth") <= width  # the JSON scrolls in its own box
+    assert page.evaluate("document.documentElement.scrollWidth") <= width  # the JSON wraps inside its box
     assert_no_axe_violations(page, axe)
 
 

@@ -217,8 +217,10 @@ def test_a_running_check_polls_with_htmx_and_refreshes_without_javascript(app: F
     assert html.select_one("#check-status")["role"] == "status"
     # The late moves wait beside the others: the status still counts the moves, and a countdown says what is left.
     assert html.select_one("#check-status").get_text() == "Playing late… (1 of 7 moves played)"
-    bar = html.select_one("progress#check-wait-bar")
-    assert (bar["value"], bar["max"]) == ("1.2", "3.0")
+    # The one bar counts what the status counts (moves played), never the late wait (1.2 of 3 s here).
+    bar = html.select_one("progress#check-moves-bar")
+    assert (bar["value"], bar["max"]) == ("1", "7")
+    assert html.select_one("label[for=check-moves-bar]").get_text() == "Moves played: 1 of 7"
     assert html.select_one("#check-wait-left").get_text() == "2 s left"
     assert html.select_one("#check-plan").get_text() == "About 2 min: the ticket lives 120 s."
     assert [r["data-move"] for r in html.select("tr[data-move]")] == ["honest"]

@@ -210,9 +210,17 @@ def test_breakit_links_preset_the_playground_and_say_what_each_switch_does(lesso
     assert "defence you remove" not in lesson_page.select_one("#break-it").get_text()
 
 
-def test_playground_and_quiz_are_embedded(lesson_page) -> None:
-    assert lesson_page.select_one("#playground [data-playground]") is not None
-    assert len(lesson_page.select("#quick-check li.question form")) == len(load_course().lesson(LESSON).questions)
+def test_the_playground_and_a_long_quiz_are_linked_not_embedded(lesson_page, client: FlaskClient) -> None:
+    """Embedded, the playground and the 26-item quiz made the first lesson 83,587 px long on a phone: the lesson
+    says what they are and links to their own pages. A short quiz (the other lessons') is still answered inline."""
+    assert lesson_page.select_one("[data-playground]") is None
+    assert lesson_page.select_one("#playground a.button")["href"] == "/playground"
+    assert len(load_course().lesson(LESSON).questions) > 12
+    assert not lesson_page.select("#quick-check li.question")
+    assert lesson_page.select_one("#quick-check a.button")["href"] == f"/quiz/{LESSON}"
+    short = next(le for le in load_course().lessons if le.slug == "beyond-one-question")
+    inline = soup(client.get(f"/lessons/{short.slug}").data)
+    assert len(inline.select("li.question form")) == len(short.questions) <= 12
 
 
 def test_figure_endpoint_renders_fragment_for_htmx_and_page_otherwise(app: Flask, client: FlaskClient) -> None:

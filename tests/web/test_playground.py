@@ -388,7 +388,7 @@ def test_ids_are_unique_and_do_not_clash_with_the_lesson(client: FlaskClient) ->
     for response in (client.get(f"/playground?move={REPLAY.slug}"), client.get("/lessons/when-the-server-needs-input")):
         ids = [e["id"] for e in soup(response).select("[id]")]
         assert sorted({i for i in ids if ids.count(i) > 1}) == []
-    widget = soup(client.get("/lessons/when-the-server-needs-input")).select_one("[data-playground]")
+    widget = soup(client.get("/playground")).select_one("[data-playground]")
     assert widget["id"] == "pg-widget"
     assert soup(client.get("/playground")).select_one(".pg-switches")["hx-target"] == "#pg-widget"
 

@@ -171,6 +171,11 @@ def test_a_task_answer_survives_a_reload_through_the_signed_progress(client: Fla
     assert re.search(r"The answer:\s*Signature matches, Principal", soup(page.data).find(id=f"q-{q.id}").get_text())
 
 
-def test_the_lesson_page_embeds_the_tasks_too(app: Flask, client: FlaskClient) -> None:
+def test_the_lesson_page_links_to_the_quiz_page_that_holds_the_tasks(app: Flask, client: FlaskClient) -> None:
+    """The first lesson's 26 items (tasks included) live on the quiz's own page, which the lesson links to: embedded,
+    they were pages of scrolling on a phone."""
     page = soup(client.get(f"/lessons/{LESSON}").data)
-    assert page.find(id=f"q-{task('raw-retry').id}").select_one("textarea[name=retry]") is not None
+    assert page.find(id=f"q-{task('raw-retry').id}") is None
+    assert page.select_one("#quick-check a.button")["href"] == f"/quiz/{LESSON}"
+    quiz = soup(client.get(f"/quiz/{LESSON}").data)
+    assert quiz.find(id=f"q-{task('raw-retry').id}").select_one("textarea[name=retry]") is not None

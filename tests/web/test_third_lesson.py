@@ -7,6 +7,7 @@ import json
 import tomllib
 from typing import Any
 
+from bs4 import Tag
 from flask.testing import FlaskClient
 
 from web.content import DEFAULT_ROOT, load_course
@@ -16,6 +17,11 @@ from .helpers import HX, assert_csp_clean, assert_unique_ids, soup
 SLUG = "beyond-one-question"
 URL = f"/lessons/{SLUG}"
 LESSON = load_course().lesson(SLUG)
+
+
+def message(block: Tag) -> Any:
+    """One message as the figure shows it: its JSON in parts (the _meta folded into its own <details>), in order."""
+    return json.loads("".join(pre.get_text() for pre in block.select("pre")))
 
 
 def test_the_lesson_comes_right_after_the_first_in_the_course() -> None:
@@ -34,7 +40,7 @@ def test_every_exchange_is_played_live_and_ends_as_the_prose_says(client: FlaskC
     for section in exchanges:
         figure = page.select_one(f"#figure-{section.id}")
         assert figure.select_one("[data-exchange-ok]")["data-exchange-ok"] == "true", section.id
-        blocks = [json.loads(pre.get_text()) for pre in figure.select("li:not(.out-of-band) pre.json")]
+        blocks = [message(block) for block in figure.select("li:not(.out-of-band) .json-wrapped")]
         assert blocks and all(b["jsonrpc"] == "2.0" for b in blocks)
         sent = [b for b in blocks if "method" in b]
         assert len({b["id"] for b in sent}) == len(sent)  # every retry under a new id
@@ -42,7 +48,7 @@ def test_every_exchange_is_played_live_and_ends_as_the_prose_says(client: FlaskC
 
 def test_the_second_round_carries_a_new_ticket_and_the_spent_one_is_refused(client: FlaskClient) -> None:
     figure = soup(client.get(URL).data).select_one("#figure-second-round")
-    replies = [json.loads(p.get_text()) for p in figure.select("li.received pre.json")]
+    replies = [message(block) for block in figure.select("li.received .json-wrapped")]
     first, second = replies[0]["result"]["requestState"], replies[1]["result"]["requestState"]
     assert first != second
     assert replies[2]["error"]["message"] == "Invalid or expired requestState"
@@ -51,9 +57,9 @@ def test_the_second_round_carries_a_new_ticket_and_the_spent_one_is_refused(clie
 
 def test_the_state_only_result_asks_nothing_and_no_mrtr_result_carries_cache_hints(client: FlaskClient) -> None:
     page = soup(client.get(URL).data)
-    shed = [json.loads(p.get_text()) for p in page.select("#figure-state-only li.received pre.json")]
+    shed = [message(block) for block in page.select("#figure-state-only li.received .json-wrapped")]
     assert "inputRequests" not in shed[0]["result"] and shed[0]["result"]["requestState"]
-    cache = [json.loads(p.get_text())["result"] for p in page.select("#figure-no-caching li.received pre.json")]
+    cache = [message(block)["result"] for block in page.select("#figure-no-caching li.received .json-wrapped")]
     assert {"ttlMs", "cacheScope"} <= set(cache[0])
     assert not {"ttlMs", "cacheScope"} & (set(cache[1]) | set(cache[2]))
 
@@ -79,14 +85,14 @@ def test_url_mode_is_refused_to_a_form_client_and_completes_only_after_the_page(
 
     response = client.get(URL)
     figure = soup(response.data).select_one("#figure-url-mode")
-    replies = [json.loads(p.get_text()) for p in figure.select("li.received:not(.out-of-band) pre.json")]
+    replies = [message(block) for block in figure.select("li.received:not(.out-of-band) .json-wrapped")]
     assert replies[0]["error"]["code"] == -32021
     assert replies[0]["error"]["data"]["requiredCapabilities"] == {"elicitation": {"url": {}}}
     asked = replies[1]["result"]["inputRequests"]["key"]["params"]
     assert asked["mode"] == "url" and "requestedSchema" not in asked and "/out-of-band/" in asked["url"]
     again = replies[2]["result"]
     assert again["resultType"] == "input_required" and again["requestState"] != replies[1]["result"]["requestState"]
-    page = [json.loads(p.get_text()) for p in figure.select("li.out-of-band pre.json")]
+    page = [message(block) for block in figure.select("li.out-of-band .json-wrapped")]
     assert page[0]["form"] == {"key": HIDDEN} and page[1]["status"] == 200
     assert replies[3]["result"]["content"][0]["text"].startswith("connected billing")
     assert LAB_KEY not in response.text
