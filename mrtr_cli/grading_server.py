@@ -209,14 +209,21 @@ class Recording:
         return reply
 
 
+#: What a discover or list result carries besides its payload: never cached, the grading run is private.
+CACHED: JSONObject = {"resultType": "complete", "ttlMs": 0, "cacheScope": "private"}
+
+
 def respond(method: str, params: JSONObject, calls: int) -> JSONObject:
     """`{"result": ...}` or `{"error": ...}` for one request; `calls` counts this tool's calls, this one too."""
     if method == "server/discover":
-        return {"result": {"supportedVersions": [MODERN_VERSION], "capabilities": {"tools": {}},
+        # resultType and the cache hints on every such result: 2026-07-28 requires them, and the TS SDK client
+        # refuses a result without them (so it could not be graded at all)
+        return {"result": {**CACHED, "supportedVersions": [MODERN_VERSION],
+                           "capabilities": {"tools": {}},
                            "serverInfo": {"name": "mrtr check-client", "version": "1"}}}
     if method == "tools/list":
         tools: list[JSON] = list(tool_list())
-        return {"result": {"tools": tools}}
+        return {"result": {**CACHED, "tools": tools}}
     if method != "tools/call":
         return {"error": {"code": -32601, "message": f"the grading server does not serve {method[:60]!r}"}}
     flow = FLOWS.get(str(params.get("name")))
