@@ -132,10 +132,10 @@ def flow_empty_input_required(params: JSONObject, calls: int) -> JSONObject:
     return {"resultType": "input_required"}
 
 
-Flow = Callable[[JSONObject, int], JSONObject]
+ToolFlow = Callable[[JSONObject, int], JSONObject]
 #: The tools, in the order they are listed (an unrelated call comes after a multi-round one, so there is a ticket
 #: to leak). Each name is the rule's own tool.
-FLOWS: dict[str, Flow] = {
+FLOWS: dict[str, ToolFlow] = {
     "grade_ticket_echo": flow_ticket_echo,
     "grade_retry_rounds": flow_retry_rounds,
     "grade_multi_round": flow_multi_round,
