@@ -109,6 +109,8 @@ def explain(move: Move, result: MoveResult, evidence: str, verdict: str, *, owne
     text = text.rstrip(".") + "."
     if verdict == "pass":
         return f"{text} As it should: {move.shows}." if move.shows else text
+    if verdict == "fail" and result.fix:  # the right outcome in the wrong form: the detail said what was expected
+        return f"{text} Fix: {result.fix}"
     if verdict == "fail":
         first = f" (its {move.stops_at} check stops it first)" if move.stops_at else ""
         why = f", because {move.shows}" if move.shows else ""
