@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from moves.check import CheckOptions, Report, run_check
-from mrtr.errors import FROZEN_TICKET_MESSAGE
 from moves.targets.stdio import StdioTarget
+from mrtr.errors import FROZEN_TICKET_MESSAGE
 from tests.lessons.buildkit import BUILD, CATALOGUE, META, OWNED, SHOWABLE, TTL, converse, passing
 from tests.peers import launch
 from web.build import blocks, grade, same_outside_blocks, splice
