@@ -24,7 +24,7 @@ from .target import Outcome
 #: What a sound server does with the move, per expectation, after "a sound server would".
 EXPECTED_WORDS: dict[Outcome, str] = {
     Outcome.COMPLETED: "do the work (a complete result)",
-    Outcome.REFUSED: "refuse it (an error, or a fresh question) and do nothing",
+    Outcome.REFUSED: "refuse it (a JSON-RPC error, never a fresh question) and do nothing",
     Outcome.ASKED_AGAIN: "ask the question again (a new input_required result)",
     Outcome.ENDED: "end the call without the work",
     Outcome.NOT_DONE: "not do the work (an error, an ending or a fresh question)",
