@@ -85,6 +85,9 @@ class MoveResult:
     stuck: str = ""
     #: True when the outcome is one the move allows only as a warning (`Move.warn`): not ok, and not a failure.
     warn: bool = False
+    #: What to fix when the move failed on the form of an otherwise right answer (its detail says which), not on
+    #: the mistake the move is there to show: replaces `Move.fix` in the report ("" for the move's own).
+    fix: str = ""
 
     @property
     def stopped_at(self) -> str | None:

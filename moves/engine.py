@@ -44,6 +44,13 @@ from .flow import MAX_ROUNDS, _walk, asked_of, mint_round
 from .forgery import edit_ticket, edits_of, flip_one_character, readable_claims, readable_expiry, unsigned_of
 from .target import Outcome, Progress, Reply, Role, Target
 
+#: What a server refusing a tampered ticket with an isError result changes (the official suite's scenario
+#: accepts only a JSON-RPC error).
+TAMPERED_FIX = ("refuse a ticket that fails verification with a JSON-RPC error, not an isError tool result: the "
+                "frozen -32602 \"Invalid or expired requestState\" (raise it where the tool runs, or verify the "
+                "ticket before the tool does); the official conformance suite's input-required-result-tampered-state "
+                "scenario accepts only a JSON-RPC error.")
+
 #: What other modules import from here (the engine's parts live in moves.calls, .answers, .forgery and .flow).
 __all__ = ["MAX_ROUNDS", "MINT_ID", "RETRY_ID", "UNASKED", "Call", "MoveResult", "Step", "answers_for", "answers_of",
            "client_meta", "edit_ticket", "mint_round", "modern_request", "needs_completed_flow", "outcome_of", "play",
@@ -250,9 +257,10 @@ class _Playing:
     rounds: list[JSONObject] = field(default_factory=list)
     controls: list[Step] = field(default_factory=list)
 
-    def result(self, outcome: Outcome, ok: bool, detail: str, *, note: str = "", warn: bool = False) -> MoveResult:
+    def result(self, outcome: Outcome, ok: bool, detail: str, *, note: str = "", warn: bool = False,
+               fix: str = "") -> MoveResult:
         return MoveResult(self.move, outcome, ok, detail, self.minted, self.steps, self.ticket, note=note,
-                          controls=self.controls, rounds=self.rounds, warn=warn)
+                          controls=self.controls, rounds=self.rounds, warn=warn, fix=fix)
 
     def not_run(self, detail: str) -> MoveResult:
         return _not_run(self.move, detail, self.minted, self.steps, self.ticket, self.controls)
@@ -376,13 +384,15 @@ def _verdict(now: _Playing, mine: Sent) -> MoveResult:
         return now.result(outcome, False, f"{detail}; allowed, but the spec says a server SHOULD answer this with a "
                                           f"JSON-RPC error (a client cannot tell {outcome} from a missing answer)",
                           warn=True)
-    tampered = "signature" in move.refused_by
-    if ok and outcome == Outcome.REFUSED and tampered and "error" not in (step.reply.response or {}) and not note:
-        # Held, with the difference said: the official suite's tampered-state scenario accepts only a JSON-RPC
-        # error, but a tool of the TypeScript SDK's McpServer can only refuse with an isError result (the build
-        # lesson's TypeScript track teaches it); docs/checker/what-it-sees.md lists this overlap.
-        note = ("refused with an isError result; the official conformance suite's tampered-state scenario accepts "
-                "only a JSON-RPC error (-32602), so answer a ticket that fails verification with one where you can")
+    tool_result = _tool_result_refusal(move, mine.finals) if ok else None
+    if tool_result is not None:
+        # The spec: state that fails verification MUST be rejected, and the official suite's tampered-state
+        # scenario accepts only a JSON-RPC error; an isError result is a tool's answer, so it fails here too
+        # (docs/checker/what-it-sees.md lists the overlap: the checker is never less strict there).
+        shape = f"{tool_result.label}: " if len(mine.finals) > 1 else ""
+        return now.result(Outcome.REFUSED, False, f"{shape}{reply_text(tool_result.reply, Outcome.REFUSED)}: a tool "
+                                                  "result, not a rejection; a ticket that fails verification MUST "
+                                                  "be rejected with a JSON-RPC error", fix=TAMPERED_FIX)
     if ok and outcome == Outcome.REFUSED and move.distinct_error:
         distinct = _distinct_error(now, step, outcome, detail)
         if distinct is not None:
@@ -396,6 +406,15 @@ def _verdict(now: _Playing, mine: Sent) -> MoveResult:
                                f"retries are refused), so {now.target.other}'s refusal does not show a check of the "
                                "principal")
     return now.result(outcome, ok, detail, note=note)
+
+
+def _tool_result_refusal(move: Move, finals: list[Step]) -> Step | None:
+    """The first retry of a move whose ticket fails its signature that was refused with an isError result rather
+    than a JSON-RPC error, or None."""
+    if "signature" not in move.refused_by:
+        return None
+    return next((s for s in finals if outcome_of(s.reply) == Outcome.REFUSED and "error" not in (s.reply.response
+                                                                                               or {})), None)
 
 
 def _guess_in(steps: list[Step], call: Call) -> tuple[str, str]:

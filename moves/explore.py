@@ -341,6 +341,11 @@ def _judge_reply(flow: Flow, hop: int, variation: Variation, step: Step, before:
         return _Verdict(True, f"{ahead}: {what}", [step])
     if variation.judge == Judge.REFUSE and outcome_of(step.reply) != Outcome.REFUSED:
         return _Verdict(True, f"was not refused: {what} (a ticket that fails its checks MUST be rejected)", [step])
+    if variation.judge == Judge.REFUSE and variation.invariant == "verified" and "error" not in (step.reply.response
+                                                                                                or {}):
+        # The official suite's tampered-state scenario accepts only a JSON-RPC error; never less strict than it.
+        return _Verdict(True, f"refused with a tool result, not a JSON-RPC error: {what} (a ticket that fails "
+                              "verification MUST be rejected with an error)", [step])
     return _Verdict(False, what, [step])
 
 

@@ -24,7 +24,7 @@ from .target import Outcome
 #: What a sound server does with the move, per expectation, after "a sound server would".
 EXPECTED_WORDS: dict[Outcome, str] = {
     Outcome.COMPLETED: "do the work (a complete result)",
-    Outcome.REFUSED: "refuse it (an error, or a fresh question) and do nothing",
+    Outcome.REFUSED: "refuse it (a JSON-RPC error, never a fresh question) and do nothing",
     Outcome.ASKED_AGAIN: "ask the question again (a new input_required result)",
     Outcome.ENDED: "end the call without the work",
     Outcome.NOT_DONE: "not do the work (an error, an ending or a fresh question)",
@@ -109,6 +109,8 @@ def explain(move: Move, result: MoveResult, evidence: str, verdict: str, *, owne
     text = text.rstrip(".") + "."
     if verdict == "pass":
         return f"{text} As it should: {move.shows}." if move.shows else text
+    if verdict == "fail" and result.fix:  # the right outcome in the wrong form: the detail said what was expected
+        return f"{text} Fix: {result.fix}"
     if verdict == "fail":
         first = f" (its {move.stops_at} check stops it first)" if move.stops_at else ""
         why = f", because {move.shows}" if move.shows else ""

@@ -1,8 +1,9 @@
 """The build lesson's TypeScript track, on the official TypeScript SDK: it type-checks, and the checker
 grades it as it grades the Python track (starter: no step done, every move a step names fails; each
 step's partial: exactly its moves turn green; solution: everything holds), and it behaves as the lesson
-says (refused tickets as isError results, malformed answers as the course's JSON-RPC error; the SDK's
-discovery and caching fields).
+says (every refused ticket the frozen JSON-RPC error, a malformed answer the course's error of its own, both
+through its own tools/call although McpServer makes a tool's throws isError results; the SDK's discovery and
+caching fields).
 
 Each source is type-stripped with the TypeScript compiler pinned in tests/js (as tests/js/sdk_server.mjs
 does for the first lesson's snippet), its bare imports pointed at tests/js's packages, and run with node.
@@ -18,6 +19,7 @@ import pytest
 
 from moves.check import CheckOptions, Report, run_check
 from moves.targets.stdio import StdioTarget
+from mrtr.errors import FROZEN_TICKET_MESSAGE
 from tests.lessons.buildkit import BUILD, CATALOGUE, META, OWNED, SHOWABLE, TTL, converse, passing
 from tests.peers import launch
 from web.build import blocks, grade, same_outside_blocks, splice
@@ -117,6 +119,26 @@ def test_the_typescript_solution_answers_a_malformed_answer_with_the_courses_err
         assert answer["error"]["message"].startswith("Invalid inputResponses: 'confirm': ")
         assert answer["error"]["data"] == {"reason": "invalid_input_response", "key": "confirm"}
     assert answers[-1]["result"]["content"][0]["text"] == "deployed to staging"
+
+
+def test_the_typescript_solution_refuses_every_bad_ticket_with_the_frozen_json_rpc_error(tmp_path: Path) -> None:
+    """The official suite's tampered-state scenario accepts only a JSON-RPC error, and the checker is as strict:
+    a tampered, a junk and a spent ticket all get the Python lab's frozen error, the reason on stderr only."""
+    call = {"_meta": META, "name": "deploy", "arguments": {"env": "staging"}}
+    first = _exchange(SOLUTION, tmp_path, [{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}])[0]
+    ticket = first["result"]["requestState"]
+    prefix, payload, mac = ticket.split(".")
+    tampered = f"{prefix}.{payload[:-1]}{'A' if payload[-1] != 'A' else 'B'}.{mac}"
+    yes = {"confirm": {"action": "accept", "content": {"confirm": True}}}
+    states = [tampered, "junk", ticket, ticket]  # the honest yes spends it; the copy after it is refused
+    messages = [{"jsonrpc": "2.0", "id": 2 + i, "method": "tools/call",
+                 "params": {**call, "requestState": state, "inputResponses": yes}} for i, state in enumerate(states)]
+    bad, junk, honest, spent = _exchange(SOLUTION, tmp_path, messages)
+    assert honest["result"]["content"][0]["text"] == "deployed to staging"
+    for refusal in (bad, junk, spent):
+        assert "result" not in refusal
+        assert refusal["error"] == {"code": -32602, "message": FROZEN_TICKET_MESSAGE,
+                                    "data": {"reason": "invalid_request_state"}}
 
 
 def test_the_sdk_gives_discovery_and_listings_their_cache_fields_and_needs_meta(tmp_path: Path) -> None:

@@ -921,6 +921,15 @@ class StartsOver(Sound):
             return self.ask(principal, arguments, str(message["params"].get("name")))
 
 
+class RefusesAsToolResult(Sound):
+    """Refuses every bad ticket with the same words, but as an isError tool result (what a tool sends where its SDK
+    turns a throw into one): state that fails verification MUST be rejected, and the official suite's
+    tampered-state scenario takes only a JSON-RPC error."""
+
+    def refuse_ticket(self, check: str) -> dict[str, Any]:
+        return self.complete({"content": [{"type": "text", "text": FROZEN}], "isError": True})
+
+
 # -- the exploration's classes: sound shapes it must pass, and mistakes only a variation of some round shows -----
 
 
@@ -1257,6 +1266,7 @@ MUTANTS: dict[str, type[Sound]] = {
     "any-version": AnyVersion,
     "no-result-type": NoResultType,
     "starts-over": StartsOver,
+    "refuses-as-tool-result": RefusesAsToolResult,
     "second-round-unbound": SecondRoundUnbound,
     "second-round-replayable": SecondRoundReplayable,
     "skips-a-round": SkipsARound,

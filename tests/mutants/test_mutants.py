@@ -137,6 +137,22 @@ def test_a_bad_ticket_answered_with_a_fresh_question_fails_with_the_reason() -> 
     assert started_over and all(r.verdict == "fail" and "input_required again" in r.detail for r in started_over)
 
 
+def test_a_tampered_ticket_refused_as_a_tool_result_fails_and_names_the_official_scenario() -> None:
+    """As strict as the official suite where both judge: its tampered-state scenario accepts only a JSON-RPC
+    error, so an isError refusal of a ticket that fails its signature is a FAIL, with the reply as evidence and a
+    Fix naming the scenario; a bad ticket of another kind refused the same way still holds."""
+    report = check_http("refuses-as-tool-result")
+    rows = {r.move: r for r in report.moves}
+    signed = [slug for slug, m in MOVES.items() if "signature" in m.refused_by]
+    assert signed and all(rows[slug].verdict == "fail" for slug in signed)
+    for slug in signed:
+        assert "isError result: Invalid or expired requestState" in rows[slug].detail
+        assert "Fix: refuse a ticket that fails verification with a JSON-RPC error" in rows[slug].detail
+        assert "input-required-result-tampered-state" in rows[slug].detail
+    others = [slug for slug, m in MOVES.items() if m.refused_by and "signature" not in m.refused_by]
+    assert others and all(rows[slug].verdict == "pass" for slug in others)
+
+
 @pytest.mark.parametrize("name", list(MUTANTS))
 def test_each_mutant_is_flagged_exactly_where_its_mistake_shows_over_stdio(name: str, tmp_path: Path) -> None:
     assert_flags(name, "stdio", check_stdio(name, tmp_path))

@@ -1,8 +1,8 @@
 // The lesson's server again, on the official TypeScript SDK (@modelcontextprotocol/server 2.4.0),
 // over stdio. Same tool, same ticket, same six checks to write between the "step" markers.
-// One difference from the Python track: McpServer turns whatever a tool throws into an isError
-// tool result, so a refused ticket comes back as one, not as a JSON-RPC error. A malformed answer gets
-// the course's JSON-RPC error all the same (see buildServer): -32602 "Invalid inputResponses: ...".
+// McpServer turns whatever a tool throws into an isError tool result, so this server serves tools/call
+// itself (see buildServer) and its errors reach the wire as the Python track's do: every refused ticket
+// gets -32602 "Invalid or expired requestState", a malformed answer -32602 "Invalid inputResponses: ...".
 //
 //   MRTR_TICKET_TTL=3 python -m mrtr check --stdio "node server.js"   (after compiling with tsc)
 //
@@ -193,8 +193,8 @@ function deploy(args: { env: string }, ticket: string | undefined, responses: An
 
 const deployArgs = z.object({ env: z.string().min(1) });
 
-// The tool. Refusals are isError results: the same words for every refused ticket, the reason on stderr only.
-// A malformed answer is the course's JSON-RPC error instead, thrown for tools/call (below) to pass through.
+// The tool. Every refused ticket gets the one frozen JSON-RPC error, the reason on stderr only; a malformed
+// answer gets the course's error of its own. Both are thrown for tools/call (below) to pass through.
 async function deployTool({ env }: { env: string }, ctx: ServerContext) {
   // The SDK hands the tool only the entries that are objects and lists the other keys apart; put those back
   // (as null), so step 5 sees that something came under the key and that it is no answer.
@@ -206,7 +206,7 @@ async function deployTool({ env }: { env: string }, ctx: ServerContext) {
     if (error instanceof BadAnswer) throw malformed(error);
     if (!(error instanceof Refused)) throw error;
     console.error(`[server] ticket refused at the ${error.message} check`);
-    return say('Invalid or expired requestState', true); // the same words whatever the reason
+    throw refused(); // the same error whatever the reason
   }
 }
 
@@ -222,8 +222,9 @@ function buildServer(): McpServer {
     { description: 'Deploy the current build to an environment. Asks the user to confirm first.', inputSchema: deployArgs },
     deployTool,
   );
-  // McpServer's own tools/call turns whatever a tool throws into an isError result, the malformed-answer
-  // error too; so tools/call is served here, by the same tool, and a ProtocolError it throws reaches the wire.
+  // McpServer's own tools/call turns whatever a tool throws into an isError result, the ticket refusal and the
+  // malformed-answer error too; so tools/call is served here, by the same tool, and a ProtocolError it throws
+  // reaches the wire.
   server.server.removeRequestHandler('tools/call');
   server.server.setRequestHandler('tools/call', async (request, ctx) => {
     if (request.params.name !== 'deploy') {
@@ -235,6 +236,13 @@ function buildServer(): McpServer {
     return isInputRequiredResult(result) ? result : server.server.projectCallToolResult(result, undefined);
   });
   return server;
+}
+
+// The spec: state that fails verification MUST be rejected; the official conformance suite accepts only a
+// JSON-RPC error for it (input-required-result-tampered-state). This is the one the Python track sends.
+function refused(): ProtocolError {
+  return new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid or expired requestState',
+    { reason: 'invalid_request_state' });
 }
 
 function malformed(error: BadAnswer): ProtocolError {
