@@ -93,9 +93,11 @@ def junit_cases(suite: ET.Element, explored: Exploration, redact: Callable[[str]
 
 def _verdict(slug: str, explored: Exploration) -> str:
     broken = [f for f in explored.findings if f.invariant == slug]
-    if explored.why_not:
-        return "not-run"
-    return "fail" if any(not f.excused for f in broken) else "warn" if broken else "pass"
+    if any(not f.excused for f in broken):
+        return "fail"
+    if broken:
+        return "warn"
+    return "pass" if explored.judged.get(slug) else "not-run"  # no variation judged by it: not shown to hold
 
 
 def page_record(explored: Exploration, budget: int, redact: Callable[[JSON], JSON]) -> JSONObject:
