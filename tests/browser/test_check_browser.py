@@ -166,8 +166,8 @@ def test_the_report_reads_at_a_glance_and_fits_a_phone(page: Page, checker: Live
     assert page.evaluate("document.scrollingElement.scrollWidth") <= 390
     box = exchange.locator("pre.check-json").last.bounding_box()
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
-    page.locator("#check-explore").screenshot(path=tmp_path / "check-finding-390.png")
+    finding.screenshot(path=tmp_path / "check-finding-390.png")
     assert_no_axe_violations(page, axe)
     page.emulate_media(color_scheme="dark")
-    page.locator("#check-explore").screenshot(path=tmp_path / "check-finding-390-dark.png")
+    finding.screenshot(path=tmp_path / "check-finding-390-dark.png")
     assert_no_axe_violations(page, axe)

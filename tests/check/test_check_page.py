@@ -353,9 +353,12 @@ def test_the_report_shows_what_the_exploration_tried_and_each_finding_with_its_f
     app = make_app(MRTR_CHECK_RESOLVER=None)
     client = app.test_client()
     with running(mutant) as (url, _server):
-        html = finish(app, client, client.post("/check", data=form(url, skip_late="1"), headers={}))
+        started = client.post("/check", data=form(url, skip_late="1"), headers={})
+        html = finish(app, client, started)
     section = html.select_one("section#check-explore")
     assert section is not None
+    fragment = soup(client.get(started.headers["Location"], headers=HX))  # htmx's poll draws the same section
+    assert fragment.select_one("html") is None and str(fragment.select_one("section#check-explore")) == str(section)
     summary = " ".join(section.select_one("#check-explore-summary").get_text().split())
     assert re.search(r"\d+ variations over \d+ rounds?, in \d+ calls of a budget of \d+", summary), summary
     verdicts = {li["data-invariant"]: li["data-verdict"] for li in section.select("li[data-invariant]")}
