@@ -97,6 +97,11 @@ class Exploration:
     not_judged: list[str] = field(default_factory=list)  # why some variations could not be judged
     over_budget: int = 0  # variations not played for the budget
     why_not: str = ""  # why nothing was explored ("" when it was)
+    #: Variations judged, by invariant slug: an invariant no variation was judged by is not shown to hold.
+    judged: dict[str, int] = field(default_factory=dict)
+
+    def count(self, invariant: str) -> None:
+        self.judged[invariant] = self.judged.get(invariant, 0) + 1
 
     @property
     def failures(self) -> list[Finding]:
@@ -444,6 +449,7 @@ def _play(run: _Run, flow: Flow, hop: int, variation: Variation, refused: list[t
         if flow.guess and flow.guess not in run.out.not_judged:
             run.out.not_judged.append(flow.guess)
         return
+    run.out.count(variation.invariant)
     if not verdict.broken:
         return
     changes, verdict = _shrunk(run, flow, hop, variation, verdict)
@@ -467,6 +473,8 @@ def _same_refusal(run: _Run, refused: list[tuple[int, Variation, Step]]) -> None
     for hop, variation, step in refused:
         key = _refusal_of(step)
         if key is not None:
+            if seen:  # a second refusal: compared with the first
+                run.out.count("same-refusal")
             seen.setdefault(key, (hop, variation, step))
     if len(seen) > 1:
         (h1, v1, s1), (h2, v2, s2) = list(seen.values())[:2]
@@ -504,6 +512,7 @@ def _late(run: _Run, flow: Flow, early: list[Hop]) -> None:
                         f"round {hop + 1}: sent past the ticket's expiry")
         run.out.played += 1
         verdict = _judge_reply(flow, hop, variation, step, None)
+        run.out.count("expiry")
         if verdict.broken:
             run.out.findings.append(Finding("expiry", hop + 1, "expiry", variation.label, verdict.detail, [step]))
             return

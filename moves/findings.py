@@ -15,10 +15,12 @@ from .calls import Step, outcome_of, reply_text
 from .exchange import short_ticket
 from .explore import Exploration, Finding
 from .invariants import INVARIANTS
+from .variations import VARIATIONS
 
 
-def _sent(step: Step) -> str:
-    """A retry in one line: who sent it, the ticket (shortened) and the parts a variation changes."""
+def _kept(step: Step) -> JSONObject:
+    """The parts of a retry a variation changes: the ticket (shortened when long) and `_meta` without the
+    version and client info every request carries."""
     params = as_object(step.sent.get("params"))
     kept: JSONObject = {k: v for k, v in params.items() if k not in ("_meta", "requestState")}
     if "requestState" in params:
@@ -29,7 +31,12 @@ def _sent(step: Step) -> str:
     meta = {k: v for k, v in as_object(params.get("_meta")).items() if "protocolVersion" not in k and "clientInfo"
             not in k}
     kept["_meta"] = meta
-    return f"{step.role} -> {json.dumps(kept, ensure_ascii=False, sort_keys=True)[:700]}"
+    return kept
+
+
+def _sent(step: Step) -> str:
+    """A retry in one line: who sent it, the ticket (shortened) and the parts a variation changes."""
+    return f"{step.role} -> {json.dumps(_kept(step), ensure_ascii=False, sort_keys=True)[:700]}"
 
 
 def exchange_lines(finding: Finding) -> list[str]:
@@ -82,3 +89,32 @@ def junit_cases(suite: ET.Element, explored: Exploration, redact: Callable[[str]
         elif explored.why_not:
             ET.SubElement(case, "skipped", message=redact(explored.why_not))
     return failures
+
+
+def _verdict(slug: str, explored: Exploration) -> str:
+    broken = [f for f in explored.findings if f.invariant == slug]
+    if any(not f.excused for f in broken):
+        return "fail"
+    if broken:
+        return "warn"
+    return "pass" if explored.judged.get(slug) else "not-run"  # no variation judged by it: not shown to hold
+
+
+def page_record(explored: Exploration, budget: int, redact: Callable[[JSON], JSON]) -> JSONObject:
+    """What the /check page keeps and draws: `json_of`'s counts with the budget and the parts varied, each
+    invariant with its verdict, and each finding with its rule and its exchange (the last three retries, sent
+    indented, each reply in words), every string passed through `redact`."""
+    record = json_of(explored, lambda text: str(redact(text)))
+    invariants: list[JSON] = [{"slug": slug, "rule": i.rule, "verdict": _verdict(slug, explored)}
+                              for slug, i in INVARIANTS.items()]
+    findings = record["findings"]
+    for finding, kept in zip(explored.findings, findings if isinstance(findings, list) else [], strict=False):
+        if isinstance(kept, dict):
+            kept["rule"] = INVARIANTS[finding.invariant].rule
+            kept["exchange"] = [redact({"role": step.role,
+                                        "sent": json.dumps(_kept(step), ensure_ascii=False, sort_keys=True,
+                                                           indent=2)[:4000],
+                                        "got": reply_text(step.reply, outcome_of(step.reply))[:600]})
+                                for step in finding.steps[-3:]]
+    return {**record, "budget": budget, "parts": list(dict.fromkeys(v.part for v in VARIATIONS)),
+            "invariants": invariants}

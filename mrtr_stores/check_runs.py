@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NotRequired, Protocol, TypedDict
 
-from mrtr import JSON
+from mrtr import JSON, JSONObject
 
 #: Runs going on at once, for everyone.
 MAX_ACTIVE = 4
@@ -92,6 +92,8 @@ class Run:
     summary: str = ""
     error: str = ""
     finished: float = 0.0
+    #: What the exploration played and found (`moves.findings.page_record`, tokens redacted), once it is over.
+    exploration: JSONObject | None = None
 
     @property
     def running(self) -> bool:

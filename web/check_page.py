@@ -26,6 +26,7 @@ from mrtr import JSON, JSONObject
 from mrtr.client import Line
 from mrtr_stores.check_runs import ProbeRecord, Run, RunRefused
 from web import check_runner, htmx
+from web.check_explore import ExplorationView, exploration_view
 from web.check_hosts import CheckInputError, is_public, resolve_host, rules, vet_url
 from web.check_limits import form_field, json_object, late_after, run_limit, same_site, visitor
 from web.content import get_content
@@ -233,6 +234,7 @@ class RunView(TypedDict):
     plan: str
     outcome: Callable[[str], str]  # a row's verdict as the check matrix's outcome class
     roles: dict[str, str]
+    exploration: ExplorationView | None  # drawn once the run kept one (check/_exploration.html)
 
 
 def _view(run: Run) -> RunView:
@@ -261,7 +263,7 @@ def _view(run: Run) -> RunView:
             "played": len(run.rows), "total": run.total,
             "waiting": run.waiting and run.state == "running", "wait_left": _left(run.wait_total - run.waited),
             "plan": run.plan,
-            "outcome": _verdict_outcome, "roles": ROLES}
+            "outcome": _verdict_outcome, "roles": ROLES, "exploration": exploration_view(run.exploration)}
 
 
 def _left(seconds: float) -> str:

@@ -20,10 +20,11 @@ from flask import Flask, current_app
 
 from moves.catalog import Move
 from moves.check import CheckError, CheckOptions, CheckStopped, Events, MoveRow, run_check
+from moves.findings import page_record
 from moves.probes import ProbeResult
 from moves.targets.http import HttpTarget
 from moves.targets.remote import DEFAULT_TIMEOUT, Timing
-from mrtr import JSON
+from mrtr import JSON, JSONObject
 from mrtr_settings.environment import Settings
 from mrtr_settings.stores import open_check_runs
 from mrtr_stores.check_runs import Run, RunStore, RunStoreDown
@@ -136,6 +137,10 @@ class _Progress:
                 self.last_wait = self.store.clock()
                 self.save()
 
+    def explored(self, record: JSONObject) -> None:
+        with self.lock:
+            self.run.exploration = record
+
     def end(self, state: str, *, summary: str = "", error: str = "") -> None:
         with self.lock:
             self.run.state, self.run.summary, self.run.error = state, summary, error
@@ -166,6 +171,9 @@ def _execute(app: Flask, store: RunStore, run: Run, order: Order, tokens: tuple[
         tokens = ("", "")
         report = run_check(target, order.options, moves=order.moves, events=progress.events(),
                            secrets=progress.secrets)
+        if report.explored is not None:
+            progress.explored(page_record(report.explored, order.options.budget,
+                                          lambda value: redact(value, progress.secrets)))
         progress.end("done", summary=report.summary())
     except CheckStopped as exc:  # the rows as the report keeps them: those played before the time-out, in order
         progress.resync(exc.report.moves)

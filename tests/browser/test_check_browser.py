@@ -18,6 +18,7 @@ from moves.catalog import load_moves
 from tests.browser.conftest import BROWSER_TEST_CONFIG
 from tests.browser.helpers import LiveServer, assert_no_axe_violations, serve
 from tests.check.catalogue import STOLEN
+from tests.mutants.harness import running
 
 REPORT_TIMEOUT_MS = 90_000  # a whole run on a loaded 2-core machine; expect returns as soon as it is there
 
@@ -107,7 +108,8 @@ def css_color(page: Page, value: str) -> str:
       const c = getComputedStyle(b).color; b.remove(); return c; }""", value)
 
 
-def test_the_report_reads_at_a_glance_and_fits_a_phone(page: Page, checker: LiveServer) -> None:
+def test_the_report_reads_at_a_glance_and_fits_a_phone(page: Page, checker: LiveServer, axe: Axe,
+                                                      tmp_path: Path) -> None:
     page.set_viewport_size({"width": 1280, "height": 720})
     page.goto(checker.url + "/check")
     url_field = page.get_by_label("MCP endpoint URL")
@@ -140,3 +142,32 @@ def test_the_report_reads_at_a_glance_and_fits_a_phone(page: Page, checker: Live
     detail = page.locator(f'tr[data-move="{STOLEN.slug}"] .check-detail')
     box = detail.bounding_box()
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+    # the exploration's section: what it tried and what held, on screen at 390 px, axe-clean in both themes
+    explored = page.locator("#check-explore")
+    expect(explored).to_be_visible()
+    expect(explored.locator("#check-explore-clean")).to_contain_text("No variation broke an invariant")
+    assert_no_axe_violations(page, axe)
+    page.emulate_media(color_scheme="dark")
+    assert_no_axe_violations(page, axe)
+    page.emulate_media(color_scheme="light")
+    # a flawed server's finding at 390 px: its exchange opens by keyboard, its JSON wraps inside its block
+    with running("content-is-yes") as (url, _server):
+        page.goto(checker.url + "/check")
+        fill(page, url)
+        page.get_by_role("button", name="Check the server").click()
+        expect(status).to_contain_text("FAIL", timeout=REPORT_TIMEOUT_MS)
+    finding = page.locator('#check-explore article.check-finding[data-invariant="no-means-no"]').first
+    expect(finding.locator(".check-finding-fix")).to_be_visible()
+    exchange = finding.locator("details.check-exchange")
+    exchange.locator(":scope > summary").focus()
+    page.keyboard.press("Enter")
+    expect(exchange).to_have_attribute("open", "")
+    expect(exchange.locator("pre.check-json").first).to_be_visible()
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= 390
+    box = exchange.locator("pre.check-json").last.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+    finding.screenshot(path=tmp_path / "check-finding-390.png")
+    assert_no_axe_violations(page, axe)
+    page.emulate_media(color_scheme="dark")
+    finding.screenshot(path=tmp_path / "check-finding-390-dark.png")
+    assert_no_axe_violations(page, axe)

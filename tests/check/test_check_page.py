@@ -18,6 +18,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from moves.check import MoveRow
+from moves.invariants import INVARIANTS
 from moves.playing import duration
 from moves.probes import ProbeResult
 from moves.schedule import WIDTH
@@ -344,3 +345,37 @@ def test_the_form_says_how_long_a_check_takes_and_the_run_says_it_again_from_wha
     plan = html.select_one("#check-plan").get_text(" ", strip=True)
     assert plan.startswith("About ") and f"{len(MOVES)} moves and 5 probes, {WIDTH} at a time" in plan
     assert plan.endswith("the late moves are skipped.")
+
+
+@pytest.mark.parametrize(("mutant", "invariant"), [("content-is-yes", "no-means-no"), ("sound", None)])
+def test_the_report_shows_what_the_exploration_tried_and_each_finding_with_its_fix(
+        make_app: Callable[..., Flask], mutant: str, invariant: str | None) -> None:
+    app = make_app(MRTR_CHECK_RESOLVER=None)
+    client = app.test_client()
+    with running(mutant) as (url, _server):
+        started = client.post("/check", data=form(url, skip_late="1"), headers={})
+        html = finish(app, client, started)
+    section = html.select_one("section#check-explore")
+    assert section is not None
+    fragment = soup(client.get(started.headers["Location"], headers=HX))  # htmx's poll draws the same section
+    assert fragment.select_one("html") is None and str(fragment.select_one("section#check-explore")) == str(section)
+    summary = " ".join(section.select_one("#check-explore-summary").get_text().split())
+    assert re.search(r"\d+ variations over \d+ rounds?, in \d+ calls of a budget of \d+", summary), summary
+    verdicts = {li["data-invariant"]: li["data-verdict"] for li in section.select("li[data-invariant]")}
+    assert list(verdicts) == list(INVARIANTS)
+    findings = section.select("article.check-finding")
+    if invariant is None:  # a sound server: no finding, and the page says what it held
+        # the late moves were skipped: expiry was judged by nothing, so it is not shown to hold
+        assert findings == [] and verdicts.pop("expiry") == "not-run" and set(verdicts.values()) == {"pass"}
+        clean = " ".join(section.select_one("#check-explore-clean").get_text().split())
+        assert "server held 9 of the 10 over every round" in clean
+        return
+    assert verdicts[invariant] == "fail" and html.select_one("#check-status").get_text().startswith("FAIL")
+    first = next(f for f in findings if f["data-invariant"] == invariant)
+    assert first.select_one(".check-finding-variation").get_text(strip=True)
+    assert first.select_one(".check-finding-fix").get_text(strip=True) == f"Fix: {INVARIANTS[invariant].fix}."
+    sent = first.select("pre.check-json")
+    assert sent and '"inputResponses"' in sent[-1].get_text()  # the retry itself, escaped, indented
+    assert first.select(".check-got")
+    text = str(html)
+    assert "bob-token" not in text and "alice-token" not in text
