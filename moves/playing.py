@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from moves.catalog import NOT_A_YES, Move
 from moves.engine import Call, MoveResult, play
 from moves.exchange import exchange_of
+from moves.replays import kept_result
 from moves.probes import (
     ProbeExchange,
     ProbeResult,
@@ -102,6 +103,8 @@ def _play_move(move: Move, target: Target, call: Call, options: CheckOptions, cl
                       seconds=clock() - started, timed_out=True)
         return Played(move, None, row, exchanges=recorder.exchanges, seconds=row.seconds,
                       stopped=f"{target.label} did not answer in time during {exc.context}: {exc.why}")
+    # A replay answered with the same principal's own earlier result, unchanged, did no second piece of work.
+    result = kept_result(result)
     row = move_row(result, move, options, target)
     row.seconds = clock() - started
     return Played(move, result, row, exchanges=recorder.exchanges, seconds=row.seconds)
