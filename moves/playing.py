@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from moves.catalog import NOT_A_YES, Move
 from moves.engine import Call, MoveResult, play
 from moves.exchange import exchange_of
-from moves.replays import kept_result
 from moves.probes import (
     ProbeExchange,
     ProbeResult,
@@ -25,6 +24,7 @@ from moves.probes import (
     probe_missing_answer,
     probe_version,
 )
+from moves.replays import kept_result
 from moves.report import CheckOptions, Events, MoveRow
 from moves.schedule import Countdown, Schedule, Slots
 from moves.target import Outcome, Target
