@@ -25,6 +25,7 @@ from .calls import Call, Step, modern_request, outcome_of, reply_text, work_of
 from .flow import asked_of
 from .forgery import readable_expiry
 from .invariants import INVARIANTS
+from .replays import cached_step
 from .target import Outcome, Reply, Role, Target
 from .variations import (
     ABSENT,
@@ -125,8 +126,9 @@ class _Run:
             raise _OverBudget
         self.out.calls += 1
         self.next_id += 1
-        return Step(retry.role, 0.0, message_of(self.call, retry, self.next_id),
-                    self.target.send(retry.role, message_of(self.call, retry, self.next_id)), label)
+        # A variation of the id sends its own (an id of the honest flow); every other call a fresh one.
+        message = message_of(self.call, retry, self.next_id if retry.request_id is None else retry.request_id)
+        return Step(retry.role, 0.0, message, self.target.send(retry.role, message), label)
 
     def burst(self, retry: Retry, copies: int) -> list[Step]:
         if self.out.calls + copies > self.budget:
@@ -269,17 +271,6 @@ def progress(flow: Flow, hop: int, reply: Reply) -> bool | None:
     return False
 
 
-def _cached(reply: Reply, before: Step | None) -> bool:
-    """Whether a replay got, byte for byte, the result its ticket's first use got (and that result has something
-    that differs between two works: an id, a number): the same principal served its own result again, not work."""
-    if before is None:
-        return False
-    mine, theirs = as_object((reply.response or {}).get("result")), as_object((before.reply.response or {}).get(
-        "result"))
-    raw = json.dumps(mine.get("content"), sort_keys=True)
-    return bool(mine) and raw == json.dumps(theirs.get("content"), sort_keys=True) and any(c.isdigit() for c in raw)
-
-
 @dataclass
 class _Verdict:
     broken: bool | None  # None: cannot be judged
@@ -310,7 +301,13 @@ def _context(run: _Run, flow: Flow, fresh: Flow, hop: int, variation: Variation)
     return Context(hop, tuple(h.questions for h in flow.hops), tuple(h.answers for h in flow.hops),
                    str(getattr(run.target, "owner", "owner")), str(getattr(run.target, "other", "other")),
                    call.other_arguments, call.cross_tool,
-                   answers_for(call.cross_questions, supplied_answers(call, hop + 1)), foreign)
+                   answers_for(call.cross_questions, supplied_answers(call, hop + 1)), foreign,
+                   tuple(_id_of(s) for s in fresh.steps))
+
+
+def _id_of(step: Step) -> int | None:
+    sent = step.sent.get("id")
+    return sent if isinstance(sent, int) and not isinstance(sent, bool) else None
 
 
 def _built(run: _Run, flow: Flow, fresh: Flow, hop: int, variation: Variation,
@@ -330,7 +327,7 @@ def _judge_reply(flow: Flow, hop: int, variation: Variation, step: Step, before:
     """One reply held to the variation's judge: REFUSE (refused, nothing else), NO_PROGRESS, SAME_RESULT."""
     moved = progress(flow, hop, step.reply)
     what = _what(step)
-    if variation.phase == Phase.SPENT and moved and variation.invariant == "once" and _cached(step.reply, before):
+    if variation.phase == Phase.SPENT and moved and variation.invariant == "once" and cached_step(step, before):
         return _Verdict(False, f"the first use's own result, served again: {what}", [step])
     if variation.judge == Judge.SAME_RESULT:
         if outcome_of(step.reply) != Outcome.COMPLETED or flow.work is None:
@@ -389,7 +386,7 @@ def _play_once(run: _Run, flow: Flow, hop: int, variation: Variation, changes: t
         copies = run.burst(retry, COPIES)
         moved = [s for s in copies if progress(flow, hop, s.reply)]
         # The first copy's own result served again to the same principal (a cache) is no second work.
-        moved = moved[:1] + [s for s in moved[1:] if not _cached(s.reply, moved[0])]
+        moved = moved[:1] + [s for s in moved[1:] if not cached_step(s, moved[0])]
         detail = f"{len(moved)} of {COPIES} identical copies sent at once went through: {_what(moved[-1])}" \
             if len(moved) > 1 else ""
         return _Verdict(len(moved) > 1, detail, copies)

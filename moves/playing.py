@@ -24,6 +24,7 @@ from moves.probes import (
     probe_missing_answer,
     probe_version,
 )
+from moves.replays import kept_result
 from moves.report import CheckOptions, Events, MoveRow
 from moves.schedule import Countdown, Schedule, Slots
 from moves.target import Outcome, Target
@@ -102,6 +103,8 @@ def _play_move(move: Move, target: Target, call: Call, options: CheckOptions, cl
                       seconds=clock() - started, timed_out=True)
         return Played(move, None, row, exchanges=recorder.exchanges, seconds=row.seconds,
                       stopped=f"{target.label} did not answer in time during {exc.context}: {exc.why}")
+    # A replay answered with the same principal's own earlier result, unchanged, did no second piece of work.
+    result = kept_result(result)
     row = move_row(result, move, options, target)
     row.seconds = clock() - started
     return Played(move, result, row, exchanges=recorder.exchanges, seconds=row.seconds)

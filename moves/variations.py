@@ -36,6 +36,8 @@ class Retry:
     responses: JSONObject | None
     capabilities: JSONObject
     meta: JSONObject = field(default_factory=dict)  # extra _meta members
+    #: The JSON-RPC id to send it under (an id the honest flow used), or None for a fresh one.
+    request_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,8 @@ class Context:
     other_tool_answers: JSONObject
     #: Tickets minted elsewhere, by what they are ("the previous round's ticket", "alice's ticket ...").
     foreign: dict[str, str] = field(default_factory=dict)
+    #: The JSON-RPC ids of the fresh honest flow's requests in order: the first call, then each round's retry.
+    ids: tuple[int | None, ...] = ()
 
 
 #: A change: the retry it makes of an honest one, or None when it does not apply here (nothing to change).
@@ -220,6 +224,24 @@ def _capabilities(caps: JSONObject) -> Apply:
     return apply
 
 
+def _id_of_request(at: Callable[[Context], int]) -> Apply:
+    """The retry sent under the id of one of the fresh honest flow's own requests (`at`: its index in `ids`). The
+    new-id rule binds the client; a server may answer a reused id or refuse it, never do the work twice for it."""
+    def apply(retry: Retry, ctx: Context) -> Retry | None:
+        index = at(ctx)
+        if not 0 <= index < len(ctx.ids) or ctx.ids[index] is None:
+            return None
+        return replace(retry, request_id=ctx.ids[index])
+    return apply
+
+
+#: Indexes into `Context.ids`: the request that handed out this round's ticket, round one's first call (when that
+#: is another request), and the retry that spent this round's ticket (after a full flow).
+_HANDED_OUT = _id_of_request(lambda ctx: ctx.round)
+_FIRST_CALL = _id_of_request(lambda ctx: 0 if ctx.round > 0 else -1)
+_SPENDING = _id_of_request(lambda ctx: ctx.round + 1)
+
+
 # -- the answers --------------------------------------------------------------------------------------
 
 
@@ -359,7 +381,13 @@ VARIATIONS: tuple[Variation, ...] = (
     V("_meta", "declared", J.DECLARED, P.FRESH, (_C("capabilities {}", _capabilities({})),)),
     V("_meta", "version", J.REFUSE, P.FRESH, (_C("protocol version 1900-01-01", _version),)),
     V("_meta", "declared", J.URL_ACCEPT, P.FRESH, (_C("url mode declared", _capabilities(WITH_URL), attack=False),)),
+    V("id", "bound", J.SAME_RESULT, P.FRESH, (_C("under the id of the request that handed out this ticket",
+                                                _HANDED_OUT),)),
+    V("id", "bound", J.SAME_RESULT, P.FRESH, (_C("under the id of round one's first call", _FIRST_CALL),)),
     V("replay", "once", J.NO_PROGRESS, P.SPENT, (_C("sent again", _same),)),
+    V("id", "once", J.NO_PROGRESS, P.SPENT, (_C("sent again under the id that spent it", _SPENDING),)),
+    V("id", "private", J.NO_PROGRESS, P.SPENT, (_C("sent again by the other principal", _sender_other),
+                                                _C("under the id that spent it", _SPENDING, attack=False))),
     V("replay", "once", J.NO_PROGRESS, P.SPENT, (_C("re-encoded: padding added", _reencoded(padded)),)),
     V("replay", "once", J.NO_PROGRESS, P.SPENT, (_C("re-encoded: padding removed", _reencoded(unpadded)),)),
     V("replay", "once", J.NO_PROGRESS, P.SPENT, (_C("re-encoded: the other base64 alphabet",

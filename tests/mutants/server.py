@@ -32,6 +32,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import secrets
 import sys
 import threading
@@ -1235,6 +1236,68 @@ class CacheForAnyone(Sound):
         return result
 
 
+class _Kept(Exception):
+    """A replay that found its kept result (raised from the single-use check, after every other check passed)."""
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        self.result = result
+
+
+class KeepsResults(Sound):
+    """Sound, and keeps each retry's result for its principal: the same principal's replay of a spent ticket with
+    the same answers, once the signature, principal, expiry and request are checked, gets that result again byte for
+    byte (its deploy number and id unchanged), and nothing is deployed again. Another principal, other answers or a
+    ticket that fails a check never reach the kept results. Requests are served one at a time, so that of identical
+    copies arriving together the first deploys and the others find its result (never a race)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.results: dict[tuple[str, Any, str], dict[str, Any]] = {}
+        self.serial = threading.Lock()
+
+    @staticmethod
+    def kept_key(claims: dict[str, Any], message: dict[str, Any], principal: str) -> tuple[str, Any, str]:
+        answers = json.dumps(message["params"].get("inputResponses"), sort_keys=True)
+        return principal, claims.get("jti"), answers
+
+    def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        with self.serial:
+            try:
+                return super().deploy(message, principal, arguments)
+            except _Kept as kept:
+                return self.served_again(kept.result)
+
+    def served_again(self, result: dict[str, Any]) -> dict[str, Any]:
+        return result
+
+    def check_unspent(self, claims: dict[str, Any], message: dict[str, Any], principal: str,
+                      arguments: dict[str, Any]) -> None:
+        kept = self.results.get(self.kept_key(claims, message, principal))
+        if kept is not None:
+            raise _Kept(kept)
+        super().check_unspent(claims, message, principal, arguments)
+
+    def proceed(self, claims: dict[str, Any], message: dict[str, Any], principal: str,
+                arguments: dict[str, Any]) -> dict[str, Any]:
+        result = super().proceed(claims, message, principal, arguments)
+        if result.get("resultType") == "complete":
+            self.results[self.kept_key(claims, message, principal)] = result
+        return result
+
+
+class CacheCountedAsWork(KeepsResults):
+    """Keeps each retry's result per principal, but counts serving it again as a deploy: the replay gets the kept
+    result with the deploy number moved on (reported as new work)."""
+
+    def served_again(self, result: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            self.deploys += 1
+            number = self.deploys
+        text = str(result["content"][0]["text"])
+        counted = re.sub(r"\(deploy \d+,", f"(deploy {number},", text)
+        return {**result, "content": [{"type": "text", "text": counted}]}
+
+
 #: The mutants by name (the names tests/mutants/expectations.toml uses), and the sound servers.
 MUTANTS: dict[str, type[Sound]] = {
     "any-answer-is-yes": AnyAnswerIsYes,
@@ -1281,12 +1344,14 @@ MUTANTS: dict[str, type[Sound]] = {
     "url-accept-is-done": UrlAcceptIsDone,
     "url-undeclared": UrlUndeclared,
     "cache-for-anyone": CacheForAnyone,
+    "cache-counted-as-work": CacheCountedAsWork,
 }
 SOUND: dict[str, type[Sound]] = {"sound": Sound, "two-rounds": TwoRounds,
                                   "state-only-first": StateOnlyFirst, "opaque": Opaque, "sealed": Sealed,
                                   "two-questions": TwoQuestions, "renamed": Renamed, "slow": Slow,
                                   "free-text-second": FreeTextSecond, "three-rounds": ThreeRounds,
-                                  "per-user-opaque": PerUserOpaque, "jws": Jws, "url-gated": UrlGated}
+                                  "per-user-opaque": PerUserOpaque, "jws": Jws, "url-gated": UrlGated,
+                                  "keeps-results": KeepsResults}
 
 
 # -- servers for the checker's own verdict tests (tests/check/test_verdicts.py), not mutants ----------------

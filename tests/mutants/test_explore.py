@@ -33,6 +33,7 @@ CAUGHT = [
     ("url-accept-is-done", "declared", 1, "url mode declared"),
     ("cache-for-anyone", "private", 1, "sent again by the other principal"),
     ("pre-answered", "answers", 1, "no requestState"),
+    ("cache-counted-as-work", "once", 1, "sent again"),
 ]
 
 
@@ -54,7 +55,7 @@ def test_each_class_is_caught_by_its_smallest_variation_with_the_exchange(name: 
 
 
 @pytest.mark.parametrize("name", ["sound", "two-rounds", "three-rounds", "state-only-first", "per-user-opaque",
-                                  "jws", "url-gated", "two-questions"])
+                                  "jws", "url-gated", "two-questions", "keeps-results"])
 def test_sound_shapes_break_no_invariant(name: str) -> None:
     out = explored(name)
     assert out.findings == [] and not out.why_not and out.played >= 25, out
@@ -77,6 +78,28 @@ def test_a_bad_ticket_answered_with_a_question_breaks_verification_at_every_part
     out = explored("starts-over")
     assert {f.invariant for f in out.findings} == {"verified", "bound"}
     assert all("was not refused: input_required again" in f.detail for f in out.findings)
+
+
+def test_a_kept_result_served_again_to_its_own_principal_is_not_work_but_a_counted_one_is() -> None:
+    kept = explored("keeps-results")
+    assert kept.findings == [] and kept.played >= 30, kept
+    counted = [f for f in explored("cache-counted-as-work").findings if f.invariant == "once"]
+    assert {f.part for f in counted} >= {"replay", "id"}, counted
+    assert all("did the work" in f.detail for f in counted if f.part != "concurrency"), counted
+    # The replay under the id that spent the ticket really went under that id (the honest retry's, shown before it).
+    same_id = next(f for f in counted if f.part == "id")
+    assert same_id.steps[-1].sent["id"] == same_id.steps[-2].sent["id"], same_id.steps
+
+
+def test_the_retry_is_sent_under_ids_of_the_honest_flow_and_never_judged_by_the_id_alone() -> None:
+    """The new-id rule binds the client: a sound server that answers a reused id breaks nothing; the variations of
+    the id are played under the honest flow's own ids (the call that handed out the ticket, the retry that spent
+    it), on every round."""
+    out = explored("two-rounds")
+    assert out.findings == [], out
+    ids = [v for v in VARIATIONS if v.part == "id"]
+    assert {v.phase.value for v in ids} == {"fresh", "spent"} and {v.invariant for v in ids} == {"bound", "once",
+                                                                                                   "private"}
 
 
 def test_every_variation_is_judged_by_an_invariant_stated_once() -> None:
