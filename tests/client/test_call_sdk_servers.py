@@ -33,6 +33,16 @@ def test_every_tool_of_an_sdk_server_completes_by_schema(peer: HttpPeer) -> None
     assert "deploy: complete" in out and "deployed" in out
 
 
+def test_deploy_on_an_sdk_server_with_scripted_answers(peer: HttpPeer) -> None:
+    """The same call with `--answers`: the yes comes from the script, and a script without it is refused."""
+    code, out, err = run([peer.url, "deploy", "--arg", "env=staging", "--answers", '{"confirm":{"confirm":true}}',
+                          "--token", "bob-token"])
+    assert (code, err) == (0, ""), out
+    assert "deployed" in out
+    code, _out, err = run([peer.url, "deploy", "--arg", "env=staging", "--answers", "{}", "--token", "bob-token"])
+    assert code == 1 and "no answer for the question 'confirm'" in err
+
+
 def test_deploy_on_an_sdk_server_answered_in_a_terminal(peer: HttpPeer, terminal: MakeTerminal) -> None:
     term = terminal([peer.url, "deploy", "--arg", "env=staging", "--token", "bob-token"])
     term.expect("accept, decline or cancel? [accept]: ")
