@@ -127,8 +127,20 @@ def own_temporary_directory(app: Flask) -> Path:
     """A fresh temporary directory that `app` owns: removed when the app is collected, or when the process ends if
     the app lives that long (a test app's class files, which no later app may see)."""
     folder = tempfile.mkdtemp(prefix="mrtr-class-")
-    weakref.finalize(app, shutil.rmtree, folder, ignore_errors=True)
+    removal = weakref.finalize(app, shutil.rmtree, folder, ignore_errors=True)
+    app.extensions.setdefault(OWNED_DIRECTORIES, []).append(removal)
     return Path(folder)
+
+
+#: Where an app keeps the removals of the directories it owns, so whoever ends the app can run them at once.
+OWNED_DIRECTORIES = "mrtr.owned_directories"
+
+
+def remove_owned_directories(app: Flask) -> None:
+    """Remove now what `own_temporary_directory` made for `app`, without waiting for it to be collected (a server
+    that stops while something still holds its app). Each removal runs once, whoever calls it first."""
+    for removal in app.extensions.pop(OWNED_DIRECTORIES, []):
+        removal()
 
 
 def classroom() -> Classroom:

@@ -12,6 +12,8 @@ from flask import Flask
 from playwright.sync_api import Page, expect
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from web.classroom_services import remove_owned_directories
+
 
 @dataclass
 class LiveServer:
@@ -36,6 +38,7 @@ def serve(app: Flask) -> Iterator[LiveServer]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+        remove_owned_directories(app)  # the fixture's cache may still hold the app when the suite's guard looks
 
 
 def assert_no_axe_violations(page: Page, axe: Axe | None = None) -> None:

@@ -12,7 +12,8 @@ from playwright.sync_api import Browser, Page, expect
 from moves.catalog import load_moves
 from tests.browser.helpers import assert_no_axe_violations
 from tests.web.helpers import stopped_move
-from web.demo import SWITCHES
+from web.demo import DEPLOY_WORDS, SWITCHES
+from web.playground_words import tell
 
 MOVES = load_moves()
 MOVE_SLUGS = [m.slug for m in MOVES]
@@ -155,11 +156,12 @@ def test_speaker_notes_follow_the_deck_and_drive_it(two_windows: tuple[Page, Pag
     notes.goto("/demo/notes")
     expect_slide(notes, f"move-{first.slug}")  # the notes asked the deck where it is
     expect(notes).to_have_url(f"{base_url}/demo/notes/move/{first.slug}")
-    expect(visible_slide(notes)).to_contain_text(first.note_for(first.expect, first.stops_at or None).text)
+    expect(visible_slide(notes)).to_contain_text(
+        tell(first.note_for(first.expect, first.stops_at or None).text, DEPLOY_WORDS))  # told in deploy's words
     assert_no_axe_violations(notes, axe)
     slides.keyboard.press("3")
     expect_slide(notes, f"move-{third.slug}")
-    expect(visible_slide(notes)).to_contain_text(third.summary)
+    expect(visible_slide(notes)).to_contain_text(tell(third.summary, DEPLOY_WORDS))
     notes.keyboard.press("ArrowLeft")
     expect_slide(slides, f"move-{MOVES[1].slug}")
 
