@@ -66,7 +66,9 @@ def run_sh_command(port: int) -> tuple[list[str], dict[str, str]]:
     the script exports for it: its `${NAME:-default}`s filled in, `$((NAME - 1))` worked out, the venv's own
     binaries. Read from the script, so the bench serves what the script serves (f34 owns it)."""
     text = RUN_SH.read_text().replace("\\\n", " ")
-    values = dict(re.findall(r'^(?:export )?(\w+)="\$\{\1:-([^}"]*)\}"$', text, re.MULTILINE))
+    # A default may name another variable (MRTR_PUBLIC_URL's names ${PORT}), so `${NAME}` may sit inside it.
+    values = dict(re.findall(r'^(?:export )?(\w+)="\$\{\1:-((?:[^}"$]|\$\{\w+\}|\$(?!\{))*)\}"$', text,
+                             re.MULTILINE))
     values["PORT"] = str(port)
 
     def expand(word: str) -> str:
