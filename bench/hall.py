@@ -97,9 +97,9 @@ def served(kind: str, class_db: Path) -> Iterator[Served]:
         with granian_app(workers=2, threads=production_threads(), env=env, extra_args=("--backlog", "1024")) as s:
             yield s
         return
-    tmp = tempfile.TemporaryDirectory(prefix="mrtr-hall-")
     port = free_port()
-    argv, exported = run_sh_command(port)
+    argv, exported = run_sh_command(port)  # before the folder: a script it cannot read leaves nothing behind
+    tmp = tempfile.TemporaryDirectory(prefix="mrtr-hall-")
     with spawn("run-sh", argv, our_env(tmp, {**exported, **env}), port, tmp, children=run_sh_workers(argv)) as s:
         yield s
 
