@@ -175,10 +175,13 @@ class Load:
         n = 0
         while time.monotonic() < deadline:
             n += 1
+            # `started` is when the request that gave the outcome was sent: a flow's retry sent after SIGTERM
+            # may be turned away before nginx reads it, even though the flow's first call came before.
             started = time.monotonic()
             try:
                 status, reply = mcp(port, deploy_request(n, "staging"), source)
                 if status == 200 and "result" in reply:
+                    started = time.monotonic()
                     status, reply = mcp(port, retry_of(reply["result"], n + 1_000_000), source)
                 outcome = str(status)
             except ConnectionRefusedError:
