@@ -1,6 +1,6 @@
 """`mrtr check-client --command "CMD"`: start the grading server (`mrtr_cli.grading_server`), run CMD with the
 server's URL appended as its last argument (the official suite's `conformance client --command` convention, with
-`MCP_CONFORMANCE_SCENARIO` set), then grade what the client sent (`mrtr_cli.client_rules`) and print the report.
+`MCP_CONFORMANCE_SCENARIO` set), then grade what the client sent (`mrtr_grading`) and print the report.
 
 Exit status: 0 when no rule failed, 1 when one did, 2 for a usage error, a client that could not be started or did
 not finish in time, or one that reached no rule. This module parses, runs and prints; the rules and the flows live
@@ -19,8 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from .client_rules import ClientReport, grade
-from .grading_server import GradingServer, Recording
+from mrtr_grading import ClientReport, Recording, grade
+
+from .grading_server import GradingServer
 
 #: The exit status `run_command` reports for a client it stopped at the time-out (as `timeout(1)` does).
 TIMED_OUT = 124

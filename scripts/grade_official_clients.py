@@ -24,8 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from mrtr_cli.check_client import check, run_command  # noqa: E402 - after the path is set
-from mrtr_cli.client_rules import ClientReport  # noqa: E402
-from mrtr_cli.grading_server import FLOWS  # noqa: E402
+from mrtr_grading import FLOWS, ClientReport  # noqa: E402
 
 PAGE = ROOT / "docs/client/official-clients.md"
 TABLE_START, TABLE_END = "<!-- grades:start -->", "<!-- grades:end -->"

@@ -15,8 +15,8 @@ import pytest
 from mrtr.clock import FakeClock
 from mrtr_cli import call
 from mrtr_cli.check_client import check
-from mrtr_cli.client_rules import RULES, ClientReport
-from mrtr_cli.grading_server import GradingServer, Recording
+from mrtr_cli.grading_server import GradingServer
+from mrtr_grading import RULES, ClientReport, Recording
 
 from .flawed_clients import Flaws, SmallClient
 

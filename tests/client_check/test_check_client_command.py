@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mrtr_cli.check_client import SCENARIO, TIMED_OUT, run_command
-from mrtr_cli.client_rules import RULES
+from mrtr_grading import RULES
 
 pytestmark = pytest.mark.external
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mrtr_cli.client_rules import RULES
+from mrtr_grading import RULES
 
 pytestmark = pytest.mark.external
 

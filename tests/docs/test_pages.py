@@ -27,7 +27,8 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 #: Paths the docs may name that a fresh checkout does not have yet: what set-up and a run create.
 CREATED = ("instance/", ".venv/", "dist/", "conformance-results/")
 #: Packages whose dotted names the docs cite (`moves.check.run_check`).
-PACKAGES = ("mrtr", "moves", "mrtr_cli", "mrtr_client", "mrtr_settings", "mrtr_stores", "mrtr_toolsets", "web")
+PACKAGES = ("mrtr", "moves", "mrtr_cli", "mrtr_client", "mrtr_grading", "mrtr_settings", "mrtr_stores",
+            "mrtr_toolsets", "web")
 #: MRTR_* names the docs may use that are not settings of the app: the test harness's own switch.
 NOT_SETTINGS = {"MRTR_TEST_SERVERS"}
 #: Dotted spans that are not Python names: the JUnit report's class names.

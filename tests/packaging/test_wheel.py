@@ -36,7 +36,7 @@ from mrtr_settings.environment import SETTINGS
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 #: The packages the wheel holds: the command, and everything `mrtr check`, `serve` and `lab` run on.
-PACKAGES = {"mrtr", "mrtr_cli", "mrtr_client", "mrtr_settings", "mrtr_stores", "mrtr_toolsets", "moves"}
+PACKAGES = {"mrtr", "mrtr_cli", "mrtr_client", "mrtr_grading", "mrtr_settings", "mrtr_stores", "mrtr_toolsets", "moves"}
 #: Modules that need an optional extra, and the one module they may miss without it.
 #: Every Redis backend (and the client factory they share) is named for Redis, and nothing else may need it.
 EXTRAS = {f"mrtr_stores.{p.stem}": "redis" for p in sorted((ROOT / "mrtr_stores").glob("*redis*.py"))}

@@ -1,0 +1,14 @@
+"""The client checker's engine, sans-IO: the grading server's flows, the recording of a run and the rules that grade
+it. `mrtr check-client` (HTTP and stdio), the `/check-client` page and the client lesson's in-page runner are
+adapters around it; nothing here opens a socket, starts a process or knows a web framework.
+"""
+
+from .flows import ENDLESS_CAP, FLOWS, HARD_TICKET, TYPED_SCHEMA, respond, tool_list
+from .recording import MAX_RECORDED, Received, Recording
+from .report import ClientReport, RuleRow, grade
+from .rules import RULES, Rule, Verdict
+
+__all__ = [
+    "ENDLESS_CAP", "FLOWS", "HARD_TICKET", "MAX_RECORDED", "RULES", "TYPED_SCHEMA", "ClientReport", "Received",
+    "Recording", "Rule", "RuleRow", "Verdict", "grade", "respond", "tool_list",
+]
