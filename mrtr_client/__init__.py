@@ -4,7 +4,10 @@
 `x-mcp-header` parameter headers learnt from tools/list) and `StdioTransport` (a server command spawned as a child
 process) move messages; `mrtr.Client` decides what they are. `connect` picks one from what a person typed.
 This package opens sockets and processes, so it stands above `mrtr` and below the checker (`moves`) and the
-`mrtr` command, which both use it; it never imports either.
+`mrtr` command, which both use it; it never imports either. `HttpEndpoint` is the one HTTP client under both:
+one POST on a connection of its own, to a pinned address if asked, under a time and a byte budget, redirects
+never followed, its status, headers and body handed back raw (`Exchange`); `HttpTransport` sends through it, and so
+does the checker's HTTP target, which reports what came back as evidence.
 
     from mrtr import Client
     from mrtr_client import HttpTransport
@@ -17,7 +20,9 @@ This package opens sockets and processes, so it stands above `mrtr` and below th
 from __future__ import annotations
 
 from .http_transport import HttpTransport
+from .http_wire import NETWORK_ERRORS, Exchange, HttpEndpoint, Posted, TooLarge, failure
 from .mcp_headers import header_value, mirrored_headers
 from .stdio_transport import StdioTransport
 
-__all__ = ["HttpTransport", "StdioTransport", "header_value", "mirrored_headers"]
+__all__ = ["NETWORK_ERRORS", "Exchange", "HttpEndpoint", "HttpTransport", "Posted", "StdioTransport", "TooLarge",
+           "failure", "header_value", "mirrored_headers"]
