@@ -19,10 +19,28 @@ does the checker's HTTP target, which reports what came back as evidence.
 
 from __future__ import annotations
 
-from .http_transport import HttpTransport
-from .http_wire import NETWORK_ERRORS, Exchange, HttpEndpoint, Posted, TooLarge, failure
-from .mcp_headers import header_value, mirrored_headers
-from .stdio_transport import StdioTransport
+import importlib
+from typing import TYPE_CHECKING
 
-__all__ = ["NETWORK_ERRORS", "Exchange", "HttpEndpoint", "HttpTransport", "Posted", "StdioTransport", "TooLarge",
-           "failure", "header_value", "mirrored_headers"]
+from .mcp_headers import header_value, mirrored_headers
+from .stdio_transport import StderrTail, StdioTransport
+
+if TYPE_CHECKING:
+    from .http_transport import HttpTransport
+    from .http_wire import NETWORK_ERRORS, Exchange, HttpEndpoint, Posted, TooLarge, failure
+
+# The HTTP names load http.client when first used, not on import: the stdio side (`python -m mrtr serve`, the lab,
+# the core's users) loads no HTTP stack (tests/mrtr/test_stdio.py checks it).
+_HTTP = {"HttpTransport": "http_transport", **dict.fromkeys(
+    ("NETWORK_ERRORS", "Exchange", "HttpEndpoint", "Posted", "TooLarge", "failure"), "http_wire")}
+
+
+def __getattr__(name: str) -> object:
+    module = _HTTP.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)
+
+
+__all__ = ["NETWORK_ERRORS", "Exchange", "HttpEndpoint", "HttpTransport", "Posted", "StderrTail", "StdioTransport",
+           "TooLarge", "failure", "header_value", "mirrored_headers"]
