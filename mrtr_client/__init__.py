@@ -6,7 +6,7 @@ process) move messages; `mrtr.Client` decides what they are. `connect` picks one
 This package opens sockets and processes, so it stands above `mrtr` and below the checker (`moves`) and the
 `mrtr` command, which both use it; it never imports either. `HttpEndpoint` is the one HTTP client under both:
 one POST on a connection of its own, to a pinned address if asked, under a time and a byte budget, redirects
-never followed, its status, headers and body handed back raw (`Exchange`); `HttpTransport` sends through it, and so
+never followed, its status, headers and body handed back raw (`HttpAnswer`); `HttpTransport` sends through it, and so
 does the checker's HTTP target, which reports what came back as evidence.
 
     from mrtr import Client
@@ -27,12 +27,12 @@ from .stdio_transport import StderrTail, StdioTransport
 
 if TYPE_CHECKING:
     from .http_transport import HttpTransport
-    from .http_wire import NETWORK_ERRORS, Exchange, HttpEndpoint, Posted, TooLarge, failure
+    from .http_wire import NETWORK_ERRORS, HttpAnswer, HttpEndpoint, Posted, TooLarge, failure
 
 # The HTTP names load http.client when first used, not on import: the stdio side (`python -m mrtr serve`, the lab,
 # the core's users) loads no HTTP stack (tests/mrtr/test_stdio.py checks it).
 _HTTP = {"HttpTransport": "http_transport", **dict.fromkeys(
-    ("NETWORK_ERRORS", "Exchange", "HttpEndpoint", "Posted", "TooLarge", "failure"), "http_wire")}
+    ("NETWORK_ERRORS", "HttpAnswer", "HttpEndpoint", "Posted", "TooLarge", "failure"), "http_wire")}
 
 
 def __getattr__(name: str) -> object:
@@ -42,5 +42,5 @@ def __getattr__(name: str) -> object:
     return getattr(importlib.import_module(f".{module}", __name__), name)
 
 
-__all__ = ["NETWORK_ERRORS", "Exchange", "HttpEndpoint", "HttpTransport", "Posted", "StderrTail", "StdioTransport",
+__all__ = ["NETWORK_ERRORS", "HttpAnswer", "HttpEndpoint", "HttpTransport", "Posted", "StderrTail", "StdioTransport",
            "TooLarge", "failure", "header_value", "mirrored_headers"]

@@ -26,7 +26,7 @@ from .http_wire import (
     MAX_BYTES,
     NETWORK_ERRORS,
     USER_AGENT,
-    Exchange,
+    HttpAnswer,
     HttpEndpoint,
     TooLarge,
     failure,
@@ -68,7 +68,7 @@ class HttpTransport:
         self.session_version: str | None = None
         self._methods: dict[JSON, str] = {}
         self._inbox: list[JSONObject] = []
-        self._streams: list[tuple[Exchange, Iterator[bytes]]] = []
+        self._streams: list[tuple[HttpAnswer, Iterator[bytes]]] = []
 
     # -- the Transport protocol ---------------------------------------------------------------------
 
@@ -120,7 +120,7 @@ class HttpTransport:
             headers["Mcp-Session-Id"] = self.session_id
         return headers
 
-    def _take(self, exchange: Exchange, message: JSONObject) -> None:
+    def _take(self, exchange: HttpAnswer, message: JSONObject) -> None:
         status, ctype = exchange.status, exchange.content_type
         if message.get("method") == "initialize" and exchange.header("Mcp-Session-Id"):
             self.session_id = exchange.header("Mcp-Session-Id")

@@ -3,7 +3,7 @@
 `HttpEndpoint` owns a URL, the address actually connected to (`connect_to`: a caller that resolved and vetted the
 host pins what it vetted, and the URL's host name still goes in `Host` and TLS's SNI), and the budgets: the time a
 request may take and the bytes its answer may have. `post` writes one request on a connection of its own and hands
-back a `Posted`, whose `response` reads the status line; the `Exchange` it gives has the status, the headers and the
+back a `Posted`, whose `response` reads the status line; the `HttpAnswer` it gives has the status, the headers and the
 body as chunks read under a deadline (`TimeoutError` past it) and a byte cap (`TooLarge` past it), or as the data of
 each SSE event (`sse_data`). Redirects are never followed: a 3xx is an answer like any other. Network failures are
 raised as they come (`OSError`, `http.client.HTTPException`, `ssl.SSLError`), for the caller to word:
@@ -115,7 +115,7 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
         self.sock = self._ctx.wrap_socket(sock, server_hostname=self.host)
 
 
-class Exchange:
+class HttpAnswer:
     """One answer: status and headers at once, the body as it comes, under `deadline` and the byte budget.
 
     `deadline` may be moved between reads (a client reading a stream across several waits does)."""
@@ -178,7 +178,7 @@ class Posted:
         self._sock = conn.sock  # kept: getresponse() may hand the socket to the response and forget it
         self.started = started
 
-    def response(self, deadline: float | None = None) -> Exchange:
+    def response(self, deadline: float | None = None) -> HttpAnswer:
         """Read the status line and headers; the body is read under `deadline` (default: the endpoint's timeout
         from when the request was sent). Closes the connection if even the status line fails."""
         try:
@@ -187,7 +187,7 @@ class Posted:
             self._conn.close()
             raise
         end = self.started + self._endpoint.timeout if deadline is None else deadline
-        return Exchange(self._conn, self._sock, response, deadline=end, max_bytes=self._endpoint.max_bytes,
+        return HttpAnswer(self._conn, self._sock, response, deadline=end, max_bytes=self._endpoint.max_bytes,
                         monotonic=self._endpoint.monotonic)
 
     def close(self) -> None:
@@ -231,7 +231,7 @@ class HttpEndpoint:
             raise
         return Posted(self, conn, started)
 
-    def exchange(self, body: bytes, headers: Mapping[str, str]) -> Exchange:
+    def exchange(self, body: bytes, headers: Mapping[str, str]) -> HttpAnswer:
         """`post`, then its `response`."""
         return self.post(body, headers).response()
 

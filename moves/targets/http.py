@@ -37,7 +37,7 @@ from moves.targets.remote import (
 )
 from mrtr import JSON, JSONObject
 from mrtr.tooldefs import param_headers, read_tools
-from mrtr_client import Exchange, HttpEndpoint, Posted, TooLarge, failure, header_value, mirrored_headers
+from mrtr_client import HttpAnswer, HttpEndpoint, Posted, TooLarge, failure, header_value, mirrored_headers
 
 __all__ = ["HttpTarget", "TargetConfigError", "header_value", "mirrored_headers"]
 
@@ -177,7 +177,7 @@ class HttpTarget:
         finally:
             exchange.close()
 
-    def _read(self, exchange: Exchange, request_id: JSON, role: Role) -> Reply:
+    def _read(self, exchange: HttpAnswer, request_id: JSON, role: Role) -> Reply:
         status, ctype = exchange.status, exchange.content_type
         if 300 <= status < 400:
             where = exchange.header("Location") or "elsewhere"

@@ -15,12 +15,13 @@ from typing import Any
 import pytest
 
 from moves.targets.http import HttpTarget
+from mrtr import JSONObject
 from mrtr.client_errors import TransportError
 from mrtr_client import HttpEndpoint, HttpTransport, StdioTransport, TooLarge
 from mrtr_client.stdio_transport import STDERR_KEEP
 
 TOKENS = [("alice", "token-a"), ("bob", "token-b")]
-LIST = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}}
+LIST: JSONObject = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}}
 NOTE = b'data: {"jsonrpc":"2.0","method":"notifications/message","params":{"data":"' + b"x" * 900 + b'"}}\n\n'
 
 
@@ -28,6 +29,9 @@ class Server(ThreadingHTTPServer):
     daemon_threads = True
     release: threading.Event
     hits: list[str]
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client hanging up mid-body is what the budget tests are about: not worth a traceback on stderr."""
 
 
 class Handler(BaseHTTPRequestHandler):
