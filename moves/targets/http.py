@@ -115,8 +115,7 @@ class HttpTarget:
         try:
             reply = self._post(role, message)
         except Exception as exc:  # a peer must never crash the checker; say what happened instead
-            reply = Reply(None, transport_error=_describe_exception(exc, self.timeout, self._where()),
-                          timed_out=failure(exc) == "timeout")
+            reply = self._failed(exc)
         if message.get("method") == "tools/list" and reply.response:
             self._param_headers.update(_param_headers_of(reply.response.get("result")))
         return reply
