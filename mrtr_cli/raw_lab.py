@@ -10,7 +10,8 @@ import secrets
 import sys
 
 from moves.transcripts import run_lab
-from mrtr_cli.stdio_server import SubprocessTransport
+from mrtr_cli.stdio_server import serve_process
+from mrtr_client import StdioTransport
 
 
 def main() -> int:
@@ -18,10 +19,10 @@ def main() -> int:
     codes: list[int] = []
 
     def close(transport: object) -> None:
-        assert isinstance(transport, SubprocessTransport)
+        assert isinstance(transport, StdioTransport)
         codes.append(transport.close())
 
-    scenes = run_lab(lambda key: SubprocessTransport(env=env), close=close)
+    scenes = run_lab(lambda key: serve_process(env), close=close)
     for scene in scenes:
         print(f"=== {scene.title} ===")
         for line in scene.lines:

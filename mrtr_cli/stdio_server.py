@@ -3,7 +3,7 @@
 `serve` reads stdin until it closes, hands each line to one `Connection` (a stdio process is one
 user, so the principal comes from the environment), and writes every outgoing message as a line.
 It wakes up between lines so the legacy shim can give up on a client that never answers.
-`SubprocessTransport` is the other end, for the lab and the tests.
+The other end, for the lab and the tests, is the client's own `mrtr_client.StdioTransport` (`serve_process`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import IO
 
 from mrtr import JSONObject, Server, system_clock
+from mrtr_client import StdioTransport
 from mrtr_settings.environment import open_store, read_settings
 from mrtr_settings.keyfiles import ring_from_config
 from mrtr_settings.stores import open_pages
@@ -67,51 +68,11 @@ def main() -> int:
     return 0
 
 
-class SubprocessTransport:
-    """Runs `python -m mrtr serve` (or any command) and talks to it over its stdin and stdout."""
+def serve_command() -> list[str]:
+    """The command that runs this adapter (`python -m mrtr serve`) in this Python."""
+    return [sys.executable, "-m", "mrtr", "serve"]
 
-    def __init__(self, argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> None:
-        self.process = subprocess.Popen(
-            argv or [sys.executable, "-m", "mrtr", "serve"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env={**os.environ, **(env or {})},
-        )
-        self._selector = selectors.DefaultSelector()
-        assert self.process.stdout is not None
-        self._selector.register(self.process.stdout, selectors.EVENT_READ)
-        self._buffer = b""
 
-    def send(self, message: JSONObject) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(message).encode() + b"\n")
-        self.process.stdin.flush()
-
-    def receive(self, timeout: float) -> JSONObject | None:
-        assert self.process.stdout is not None
-        while b"\n" not in self._buffer:
-            if not self._selector.select(timeout=timeout):
-                return None
-            chunk = os.read(self.process.stdout.fileno(), 65536)
-            if not chunk:
-                return None
-            self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        message = json.loads(line)
-        if not isinstance(message, dict):  # the stdio server writes one JSON object a line, never anything else
-            raise ValueError(f"the server wrote a line that is not a JSON object: {line[:80]!r}")
-        return message
-
-    def close(self, timeout: float = 5.0) -> int:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        try:
-            return self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait()
-        finally:
-            self._selector.close()
-            if self.process.stdout:
-                self.process.stdout.close()
-            if self.process.stderr:
-                self.process.stderr.close()
+def serve_process(env: Mapping[str, str] | None = None) -> StdioTransport:
+    """`python -m mrtr serve` as a child, through the client's stdio transport, its stderr drained and kept."""
+    return StdioTransport(serve_command(), env=env, stderr=subprocess.PIPE)

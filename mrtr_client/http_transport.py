@@ -5,58 +5,37 @@
 messages one by one as they arrive (a 2025-11-25 server may ask its own question on the stream and wait for the answer,
 which is POSTed on a connection of its own). It learns from each tools/list it sees which arguments of which valid
 tool go into `Mcp-Param-*` headers, keeps a legacy session's `Mcp-Session-Id` and agreed version, and sends
-`Authorization: Bearer` when given a token. Every read is bounded in time and size; redirects are not followed.
+`Authorization: Bearer` when given a token. The POST itself is `mrtr_client.http_wire`'s (the project's one HTTP
+client, which the checker uses too): every read is bounded in time and size, redirects are not followed, and the
+address connected to may be pinned.
 A reply that is no JSON-RPC at all is a `TransportError` naming the HTTP status, never a traceback.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
-import socket
-import ssl
 import time
 from collections.abc import Callable, Iterator
-from urllib.parse import urlsplit, urlunsplit
 
 from mrtr import JSON, JSONObject, as_object
 from mrtr.client_errors import TransportError
 from mrtr.tooldefs import read_tools
 
+from .http_wire import (
+    ACCEPT,
+    MAX_BYTES,
+    NETWORK_ERRORS,
+    USER_AGENT,
+    HttpAnswer,
+    HttpEndpoint,
+    TooLarge,
+    failure,
+    line_end,
+    sse_data,
+)
 from .mcp_headers import mirrored_headers
 
-ACCEPT = "application/json, text/event-stream"
-USER_AGENT = "mrtr-call/1"
-MAX_BYTES = 4 * 1024 * 1024
-
-
-def line_end(buffer: bytes) -> tuple[int, int] | None:
-    """Where the first SSE line ends (CRLF, LF or CR) and where the next begins; None while it may go on."""
-    for i, byte in enumerate(buffer):
-        if byte == 0x0A:
-            return i, i + 1
-        if byte == 0x0D:
-            if i + 1 == len(buffer):
-                return None  # maybe a CRLF split across chunks
-            return i, i + (2 if buffer[i + 1] == 0x0A else 1)
-    return None
-
-
-def sse_data(chunks: Iterator[bytes]) -> Iterator[bytes]:
-    """The data of each event of an SSE stream, as the chunks arrive (`event:`, `id:`, `retry:` and comments are
-    dropped: a 2026-07-28 stream carries JSON-RPC in `data:` and nothing else a client needs)."""
-    buffer, data_lines = b"", []
-    for chunk in chunks:
-        buffer += chunk
-        while (cut := line_end(buffer)) is not None:
-            line, buffer = buffer[: cut[0]], buffer[cut[1]:]
-            if line.startswith(b"data:"):
-                data_lines.append(line[5:].removeprefix(b" "))
-            elif not line and data_lines:
-                yield b"\n".join(data_lines)
-                data_lines = []
-    if data_lines:
-        yield b"\n".join(data_lines)
+__all__ = ["ACCEPT", "MAX_BYTES", "USER_AGENT", "HttpTransport", "describe", "line_end", "parse_messages", "sse_data"]
 
 
 def parse_messages(raw: bytes, where: str) -> list[JSONObject]:
@@ -72,16 +51,14 @@ def parse_messages(raw: bytes, where: str) -> list[JSONObject]:
 
 
 class HttpTransport:
-    """Messages POSTed to one MCP endpoint."""
+    """Messages POSTed to one MCP endpoint (`connect_to` pins the address connected to, as `HttpEndpoint` says)."""
 
     def __init__(self, url: str, *, token: str | None = None, timeout: float = 30.0, max_bytes: int = MAX_BYTES,
+                 connect_to: str | None = None, user_agent: str = USER_AGENT,
                  monotonic: Callable[[], float] = time.monotonic) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"the server must be an http:// or https:// URL, got {url[:80]!r}")
+        self.endpoint = HttpEndpoint(url, connect_to=connect_to, timeout=timeout, max_bytes=max_bytes,
+                                     user_agent=user_agent, monotonic=monotonic)
         self.url = url
-        self._parts = parts
-        self._path = urlunsplit(("", "", parts.path or "/", parts.query, ""))
         self.token = token
         self.timeout = timeout
         self.max_bytes = max_bytes
@@ -91,8 +68,7 @@ class HttpTransport:
         self.session_version: str | None = None
         self._methods: dict[JSON, str] = {}
         self._inbox: list[JSONObject] = []
-        self._responses: dict[int, http.client.HTTPResponse] = {}
-        self._streams: list[tuple[http.client.HTTPConnection, socket.socket | None, Iterator[bytes]]] = []
+        self._streams: list[tuple[HttpAnswer, Iterator[bytes]]] = []
 
     # -- the Transport protocol ---------------------------------------------------------------------
 
@@ -100,118 +76,77 @@ class HttpTransport:
         method = message.get("method")
         if isinstance(method, str) and "id" in message:
             self._methods[message["id"]] = method
-        conn = self._connection()
         try:
-            conn.request("POST", self._path, body=json.dumps(message, ensure_ascii=False).encode(),
-                         headers=self.headers_for(message))
-            sock = conn.sock  # kept: getresponse() may hand the socket to the response and forget it
-            response = conn.getresponse()
-        except (OSError, http.client.HTTPException) as exc:
-            conn.close()
+            exchange = self.endpoint.exchange(json.dumps(message, ensure_ascii=False).encode(),
+                                              self.headers_for(message))
+        except NETWORK_ERRORS as exc:
             raise TransportError(f"could not POST to {self.url}: {describe(exc)}") from None
-        self._take(conn, sock, response, message)
+        self._take(exchange, message)
 
     def receive(self, timeout: float) -> JSONObject | None:
         deadline = self._monotonic() + timeout
         while not self._inbox and self._streams:
-            conn, sock, events = self._streams[0]
+            exchange, events = self._streams[0]
+            exchange.deadline = deadline
             try:
-                data = next(events, None) if self._wait(sock, deadline) else None
-            except (OSError, http.client.HTTPException):
-                data = None
+                data = next(events, None)
+            except NETWORK_ERRORS:
+                data = None  # no more in time, or the stream broke: what it said so far is all there is
+            except TooLarge:
+                self._streams.pop(0)[0].close()
+                raise TransportError(f"the event stream passed {self.max_bytes // 1024} KiB; stopped reading") from None
             if data is None:
-                self._end(self._streams.pop(0)[0])
+                self._streams.pop(0)[0].close()
                 continue
             messages = parse_messages(data, "an event on the stream")
             self._queue(messages)
             if any("method" not in m for m in messages):  # the response ends its request's stream
-                self._end(self._streams.pop(0)[0])
+                self._streams.pop(0)[0].close()
         return self._inbox.pop(0) if self._inbox else None
 
     def close(self) -> None:
-        for conn, _sock, _events in self._streams:
-            self._end(conn)
+        for exchange, _events in self._streams:
+            exchange.close()
         self._streams.clear()
-
-    def _end(self, conn: http.client.HTTPConnection) -> None:
-        response = self._responses.pop(id(conn), None)
-        if response is not None:
-            response.close()
-        conn.close()
 
     # -- one POST -------------------------------------------------------------------------------------
 
     def headers_for(self, message: JSONObject) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": ACCEPT, "User-Agent": USER_AGENT,
-                   **mirrored_headers(message, self.param_headers, self.session_version)}
+        """The headers of this message's POST beyond the fixed ones (`HttpEndpoint.post` adds those)."""
+        headers = mirrored_headers(message, self.param_headers, self.session_version)
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         if self.session_id:
             headers["Mcp-Session-Id"] = self.session_id
         return headers
 
-    def _connection(self) -> http.client.HTTPConnection:
-        host, port = self._parts.hostname or "", self._parts.port
-        if self._parts.scheme == "https":
-            return http.client.HTTPSConnection(host, port, timeout=self.timeout, context=ssl.create_default_context())
-        return http.client.HTTPConnection(host, port, timeout=self.timeout)
-
-    def _take(self, conn: http.client.HTTPConnection, sock: socket.socket | None,
-              response: http.client.HTTPResponse, message: JSONObject) -> None:
-        status = response.status
-        ctype = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
-        if message.get("method") == "initialize" and response.getheader("Mcp-Session-Id"):
-            self.session_id = response.getheader("Mcp-Session-Id")
+    def _take(self, exchange: HttpAnswer, message: JSONObject) -> None:
+        status, ctype = exchange.status, exchange.content_type
+        if message.get("method") == "initialize" and exchange.header("Mcp-Session-Id"):
+            self.session_id = exchange.header("Mcp-Session-Id")
         if status == 200 and ctype == "text/event-stream":
-            self._streams.append((conn, sock, sse_data(self._chunks(response))))
-            self._responses[id(conn)] = response
+            self._streams.append((exchange, exchange.events()))
             return
         try:
-            raw = self._body(sock, response)
+            raw = exchange.body()
+        except TooLarge:
+            raise TransportError(f"the response is larger than {self.max_bytes // 1024} KiB; stopped reading") from None
+        except NETWORK_ERRORS as exc:
+            raise TransportError(f"the response from {self.url} broke off: {describe(exc)}") from None
         finally:
-            response.close()
-            conn.close()
+            exchange.close()
         if status == 202 or (not raw.strip() and "id" not in message):
             return
         if status in (401, 403):
             raise TransportError(f"HTTP {status}: the server refused the request's credentials"
                                  f"{'' if self.token else ' (give a bearer token with --token)'}")
         if 300 <= status < 400:
-            raise TransportError(f"HTTP {status} redirect to {response.getheader('Location') or 'elsewhere'}: "
+            raise TransportError(f"HTTP {status} redirect to {exchange.header('Location') or 'elsewhere'}: "
                                  "give the final URL")
         if ctype != "application/json" and not raw.strip().startswith((b"{", b"[")):
             raise TransportError(f"HTTP {status} with {ctype or 'no content type'} and no JSON-RPC message: "
                                  f"{raw[:80]!r}")
         self._queue(parse_messages(raw, f"the HTTP {status} body"))
-
-    def _chunks(self, response: http.client.HTTPResponse) -> Iterator[bytes]:
-        received = 0
-        while chunk := response.read1(65536):
-            received += len(chunk)
-            if received > self.max_bytes:
-                raise TransportError(f"the event stream passed {self.max_bytes // 1024} KiB; stopped reading")
-            yield chunk
-
-    def _body(self, sock: socket.socket | None, response: http.client.HTTPResponse) -> bytes:
-        data = bytearray()
-        deadline = self._monotonic() + self.timeout
-        try:
-            while self._wait(sock, deadline) and (chunk := response.read1(65536)):
-                data += chunk
-                if len(data) > self.max_bytes:
-                    raise TransportError(f"the response is larger than {self.max_bytes // 1024} KiB; stopped reading")
-        except (OSError, http.client.HTTPException) as exc:
-            raise TransportError(f"the response from {self.url} broke off: {describe(exc)}") from None
-        return bytes(data)
-
-    def _wait(self, sock: socket.socket | None, deadline: float) -> bool:
-        """Shorten the socket's timeout to what is left of `deadline`; False when nothing is left."""
-        left = deadline - self._monotonic()
-        if left <= 0:
-            return False
-        if sock is not None:
-            sock.settimeout(left)
-        return True
 
     def _queue(self, messages: list[JSONObject]) -> None:
         for message in messages:
@@ -227,11 +162,12 @@ class HttpTransport:
 
 def describe(exc: BaseException) -> str:
     """A failure to connect or read, in a few words."""
-    if isinstance(exc, TimeoutError | socket.timeout):
+    kind = failure(exc)
+    if kind == "timeout":
         return "no answer in time"
-    if isinstance(exc, ConnectionRefusedError):
+    if kind == "refused":
         return "connection refused (is the server running?)"
-    if isinstance(exc, socket.gaierror):
+    if kind == "unresolved":
         return "the host name does not resolve"
     if isinstance(exc, OSError):
         return exc.strerror or type(exc).__name__

@@ -3,11 +3,12 @@
 Each request is one POST on a fresh connection, with the headers the transport requires mirrored
 from the body (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, and `Mcp-Param-*` for arguments
 that a tools/list seen earlier marked `x-mcp-header`) and the sending principal's `Authorization: Bearer`
-token. The headers and the splitting of an event stream into lines are the client's own (`mrtr_client`), so the
-project speaks Streamable HTTP one way; this target adds what a checker needs: two principals, pinned addresses,
-bursts, and a verdict on every malformed reply. The answer may be JSON or an SSE stream; either way it is read
-under one deadline and a byte cap, so a server that never answers, trickles forever or sends a
-gigabyte costs at most `timeout` seconds and `max_bytes` bytes. Redirects are not followed.
+token. The POST, its budgets, the pinned address and the splitting of an event stream into events are the client's
+own (`mrtr_client.HttpEndpoint`, what `mrtr_client.HttpTransport` sends through), so the project has one HTTP client;
+this target adds what a checker needs: two principals, bursts, and a verdict on every malformed reply. The answer
+may be JSON or an SSE stream; either way it is read under one deadline and a byte cap, so a server that never
+answers, trickles forever or sends a gigabyte costs at most `timeout` seconds and `max_bytes` bytes. Redirects are
+not followed.
 
 `connect_to` pins the IP address actually connected to (the /check page resolves and vets the
 host first, then connects to exactly what it vetted). Tokens are sent, never stored in messages,
@@ -17,10 +18,7 @@ labels or errors. `send` never raises for a bad peer: every failure is a `Reply.
 from __future__ import annotations
 
 import copy
-import http.client
 import json
-import socket
-import ssl
 import time
 from collections.abc import Callable, Iterator, Mapping
 from urllib.parse import urlsplit, urlunsplit
@@ -39,8 +37,7 @@ from moves.targets.remote import (
 )
 from mrtr import JSON, JSONObject
 from mrtr.tooldefs import param_headers, read_tools
-from mrtr_client import header_value, mirrored_headers
-from mrtr_client.http_transport import ACCEPT, line_end
+from mrtr_client import HttpAnswer, HttpEndpoint, Posted, TooLarge, failure, header_value, mirrored_headers
 
 __all__ = ["HttpTarget", "TargetConfigError", "header_value", "mirrored_headers"]
 
@@ -57,30 +54,6 @@ def _param_headers_of(result: JSON) -> dict[str, dict[str, str]]:
     return {tool.name: marked for tool in read_tools(result) if (marked := param_headers(tool.definition))}
 
 
-class _PinnedHTTPConnection(http.client.HTTPConnection):
-    """Connects to a vetted address while sending the URL's host name."""
-
-    def __init__(self, host: str, port: int | None, address: str | None, timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout)
-        self._address = address
-
-    def connect(self) -> None:
-        self.sock = socket.create_connection((self._address or self.host, self.port), self.timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
-class _PinnedHTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, host: str, port: int | None, address: str | None, timeout: float,
-                 context: ssl.SSLContext) -> None:
-        super().__init__(host, port, timeout=timeout, context=context)
-        self._address = address
-        self._ctx = context
-
-    def connect(self) -> None:
-        sock = socket.create_connection((self._address or self.host, self.port), self.timeout)
-        self.sock = self._ctx.wrap_socket(sock, server_hostname=self.host)
-
-
 class HttpTarget:
     """Moves sent as POSTs to one MCP endpoint, as two principals with their own bearer tokens."""
 
@@ -94,7 +67,7 @@ class HttpTarget:
         if parts.username or parts.password:
             raise TargetConfigError("put credentials in --token, not in the URL")
         try:
-            self._port = parts.port
+            parts.port  # noqa: B018 (reading it checks it)
         except ValueError:
             raise TargetConfigError(f"the URL's port is not a number: {clip(url, 80)!r}") from None
         pairs = list(tokens.items()) if isinstance(tokens, Mapping) else list(tokens)
@@ -105,13 +78,11 @@ class HttpTarget:
             raise TargetConfigError("the two --token principals need different names")
         # "owner-again" is the owner on a connection of its own: every request here opens one anyway.
         self._tokens: dict[Role, str] = {"owner": owner_token, "other": other_token, "owner-again": owner_token}
-        self._scheme = parts.scheme
-        self._host = parts.hostname
-        self._path = urlunsplit(("", "", parts.path or "/", parts.query, ""))
+        self._endpoint = HttpEndpoint(url, connect_to=connect_to, timeout=timeout, max_bytes=max_bytes,
+                                      user_agent=USER_AGENT, monotonic=monotonic)
         self.label = urlunsplit((parts.scheme, parts.netloc, parts.path, parts.query, ""))
         self.timeout = timeout
         self.max_bytes = max_bytes
-        self.connect_to = connect_to
         self.timing = timing or Timing()
         self._monotonic = monotonic
         self._param_headers: dict[str, dict[str, str]] = {}
@@ -144,8 +115,7 @@ class HttpTarget:
         try:
             reply = self._post(role, message)
         except Exception as exc:  # a peer must never crash the checker; say what happened instead
-            reply = Reply(None, transport_error=_describe_exception(exc, self.timeout, self._where()),
-                          timed_out=isinstance(exc, TimeoutError | socket.timeout))
+            reply = self._failed(exc)
         if message.get("method") == "tools/list" and reply.response:
             self._param_headers.update(_param_headers_of(reply.response.get("result")))
         return reply
@@ -154,106 +124,76 @@ class HttpTarget:
         """Send every message at once, each on a connection of its own: all requests are written before any answer
         is read, so a server that handles connections concurrently really gets them together."""
         deadline = self._monotonic() + self.timeout
-        opened: list[tuple[http.client.HTTPConnection | None, socket.socket | None, Reply | None]] = []
+        opened: list[Posted | Reply] = []
         for message in messages:
-            conn = None
             try:
-                conn = self._connection(self.timeout)
-                conn.request("POST", self._path, body=self._body(message), headers=self._headers(role, message))
-                opened.append((conn, conn.sock, None))
+                opened.append(self._endpoint.post(self._body(message), self._headers(role, message)))
             except Exception as exc:  # noqa: BLE001 (a peer must never crash the checker)
-                if conn is not None:
-                    conn.close()
-                opened.append((None, None, self._failed(exc)))
+                opened.append(self._failed(exc))
         replies = []
-        for message, (conn, sock, failed) in zip(messages, opened, strict=True):
-            if conn is None:
-                replies.append(failed or Reply(None, transport_error="not sent"))
+        for message, posted in zip(messages, opened, strict=True):
+            if isinstance(posted, Reply):
+                replies.append(posted)
                 continue
             try:
-                replies.append(self._read(conn.getresponse(), sock, message.get("id"), deadline, role))
+                exchange = posted.response(deadline)
+            except Exception as exc:  # noqa: BLE001
+                replies.append(self._failed(exc))
+                continue
+            try:
+                replies.append(self._read(exchange, message.get("id"), role))
             except Exception as exc:  # noqa: BLE001
                 replies.append(self._failed(exc))
             finally:
-                conn.close()
+                exchange.close()
         return replies
 
     def _failed(self, exc: Exception) -> Reply:
         return Reply(None, transport_error=_describe_exception(exc, self.timeout, self._where()),
-                     timed_out=isinstance(exc, TimeoutError | socket.timeout))
+                     timed_out=failure(exc) == "timeout")
 
     # -- one POST -------------------------------------------------------------------------------
 
-    def _where(self) -> str:
-        return f"{self._host}:{self._port or (443 if self._scheme == 'https' else 80)}"
+    @property
+    def connect_to(self) -> str | None:
+        """The vetted address every request connects to (None: the URL's host, resolved)."""
+        return self._endpoint.connect_to
 
-    def _connection(self, timeout: float) -> http.client.HTTPConnection:
-        if self._scheme == "https":
-            return _PinnedHTTPSConnection(self._host, self._port, self.connect_to, timeout,
-                                          ssl.create_default_context())
-        return _PinnedHTTPConnection(self._host, self._port, self.connect_to, timeout)
+    def _where(self) -> str:
+        return self._endpoint.where
 
     @staticmethod
     def _body(message: JSONObject) -> bytes:
         return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
 
     def _headers(self, role: Role, message: JSONObject) -> dict[str, str]:
-        return {
-            "Content-Type": "application/json",
-            "Accept": ACCEPT,
-            "User-Agent": USER_AGENT,
-            "Authorization": f"Bearer {self._tokens[role]}",
-            **mirrored_headers(message, self._param_headers),
-        }
+        return {"Authorization": f"Bearer {self._tokens[role]}", **mirrored_headers(message, self._param_headers)}
 
     def _post(self, role: Role, message: JSONObject) -> Reply:
-        deadline = self._monotonic() + self.timeout
-        conn = self._connection(self.timeout)
+        exchange = self._endpoint.exchange(self._body(message), self._headers(role, message))
         try:
-            conn.request("POST", self._path, body=self._body(message), headers=self._headers(role, message))
-            sock = conn.sock  # kept: reads below shorten its timeout to what is left of the deadline
-            response = conn.getresponse()
-            return self._read(response, sock, message.get("id"), deadline, role)
+            return self._read(exchange, message.get("id"), role)
         finally:
-            conn.close()
+            exchange.close()
 
-    def _read(self, response: http.client.HTTPResponse, sock: socket.socket | None, request_id: JSON,
-              deadline: float, role: Role) -> Reply:
-        status = response.status
-        ctype = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
+    def _read(self, exchange: HttpAnswer, request_id: JSON, role: Role) -> Reply:
+        status, ctype = exchange.status, exchange.content_type
         if 300 <= status < 400:
-            where = response.getheader("Location") or "elsewhere"
+            where = exchange.header("Location") or "elsewhere"
             return Reply(None, http_status=status, transport_error=(
                 f"HTTP {status} redirect to {clip(where, 80)}: the checker does not follow redirects; "
                 "give it the final URL"))
         if ctype == "text/event-stream" and status == 200:
-            checked = self._read_sse(self._chunks(response, sock, deadline), request_id)
+            checked = self._read_sse(exchange.events(), request_id)
         else:
-            raw, error = self._read_body(self._chunks(response, sock, deadline))
-            checked = Checked(error=error) if error else self._judge_body(raw, ctype, status, request_id, role)
+            try:
+                raw = exchange.body()
+            except TooLarge:
+                raw, checked = b"", Checked(error=f"the response is larger than {self.max_bytes // 1024} KiB; "
+                                                  "the checker stopped reading")
+            else:
+                checked = self._judge_body(raw, ctype, status, request_id, role)
         return Reply(checked.response, checked.notifications, http_status=status, transport_error=checked.error)
-
-    def _chunks(self, response: http.client.HTTPResponse, sock: socket.socket | None,
-                deadline: float) -> Iterator[bytes]:
-        """The body in pieces as they arrive, under the deadline; raises TimeoutError past it."""
-        while True:
-            left = deadline - self._monotonic()
-            if left <= 0:
-                raise TimeoutError
-            if sock is not None:
-                sock.settimeout(left)
-            chunk = response.read1(65536)
-            if not chunk:
-                return
-            yield chunk
-
-    def _read_body(self, chunks: Iterator[bytes]) -> tuple[bytes, str | None]:
-        data = bytearray()
-        for chunk in chunks:
-            data += chunk
-            if len(data) > self.max_bytes:
-                return b"", f"the response is larger than {self.max_bytes // 1024} KiB; the checker stopped reading"
-        return bytes(data), None
 
     def _judge_body(self, raw: bytes, ctype: str, status: int, request_id: JSON, role: Role) -> Checked:
         text = raw.decode("utf-8", "replace")
@@ -272,29 +212,10 @@ class HttpTarget:
             return Checked(error=f"HTTP {status}: {problem}")
         return Checked(response=response)
 
-    def _read_sse(self, chunks: Iterator[bytes], request_id: JSON) -> Checked:
+    def _read_sse(self, events: Iterator[bytes], request_id: JSON) -> Checked:
         notifications: list[JSONObject] = []
-        buffer = b""
-        data_lines: list[bytes] = []
-        received = 0
-        for chunk in chunks:
-            received += len(chunk)
-            if received > self.max_bytes:
-                return Checked(None, notifications, f"the event stream passed {self.max_bytes // 1024} KiB without "
-                                                    "answering the request; the checker stopped reading")
-            buffer += chunk
-            while True:
-                cut = line_end(buffer)
-                if cut is None:
-                    break
-                line, buffer = buffer[: cut[0]], buffer[cut[1]:]
-                if line:
-                    if line.startswith(b"data:"):
-                        data_lines.append(line[5:].removeprefix(b" "))
-                    continue  # event:, id:, retry: and comments carry nothing the checker needs
-                if not data_lines:
-                    continue
-                payload, data_lines = b"\n".join(data_lines), []
+        try:
+            for payload in events:
                 message, error = parse_json(payload, "an event on the stream")
                 if error:
                     return Checked(None, notifications, error)
@@ -303,6 +224,9 @@ class HttpTarget:
                     return Checked(response, notifications, problem)
                 if isinstance(message, dict):
                     notifications.append(message)
+        except TooLarge:
+            return Checked(None, notifications, f"the event stream passed {self.max_bytes // 1024} KiB without "
+                                                "answering the request; the checker stopped reading")
         return Checked(None, notifications, "the event stream ended without a response to the request")
 
     def _name(self, role: Role) -> str:
@@ -319,15 +243,16 @@ def _title(html: str) -> str:
 
 
 def _describe_exception(exc: Exception, timeout: float, where: str) -> str:
-    if isinstance(exc, TimeoutError | socket.timeout):
+    kind = failure(exc)
+    if kind == "timeout":
         return f"no complete answer within {timeout:g} s"
-    if isinstance(exc, ConnectionRefusedError):
+    if kind == "refused":
         return f"could not connect to {where}: connection refused (is the server running?)"
-    if isinstance(exc, socket.gaierror):
+    if kind == "unresolved":
         return f"could not resolve the host of {where}"
-    if isinstance(exc, ssl.SSLError):
+    if kind == "tls":
         return f"TLS failed with {where}: {clip(str(exc), 80)}"
-    if isinstance(exc, http.client.HTTPException | ConnectionError):
+    if kind == "broken":
         return f"the connection to {where} broke: {type(exc).__name__} {clip(str(exc), 60)}".rstrip()
     if isinstance(exc, OSError):
         return f"could not talk to {where}: {clip(exc.strerror or str(exc), 80)}"

@@ -41,6 +41,8 @@ from moves.targets.remote import (
 )
 from moves.targets.stdio_mux import Mux, StdioMove
 from mrtr import JSONObject
+from mrtr_client import StderrTail
+from mrtr_client.stdio_transport import Read
 
 #: Seconds a process gets to exit after its stdin closes, then again after SIGTERM.
 GRACE = 2.0
@@ -48,9 +50,6 @@ STDERR_TAIL = 2048
 #: Seconds an exit report waits for the stderr reader to reach the end of the pipe (longer only if something the
 #: process started still holds its stderr open).
 STDERR_END_WAIT = 2.0
-
-#: Reads up to n bytes from a file descriptor (os.read; a test holds the stderr reader back with its own).
-Read = Callable[[int, int], bytes]
 
 
 class StdioConfigError(ValueError):
@@ -69,33 +68,17 @@ class ServerProcess:
         self.selector.register(self.stdout, selectors.EVENT_READ)
         self.buffer = b""
         self.broken: str | None = None
-        self._stderr: collections.deque[bytes] = collections.deque()
-        self._stderr_size = 0
-        self._stderr_lock = threading.Lock()
-        #: Set once the reader has seen the end of stderr (or given up on it).
+        #: Set once the reader has seen the end of stderr (or given up on it). Looked up when the reader ends, not
+        #: before: a test swaps it for one that sees who waits on it.
         self.stderr_ended = threading.Event()
         #: When an exit report stops waiting for the end of stderr (set by the first report; later ones share it).
         self._stderr_deadline: float | None = None
-        self._drain = threading.Thread(target=self._drain_stderr, args=(self.proc.stderr, read), daemon=True)
-        self._drain.start()
-
-    def _drain_stderr(self, stream: IO[bytes], read: Read) -> None:
-        """Keep only the tail of stderr, so a chatty server never blocks on a full pipe."""
-        try:
-            while chunk := read(stream.fileno(), 65536):
-                with self._stderr_lock:
-                    self._stderr.append(chunk)
-                    self._stderr_size += len(chunk)
-                    while self._stderr_size - len(self._stderr[0]) >= STDERR_TAIL and len(self._stderr) > 1:
-                        self._stderr_size -= len(self._stderr.popleft())
-        except (OSError, ValueError):
-            return
-        finally:
-            self.stderr_ended.set()
+        # Only the tail of stderr is kept, read as it comes, so a chatty server never blocks on a full pipe.
+        self._stderr = StderrTail(self.proc.stderr, keep=STDERR_TAIL, read=read,
+                                  on_end=lambda: self.stderr_ended.set())
 
     def stderr_tail(self) -> str:
-        with self._stderr_lock:
-            text = b"".join(self._stderr)[-STDERR_TAIL:].decode("utf-8", "replace").strip()
+        text = self._stderr.tail().decode("utf-8", "replace").strip()
         lines = [line for line in text.splitlines() if line.strip()]
         return clip(" | ".join(lines[-3:]), 200) if lines else ""
 
@@ -153,7 +136,7 @@ class ServerProcess:
         finally:
             self.selector.close()
             self.stdout.close()
-            self._drain.join(timeout=GRACE)
+            self._stderr.join(GRACE)
             if proc.stderr is not None:
                 proc.stderr.close()
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mrtr import Client
-from mrtr_cli.stdio_server import SubprocessTransport
+from mrtr_client import StdioTransport
 
 from .conftest import KEY, ROOT
 
@@ -25,7 +25,7 @@ SERVE = [sys.executable, "-m", "mrtr", "serve"]
 
 @pytest.fixture
 def transport():
-    t = SubprocessTransport(SERVE, env=ENV)
+    t = StdioTransport(SERVE, env=ENV, stderr=subprocess.PIPE)
     yield t
     t.close()
 

@@ -103,15 +103,13 @@ def _pick_first(request_: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.external  # `python -m mrtr serve` as a process
 def test_the_stdio_server_serves_every_tool_of_the_third_lesson() -> None:
-    import sys
-
     from mrtr.client import Client
-    from mrtr_cli.stdio_server import SubprocessTransport
+    from mrtr_cli.stdio_server import serve_process
 
     from .conftest import KEY, ROOT
 
     env = {"MRTR_SECRET_KEYS": KEY, "MRTR_STORE": "memory", "MRTR_PRINCIPAL": "bob", "PYTHONPATH": str(ROOT)}
-    transport = SubprocessTransport([sys.executable, "-m", "mrtr", "serve"], env=env)
+    transport = serve_process(env)
     try:
         client = Client(transport, on_elicit=_pick_first)
         assert client.connect() == "modern"
