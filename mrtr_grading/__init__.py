@@ -7,9 +7,9 @@ from .flows import CHOICES, ENDLESS_CAP, FLOWS, HARD_TICKET, TYPED_SCHEMA, respo
 from .recording import MAX_RECORDED, Received, Recording
 from .report import ClientReport, RuleRow, grade
 from .rules import RULES, Rule
-from .verdicts import Run, Verdict
+from .verdicts import GradedRun, Verdict
 
 __all__ = [
     "CHOICES", "ENDLESS_CAP", "FLOWS", "HARD_TICKET", "MAX_RECORDED", "RULES", "TYPED_SCHEMA", "ClientReport",
-    "Received", "Recording", "Rule", "RuleRow", "Run", "Verdict", "grade", "respond", "tool_list",
+    "Received", "Recording", "Rule", "RuleRow", "GradedRun", "Verdict", "grade", "respond", "tool_list",
 ]

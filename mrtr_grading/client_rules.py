@@ -1,6 +1,6 @@
 """The rules added for issue 45's second half: the 2026-07-28 headers and `_meta`, the retry after `-32022`, an
 embedded request kind the client did not declare, a malformed result, the user's decline and cancel, and a bounded
-run that says so. Each reads its own tool's calls in a `Run` and, where the wire cannot tell, what the client
+run that says so. Each reads its own tool's calls in a `GradedRun` and, where the wire cannot tell, what the client
 itself said (its exit status and output); a rule that cannot know is not-run, never a guess.
 
 This module reads a run; it never sends a request and never renders a report. `rules.RULES` lists these rules
@@ -19,7 +19,7 @@ from mrtr.protocol import META_CAPABILITIES, META_VERSION
 
 from .flows import CHOICES, UNSUPPORTED_VERSION
 from .recording import Received
-from .verdicts import Run, Verdict, clip, failed, not_run, passed, result_of, retries_of
+from .verdicts import GradedRun, Verdict, clip, failed, not_run, passed, result_of, retries_of
 
 #: Words that show a client reported a call as failed or refused (in any of the clients graded so far).
 ERROR_WORDS = ("refus", "rais", "error", "exceed", "fail", "gave up", "too many", "stopp", "abort", "limit")
@@ -29,11 +29,11 @@ def reports_error(text: str) -> bool:
     return any(word in text.lower() for word in ERROR_WORDS)
 
 
-def lines_naming(run: Run, tool: str) -> list[str]:
+def lines_naming(run: GradedRun, tool: str) -> list[str]:
     return [line.strip() for line in (run.output or "").splitlines() if tool in line]
 
 
-def said_complete(run: Run, tool: str) -> str | None:
+def said_complete(run: GradedRun, tool: str) -> str | None:
     """The client's own `TOOL: complete...` line (the drivers' convention), when it reported the call done."""
     return next((line for line in lines_naming(run, tool)
                  if line.startswith(f"{tool}: ") and line[len(tool) + 2:].startswith("complete")), None)
@@ -65,7 +65,7 @@ def header_problems(call: Received) -> list[str]:
     return problems
 
 
-def http_headers(run: Run) -> Verdict:
+def http_headers(run: GradedRun) -> Verdict:
     if run.transport != "http":
         return not_run(f"over {run.transport} a request has no HTTP headers; this rule grades Streamable HTTP only")
     calls = run.of("grade_headers")
@@ -81,7 +81,7 @@ def http_headers(run: Run) -> Verdict:
                   "matching its body")
 
 
-def meta_every_request(run: Run) -> Verdict:
+def meta_every_request(run: GradedRun) -> Verdict:
     calls = run.of("grade_headers")
     early = retries_of(calls, "grade_headers")
     if early:
@@ -98,7 +98,7 @@ def meta_every_request(run: Run) -> Verdict:
                   "clientCapabilities")
 
 
-def version_retry(run: Run) -> Verdict:
+def version_retry(run: GradedRun) -> Verdict:
     calls = run.of("grade_version_retry")
     if not calls:
         return not_run("the client never called grade_version_retry")
@@ -126,7 +126,7 @@ def version_retry(run: Run) -> Verdict:
                    "grade_version_retry with an error")
 
 
-def refuse_undeclared(run: Run) -> Verdict:
+def refuse_undeclared(run: GradedRun) -> Verdict:
     calls = run.of("grade_undeclared_kind")
     if not calls:
         return not_run("the client never called grade_undeclared_kind")
@@ -145,7 +145,7 @@ def refuse_undeclared(run: Run) -> Verdict:
     return passed(f"the client declared {declared}; the {asked.get('method')} request was not answered")
 
 
-def decline_cancel(run: Run) -> Verdict:
+def decline_cancel(run: GradedRun) -> Verdict:
     calls = run.of("grade_user_choice")
     if not calls:
         return not_run("the client never called grade_user_choice")
@@ -165,7 +165,7 @@ def decline_cancel(run: Run) -> Verdict:
     return passed(f"the user chose {chosen}; the retry carried {clip(got)}")
 
 
-def bounded_said(run: Run) -> Verdict:
+def bounded_said(run: GradedRun) -> Verdict:
     calls = run.of("grade_endless")
     if not calls:
         return not_run("the client never called grade_endless")

@@ -13,7 +13,7 @@ from mrtr import JSONObject, __version__
 
 from .recording import Recording
 from .rules import RULES
-from .verdicts import Run
+from .verdicts import GradedRun
 
 
 @dataclass
@@ -92,7 +92,7 @@ def grade(recording: Recording, command: str, *, transport: str = "http", exit_c
           output: str | None = None, choices_known: bool = False) -> ClientReport:
     """Every rule over one run; `exit_code` and `output` are the client's own (None where no adapter has them)."""
     report = ClientReport(command, exit_code=exit_code, output=output or "")
-    run = Run(recording, transport, exit_code, output, choices_known)
+    run = GradedRun(recording, transport, exit_code, output, choices_known)
     for rule in RULES:
         v = rule.grade(run)
         report.rows.append(RuleRow(rule.slug, rule.title, v.verdict, v.evidence, rule.fix, rule.source))

@@ -25,7 +25,7 @@ from .client_rules import (
     version_retry,
 )
 from .flows import ENDLESS_CAP, HARD_TICKET, TYPED_SCHEMA
-from .verdicts import Run, Verdict, clip, failed, not_run, passed, result_of, retries_of
+from .verdicts import GradedRun, Verdict, clip, failed, not_run, passed, result_of, retries_of
 
 #: The most calls a client may make to a server that never stops asking (the SDKs stop after 10 retries).
 ROUND_BOUND = 21
@@ -33,7 +33,7 @@ ROUND_BOUND = 21
 MIN_PACE = 0.04
 
 
-def ticket_echo(rec: Run) -> Verdict:
+def ticket_echo(rec: GradedRun) -> Verdict:
     calls = rec.of("grade_ticket_echo")
     early = retries_of(calls, "grade_ticket_echo")
     if early:
@@ -51,7 +51,7 @@ def ticket_echo(rec: Run) -> Verdict:
                   f"got back {clip(sent[around])}")
 
 
-def new_id(rec: Run) -> Verdict:
+def new_id(rec: GradedRun) -> Verdict:
     calls = rec.of("grade_retry_rounds")
     early = retries_of(calls, "grade_retry_rounds")
     if early:
@@ -62,7 +62,7 @@ def new_id(rec: Run) -> Verdict:
     return failed(f"the client retried with an id it had used before: ids {', '.join(ids)}")
 
 
-def same_request(rec: Run) -> Verdict:
+def same_request(rec: GradedRun) -> Verdict:
     calls = rec.of("grade_retry_rounds")
     early = retries_of(calls, "grade_retry_rounds")
     if early:
@@ -84,7 +84,7 @@ def same_request(rec: Run) -> Verdict:
                   "and capabilities")
 
 
-def multi_round(rec: Run) -> Verdict:
+def multi_round(rec: GradedRun) -> Verdict:
     calls = rec.of("grade_multi_round")
     early = retries_of(calls, "grade_multi_round")
     if early:
@@ -101,7 +101,7 @@ def multi_round(rec: Run) -> Verdict:
     return passed(f"{len(calls) - 1} retries, each with the newest ticket and only that round's answers")
 
 
-def nothing_carried(rec: Run) -> Verdict:
+def nothing_carried(rec: GradedRun) -> Verdict:
     calls = rec.of("grade_plain")
     if not calls:
         return not_run("the client never called grade_plain")
@@ -113,7 +113,7 @@ def nothing_carried(rec: Run) -> Verdict:
     return passed("the unrelated call carried neither requestState nor inputResponses")
 
 
-def no_ticket_no_state(rec: Run) -> Verdict:
+def no_ticket_no_state(rec: GradedRun) -> Verdict:
     calls = rec.of("grade_no_ticket")
     early = retries_of(calls, "grade_no_ticket")
     if early:
@@ -123,7 +123,7 @@ def no_ticket_no_state(rec: Run) -> Verdict:
     return passed("the server gave no ticket and the retry carried no requestState key")
 
 
-def bounded_rounds(rec: Run) -> Verdict:
+def bounded_rounds(rec: GradedRun) -> Verdict:
     calls = rec.of("grade_endless")
     early = retries_of(calls, "grade_endless")
     if early:
@@ -135,7 +135,7 @@ def bounded_rounds(rec: Run) -> Verdict:
     return passed(f"the server asked forever; the client stopped after {len(calls)} calls")
 
 
-def state_only_no_answers(rec: Run) -> Verdict:
+def state_only_no_answers(rec: GradedRun) -> Verdict:
     calls = rec.of("grade_state_only")
     early = retries_of(calls, "grade_state_only")
     if early:
@@ -147,7 +147,7 @@ def state_only_no_answers(rec: Run) -> Verdict:
     return passed(f"{len(calls) - 1} state-only retries carried no answers")
 
 
-def state_only_paced(rec: Run) -> Verdict:
+def state_only_paced(rec: GradedRun) -> Verdict:
     calls = rec.of("grade_state_only")
     early = retries_of(calls, "grade_state_only")
     if early:
@@ -159,7 +159,7 @@ def state_only_paced(rec: Run) -> Verdict:
     return passed(f"state-only retries came {shown} apart")
 
 
-def url_mode(rec: Run) -> Verdict:
+def url_mode(rec: GradedRun) -> Verdict:
     calls = rec.of("grade_url_mode")
     if not calls:
         return not_run("the client never called grade_url_mode")
@@ -193,7 +193,7 @@ def typed_problems(content: JSONObject) -> list[str]:
     return problems
 
 
-def typed_answers(rec: Run) -> Verdict:
+def typed_answers(rec: GradedRun) -> Verdict:
     calls = rec.of("grade_typed_answers")
     early = retries_of(calls, "grade_typed_answers")
     if early:
@@ -208,8 +208,8 @@ def typed_answers(rec: Run) -> Verdict:
     return passed(f"answered {clip(answer.get('content'))}, every value fits its schema")
 
 
-def refused(tool: str, sent: str) -> Callable[[Run], Verdict]:
-    def rule(rec: Run) -> Verdict:
+def refused(tool: str, sent: str) -> Callable[[GradedRun], Verdict]:
+    def rule(rec: GradedRun) -> Verdict:
         calls = rec.of(tool)
         if not calls:
             return not_run(f"the client never called {tool}")
@@ -230,7 +230,7 @@ class Rule:
     title: str
     source: str
     fix: str
-    grade: Callable[[Run], Verdict]
+    grade: Callable[[GradedRun], Verdict]
 
 
 MRTR = "2026-07-28 basic/patterns/mrtr"

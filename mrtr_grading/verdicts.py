@@ -1,4 +1,4 @@
-"""A rule's verdict and what it reads: `Run` (the recording, the transport, and what the client itself said) and
+"""A rule's verdict and what it reads: `GradedRun` (the recording, the transport, and what the client itself said) and
 the small helpers every rule shares. No rule lives here."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ VERDICTS = ("pass", "fail", "not-run")
 
 
 @dataclass
-class Run:
+class GradedRun:
     """What a rule reads: the recording, how the client was reached, and what the client itself said (its exit
     status and output; None where the adapter has none, as in the browser)."""
 

@@ -1,5 +1,5 @@
-"""Run one small client of `flawed_clients` as a process: `flawed_client_main.py FLAW [--stdio] TARGET` (FLAW may be
-`sound`); the user's choices come from MRTR_CHECK_CLIENT_CHOICES, as `mrtr check-client` sets it."""
+"""Run one small client of `flawed_clients` as a process: `flawed_client_main.py FLAW [--stdio] TARGET` (FLAW may
+be `sound`); the user's choices come from MRTR_CHECK_CLIENT_CHOICES, as `mrtr check-client` sets it."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ import urllib.error
 import urllib.request
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -31,12 +32,14 @@ def grade_small(flaws: Flaws, *, stdio: bool = False) -> ClientReport:
 
 
 #: `mrtr call --answers`: the user's answer to every question the flows ask, the decline-and-cancel ones as
-#: MRTR_CHECK_CLIENT_CHOICES says (mrtr call cannot yet mix --answer-by-schema with the user's choices).
-USER_ANSWERS: dict[str, object] = {
-    "ok": {"ok": True}, "first": {"ok": True}, "second": {"ok": True}, "third": {"ok": True},
-    "settings": {"agree": True, "size": "large", "count": 4}, "page": {"action": "decline"},
-    **{key: {"action": action} for key, action in CHOICES.items()},
-}
+#: MRTR_CHECK_CLIENT_CHOICES says (mrtr call cannot yet mix --answer-by-schema with the user's choices). The same
+#: file the official clients' page grades the project's client with.
+ANSWERS_FILE = Path(__file__).resolve().parents[2] / "docs/client/check-client-answers.json"
+USER_ANSWERS: dict[str, object] = json.loads(ANSWERS_FILE.read_text(encoding="utf-8"))
+
+
+def test_the_answers_file_holds_the_users_choices() -> None:
+    assert {k: USER_ANSWERS[k] for k in CHOICES} == {k: {"action": a} for k, a in CHOICES.items()}
 
 
 def project_client(*answering: str, stdio: bool = False) -> Callable[[str], tuple[int, str]]:
