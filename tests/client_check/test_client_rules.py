@@ -4,15 +4,16 @@ names what the server sent and what came back."""
 
 from __future__ import annotations
 
+from mrtr import JSON, JSONObject
 from mrtr.protocol import META_CAPABILITIES, META_VERSION, MODERN_VERSION
 from mrtr_grading import CHOICES, Recording, grade
 from mrtr_grading.client_rules import bounded_said, decline_cancel, http_headers, version_retry
 from mrtr_grading.verdicts import GradedRun
 
-META = {META_VERSION: MODERN_VERSION, META_CAPABILITIES: {"elicitation": {"form": {}}}}
+META: JSONObject = {META_VERSION: MODERN_VERSION, META_CAPABILITIES: {"elicitation": {"form": {}}}}
 
 
-def call(recording: Recording, tool: str, n: int, headers: dict[str, str] | None = None, **params: object) -> None:
+def call(recording: Recording, tool: str, n: int, headers: dict[str, str] | None = None, **params: JSON) -> None:
     recording.answer({"jsonrpc": "2.0", "id": n, "method": "tools/call",
                       "params": {"name": tool, "arguments": {}, "_meta": META, **params}}, headers=headers)
 
@@ -55,7 +56,7 @@ def test_headers_not_recorded_or_over_stdio_are_not_run_and_a_mismatch_names_bot
 def test_the_users_choice_is_graded_only_when_known() -> None:
     recording = Recording()
     call(recording, "grade_user_choice", 1)
-    accepted = {key: {"action": "accept", "content": {"ok": True}} for key in CHOICES}
+    accepted: JSONObject = {key: {"action": "accept", "content": {"ok": True}} for key in CHOICES}
     call(recording, "grade_user_choice", 2, requestState="choice:1", inputResponses=accepted)
     assert decline_cancel(GradedRun(recording)).verdict == "not-run"
     known = decline_cancel(GradedRun(recording, choices_known=True))
