@@ -99,7 +99,8 @@ def main(argv: list[str], *, stdout: TextIO | None = None, stderr: TextIO | None
     if args.junit:
         Path(args.junit).write_text(report.junit(), encoding="utf-8")
     if not report.graded:
-        err.write("mrtr check-client: the client reached no rule (did it take the URL as its last argument?)\n")
+        last = "the server command" if args.stdio else "the URL"
+        err.write(f"mrtr check-client: the client reached no rule (did it take {last} as its last argument?)\n")
         return 2
     if report.exit_code == TIMED_OUT:
         err.write(f"mrtr check-client: the client did not finish within {args.timeout:g} s and was stopped\n")

@@ -88,3 +88,8 @@ def test_a_client_that_hangs_is_stopped_at_the_time_out() -> None:
 def test_a_client_that_reaches_no_rule_is_not_a_pass() -> None:
     done = check_client("--command", f"{PYTHON} -c 'pass'")
     assert done.returncode == 2 and "NOT GRADED" in done.stdout and "reached no rule" in done.stderr
+
+
+def test_a_stdio_client_that_never_starts_the_server_is_told_what_it_was_given() -> None:
+    done = check_client("--stdio", "--command", f"{PYTHON} -c 'pass'")
+    assert done.returncode == 2 and "did it take the server command as its last argument?" in done.stderr
