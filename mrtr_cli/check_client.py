@@ -62,9 +62,18 @@ def run_command(command: str, timeout: float) -> Callable[[str], tuple[int, str]
             done = subprocess.run([*argv, url], capture_output=True, text=True, timeout=timeout, env=env,
                                   stdin=subprocess.DEVNULL, check=False)  # never our terminal: it must not ask
         except subprocess.TimeoutExpired as exc:  # graded all the same: the rules it reached keep their verdicts
-            return TIMED_OUT, (_text(exc.stdout) + _text(exc.stderr))[-4000:]
-        return done.returncode, (done.stdout + done.stderr)[-4000:]
+            return TIMED_OUT, _kept(_text(exc.stdout), _text(exc.stderr))
+        return done.returncode, _kept(done.stdout, done.stderr)
     return run
+
+
+#: How much of each of the client's streams is kept: the rules that read the output need its `TOOL: outcome` lines,
+#: which a long stderr (a traceback, warnings) must not push out.
+KEPT_OUTPUT = 32_000
+
+
+def _kept(stdout: str, stderr: str) -> str:
+    return stdout[-KEPT_OUTPUT:] + stderr[-KEPT_OUTPUT:]
 
 
 def _text(output: bytes | str | None) -> str:

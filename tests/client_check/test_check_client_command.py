@@ -93,3 +93,9 @@ def test_a_client_that_reaches_no_rule_is_not_a_pass() -> None:
 def test_a_stdio_client_that_never_starts_the_server_is_told_what_it_was_given() -> None:
     done = check_client("--stdio", "--command", f"{PYTHON} -c 'pass'")
     assert done.returncode == 2 and "did it take the server command as its last argument?" in done.stderr
+
+
+def test_a_long_stderr_does_not_push_the_outcome_lines_out() -> None:
+    code, output = run_command(f"{PYTHON} -c 'import sys; print(\"grade_endless: refused\"); "
+                               "sys.stderr.write(\"warning\\n\" * 20000)'", 30)("http://127.0.0.1:9/mcp")
+    assert code == 0 and output.startswith("grade_endless: refused") and output.endswith("warning\n")
