@@ -48,7 +48,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(message, dict) or "id" not in message:
             self._send(202, b"", "text/plain")  # a notification or a response: nothing to answer
             return
-        reply = self.server.recording.answer(message)
+        reply = self.server.recording.answer(message, headers=dict(self.headers.items()))
         self._send(200, json.dumps(reply, ensure_ascii=False).encode())
 
 

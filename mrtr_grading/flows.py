@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mrtr import JSON, JSONObject
-from mrtr.protocol import MODERN_VERSION
+from mrtr import JSON, JSONObject, as_object
+from mrtr.protocol import META_CAPABILITIES, META_VERSION, MODERN_VERSION
 
 #: A ticket made to break every re-encoding: leading and trailing spaces, non-ASCII, a literal `\u` escape,
 #: JSON-looking text (a client that parses and re-dumps it changes the spacing) and 4 KB of length.
@@ -33,6 +33,11 @@ TYPED_SCHEMA: JSONObject = {
 }
 #: The keys the multi-round flow asks in rounds 1, 2 and 3.
 ROUND_KEYS = ("first", "second", "third")
+#: What the grading run's user chooses for the user-choice flow's questions (told to the client's user through
+#: MRTR_CHECK_CLIENT_CHOICES; each question's message starts with its key, for drivers that see no keys).
+CHOICES: dict[str, str] = {"declined": "decline", "dismissed": "cancel"}
+#: The error a server answers for a protocol version it does not serve (2026-07-28 basic/versioning).
+UNSUPPORTED_VERSION = -32022
 
 
 def form(key: str, message: str, schema: JSONObject | None = None) -> JSONObject:
@@ -125,6 +130,56 @@ def flow_empty_input_required(params: JSONObject, calls: int) -> JSONObject:
     return {"resultType": "input_required"}
 
 
+def flow_headers(params: JSONObject, calls: int) -> JSONObject:
+    if "inputResponses" in params:
+        return done("headers and _meta seen")
+    return asking(form("ok", "One question, so that a retry is graded too."), "headers:1")
+
+
+def undeclared_kind(params: JSONObject) -> JSONObject | None:
+    """An embedded request of a kind the call's `_meta` capabilities do not declare: roots, else sampling."""
+    declared = as_object(as_object(params.get("_meta")).get(META_CAPABILITIES))
+    if "roots" not in declared:
+        return {"method": "roots/list", "params": {}}
+    if "sampling" not in declared:
+        return {"method": "sampling/createMessage", "params": {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "Say hi."}}], "maxTokens": 10}}
+    return None
+
+
+def flow_undeclared_kind(params: JSONObject, calls: int) -> JSONObject:
+    if "inputResponses" in params:
+        return done("answered a request it never declared")
+    kind = undeclared_kind(params)
+    if kind is None:
+        return done("the client declares roots and sampling: nothing undeclared to send")
+    return asking({"undeclared": kind}, "undeclared:1")
+
+
+def flow_malformed_result(params: JSONObject, calls: int) -> JSONObject:
+    return {"resultType": "input_required", "inputRequests": "not an object", "requestState": 42}
+
+
+def flow_user_choice(params: JSONObject, calls: int) -> JSONObject:
+    if "inputResponses" in params:
+        return done("the user's choices arrived")
+    questions: JSONObject = {}
+    for key, action in CHOICES.items():
+        questions.update(form(key, f"{key}: the grading run's user chooses {action} for this question."))
+    return asking(questions, "choice:1")
+
+
+def flow_version_retry(params: JSONObject, calls: int) -> JSONObject:
+    return done("the retry after -32022 arrived")
+
+
+def version_error(params: JSONObject) -> JSONObject:
+    """-32022 with both data members the schema requires: what the call asked for and what the server serves."""
+    requested = as_object(params.get("_meta")).get(META_VERSION)
+    return {"code": UNSUPPORTED_VERSION, "message": "Unsupported protocol version",
+            "data": {"supported": [MODERN_VERSION], "requested": requested if isinstance(requested, str) else ""}}
+
+
 ToolFlow = Callable[[JSONObject, int], JSONObject]
 #: The tools, in the order they are listed (an unrelated call comes after a multi-round one, so there is a ticket
 #: to leak). Each name is the rule's own tool.
@@ -137,7 +192,12 @@ FLOWS: dict[str, ToolFlow] = {
     "grade_typed_answers": flow_typed_answers,
     "grade_url_mode": flow_url_mode,
     "grade_state_only": flow_state_only,
+    "grade_headers": flow_headers,
+    "grade_user_choice": flow_user_choice,
+    "grade_version_retry": flow_version_retry,
     "grade_unknown_result": flow_unknown_result,
+    "grade_undeclared_kind": flow_undeclared_kind,
+    "grade_malformed_result": flow_malformed_result,
     "grade_empty_input_required": flow_empty_input_required,
     "grade_endless": flow_endless,
 }
@@ -176,4 +236,6 @@ def respond(method: str, params: JSONObject, calls: int) -> JSONObject:
         return {"error": {"code": -32602, "message": "unknown tool"}}
     if flow is flow_endless and calls > ENDLESS_CAP:
         return {"error": {"code": -32603, "message": f"the grader stopped answering after {ENDLESS_CAP} calls"}}
+    if flow is flow_version_retry and calls == 1:  # the first call is refused; a retry is served
+        return {"error": version_error(params)}
     return {"result": flow(params, calls)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from mrtr import JSONObject, as_object
@@ -30,6 +30,8 @@ class Received:
     id: object
     params: JSONObject
     answer: JSONObject
+    #: The request's HTTP headers, names lower-cased; None when the adapter saw none (stdio, in-page).
+    headers: dict[str, str] | None = None
 
     @property
     def tool(self) -> str:
@@ -53,7 +55,7 @@ class Recording:
         with self.lock:
             return [c for c in self.calls if c.tool == tool]
 
-    def answer(self, message: JSONObject) -> JSONObject:
+    def answer(self, message: JSONObject, headers: Mapping[str, str] | None = None) -> JSONObject:
         """The JSON-RPC response to one request, recorded with it and the time it arrived. One lock around both,
         so two requests at once still count a tool's calls in the order they are recorded."""
         method = str(message.get("method", ""))
@@ -65,5 +67,6 @@ class Recording:
                     "code": -32603, "message": f"the grader records at most {MAX_RECORDED} requests per run"}}
             prior = sum(1 for c in self.calls if c.tool and c.params.get("name") == params.get("name"))
             reply: JSONObject = {"jsonrpc": "2.0", "id": message.get("id"), **respond(method, params, prior + 1)}
-            self.calls.append(Received(at, method, message.get("id"), params, reply))
+            seen = None if headers is None else {k.lower(): v for k, v in headers.items()}
+            self.calls.append(Received(at, method, message.get("id"), params, reply, seen))
         return reply

@@ -13,6 +13,7 @@ from mrtr import JSONObject, __version__
 
 from .recording import Recording
 from .rules import RULES
+from .verdicts import GradedRun
 
 
 @dataclass
@@ -87,9 +88,12 @@ class ClientReport:
         return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
 
-def grade(recording: Recording, command: str) -> ClientReport:
-    report = ClientReport(command)
+def grade(recording: Recording, command: str, *, transport: str = "http", exit_code: int | None = None,
+          output: str | None = None, choices_known: bool = False) -> ClientReport:
+    """Every rule over one run; `exit_code` and `output` are the client's own (None where no adapter has them)."""
+    report = ClientReport(command, exit_code=exit_code, output=output or "")
+    run = GradedRun(recording, transport, exit_code, output, choices_known)
     for rule in RULES:
-        v = rule.grade(recording)
+        v = rule.grade(run)
         report.rows.append(RuleRow(rule.slug, rule.title, v.verdict, v.evidence, rule.fix, rule.source))
     return report

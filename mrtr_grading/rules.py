@@ -12,57 +12,28 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mrtr import JSON, JSONObject, as_object
+from mrtr import JSONObject, as_object
 from mrtr.protocol import META_VERSION
 
+from .client_rules import (
+    bounded_said,
+    decline_cancel,
+    http_headers,
+    meta_every_request,
+    refuse_undeclared,
+    said_complete,
+    version_retry,
+)
 from .flows import ENDLESS_CAP, HARD_TICKET, TYPED_SCHEMA
-from .recording import Received, Recording
+from .verdicts import GradedRun, Verdict, clip, failed, not_run, passed, result_of, retries_of
 
 #: The most calls a client may make to a server that never stops asking (the SDKs stop after 10 retries).
 ROUND_BOUND = 21
 #: The least pause, in seconds, between two retries of a round that carried only a ticket.
 MIN_PACE = 0.04
-VERDICTS = ("pass", "fail", "not-run")
 
 
-@dataclass(frozen=True)
-class Verdict:
-    verdict: str
-    evidence: str
-
-
-def passed(evidence: str) -> Verdict:
-    return Verdict("pass", evidence)
-
-
-def failed(evidence: str) -> Verdict:
-    return Verdict("fail", evidence)
-
-
-def not_run(why: str) -> Verdict:
-    return Verdict("not-run", why)
-
-
-def clip(value: JSON, limit: int = 120) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = json.dumps(text, ensure_ascii=False) if isinstance(value, str) else text
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
-
-
-def result_of(call: Received) -> JSONObject:
-    return as_object(call.answer.get("result"))
-
-
-def retries_of(calls: list[Received], tool: str) -> Verdict | None:
-    """not-run when the client never called `tool`, or never retried it; None when there is a retry to grade."""
-    if not calls:
-        return not_run(f"the client never called {tool}")
-    if len(calls) < 2:
-        return not_run(f"the client called {tool} but never retried it, so there is no retry to grade")
-    return None
-
-
-def ticket_echo(rec: Recording) -> Verdict:
+def ticket_echo(rec: GradedRun) -> Verdict:
     calls = rec.of("grade_ticket_echo")
     early = retries_of(calls, "grade_ticket_echo")
     if early:
@@ -80,7 +51,7 @@ def ticket_echo(rec: Recording) -> Verdict:
                   f"got back {clip(sent[around])}")
 
 
-def new_id(rec: Recording) -> Verdict:
+def new_id(rec: GradedRun) -> Verdict:
     calls = rec.of("grade_retry_rounds")
     early = retries_of(calls, "grade_retry_rounds")
     if early:
@@ -91,7 +62,7 @@ def new_id(rec: Recording) -> Verdict:
     return failed(f"the client retried with an id it had used before: ids {', '.join(ids)}")
 
 
-def same_request(rec: Recording) -> Verdict:
+def same_request(rec: GradedRun) -> Verdict:
     calls = rec.of("grade_retry_rounds")
     early = retries_of(calls, "grade_retry_rounds")
     if early:
@@ -113,7 +84,7 @@ def same_request(rec: Recording) -> Verdict:
                   "and capabilities")
 
 
-def multi_round(rec: Recording) -> Verdict:
+def multi_round(rec: GradedRun) -> Verdict:
     calls = rec.of("grade_multi_round")
     early = retries_of(calls, "grade_multi_round")
     if early:
@@ -130,7 +101,7 @@ def multi_round(rec: Recording) -> Verdict:
     return passed(f"{len(calls) - 1} retries, each with the newest ticket and only that round's answers")
 
 
-def nothing_carried(rec: Recording) -> Verdict:
+def nothing_carried(rec: GradedRun) -> Verdict:
     calls = rec.of("grade_plain")
     if not calls:
         return not_run("the client never called grade_plain")
@@ -142,7 +113,7 @@ def nothing_carried(rec: Recording) -> Verdict:
     return passed("the unrelated call carried neither requestState nor inputResponses")
 
 
-def no_ticket_no_state(rec: Recording) -> Verdict:
+def no_ticket_no_state(rec: GradedRun) -> Verdict:
     calls = rec.of("grade_no_ticket")
     early = retries_of(calls, "grade_no_ticket")
     if early:
@@ -152,7 +123,7 @@ def no_ticket_no_state(rec: Recording) -> Verdict:
     return passed("the server gave no ticket and the retry carried no requestState key")
 
 
-def bounded_rounds(rec: Recording) -> Verdict:
+def bounded_rounds(rec: GradedRun) -> Verdict:
     calls = rec.of("grade_endless")
     early = retries_of(calls, "grade_endless")
     if early:
@@ -164,7 +135,7 @@ def bounded_rounds(rec: Recording) -> Verdict:
     return passed(f"the server asked forever; the client stopped after {len(calls)} calls")
 
 
-def state_only_no_answers(rec: Recording) -> Verdict:
+def state_only_no_answers(rec: GradedRun) -> Verdict:
     calls = rec.of("grade_state_only")
     early = retries_of(calls, "grade_state_only")
     if early:
@@ -176,7 +147,7 @@ def state_only_no_answers(rec: Recording) -> Verdict:
     return passed(f"{len(calls) - 1} state-only retries carried no answers")
 
 
-def state_only_paced(rec: Recording) -> Verdict:
+def state_only_paced(rec: GradedRun) -> Verdict:
     calls = rec.of("grade_state_only")
     early = retries_of(calls, "grade_state_only")
     if early:
@@ -188,7 +159,7 @@ def state_only_paced(rec: Recording) -> Verdict:
     return passed(f"state-only retries came {shown} apart")
 
 
-def url_mode(rec: Recording) -> Verdict:
+def url_mode(rec: GradedRun) -> Verdict:
     calls = rec.of("grade_url_mode")
     if not calls:
         return not_run("the client never called grade_url_mode")
@@ -222,7 +193,7 @@ def typed_problems(content: JSONObject) -> list[str]:
     return problems
 
 
-def typed_answers(rec: Recording) -> Verdict:
+def typed_answers(rec: GradedRun) -> Verdict:
     calls = rec.of("grade_typed_answers")
     early = retries_of(calls, "grade_typed_answers")
     if early:
@@ -237,14 +208,18 @@ def typed_answers(rec: Recording) -> Verdict:
     return passed(f"answered {clip(answer.get('content'))}, every value fits its schema")
 
 
-def refused(tool: str, sent: str) -> Callable[[Recording], Verdict]:
-    def rule(rec: Recording) -> Verdict:
+def refused(tool: str, sent: str) -> Callable[[GradedRun], Verdict]:
+    def rule(rec: GradedRun) -> Verdict:
         calls = rec.of(tool)
         if not calls:
             return not_run(f"the client never called {tool}")
         if len(calls) > 1:
             return failed(f"server sent {sent}; client retried it {len(calls) - 1} time(s) with "
                           f"{clip({k: v for k, v in calls[1].params.items() if k != '_meta'})}")
+        complete = said_complete(rec, tool)
+        if complete:  # the wire looks like a refusal; the client's own output says it took the result as done
+            return failed(f"server sent {sent}; the client did not retry but took it as done: it said "
+                          f"{clip(complete)}")
         return passed(f"server sent {sent}; the client did not retry")
     return rule
 
@@ -255,7 +230,7 @@ class Rule:
     title: str
     source: str
     fix: str
-    grade: Callable[[Recording], Verdict]
+    grade: Callable[[GradedRun], Verdict]
 
 
 MRTR = "2026-07-28 basic/patterns/mrtr"
@@ -308,4 +283,33 @@ RULES: tuple[Rule, ...] = (
          f"{MRTR} (server requirement 6: at least one of the two)",
          "refuse an input_required that has neither inputRequests nor requestState; never retry it",
          refused("grade_empty_input_required", "input_required with neither inputRequests nor requestState")),
+    Rule("refuse-malformed-result", "a malformed result is refused, not retried or taken as done",
+         "2026-07-28 schema (InputRequiredResult: inputRequests an object, requestState a string)",
+         "check the result's shape before acting on it: refuse an inputRequests that is not an object or a "
+         "requestState that is not a string, with an error", refused("grade_malformed_result",
+         "input_required with inputRequests a string and requestState a number")),
+    Rule("refuse-undeclared-kind", "an embedded request of an undeclared kind is refused, never answered",
+         f"{MRTR} (server requirement 7: only declared kinds; a client answers only what it declared)",
+         "answer only the embedded request kinds your _meta clientCapabilities declare; refuse the call otherwise",
+         refuse_undeclared),
+    Rule("decline-cancel", "decline and cancel passed through as the user chose",
+         f"{ELIC} (accept, decline and cancel are the user's; decline and cancel MUST be handled)",
+         "send the user's own action back: a decline as decline and a cancel as cancel, with no content, never "
+         "turned into accept or dropped", decline_cancel),
+    Rule("bounded-rounds-reported", "a call given up after the bound is reported as an error",
+         f"{SDKS} (both raise an error after 10 rounds)",
+         "when the round bound stops a call, end it with an error the user sees (and a non-zero exit status)",
+         bounded_said),
+    Rule("http-headers", "MCP-Protocol-Version, Mcp-Method and Mcp-Name match the body",
+         "2026-07-28 basic/transports (Streamable HTTP standard request headers, SEP-2243)",
+         "send MCP-Protocol-Version equal to _meta's version, Mcp-Method equal to method and, for tools/call, "
+         "Mcp-Name equal to params.name, on every request including retries", http_headers),
+    Rule("meta-every-request", "_meta carries the protocol version and capabilities on every request",
+         "2026-07-28 basic (_meta: protocolVersion and clientCapabilities required on every request)",
+         "put io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities in the _meta "
+         "of every request, retries too", meta_every_request),
+    Rule("version-retry", "after -32022 the client retries with a supported version or refuses clearly",
+         "2026-07-28 basic/versioning (-32022: the client SHOULD pick a version the server supports and retry)",
+         "on -32022 retry with a version from data.supported (a new id), or end the call with an error naming "
+         "the versions; never take it as done", version_retry),
 )

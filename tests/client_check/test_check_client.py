@@ -9,6 +9,8 @@ import json
 import urllib.error
 import urllib.request
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -16,29 +18,52 @@ from mrtr.clock import FakeClock
 from mrtr_cli import call
 from mrtr_cli.check_client import check
 from mrtr_cli.grading_server import GradingServer
-from mrtr_grading import RULES, ClientReport, Recording
+from mrtr_grading import CHOICES, RULES, ClientReport, Recording
 
 from .flawed_clients import Flaws, SmallClient
 
 ALL_RULES = [r.slug for r in RULES]
 
 
-def grade_small(flaws: Flaws) -> ClientReport:
+def grade_small(flaws: Flaws, *, stdio: bool = False) -> ClientReport:
     clock = FakeClock()
-    return check(lambda url: (SmallClient(url, flaws, clock.sleep).run(), ""), "small", Recording(clock=clock))
+    return check(lambda target: SmallClient(target, flaws, clock.sleep, stdio=stdio, choices=CHOICES).run(),
+                 "small", Recording(clock=clock), stdio=stdio, choices_known=True)
 
 
-def project_client(url: str) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = call.main(["--every-tool", "--answer-by-schema", "--timeout", "10", url], stdout=out, stderr=err,
-                     environ={})
-    return code, out.getvalue() + err.getvalue()
+#: `mrtr call --answers`: the user's answer to every question the flows ask, the decline-and-cancel ones as
+#: MRTR_CHECK_CLIENT_CHOICES says (mrtr call cannot yet mix --answer-by-schema with the user's choices). The same
+#: file the official clients' page grades the project's client with.
+ANSWERS_FILE = Path(__file__).resolve().parents[2] / "docs/client/check-client-answers.json"
+USER_ANSWERS: dict[str, object] = json.loads(ANSWERS_FILE.read_text(encoding="utf-8"))
+
+
+def test_the_answers_file_holds_the_users_choices() -> None:
+    assert {k: USER_ANSWERS[k] for k in CHOICES} == {k: {"action": a} for k, a in CHOICES.items()}
+
+
+def project_client(*answering: str, stdio: bool = False) -> Callable[[str], tuple[int, str]]:
+    def run(target: str) -> tuple[int, str]:
+        out, err = io.StringIO(), io.StringIO()
+        where = ["--stdio", target] if stdio else [target]
+        code = call.main(["--every-tool", *answering, "--timeout", "10", *where], stdout=out, stderr=err,
+                         environ={})
+        return code, out.getvalue() + err.getvalue()
+    return run
 
 
 def test_the_projects_client_passes_every_rule() -> None:
-    report = check(project_client, "mrtr call --every-tool --answer-by-schema")
+    report = check(project_client("--answers", json.dumps(USER_ANSWERS)), "mrtr call --every-tool --answers ...",
+                   choices_known=True)
     assert report.verdicts() == dict.fromkeys(ALL_RULES, "pass"), report.table()
-    assert report.ok and "PASS: 13 of 13 rules held" in report.table()
+    assert report.ok and f"PASS: {len(RULES)} of {len(RULES)} rules held" in report.table()
+
+
+def test_answering_by_schema_leaves_the_users_choice_unknown() -> None:
+    report = check(project_client("--answer-by-schema"), "mrtr call --every-tool --answer-by-schema")
+    assert report.verdicts() == {**dict.fromkeys(ALL_RULES, "pass"), "decline-cancel": "not-run"}, report.table()
+    row = next(r for r in report.rows if r.rule == "decline-cancel")
+    assert "--user-choices" in row.evidence and report.ok
 
 
 def test_the_small_sound_client_passes_every_rule() -> None:
@@ -46,7 +71,9 @@ def test_the_small_sound_client_passes_every_rule() -> None:
     assert report.verdicts() == dict.fromkeys(ALL_RULES, "pass"), report.table()
 
 
-@pytest.mark.parametrize(("flaw", "rule"), [
+
+#: Each flawed client with the one rule it breaks.
+FLAWED = [
     ("reserialise_ticket", "ticket-echo"),
     ("reuse_id", "new-id"),
     ("resend_old_answers", "multi-round"),
@@ -61,21 +88,34 @@ def test_the_small_sound_client_passes_every_rule() -> None:
     ("retry_unknown", "refuse-unknown-result"),
     ("retry_empty", "refuse-empty-input-required"),
     ("stale_ticket", "multi-round"),
-])
-def test_each_flawed_client_is_flagged_by_its_rule_only(flaw: str, rule: str) -> None:
-    report = grade_small(Flaws(**{flaw: True}))
+    ("retry_malformed", "refuse-malformed-result"),
+    ("answer_undeclared", "refuse-undeclared-kind"),
+    ("decline_to_accept", "decline-cancel"),
+    ("silent_bound", "bounded-rounds-reported"),
+    ("no_name_header", "http-headers"),
+    ("no_capabilities", "meta-every-request"),
+    ("swallow_version_error", "version-retry"),
+]
+
+
+def assert_flagged_by_only(report: ClientReport, rule: str, not_run: list[str]) -> None:
     failed = [r.rule for r in report.rows if r.verdict == "fail"]
     assert failed == [rule], report.table()
-    assert [r.rule for r in report.rows if r.verdict == "not-run"] == []
+    assert [r.rule for r in report.rows if r.verdict == "not-run"] == not_run
     row = next(r for r in report.rows if r.rule == rule)
     assert row.evidence and row.fix
     assert not report.ok and f"{rule} (fail)" in report.table() and "Fix: " in report.table()
 
 
+@pytest.mark.parametrize(("flaw", "rule"), FLAWED)
+def test_each_flawed_client_is_flagged_by_its_rule_only(flaw: str, rule: str) -> None:
+    assert_flagged_by_only(grade_small(Flaws(**{flaw: True})), rule, [])
+
+
 def test_a_client_that_never_connects_reaches_no_rule_and_passes_none() -> None:
     report = check(lambda url: (1, "Traceback\nImportError: no module named client"), "nothing")
     assert report.verdicts() == dict.fromkeys(ALL_RULES, "not-run")
-    assert not report.graded and report.summary() == "NOT GRADED: the client reached none of the 13 rules"
+    assert not report.graded and report.summary() == f"NOT GRADED: the client reached none of the {len(RULES)} rules"
     assert "ImportError: no module named client" in report.table()
 
 

@@ -30,7 +30,7 @@ CREATED = ("instance/", ".venv/", "dist/", "conformance-results/")
 PACKAGES = ("mrtr", "moves", "mrtr_cli", "mrtr_client", "mrtr_grading", "mrtr_settings", "mrtr_stores",
             "mrtr_toolsets", "web")
 #: MRTR_* names the docs may use that are not settings of the app: the test harness's own switch.
-NOT_SETTINGS = {"MRTR_TEST_SERVERS"}
+NOT_SETTINGS = {"MRTR_TEST_SERVERS", "MRTR_CHECK_CLIENT_CHOICES"}  # the second: what check-client tells a client
 #: Dotted spans that are not Python names: the JUnit report's class names.
 NOT_NAMES = {"mrtr.check.moves", "mrtr.check.probes"}
 

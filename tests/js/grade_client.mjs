@@ -5,7 +5,8 @@
 // Why: the lab grades the official clients side by side with its own (docs/client/official-clients.md), so this
 // driver does what a user's program would: list the tools and call each once through the SDK's own automatic
 // input_required loop, answering every form question from its schema (default, first enum value, least number,
-// true) and every URL-mode question with accept. It declares form and URL elicitation. The grading server's URL is
+// true) and every URL-mode question with accept. It declares form and URL elicitation. Its simulated user chooses as
+// MRTR_CHECK_CLIENT_CHOICES says (question key to action; the handler sees no key, so it is read from the message). The grading server's URL is
 // the last argument:
 //
 //   mrtr check-client --command "node tests/js/grade_client.mjs"
@@ -26,6 +27,13 @@ function answerFor(schema) {
   return content;
 }
 
+function usersChoice(message) {
+  let choices = {};
+  try { choices = JSON.parse(process.env.MRTR_CHECK_CLIENT_CHOICES || '{}'); } catch { choices = {}; }
+  const choice = choices?.[String(message ?? '').split(':')[0]];
+  return typeof choice === 'string' ? choice : undefined;
+}
+
 function argumentsFor(schema) {
   const args = {};
   for (const [name, prop] of Object.entries(schema?.properties ?? {})) if ('default' in prop) args[name] = prop.default;
@@ -40,6 +48,8 @@ async function main() {
   );
   client.setRequestHandler('elicitation/create', async (request) => {
     if (request.params?.mode === 'url') return { action: 'accept' };
+    const choice = usersChoice(request.params?.message);
+    if (choice === 'decline' || choice === 'cancel') return { action: choice };
     return { action: 'accept', content: answerFor(request.params?.requestedSchema) };
   });
   await client.connect(new StreamableHTTPClientTransport(new URL(url)), { timeout: 20000 });

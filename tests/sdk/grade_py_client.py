@@ -3,7 +3,9 @@
 Why: the lab grades the official clients side by side with its own (docs/client/official-clients.md), so this
 driver does nothing a user's program would not: it lists the tools and calls each once through the SDK's own
 automatic input_required loop, answering every form question from its schema (default, first enum value, least
-number, ``true``) and every URL-mode question with accept. The grading server's URL is the last argument::
+number, ``true``) and every URL-mode question with accept. Its simulated user chooses as ``MRTR_CHECK_CLIENT_CHOICES``
+says (question key to action; the SDK callback sees no key, so the key is read from the start of the message).
+The grading server's URL is the last argument::
 
     mrtr check-client --command "python tests/sdk/grade_py_client.py"
 
@@ -13,6 +15,8 @@ not stop the others. Exit 0 once every tool was tried, 1 when the session itself
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from typing import Any
 
@@ -40,6 +44,13 @@ def arguments_for(schema: dict[str, Any]) -> dict[str, Any]:
     return {k: p["default"] for k, p in (schema.get("properties") or {}).items() if "default" in p}
 
 
+def users_choice(message: str) -> str | None:
+    """The action the user chose for this question, if MRTR_CHECK_CLIENT_CHOICES names its key."""
+    choices = json.loads(os.environ.get("MRTR_CHECK_CLIENT_CHOICES") or "{}")
+    choice = choices.get(message.split(":")[0]) if isinstance(choices, dict) else None
+    return choice if isinstance(choice, str) else None
+
+
 async def run(url: str) -> None:
     import mcp_types as types
     from mcp import Client
@@ -47,6 +58,9 @@ async def run(url: str) -> None:
     async def on_elicit(context: Any, params: Any) -> types.ElicitResult:
         if getattr(params, "mode", "form") == "url":
             return types.ElicitResult(action="accept")
+        choice = users_choice(str(getattr(params, "message", "")))
+        if choice in ("decline", "cancel"):
+            return types.ElicitResult(action=choice)
         schema = getattr(params, "requested_schema", None) or {}
         if not isinstance(schema, dict):
             schema = schema.model_dump(by_alias=True, exclude_none=True)
