@@ -1,6 +1,7 @@
-"""The exploration: after the catalogue's moves, the checker records one honest flow (every round's request, ticket
-and answers), then plays every variation of moves/variations.py on EACH round of it, on fresh flows, and judges
-each reply by the invariants of moves/invariants.py. A variation that breaks one is shrunk to the fewest changes
+"""The exploration: beside the catalogue's moves (one more job of their schedule, moves/playing.py) or after them,
+the checker records one honest flow (every round's request, ticket and answers), then plays every variation of
+moves/variations.py on EACH round of it, on fresh flows, and judges each reply by the invariants of
+moves/invariants.py. A variation that breaks one is shrunk to the fewest changes
 that still break it, and reported as a `Finding` with its exchange and the invariant's "Fix:".
 
 "Progress" is what a variation must not get: the honest flow's work (its complete result, ids and numbers
@@ -8,7 +9,9 @@ masked), or the honest flow's next round (a fresh ticket with the next round's q
 flow's answers were guesses and its result cannot be told from a no's, the work cannot be judged: such
 variations are counted as not judged, with the `--answers` hint, never a finding.
 
-The number of calls is bounded (`budget`) and reported. Nothing here renders a report or imports Flask.
+Every round's ticket for the expiry variation is minted as it starts, and one wait past the latest expiry at the
+end covers them all. The number of calls is bounded (`budget`) and reported. Nothing here renders a report or
+imports Flask.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from mrtr import JSONObject, as_object
 
+from . import variations
 from .answers import answers_for, guessed_fields, question_of, supplied_answers, unanswerable
 from .calls import Call, Step, modern_request, outcome_of, reply_text, work_of
 from .flow import asked_of
@@ -32,7 +36,6 @@ from .variations import (
     EARLIER,
     OTHER_TOOLS,
     OTHERS,
-    VARIATIONS,
     Change,
     Context,
     Judge,
@@ -327,7 +330,8 @@ def _judge_reply(flow: Flow, hop: int, variation: Variation, step: Step, before:
     """One reply held to the variation's judge: REFUSE (refused, nothing else), NO_PROGRESS, SAME_RESULT."""
     moved = progress(flow, hop, step.reply)
     what = _what(step)
-    if variation.phase == Phase.SPENT and moved and variation.invariant == "once" and cached_step(step, before):
+    kept = cached_step(step, before, flow.final)
+    if variation.phase == Phase.SPENT and moved and variation.invariant == "once" and kept:
         return _Verdict(False, f"the first use's own result, served again: {what}", [step])
     if variation.judge == Judge.SAME_RESULT:
         if outcome_of(step.reply) != Outcome.COMPLETED or flow.work is None:
@@ -386,7 +390,7 @@ def _play_once(run: _Run, flow: Flow, hop: int, variation: Variation, changes: t
         copies = run.burst(retry, COPIES)
         moved = [s for s in copies if progress(flow, hop, s.reply)]
         # The first copy's own result served again to the same principal (a cache) is no second work.
-        moved = moved[:1] + [s for s in moved[1:] if not cached_step(s, moved[0])]
+        moved = moved[:1] + [s for s in moved[1:] if not cached_step(s, moved[0], flow.final)]
         detail = f"{len(moved)} of {COPIES} identical copies sent at once went through: {_what(moved[-1])}" \
             if len(moved) > 1 else ""
         return _Verdict(len(moved) > 1, detail, copies)
@@ -482,23 +486,30 @@ def _same_refusal(run: _Run, refused: list[tuple[int, Variation, Step]]) -> None
 
 def premint(target: Target, call: Call) -> list[Hop]:
     """Round one's ticket for the expiry variation, minted before the catalogue's moves are played (a first call
-    only: nothing answered, nothing done), so that its expiry passes during their late moves' wait and the
-    exploration adds no wait of its own on a one-round server."""
+    only: nothing answered, nothing done), so that its expiry passes during their late moves' wait when the
+    exploration plays after them (moves one after another)."""
     run = _Run(target, call, 2, Exploration())
     try:
+        target.begin()
         return play_flow(run, until=0).hops[:1]
     except _OverBudget:
         return []
 
 
-def _late(run: _Run, flow: Flow, early: list[Hop]) -> None:
-    """Every round's ticket, minted on fresh flows (round one's possibly `premint`ed), sent after one wait past the
-    latest expiry."""
-    variation = next(v for v in VARIATIONS if v.phase == Phase.LATE)
-    run.target.begin()
-    fresh = [Flow(early, [], None) if hop == 0 and early else play_flow(run, until=hop)
+def _mint_late(run: _Run, flow: Flow, early: list[Hop]) -> list[tuple[int, Hop]]:
+    """Every round's ticket for the expiry variation, minted now on fresh flows (round one's possibly `premint`ed),
+    before any other variation: its wait at the end then overlaps the whole exploration (and, played beside the
+    catalogue's moves, their late waits), one wait for every round's ticket."""
+    if len(early) < len(flow.hops):
+        run.target.begin()
+    fresh = [Flow(early, [], None) if hop < len(early) else play_flow(run, until=hop)
              for hop in range(len(flow.hops))]
-    minted = [(hop, f.hops[hop]) for hop, f in enumerate(fresh) if len(f.hops) > hop]
+    return [(hop, f.hops[hop]) for hop, f in enumerate(fresh) if len(f.hops) > hop]
+
+
+def _late(run: _Run, flow: Flow, minted: list[tuple[int, Hop]]) -> None:
+    """Every round's ticket (`_mint_late`), sent after one wait past the latest expiry."""
+    variation = next(v for v in variations.VARIATIONS if v.phase == Phase.LATE)
     expiries = [e for e in (readable_expiry(h.ticket) for _, h in minted) if e is not None]
     if not run.target.advance(300.0, past_expiry=True, expires_at=max(expiries) if expiries else None):
         why = getattr(getattr(run.target, "timing", None), "skip_reason", None) or "the target skipped the wait"
@@ -521,7 +532,7 @@ def _principals(target: Target) -> tuple[str, str]:
 
 def plan_of(flow: Flow) -> int:
     """How many variations an exploration of `flow` plays (a ticket's parts counted per round)."""
-    return sum(len(ticket_parts(h.ticket)) + len(VARIATIONS) for h in flow.hops)
+    return sum(len(ticket_parts(h.ticket)) + len(variations.VARIATIONS) for h in flow.hops)
 
 
 def explore(target: Target, call: Call, budget: int = DEFAULT_BUDGET, excused: frozenset[str] = frozenset(),
@@ -552,15 +563,17 @@ def _explored(target: Target, call: Call, budget: int, early: list[Hop]) -> Expl
             return out
         flow.work = _work_known(run, flow)
         out.rounds = len(flow.hops)
+        late = _mint_late(run, flow, early)
         refused: list[tuple[int, Variation, Step]] = []
         for hop in range(len(flow.hops)):
-            for variation in (*ticket_parts(flow.hops[hop].ticket, *_principals(target)), *VARIATIONS):
+            for variation in (*ticket_parts(flow.hops[hop].ticket, *_principals(target)),
+                                  *variations.VARIATIONS):
                 if variation.phase != Phase.LATE:
                     before = len(out.findings)
                     _play(run, flow, hop, variation, refused)
                     del out.findings[_dedupe(out.findings, before):]
         _same_refusal(run, refused)
-        _late(run, flow, early)
+        _late(run, flow, late)
     except _OverBudget:
         out.over_budget = max(0, plan_of(flow) - out.played)
     return out

@@ -1453,7 +1453,18 @@ class AsksForever(Sound):
                 "requestState": self.mint(principal, arguments, str(message["params"].get("name")), step=step)}
 
 
-VARIANTS: dict[str, type[Sound]] = {"one-tool": OneTool, "millisecond-exp": MillisecondExp,
+class ConstantNoSingleUse(NoSingleUse):
+    """Keeps no redeemed store, and every deploy answers the same text, a digit in it ("release 2") but nothing that
+    differs between two deploys: a replay's result is byte for byte the first use's, and still a second deploy."""
+
+    def work(self, claims: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            self.deploys += 1
+        return self.complete({"content": [{"type": "text", "text": f"deployed to {claims['work']['env']} (release "
+                                                                     "2)"}], "isError": False})
+
+
+VARIANTS: dict[str, type[Sound]] = {"constant-no-single-use": ConstantNoSingleUse, "one-tool": OneTool, "millisecond-exp": MillisecondExp,
                                     "hangs-on-retry": HangsOnRetry, "echoes-token": EchoesToken,
                                     "lists-for-nobody": ListsForNobody,
                                     "hangs-without-capability": HangsWithoutCapability,
