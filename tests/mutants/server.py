@@ -1464,7 +1464,8 @@ class ConstantNoSingleUse(NoSingleUse):
                                                                      "2)"}], "isError": False})
 
 
-VARIANTS: dict[str, type[Sound]] = {"constant-no-single-use": ConstantNoSingleUse, "one-tool": OneTool, "millisecond-exp": MillisecondExp,
+VARIANTS: dict[str, type[Sound]] = {"constant-no-single-use": ConstantNoSingleUse,
+                                    "one-tool": OneTool, "millisecond-exp": MillisecondExp,
                                     "hangs-on-retry": HangsOnRetry, "echoes-token": EchoesToken,
                                     "lists-for-nobody": ListsForNobody,
                                     "hangs-without-capability": HangsWithoutCapability,
