@@ -656,6 +656,16 @@ class TruthyConfirm(Sound):
         return super().decide(answer)
 
 
+class NumberIsAnAnswer(Sound):
+    """Takes any answer that is not a result object (a number, a string) for a confirmed yes, as a loose decoder
+    that reads "something came back" as consent: `{confirm: 12345}` deploys."""
+
+    def decide(self, answer: Any) -> str:
+        if answer is not None and not isinstance(answer, dict):
+            return "yes"
+        return super().decide(answer)
+
+
 class MissingConfirmIsYes(Sound):
     """Defaults a missing confirm to true: an accept with nothing in it deploys."""
 
@@ -1369,6 +1379,7 @@ MUTANTS: dict[str, type[Sound]] = {
     "url-undeclared": UrlUndeclared,
     "cache-for-anyone": CacheForAnyone,
     "cache-counted-as-work": CacheCountedAsWork,
+    "number-is-an-answer": NumberIsAnAnswer,
 }
 SOUND: dict[str, type[Sound]] = {"sound": Sound, "two-rounds": TwoRounds,
                                   "state-only-first": StateOnlyFirst, "opaque": Opaque, "sealed": Sealed,

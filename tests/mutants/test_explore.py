@@ -36,6 +36,7 @@ CAUGHT = [
     ("cache-for-anyone", "private", 1, "sent again by the other principal"),
     ("pre-answered", "answers", 1, "no requestState"),
     ("cache-counted-as-work", "once", 1, "sent again"),
+    ("number-is-an-answer", "answers", 1, "each answer a number, not a result"),
 ]
 
 
