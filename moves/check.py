@@ -102,7 +102,8 @@ def run_check(target: Target, options: CheckOptions | None = None, *, moves: Seq
     # One after another, the exploration plays after the moves: round one's expiry ticket is minted before them.
     early = premint(target, call) if exploring is not None and not beside else []
     played = play_all(target, call, catalog, options, events, clock,
-                      (lambda view: exploring(view, [])) if exploring is not None and beside else None)
+                      (lambda view, stopped: exploring(view, [], stopped)) if exploring is not None and beside
+                      else None)
     results = _collect(report, recorder, played, len(catalog))
     report.warnings = ticket_warnings(next((r.ticket for r in results if r.ticket), None))
     for result_probe in (probe_same_error(results), probe_result_type(recorder.exchanges)):
@@ -111,7 +112,7 @@ def run_check(target: Target, options: CheckOptions | None = None, *, moves: Seq
         events.probe_done(result_probe)
     if exploring is not None and not beside:
         events.phase("exploring every round")
-        report.explored = exploring(target, early)
+        report.explored = exploring(target, early, lambda: False)
     return report
 
 
@@ -145,14 +146,15 @@ def _collect(report: Report, recorder: Recorder, played: list[Played | None], mo
     return results
 
 
-def _exploring(call: Call, options: CheckOptions, events: Events) -> Callable[[Target, list[Hop]], Exploration] | None:
+def _exploring(call: Call, options: CheckOptions,
+               events: Events) -> Callable[[Target, list[Hop], Callable[[], bool]], Exploration] | None:
     """The exploration of every round (moves/explore.py), unless `--budget 0`; --allow-replay excuses `once`."""
     if options.budget <= 0:
         return None
 
-    def exploring(target: Target, early: list[Hop]) -> Exploration:
+    def exploring(target: Target, early: list[Hop], stopped: Callable[[], bool]) -> Exploration:
         return explore(target, call, options.budget, frozenset({"once"}) if options.allow_replay else frozenset(),
-                       early)
+                       early, stopped)
     return exploring
 
 

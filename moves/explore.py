@@ -116,6 +116,18 @@ class _OverBudget(Exception):
     pass
 
 
+class _Stopped(Exception):
+    """The exploration stops: a request of its own was not answered in time, or the check stopped elsewhere."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def _never() -> bool:
+    return False
+
+
 @dataclass
 class _Run:
     target: Target
@@ -123,19 +135,28 @@ class _Run:
     budget: int
     out: Exploration
     next_id: int = _FIRST_ID
+    #: Whether the check stopped elsewhere (a time-out in a move played beside the exploration).
+    stopped: Callable[[], bool] = _never
+
+    def _go(self, calls: int) -> None:
+        if self.stopped():
+            raise _Stopped("the check stopped (a request elsewhere was not answered in time)")
+        if self.out.calls + calls > self.budget:
+            raise _OverBudget
 
     def send(self, retry: Retry, label: str) -> Step:
-        if self.out.calls >= self.budget:
-            raise _OverBudget
+        self._go(1)
         self.out.calls += 1
         self.next_id += 1
         # A variation of the id sends its own (an id of the honest flow); every other call a fresh one.
         message = message_of(self.call, retry, self.next_id if retry.request_id is None else retry.request_id)
-        return Step(retry.role, 0.0, message, self.target.send(retry.role, message), label)
+        reply = self.target.send(retry.role, message)
+        if reply.timed_out:  # one time-out is enough: never hundreds of calls waiting for a server that is gone
+            raise _Stopped(f"a request was not answered in time ({reply.transport_error or 'no answer'})")
+        return Step(retry.role, 0.0, message, reply, label)
 
     def burst(self, retry: Retry, copies: int) -> list[Step]:
-        if self.out.calls + copies > self.budget:
-            raise _OverBudget
+        self._go(copies)
         self.out.calls += copies
         messages = [message_of(self.call, retry, self.next_id + n) for n in range(1, copies + 1)]
         self.next_id += copies
@@ -492,7 +513,7 @@ def premint(target: Target, call: Call) -> list[Hop]:
     try:
         target.begin()
         return play_flow(run, until=0).hops[:1]
-    except _OverBudget:
+    except (_OverBudget, _Stopped):
         return []
 
 
@@ -536,20 +557,19 @@ def plan_of(flow: Flow) -> int:
 
 
 def explore(target: Target, call: Call, budget: int = DEFAULT_BUDGET, excused: frozenset[str] = frozenset(),
-            early: list[Hop] | None = None) -> Exploration:
+            early: list[Hop] | None = None, stopped: Callable[[], bool] = _never) -> Exploration:
     """Record the honest flow, then play every variation on each of its rounds within `budget` calls; findings of
     an `excused` invariant are warnings. `early`: round one's ticket for the expiry variation, minted before
-    (`premint`)."""
-    out = _explored(target, call, budget, early or [])
+    (`premint`). `stopped`: whether the check stopped elsewhere (then nothing more is sent)."""
+    out = _explored(_Run(target, call, budget, Exploration(), stopped=stopped), early or [])
     out.calls += len(early or [])
     for finding in out.findings:
         finding.excused = finding.invariant in excused
     return out
 
 
-def _explored(target: Target, call: Call, budget: int, early: list[Hop]) -> Exploration:
-    out = Exploration()
-    run = _Run(target, call, budget, out)
+def _explored(run: _Run, early: list[Hop]) -> Exploration:
+    out, target = run.out, run.target
     flow = Flow([], [], None)
     try:
         target.begin()
@@ -576,6 +596,11 @@ def _explored(target: Target, call: Call, budget: int, early: list[Hop]) -> Expl
         _late(run, flow, late)
     except _OverBudget:
         out.over_budget = max(0, plan_of(flow) - out.played)
+    except _Stopped as stop:
+        if out.played:
+            out.not_judged.append(f"the rest not played: {stop.why}")
+        else:
+            out.why_not = stop.why
     return out
 
 

@@ -128,9 +128,10 @@ def _play_move(move: Move, target: Target, call: Call, options: CheckOptions, cl
     return Played(move, result, row, exchanges=recorder.exchanges, seconds=row.seconds)
 
 
-def _explore_job(exploring: Callable[[Target], Exploration], target: Target, clock: Callable[[], float]) -> Played:
+def _explore_job(exploring: Callable[[Target, Callable[[], bool]], Exploration], target: Target,
+                 clock: Callable[[], float], stopped: Callable[[], bool]) -> Played:
     started = clock()
-    explored = exploring(target)
+    explored = exploring(target, stopped)
     return Played(explored=explored, seconds=clock() - started)
 
 
@@ -209,7 +210,7 @@ def concurrent(target: Target, options: CheckOptions) -> bool:
 
 def play_all(target: Target, call: Call, catalog: Sequence[Move], options: CheckOptions, events: Events,
              clock: Callable[[], float],
-             exploring: Callable[[Target], Exploration] | None = None) -> list[Played | None]:
+             exploring: Callable[[Target, Callable[[], bool]], Exploration] | None = None) -> list[Played | None]:
     """Every move, then every probe that sends requests, played: `options.concurrency` at a time on a target that can
     play several (`for_move`), longest first, else one after another. Results in catalogue order, then the probes';
     None for what never started (an earlier time-out stopped the run). Each row goes to `events` as it ends.
@@ -232,7 +233,7 @@ def play_all(target: Target, call: Call, catalog: Sequence[Move], options: Check
         view = for_move(gate, index)
         try:
             if item.explore and exploring is not None:
-                one = _explore_job(exploring, view, clock)
+                one = _explore_job(exploring, view, clock, lambda: gate.stopped)
             elif item.move is None:
                 one = _run_probe(item, view, call, clock)
             else:

@@ -169,3 +169,14 @@ def test_a_copy_of_a_result_is_no_kept_result_when_two_works_cannot_be_told_apar
     assert rows["twice"].verdict == "fail" and "kept result" not in rows["twice"].detail, rows["twice"]
     kept = {r.move: r for r in check_http("keeps-results").moves}
     assert kept["twice"].verdict == "pass" and "kept result" in kept["twice"].detail, kept["twice"]
+
+
+def test_the_exploration_stops_at_its_first_time_out_or_when_the_check_stopped() -> None:
+    """Never hundreds of calls each waiting for a server that stopped answering: the first request not answered in
+    time ends the exploration, saying so; so does the check stopping elsewhere (a move played beside it)."""
+    with running("hangs-on-retry") as (url, server), \
+            closing(HttpTarget(url, TOKENS, timeout=0.3, timing=timing_on(server.clock))) as target:
+        hung = explore(target, Call(cross_tool="restart"))
+        stopped = explore(target, Call(cross_tool="restart"), stopped=lambda: True)
+    assert "not answered in time" in hung.why_not and hung.calls == 2 and hung.findings == [], hung
+    assert "the check stopped" in stopped.why_not and stopped.calls == 0, stopped
