@@ -26,6 +26,7 @@ from mrtr import JSONObject, as_object
 from . import variations
 from .answers import answers_for, guessed_fields, question_of, supplied_answers, unanswerable
 from .calls import Call, Step, modern_request, outcome_of, reply_text, work_of
+from .declared import undeclared
 from .flow import asked_of
 from .forgery import readable_expiry
 from .invariants import INVARIANTS
@@ -180,31 +181,6 @@ def message_of(call: Call, retry: Retry, request_id: int) -> JSONObject:
     return message
 
 
-# -- the invariant every reply is held to: nothing asked that the request did not declare ----------------------
-
-
-def undeclared(retry: Retry, reply: Reply) -> str:
-    """The first input request of `reply` of a kind or mode `retry`'s capabilities did not declare, in words, or
-    "" (sampling needs `sampling`, roots `roots`, a form elicitation `elicitation` (form, or empty), a URL-mode one
-    `elicitation.url`)."""
-    got = asked_of(reply)
-    caps = retry.capabilities
-    for key, request in (got[1] if got else {}).items():
-        question = question_of(request)
-        method, mode = question["method"], question["params"].get("mode", "form")
-        elicitation = caps.get("elicitation")
-        if method == "elicitation/create":
-            declared = isinstance(elicitation, dict) and (
-                mode in elicitation or (mode == "form" and not elicitation))
-        else:
-            declared = {"sampling/createMessage": "sampling", "roots/list": "roots"}.get(method, "") in caps
-        if not declared:
-            what = f"a {str(mode)[:20]}-mode elicitation" if method == "elicitation/create" else str(method)[:40]
-            return (f"asked {what} under {str(key)[:40]!r}, although the request declared capabilities "
-                    f"{json.dumps(caps, sort_keys=True)}")
-    return ""
-
-
 # -- the honest flow ------------------------------------------------------------------------------------------
 
 
@@ -222,7 +198,7 @@ def play_flow(run: _Run, role: Role = "owner", until: int | None = None, tool: s
     asked: set[str] = set()
     round_n = 0
     for _hop in range(MAX_HOPS + 1):
-        why = undeclared(retry, step.reply)
+        why = undeclared(retry.capabilities, step.reply)
         got = asked_of(step.reply)
         if why or got is None or got[0] is None:
             flow.final, flow.why = step, why
@@ -446,10 +422,8 @@ def _shrunk(run: _Run, flow: Flow, hop: int, variation: Variation, verdict: _Ver
 def _declared_finding(hop: int, variation: Variation, steps: list[Step]) -> Finding | None:
     """Any step of a variation whose reply asked for a kind or mode its own request did not declare."""
     for step in steps:
-        caps = as_object(as_object(as_object(step.sent.get("params")).get("_meta")).get(
-            "io.modelcontextprotocol/clientCapabilities"))
-        retry = Retry(step.role, "", {}, ABSENT, None, caps)
-        why = undeclared(retry, step.reply)
+        why = undeclared(as_object(as_object(as_object(step.sent.get("params")).get("_meta")).get(
+            "io.modelcontextprotocol/clientCapabilities")), step.reply)
         if why:
             return Finding("declared", hop + 1, variation.part, variation.label, why, [step])
     return None
