@@ -32,8 +32,8 @@ from moves.catalog import Move, load_moves
 from moves.choosing import DEFAULT_TOOL, _choose, _tools, arguments_for, other_arguments_for
 from moves.engine import Call, MoveResult
 from moves.exchange import exchange_of, short_ticket
-from moves.explore import DEFAULT_BUDGET, Hop, explore, premint
-from moves.playing import plan, play_all
+from moves.explore import DEFAULT_BUDGET, Exploration, Hop, explore, premint
+from moves.playing import Played, concurrent, plan, play_all
 from moves.probes import ProbeResult, Recorder, TargetTimedOut, counter, probe_result_type, probe_same_error
 from moves.report import (
     VERDICTS,
@@ -97,10 +97,30 @@ def run_check(target: Target, options: CheckOptions | None = None, *, moves: Seq
     report = Report(target.label, call.tool, dict(call.arguments),
                     dict(call.other_arguments) if call.other_arguments is not None else None,
                     secrets=tuple(secrets), other_tool=call.cross_tool, generated=wall_clock())
+    exploring = _exploring(call, options, events)
+    beside = exploring is not None and concurrent(target, options)
+    # One after another, the exploration plays after the moves: round one's expiry ticket is minted before them.
+    early = premint(target, call) if exploring is not None and not beside else []
+    played = play_all(target, call, catalog, options, events, clock,
+                      (lambda view, stopped: exploring(view, [], stopped)) if exploring is not None and beside
+                      else None)
+    results = _collect(report, recorder, played, len(catalog))
+    report.warnings = ticket_warnings(next((r.ticket for r in results if r.ticket), None))
+    for result_probe in (probe_same_error(results), probe_result_type(recorder.exchanges)):
+        report.probe_seconds[result_probe.probe] = 0.0
+        report.probes.append(result_probe)
+        events.probe_done(result_probe)
+    if exploring is not None and not beside:
+        events.phase("exploring every round")
+        report.explored = exploring(target, early, lambda: False)
+    return report
+
+
+def _collect(report: Report, recorder: Recorder, played: list[Played | None], moves: int) -> list[MoveResult]:
+    """The played moves' rows, the probes' results and the exploration (when it played beside them) into `report`;
+    the moves' results. Raises CheckStopped (with the report so far) where a time-out stopped the run."""
     results: list[MoveResult] = []
-    early = premint(target, call) if options.budget > 0 else []
-    played = play_all(target, call, catalog, options, events, clock)
-    for one in played[:len(catalog)]:
+    for one in played[:moves]:
         if one is None:  # never started: a time-out stopped the run
             continue
         assert one.row is not None
@@ -112,7 +132,9 @@ def run_check(target: Target, options: CheckOptions | None = None, *, moves: Seq
         if one.result is not None:
             results.append(one.result)
             _rounds_seen(report, one.result)
-    for one in played[len(catalog):]:
+    for one in played[moves:]:
+        if one is not None and one.explored is not None:
+            report.explored = one.explored
         if one is None or one.probe is None:
             continue
         recorder.exchanges += one.exchanges
@@ -121,22 +143,19 @@ def run_check(target: Target, options: CheckOptions | None = None, *, moves: Seq
         if one.stopped:
             report.timed_out_probe, report.stopped = one.probe.probe, one.stopped
             raise CheckStopped(report.redact(report.stopped), report)
-    report.warnings = ticket_warnings(next((r.ticket for r in results if r.ticket), None))
-    for result_probe in (probe_same_error(results), probe_result_type(recorder.exchanges)):
-        report.probe_seconds[result_probe.probe] = 0.0
-        report.probes.append(result_probe)
-        events.probe_done(result_probe)
-    _explore(report, target, call, options, events, early)
-    return report
+    return results
 
 
-def _explore(report: Report, target: Target, call: Call, options: CheckOptions, events: Events,
-             early: list[Hop]) -> None:
+def _exploring(call: Call, options: CheckOptions,
+               events: Events) -> Callable[[Target, list[Hop], Callable[[], bool]], Exploration] | None:
     """The exploration of every round (moves/explore.py), unless `--budget 0`; --allow-replay excuses `once`."""
-    if options.budget > 0:
-        events.phase("exploring every round")
-        report.explored = explore(target, call, options.budget,
-                                  frozenset({"once"}) if options.allow_replay else frozenset(), early)
+    if options.budget <= 0:
+        return None
+
+    def exploring(target: Target, early: list[Hop], stopped: Callable[[], bool]) -> Exploration:
+        return explore(target, call, options.budget, frozenset({"once"}) if options.allow_replay else frozenset(),
+                       early, stopped)
+    return exploring
 
 
 def _plan(target: Target, recorder: Recorder, catalog: Sequence[Move], options: CheckOptions, *,

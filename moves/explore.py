@@ -1,6 +1,7 @@
-"""The exploration: after the catalogue's moves, the checker records one honest flow (every round's request, ticket
-and answers), then plays every variation of moves/variations.py on EACH round of it, on fresh flows, and judges
-each reply by the invariants of moves/invariants.py. A variation that breaks one is shrunk to the fewest changes
+"""The exploration: beside the catalogue's moves (one more job of their schedule, moves/playing.py) or after them,
+the checker records one honest flow (every round's request, ticket and answers), then plays every variation of
+moves/variations.py on EACH round of it, on fresh flows, and judges each reply by the invariants of
+moves/invariants.py. A variation that breaks one is shrunk to the fewest changes
 that still break it, and reported as a `Finding` with its exchange and the invariant's "Fix:".
 
 "Progress" is what a variation must not get: the honest flow's work (its complete result, ids and numbers
@@ -8,7 +9,9 @@ masked), or the honest flow's next round (a fresh ticket with the next round's q
 flow's answers were guesses and its result cannot be told from a no's, the work cannot be judged: such
 variations are counted as not judged, with the `--answers` hint, never a finding.
 
-The number of calls is bounded (`budget`) and reported. Nothing here renders a report or imports Flask.
+Every round's ticket for the expiry variation is minted as it starts, and one wait past the latest expiry at the
+end covers them all. The number of calls is bounded (`budget`) and reported. Nothing here renders a report or
+imports Flask.
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ from dataclasses import dataclass, field, replace
 
 from mrtr import JSONObject, as_object
 
+from . import variations
 from .answers import answers_for, guessed_fields, question_of, supplied_answers, unanswerable
 from .calls import Call, Step, modern_request, outcome_of, reply_text, work_of
+from .declared import undeclared
 from .flow import asked_of
 from .forgery import readable_expiry
 from .invariants import INVARIANTS
@@ -32,7 +37,6 @@ from .variations import (
     EARLIER,
     OTHER_TOOLS,
     OTHERS,
-    VARIATIONS,
     Change,
     Context,
     Judge,
@@ -113,6 +117,18 @@ class _OverBudget(Exception):
     pass
 
 
+class _Stopped(Exception):
+    """The exploration stops: a request of its own was not answered in time, or the check stopped elsewhere."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def _never() -> bool:
+    return False
+
+
 @dataclass
 class _Run:
     target: Target
@@ -120,19 +136,28 @@ class _Run:
     budget: int
     out: Exploration
     next_id: int = _FIRST_ID
+    #: Whether the check stopped elsewhere (a time-out in a move played beside the exploration).
+    stopped: Callable[[], bool] = _never
+
+    def _go(self, calls: int) -> None:
+        if self.stopped():
+            raise _Stopped("the check stopped (a request elsewhere was not answered in time)")
+        if self.out.calls + calls > self.budget:
+            raise _OverBudget
 
     def send(self, retry: Retry, label: str) -> Step:
-        if self.out.calls >= self.budget:
-            raise _OverBudget
+        self._go(1)
         self.out.calls += 1
         self.next_id += 1
         # A variation of the id sends its own (an id of the honest flow); every other call a fresh one.
         message = message_of(self.call, retry, self.next_id if retry.request_id is None else retry.request_id)
-        return Step(retry.role, 0.0, message, self.target.send(retry.role, message), label)
+        reply = self.target.send(retry.role, message)
+        if reply.timed_out:  # one time-out is enough: never hundreds of calls waiting for a server that is gone
+            raise _Stopped(f"a request was not answered in time ({reply.transport_error or 'no answer'})")
+        return Step(retry.role, 0.0, message, reply, label)
 
     def burst(self, retry: Retry, copies: int) -> list[Step]:
-        if self.out.calls + copies > self.budget:
-            raise _OverBudget
+        self._go(copies)
         self.out.calls += copies
         messages = [message_of(self.call, retry, self.next_id + n) for n in range(1, copies + 1)]
         self.next_id += copies
@@ -156,31 +181,6 @@ def message_of(call: Call, retry: Retry, request_id: int) -> JSONObject:
     return message
 
 
-# -- the invariant every reply is held to: nothing asked that the request did not declare ----------------------
-
-
-def undeclared(retry: Retry, reply: Reply) -> str:
-    """The first input request of `reply` of a kind or mode `retry`'s capabilities did not declare, in words, or
-    "" (sampling needs `sampling`, roots `roots`, a form elicitation `elicitation` (form, or empty), a URL-mode one
-    `elicitation.url`)."""
-    got = asked_of(reply)
-    caps = retry.capabilities
-    for key, request in (got[1] if got else {}).items():
-        question = question_of(request)
-        method, mode = question["method"], question["params"].get("mode", "form")
-        elicitation = caps.get("elicitation")
-        if method == "elicitation/create":
-            declared = isinstance(elicitation, dict) and (
-                mode in elicitation or (mode == "form" and not elicitation))
-        else:
-            declared = {"sampling/createMessage": "sampling", "roots/list": "roots"}.get(method, "") in caps
-        if not declared:
-            what = f"a {str(mode)[:20]}-mode elicitation" if method == "elicitation/create" else str(method)[:40]
-            return (f"asked {what} under {str(key)[:40]!r}, although the request declared capabilities "
-                    f"{json.dumps(caps, sort_keys=True)}")
-    return ""
-
-
 # -- the honest flow ------------------------------------------------------------------------------------------
 
 
@@ -198,7 +198,7 @@ def play_flow(run: _Run, role: Role = "owner", until: int | None = None, tool: s
     asked: set[str] = set()
     round_n = 0
     for _hop in range(MAX_HOPS + 1):
-        why = undeclared(retry, step.reply)
+        why = undeclared(retry.capabilities, step.reply)
         got = asked_of(step.reply)
         if why or got is None or got[0] is None:
             flow.final, flow.why = step, why
@@ -327,7 +327,8 @@ def _judge_reply(flow: Flow, hop: int, variation: Variation, step: Step, before:
     """One reply held to the variation's judge: REFUSE (refused, nothing else), NO_PROGRESS, SAME_RESULT."""
     moved = progress(flow, hop, step.reply)
     what = _what(step)
-    if variation.phase == Phase.SPENT and moved and variation.invariant == "once" and cached_step(step, before):
+    kept = cached_step(step, before, flow.final)
+    if variation.phase == Phase.SPENT and moved and variation.invariant == "once" and kept:
         return _Verdict(False, f"the first use's own result, served again: {what}", [step])
     if variation.judge == Judge.SAME_RESULT:
         if outcome_of(step.reply) != Outcome.COMPLETED or flow.work is None:
@@ -386,7 +387,7 @@ def _play_once(run: _Run, flow: Flow, hop: int, variation: Variation, changes: t
         copies = run.burst(retry, COPIES)
         moved = [s for s in copies if progress(flow, hop, s.reply)]
         # The first copy's own result served again to the same principal (a cache) is no second work.
-        moved = moved[:1] + [s for s in moved[1:] if not cached_step(s, moved[0])]
+        moved = moved[:1] + [s for s in moved[1:] if not cached_step(s, moved[0], flow.final)]
         detail = f"{len(moved)} of {COPIES} identical copies sent at once went through: {_what(moved[-1])}" \
             if len(moved) > 1 else ""
         return _Verdict(len(moved) > 1, detail, copies)
@@ -421,10 +422,8 @@ def _shrunk(run: _Run, flow: Flow, hop: int, variation: Variation, verdict: _Ver
 def _declared_finding(hop: int, variation: Variation, steps: list[Step]) -> Finding | None:
     """Any step of a variation whose reply asked for a kind or mode its own request did not declare."""
     for step in steps:
-        caps = as_object(as_object(as_object(step.sent.get("params")).get("_meta")).get(
-            "io.modelcontextprotocol/clientCapabilities"))
-        retry = Retry(step.role, "", {}, ABSENT, None, caps)
-        why = undeclared(retry, step.reply)
+        why = undeclared(as_object(as_object(as_object(step.sent.get("params")).get("_meta")).get(
+            "io.modelcontextprotocol/clientCapabilities")), step.reply)
         if why:
             return Finding("declared", hop + 1, variation.part, variation.label, why, [step])
     return None
@@ -482,23 +481,30 @@ def _same_refusal(run: _Run, refused: list[tuple[int, Variation, Step]]) -> None
 
 def premint(target: Target, call: Call) -> list[Hop]:
     """Round one's ticket for the expiry variation, minted before the catalogue's moves are played (a first call
-    only: nothing answered, nothing done), so that its expiry passes during their late moves' wait and the
-    exploration adds no wait of its own on a one-round server."""
+    only: nothing answered, nothing done), so that its expiry passes during their late moves' wait when the
+    exploration plays after them (moves one after another)."""
     run = _Run(target, call, 2, Exploration())
     try:
+        target.begin()
         return play_flow(run, until=0).hops[:1]
-    except _OverBudget:
+    except (_OverBudget, _Stopped):
         return []
 
 
-def _late(run: _Run, flow: Flow, early: list[Hop]) -> None:
-    """Every round's ticket, minted on fresh flows (round one's possibly `premint`ed), sent after one wait past the
-    latest expiry."""
-    variation = next(v for v in VARIATIONS if v.phase == Phase.LATE)
-    run.target.begin()
-    fresh = [Flow(early, [], None) if hop == 0 and early else play_flow(run, until=hop)
+def _mint_late(run: _Run, flow: Flow, early: list[Hop]) -> list[tuple[int, Hop]]:
+    """Every round's ticket for the expiry variation, minted now on fresh flows (round one's possibly `premint`ed),
+    before any other variation: its wait at the end then overlaps the whole exploration (and, played beside the
+    catalogue's moves, their late waits), one wait for every round's ticket."""
+    if len(early) < len(flow.hops):
+        run.target.begin()
+    fresh = [Flow(early, [], None) if hop < len(early) else play_flow(run, until=hop)
              for hop in range(len(flow.hops))]
-    minted = [(hop, f.hops[hop]) for hop, f in enumerate(fresh) if len(f.hops) > hop]
+    return [(hop, f.hops[hop]) for hop, f in enumerate(fresh) if len(f.hops) > hop]
+
+
+def _late(run: _Run, flow: Flow, minted: list[tuple[int, Hop]]) -> None:
+    """Every round's ticket (`_mint_late`), sent after one wait past the latest expiry."""
+    variation = next(v for v in variations.VARIATIONS if v.phase == Phase.LATE)
     expiries = [e for e in (readable_expiry(h.ticket) for _, h in minted) if e is not None]
     if not run.target.advance(300.0, past_expiry=True, expires_at=max(expiries) if expiries else None):
         why = getattr(getattr(run.target, "timing", None), "skip_reason", None) or "the target skipped the wait"
@@ -521,24 +527,23 @@ def _principals(target: Target) -> tuple[str, str]:
 
 def plan_of(flow: Flow) -> int:
     """How many variations an exploration of `flow` plays (a ticket's parts counted per round)."""
-    return sum(len(ticket_parts(h.ticket)) + len(VARIATIONS) for h in flow.hops)
+    return sum(len(ticket_parts(h.ticket)) + len(variations.VARIATIONS) for h in flow.hops)
 
 
 def explore(target: Target, call: Call, budget: int = DEFAULT_BUDGET, excused: frozenset[str] = frozenset(),
-            early: list[Hop] | None = None) -> Exploration:
+            early: list[Hop] | None = None, stopped: Callable[[], bool] = _never) -> Exploration:
     """Record the honest flow, then play every variation on each of its rounds within `budget` calls; findings of
     an `excused` invariant are warnings. `early`: round one's ticket for the expiry variation, minted before
-    (`premint`)."""
-    out = _explored(target, call, budget, early or [])
+    (`premint`). `stopped`: whether the check stopped elsewhere (then nothing more is sent)."""
+    out = _explored(_Run(target, call, budget, Exploration(), stopped=stopped), early or [])
     out.calls += len(early or [])
     for finding in out.findings:
         finding.excused = finding.invariant in excused
     return out
 
 
-def _explored(target: Target, call: Call, budget: int, early: list[Hop]) -> Exploration:
-    out = Exploration()
-    run = _Run(target, call, budget, out)
+def _explored(run: _Run, early: list[Hop]) -> Exploration:
+    out, target = run.out, run.target
     flow = Flow([], [], None)
     try:
         target.begin()
@@ -552,17 +557,24 @@ def _explored(target: Target, call: Call, budget: int, early: list[Hop]) -> Expl
             return out
         flow.work = _work_known(run, flow)
         out.rounds = len(flow.hops)
+        late = _mint_late(run, flow, early)
         refused: list[tuple[int, Variation, Step]] = []
         for hop in range(len(flow.hops)):
-            for variation in (*ticket_parts(flow.hops[hop].ticket, *_principals(target)), *VARIATIONS):
+            for variation in (*ticket_parts(flow.hops[hop].ticket, *_principals(target)),
+                                  *variations.VARIATIONS):
                 if variation.phase != Phase.LATE:
                     before = len(out.findings)
                     _play(run, flow, hop, variation, refused)
                     del out.findings[_dedupe(out.findings, before):]
         _same_refusal(run, refused)
-        _late(run, flow, early)
+        _late(run, flow, late)
     except _OverBudget:
         out.over_budget = max(0, plan_of(flow) - out.played)
+    except _Stopped as stop:
+        if out.played:
+            out.not_judged.append(f"the rest not played: {stop.why}")
+        else:
+            out.why_not = stop.why
     return out
 
 

@@ -11,11 +11,11 @@ from collections.abc import Callable
 
 from mrtr import JSON, JSONObject, as_object
 
+from . import variations
 from .calls import Step, outcome_of, reply_text
 from .exchange import short_ticket
 from .explore import Exploration, Finding
 from .invariants import INVARIANTS
-from .variations import VARIATIONS
 
 
 def _kept(step: Step) -> JSONObject:
@@ -116,5 +116,5 @@ def page_record(explored: Exploration, budget: int, redact: Callable[[JSON], JSO
                                                            indent=2)[:4000],
                                         "got": reply_text(step.reply, outcome_of(step.reply))[:600]})
                                 for step in finding.steps[-3:]]
-    return {**record, "budget": budget, "parts": list(dict.fromkeys(v.part for v in VARIATIONS)),
+    return {**record, "budget": budget, "parts": list(dict.fromkeys(v.part for v in variations.VARIATIONS)),
             "invariants": invariants}

@@ -1,5 +1,6 @@
 """Playing the moves and the probes of one check: one after another, or several at a time (moves.schedule) on a target
-that can (`for_move`: HTTP and stdio), and each one's row as the report keeps it (`move_row`).
+that can (`for_move`: HTTP and stdio), and each one's row as the report keeps it (`move_row`). Played several at a
+time, the exploration (moves/explore.py) is one more job among them, so that its waits overlap theirs.
 
 Whatever the order they ran in, the results come back in catalogue order, so the report reads the same. Each row is
 handed to `Events` as its move ends. The first request not answered in time stops the run: nothing more starts, the
@@ -11,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from moves.calls import outcome_of
 from moves.catalog import NOT_A_YES, Move
 from moves.engine import Call, MoveResult, play
 from moves.exchange import exchange_of
+from moves.explore import Exploration
 from moves.probes import (
     ProbeExchange,
     ProbeResult,
@@ -27,7 +30,7 @@ from moves.probes import (
 from moves.replays import kept_result
 from moves.report import CheckOptions, Events, MoveRow
 from moves.schedule import Countdown, Schedule, Slots
-from moves.target import Outcome, Target
+from moves.target import Outcome, Reply, Target
 from moves.wording import explain
 
 
@@ -76,6 +79,7 @@ class Played:
     result: MoveResult | None = None  # None for a probe, or at a time-out
     row: MoveRow | None = None
     probe: ProbeResult | None = None
+    explored: Exploration | None = None
     exchanges: list[ProbeExchange] = field(default_factory=list)
     seconds: float = 0.0
     stopped: str = ""
@@ -83,15 +87,29 @@ class Played:
 
 @dataclass(frozen=True)
 class _Job:
-    """A move to play, or a probe (by slug) to run; `ids`: where a probe's request ids start."""
+    """A move to play, a probe (by slug) to run, or the exploration; `ids`: where a probe's request ids start."""
 
     move: Move | None = None
     probe: str = ""
     ids: int = 1000
+    explore: bool = False
+
+
+@dataclass
+class _FirstWork:
+    """The catalogue's first move's complete result, played before any other move: an independent piece of work
+    that a replay's "kept result" is compared with (moves/replays.py)."""
+
+    reply: Reply | None = None
+
+    def keep(self, index: int, one: Played) -> None:
+        if index == 0 and one.result is not None:
+            done = [s for s in one.result.steps if outcome_of(s.reply) == Outcome.COMPLETED]
+            self.reply = done[-1].reply if done else None
 
 
 def _play_move(move: Move, target: Target, call: Call, options: CheckOptions, clock: Callable[[], float],
-               on_progress: Callable[[float, float], None]) -> Played:
+               on_progress: Callable[[float, float], None], first_work: Reply | None = None) -> Played:
     recorder = Recorder(target)
     recorder.context = f"move {move.slug}"
     started = clock()
@@ -104,10 +122,17 @@ def _play_move(move: Move, target: Target, call: Call, options: CheckOptions, cl
         return Played(move, None, row, exchanges=recorder.exchanges, seconds=row.seconds,
                       stopped=f"{target.label} did not answer in time during {exc.context}: {exc.why}")
     # A replay answered with the same principal's own earlier result, unchanged, did no second piece of work.
-    result = kept_result(result)
+    result = kept_result(result, first_work)
     row = move_row(result, move, options, target)
     row.seconds = clock() - started
     return Played(move, result, row, exchanges=recorder.exchanges, seconds=row.seconds)
+
+
+def _explore_job(exploring: Callable[[Target, Callable[[], bool]], Exploration], target: Target,
+                 clock: Callable[[], float], stopped: Callable[[], bool]) -> Played:
+    started = clock()
+    explored = exploring(target, stopped)
+    return Played(explored=explored, seconds=clock() - started)
 
 
 def _run_probe(job: _Job, target: Target, call: Call, clock: Callable[[], float]) -> Played:
@@ -128,6 +153,8 @@ def _run_probe(job: _Job, target: Target, call: Call, clock: Callable[[], float]
 def cost(job: _Job) -> int:
     """About how many requests a job sends one after another (its controls and the move it needs first included)."""
     move = job.move
+    if job.explore:
+        return 1000  # hundreds of calls, one after another: started as soon as the first move has played
     if move is None:
         return 3 if job.probe == "missing-answer" else 1
     shapes = {"edit-each": 8, "junk": 6, "unsigned": 3}.get(move.ticket, 1)
@@ -176,26 +203,42 @@ def duration(seconds: float) -> str:
     return f"{round(seconds / 30) / 2:g} min"
 
 
+def concurrent(target: Target, options: CheckOptions) -> bool:
+    """Whether `play_all` plays several moves at a time on `target` (the exploration among them)."""
+    return getattr(target, "for_move", None) is not None and options.concurrency > 1
+
+
 def play_all(target: Target, call: Call, catalog: Sequence[Move], options: CheckOptions, events: Events,
-             clock: Callable[[], float]) -> list[Played | None]:
+             clock: Callable[[], float],
+             exploring: Callable[[Target, Callable[[], bool]], Exploration] | None = None) -> list[Played | None]:
     """Every move, then every probe that sends requests, played: `options.concurrency` at a time on a target that can
     play several (`for_move`), longest first, else one after another. Results in catalogue order, then the probes';
-    None for what never started (an earlier time-out stopped the run). Each row goes to `events` as it ends."""
+    None for what never started (an earlier time-out stopped the run). Each row goes to `events` as it ends.
+
+    `exploring`: the exploration, played beside the moves when they are played concurrently (its result last,
+    in `Played.explored`), so that its own wait past every round's expiry overlaps theirs; one after another, the
+    caller plays it after them."""
     jobs = [_Job(move=m) for m in catalog] + [_Job(probe=slug, ids=1000 + 100 * n) for n, (slug, _) in
                                                enumerate(PROBES)]
     for_move = getattr(target, "for_move", None)
-    if for_move is None or options.concurrency <= 1:
+    if for_move is None or not concurrent(target, options):
         return _one_after_another(jobs, target, call, options, events, clock)
+    if exploring is not None:
+        jobs.append(_Job(explore=True))
     gate = Slots(width=options.concurrency)
     countdown = Countdown(events.wait)
+    first = _FirstWork()  # job 0 plays alone, before any job that reads it
 
     def job(item: _Job, index: int) -> Played:
         view = for_move(gate, index)
         try:
-            if item.move is None:
+            if item.explore and exploring is not None:
+                one = _explore_job(exploring, view, clock, lambda: gate.stopped)
+            elif item.move is None:
                 one = _run_probe(item, view, call, clock)
             else:
-                one = _play_move(item.move, view, call, options, clock, countdown.for_move(index))
+                one = _play_move(item.move, view, call, options, clock, countdown.for_move(index), first.reply)
+                first.keep(index, one)
         finally:
             view.close()
         if one.stopped:
@@ -222,10 +265,12 @@ def _one_after_another(jobs: list[_Job], target: Target, call: Call, options: Ch
                        clock: Callable[[], float]) -> list[Played | None]:
     played: list[Played | None] = [None] * len(jobs)
     total = sum(j.move is not None for j in jobs)
+    first = _FirstWork()
     for index, item in enumerate(jobs):
         if item.move is not None:
             events.phase(f"playing {item.move.slug}")
-            one = _play_move(item.move, target, call, options, clock, events.wait)
+            one = _play_move(item.move, target, call, options, clock, events.wait, first.reply)
+            first.keep(index, one)
         else:
             events.phase(f"probing {item.probe}")
             one = _run_probe(item, target, call, clock)

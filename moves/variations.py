@@ -310,6 +310,14 @@ def _earlier_resent_other(retry: Retry, ctx: Context) -> Retry | None:
     return replace(retry, responses={**earlier, **retry.responses})
 
 
+def _not_objects(retry: Retry, ctx: Context) -> Retry | None:
+    """Every answer of this round a number instead of a result object (the official suite's validate-input
+    scenario sends `12345`): no answer at all, so neither the work nor the next round may follow."""
+    if not retry.responses:
+        return None
+    return replace(retry, responses={k: 12345 for k in retry.responses})
+
+
 def _wrong_keys(retry: Retry, ctx: Context) -> Retry | None:
     """This round's answers under keys it never asked (the asked keys left out)."""
     if not retry.responses:
@@ -366,6 +374,7 @@ VARIATIONS: tuple[Variation, ...] = (
     V("tool", "bound", J.REFUSE, P.FRESH, (_C("another tool that asks", _other_tool),)),
     V("inputResponses", "answers", J.NO_PROGRESS, P.FRESH, (_C("no inputResponses", _no_answers),)),
     V("inputResponses", "answers", J.NO_PROGRESS, P.FRESH, (_C("the answers under keys never asked", _wrong_keys),)),
+    V("inputResponses", "answers", J.NO_PROGRESS, P.FRESH, (_C("each answer a number, not a result", _not_objects),)),
     V("inputResponses", "answers", J.NO_PROGRESS, P.FRESH,
       (_C("the previous round's answers instead", _round_answers(-1)),)),
     V("inputResponses", "answers", J.NO_PROGRESS, P.FRESH,

@@ -85,6 +85,7 @@ class Clock:
     def at_zero(cls, path: Path) -> Clock:
         """A clock kept in the file `path`, (re)set to no offset: the tests' side of a process's clock."""
         path.write_text("0")
+        path.with_name(path.name + ".cache").unlink(missing_ok=True)  # a file-backed cache starts empty too
         return cls(str(path))
 
     def advance(self, seconds: float) -> None:
@@ -655,6 +656,16 @@ class TruthyConfirm(Sound):
         return super().decide(answer)
 
 
+class NumberIsAnAnswer(Sound):
+    """Takes any answer that is not a result object (a number, a string) for a confirmed yes, as a loose decoder
+    that reads "something came back" as consent: `{confirm: 12345}` deploys."""
+
+    def decide(self, answer: Any) -> str:
+        if answer is not None and not isinstance(answer, dict):
+            return "yes"
+        return super().decide(answer)
+
+
 class MissingConfirmIsYes(Sound):
     """Defaults a missing confirm to true: an accept with nothing in it deploys."""
 
@@ -1220,19 +1231,42 @@ class LenientExactStore(Sound):
 
 class CacheForAnyone(Sound):
     """Keeps each ticket's result and serves it to any retry that sends the ticket again, before any check: another
-    principal's replay gets the owner's result."""
+    principal's replay gets the owner's result. As processes (one per principal over stdio) the cache is a file
+    beside the clock file that every process shares, as a stdio server's on-disk cache is shared by its users'
+    processes: a cache per process would be a cache per principal there, which is no mistake at all."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.results: dict[str, dict[str, Any]] = {}
+        self.shared = self.clock.path.with_name(self.clock.path.name + ".cache") if self.clock.path else None
+
+    def kept(self) -> dict[str, Any]:
+        if self.shared is None:
+            return self.results
+        try:
+            loaded = json.loads(self.shared.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return loaded if isinstance(loaded, dict) else {}
+
+    def keep(self, state: str, result: dict[str, Any]) -> None:
+        with self.lock:
+            kept = {**self.kept(), state: result}
+            if self.shared is None:
+                self.results = kept
+                return
+            spare = self.shared.with_name(f"{self.shared.name}.{os.getpid()}")
+            spare.write_text(json.dumps(kept), encoding="utf-8")
+            spare.replace(self.shared)  # whole or not at all: a reader never sees half a file
 
     def deploy(self, message: dict[str, Any], principal: str, arguments: dict[str, Any]) -> dict[str, Any]:
         state = message["params"].get("requestState")
-        if isinstance(state, str) and state in self.results:
-            return self.results[state]
+        kept = self.kept()
+        if isinstance(state, str) and isinstance(kept.get(state), dict):
+            return dict(kept[state])
         result = super().deploy(message, principal, arguments)
         if isinstance(state, str) and result.get("resultType") == "complete" and "deployed" in json.dumps(result):
-            self.results[state] = result
+            self.keep(state, result)
         return result
 
 
@@ -1345,6 +1379,7 @@ MUTANTS: dict[str, type[Sound]] = {
     "url-undeclared": UrlUndeclared,
     "cache-for-anyone": CacheForAnyone,
     "cache-counted-as-work": CacheCountedAsWork,
+    "number-is-an-answer": NumberIsAnAnswer,
 }
 SOUND: dict[str, type[Sound]] = {"sound": Sound, "two-rounds": TwoRounds,
                                   "state-only-first": StateOnlyFirst, "opaque": Opaque, "sealed": Sealed,
@@ -1429,7 +1464,19 @@ class AsksForever(Sound):
                 "requestState": self.mint(principal, arguments, str(message["params"].get("name")), step=step)}
 
 
-VARIANTS: dict[str, type[Sound]] = {"one-tool": OneTool, "millisecond-exp": MillisecondExp,
+class ConstantNoSingleUse(NoSingleUse):
+    """Keeps no redeemed store, and every deploy answers the same text, a digit in it ("release 2") but nothing that
+    differs between two deploys: a replay's result is byte for byte the first use's, and still a second deploy."""
+
+    def work(self, claims: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            self.deploys += 1
+        return self.complete({"content": [{"type": "text", "text": f"deployed to {claims['work']['env']} (release "
+                                                                     "2)"}], "isError": False})
+
+
+VARIANTS: dict[str, type[Sound]] = {"constant-no-single-use": ConstantNoSingleUse,
+                                    "one-tool": OneTool, "millisecond-exp": MillisecondExp,
                                     "hangs-on-retry": HangsOnRetry, "echoes-token": EchoesToken,
                                     "lists-for-nobody": ListsForNobody,
                                     "hangs-without-capability": HangsWithoutCapability,

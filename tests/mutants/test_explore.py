@@ -9,12 +9,14 @@ from contextlib import closing
 
 import pytest
 
+from moves import variations
 from moves.engine import Call
 from moves.explore import Exploration, explore
-from moves.invariants import INVARIANTS
+from moves.findings import page_record
+from moves.invariants import INVARIANTS, Invariant
 from moves.targets.http import HttpTarget
-from moves.variations import VARIATIONS, Judge, ticket_parts
-from tests.mutants.harness import TOKENS, running, timing_on
+from moves.variations import VARIATIONS, Change, Judge, Phase, Variation, ticket_parts
+from tests.mutants.harness import TOKENS, check_http, running, timing_on
 
 #: The mutant, the invariant it breaks, the round and the smallest variation the finding names.
 CAUGHT = [
@@ -34,6 +36,7 @@ CAUGHT = [
     ("cache-for-anyone", "private", 1, "sent again by the other principal"),
     ("pre-answered", "answers", 1, "no requestState"),
     ("cache-counted-as-work", "once", 1, "sent again"),
+    ("number-is-an-answer", "answers", 1, "each answer a number, not a result"),
 ]
 
 
@@ -115,3 +118,65 @@ def test_every_variation_is_judged_by_an_invariant_stated_once() -> None:
     assert labels[:3] == ["requestState header edited", "requestState part 2 edited",
                           "requestState signature edited"]
     assert "requestState payload: edited sub" in labels and "requestState payload: edited exp" in labels
+
+
+def test_a_variation_of_several_changes_is_shown_shrunk_with_the_exchange_of_the_smallest() -> None:
+    """"decline + content kept" breaks no-means-no on a server that never reads the action; the content is not
+    needed, so the finding names the decline alone, and its exchange is the run of that smaller variation: a
+    decline that carries no content."""
+    played = next(v for v in VARIATIONS if v.label == "decline + content kept")
+    assert len(played.changes) == 2
+    finding = next(f for f in explored("any-answer-is-yes").findings if f.invariant == "no-means-no")
+    assert finding.variation == "decline" and "did the work" in finding.detail
+    sent = finding.steps[-1].sent["params"]
+    assert isinstance(sent, dict) and isinstance(sent["inputResponses"], dict)
+    assert all(answer == {"action": "decline"} for answer in sent["inputResponses"].values()), sent
+    # Where both changes matter (a stranger's retry naming the owner in _meta), both stay.
+    both = next(f for f in explored("meta-identity").findings if f.invariant == "bound")
+    assert both.variation == "sent by the other principal + the owner named in _meta"
+
+
+def test_a_new_invariant_and_a_new_part_to_vary_are_each_one_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One entry in INVARIANTS and one in VARIATIONS, nothing else: the engine plays the new variation on every
+    round and judges it, and the report (table, JSON, JUnit, /check's record) shows the new invariant and part."""
+    toy = Invariant("toy", "a toy rule: the honest retry never moves on", "nothing to fix: a toy")
+    monkeypatch.setitem(INVARIANTS, "toy", toy)
+    change = Change("the honest retry, as a toy", lambda retry, ctx: retry)
+    monkeypatch.setattr(variations, "VARIATIONS", (*VARIATIONS, Variation("toy part", "toy", Judge.NO_PROGRESS,
+                                                                          Phase.FRESH, (change,))))
+    report = check_http("two-rounds")
+    assert report.explored is not None and not report.ok
+    found = [f for f in report.explored.findings if f.invariant == "toy"]
+    assert [(f.round, f.part, f.variation) for f in found] == [(1, "toy part", "the honest retry, as a toy")]
+    assert "moved on to the next round" in found[0].detail and found[0].fix == toy.fix
+    assert "FAIL [toy] round 1, toy part: the honest retry, as a toy" in report.table()
+    assert any(f["invariant"] == "toy" for f in report.to_json()["exploration"]["findings"])  # type: ignore[index,union-attr]
+    assert '<testcase classname="mrtr.check.invariants" name="toy"' in report.junit()
+    record = page_record(report.explored, 600, lambda value: value)
+    assert "toy part" in record["parts"]  # type: ignore[operator]
+    assert {"slug": "toy", "rule": toy.rule, "verdict": "fail"} in record["invariants"]  # type: ignore[operator]
+
+
+def test_a_copy_of_a_result_is_no_kept_result_when_two_works_cannot_be_told_apart() -> None:
+    """Whether a byte-for-byte copy is a kept result is derived from an independent piece of work (another ticket's
+    honest flow), never from the text's look: a server with no single use whose every deploy reads "deployed to
+    staging (release 2)" (a digit, but the same for every deploy) is judged as doing the work again, by the
+    exploration and by the catalogue's replays; a server whose results differ per deploy and that serves its
+    own kept result again is not."""
+    counted = [f for f in explored("constant-no-single-use").findings if f.invariant == "once"]
+    assert counted and all("did the work" in f.detail or "went through" in f.detail for f in counted), counted
+    rows = {r.move: r for r in check_http("constant-no-single-use").moves}
+    assert rows["twice"].verdict == "fail" and "kept result" not in rows["twice"].detail, rows["twice"]
+    kept = {r.move: r for r in check_http("keeps-results").moves}
+    assert kept["twice"].verdict == "pass" and "kept result" in kept["twice"].detail, kept["twice"]
+
+
+def test_the_exploration_stops_at_its_first_time_out_or_when_the_check_stopped() -> None:
+    """Never hundreds of calls each waiting for a server that stopped answering: the first request not answered in
+    time ends the exploration, saying so; so does the check stopping elsewhere (a move played beside it)."""
+    with running("hangs-on-retry") as (url, server), \
+            closing(HttpTarget(url, TOKENS, timeout=0.3, timing=timing_on(server.clock))) as target:
+        hung = explore(target, Call(cross_tool="restart"))
+        stopped = explore(target, Call(cross_tool="restart"), stopped=lambda: True)
+    assert "not answered in time" in hung.why_not and hung.calls == 2 and hung.findings == [], hung
+    assert "the check stopped" in stopped.why_not and stopped.calls == 0, stopped
