@@ -202,6 +202,20 @@ def read_token(lesson: str, question: str, token: str) -> Situation:
     return draw(data["s"], data["t"])
 
 
+def room_draw(now: int) -> str:
+    """A fresh draw for one learner in a live class, as the class store keeps it ("<seed>:<time>"): the class keeps
+    it server-side, per learner, so the phone needs no token and every page of the learner shows one situation."""
+    return f"{secrets.token_urlsafe(9)}:{now}"
+
+
+def room_situation(kept: str) -> Situation:
+    """The situation a kept room draw stands for. Raises DrawError for one that is not a room draw."""
+    seed, _, at = kept.rpartition(":")
+    if not seed or not at.isdigit():
+        raise DrawError("this draw cannot be read back: reload the page")
+    return draw(seed, int(at))
+
+
 @dataclass(frozen=True)
 class DrawView:
     """What a draw shows before it is answered: the ticket's payload, the clock, the sender and the retry."""
