@@ -88,7 +88,7 @@ def test_a_forged_or_foreign_draw_is_refused_with_a_reason_and_not_counted(app: 
     for bad, says in ((token[:-2] + "xx", "not drawn here"), ("", "missing")):
         response = client.post(f"/quiz/{lesson}/{qid}/answer", data={"draw": bad, "predict": "completed"})
         assert response.status_code == 200 and says in response.get_data(as_text=True)
-        assert "0 correct out of 0 answered" in " ".join(soup(response.data).find(id="quiz-score").get_text().split())
+        assert "0 of 0 points answered right" in " ".join(soup(response.data).find(id="quiz-score").get_text().split())
     with app.test_request_context(), pytest.raises(quiz_draws.DrawError, match="another question"):
         quiz_draws.read_token(lesson, other, token)
 
