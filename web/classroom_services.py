@@ -184,7 +184,8 @@ def classroom() -> Classroom:
 
 def is_drawn(question: Question | None) -> bool:
     """A question whose situation is drawn per learner (web/quiz_draws.py): its right option differs per phone."""
-    return question is not None and question.task is not None and question.task.kind == "draw"
+    return question is not None and question.task is not None and question.task.kind == "draw" \
+        and question.task.ask in quiz_draws.ASKS  # a build is a form of its own: the lesson page asks it
 
 
 def room_options(question: Question) -> tuple[tuple[str, str], ...]:

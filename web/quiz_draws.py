@@ -50,7 +50,9 @@ SPENT: tuple[tuple[str, str], ...] = (
 )
 #: What a draw item may ask (its task's `ask`): the options for each.
 ASKS: dict[str, tuple[tuple[str, str], ...]] = {"outcome": OUTCOMES, "spent": SPENT}
-_ENVS = ("staging", "prod", "dev")
+#: The envs a drawn ticket may be minted for.
+ENVS = ("staging", "prod", "dev")
+_ENVS = ENVS
 
 
 class DrawError(ValueError):

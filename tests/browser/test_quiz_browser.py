@@ -211,3 +211,36 @@ def test_a_drawn_item_works_without_javascript_at_390_px_in_both_themes(no_js_pa
     expect(page).to_have_url(re.compile(rf"/quiz/{SLUG}/{drawn.id}/answer#q-{drawn.id}$"))
     expect(page.locator(f"#feedback-{drawn.id}")).to_contain_text("the server played your situation")
     expect(page.locator("#quiz-score")).to_contain_text(f"of {drawn.weight} points answered right")
+
+
+def test_a_build_item_works_without_javascript_at_390_px_in_both_themes(no_js_page: Page, browser: Browser,
+                                                                        base_url: str, axe: Axe) -> None:
+    """The "build the retry" item: its parts are plain selects on a phone in both themes, the build is sent by a
+    plain form post, and the lab server's play of what was built grades it."""
+    slug, qid = "build-the-checks", "drawn-retry-build"
+    weight = next(q.weight for q in load_course().lesson(slug).questions if q.id == qid)  # type: ignore[union-attr]
+    for scheme in ("light", "dark"):
+        context = browser.new_context(viewport={"width": 390, "height": 844}, color_scheme=scheme,
+                                      base_url=base_url)
+        try:
+            context.route("**/*.js", lambda route: route.abort())
+            page = context.new_page()
+            page.goto(f"/quiz/{slug}")
+            page.locator(f"#q-{qid}").scroll_into_view_if_needed()
+            assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
+            assert_no_axe_violations(page, axe)
+        finally:
+            context.close()
+    page = no_js_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"/quiz/{slug}")
+    item = page.locator(f"#q-{qid}")
+    for part, label in (("ticket", "The ticket as the server minted it"), ("sender", "bob's client"),
+                        ("answer", "Accept, with confirm true")):
+        item.locator(f"select[name={part}]").select_option(label=label)
+    for part in ("env", "when"):
+        item.locator(f"select[name={part}]").select_option(index=1)
+    item.get_by_role("button", name=re.compile("Send it to the server")).click()
+    expect(page).to_have_url(re.compile(rf"/quiz/{slug}/{qid}/answer#q-{qid}$"))
+    expect(page.locator(f"#feedback-{qid}")).to_contain_text("the server played the retry you built")
+    expect(page.locator("#quiz-score")).to_contain_text(f"of {weight} points answered right")
