@@ -40,7 +40,8 @@ _NICKNAME = re.compile(r"^[^\W_][\w .'-]*$", re.UNICODE)
 
 
 #: One row of a class's export: kind ("answer" or "attempt"), nickname, item (question or move), value (option or
-#: outcome), detail (the check that stopped an attempt), and when, in epoch seconds.
+#: outcome), detail (the check that stopped an attempt; "right" or "wrong" for an answer to a drawn question, graded
+#: on the learner's own draw), and when, in epoch seconds.
 ExportRow: TypeAlias = tuple[str, str, str, str, str, float]
 #: Whom a rate limit counts: a visitor's address, a class id, or a (class id, learner id) pair.
 RateKey: TypeAlias = str | tuple[str | int, ...]

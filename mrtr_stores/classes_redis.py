@@ -414,7 +414,9 @@ class RedisClassStore:
             for learner_id, raw in self.client.hgetall(self._k("a", class_id, question)).items():
                 data = json.loads(raw)
                 learner = int(_text(learner_id))
-                answers.append(("answer", names.get(learner, ""), question, data["option"], "", data["at"], learner))
+                graded = {True: "right", False: "wrong"}.get(data.get("right"), "")
+                answers.append(("answer", names.get(learner, ""), question, data["option"], graded, data["at"],
+                                learner))
         answers.sort(key=lambda r: (r[5], r[6]))
         rows: list[ExportRow] = [r[:6] for r in answers]
         for raw in self.client.lrange(self._k("t", class_id), 0, -1):

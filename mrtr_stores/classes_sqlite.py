@@ -350,7 +350,8 @@ class SqliteClassStore:
         """One row per answer and per attempt: kind, nickname, item, value, detail, time."""
         db = self._db()
         rows: list[ExportRow] = []
-        rows += db.execute("SELECT 'answer', l.nickname, a.question_id, a.option, '', a.at FROM answers a "
+        rows += db.execute("SELECT 'answer', l.nickname, a.question_id, a.option, CASE a.graded WHEN 1 THEN 'right' "
+                           "WHEN 0 THEN 'wrong' ELSE '' END, a.at FROM answers a "
                            "JOIN learners l ON l.id = a.learner_id WHERE a.class_id = ? ORDER BY a.at, l.id",
                            (class_id,)).fetchall()
         rows += db.execute("SELECT 'attempt', l.nickname, t.move, t.outcome, t.stopped_at, t.at FROM attempts t "

@@ -359,7 +359,8 @@ def results(code: str) -> Response:
     row = host_row(code)
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(["kind", "nickname", "item", "value", "stopped_at", "utc"])
+    # detail: the check that stopped an attempt, or whether a drawn answer was right on the learner's own draw
+    writer.writerow(["kind", "nickname", "item", "value", "detail", "utc"])
     for kind, nickname, item, value, detail, at in classroom().store.export_rows(row.id):
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
         writer.writerow([_cell(v) for v in (kind, nickname, item, value, detail, stamp)])

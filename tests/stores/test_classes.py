@@ -96,6 +96,10 @@ def test_a_drawn_question_keeps_one_draw_per_learner_and_counts_who_was_right(st
     assert store.right_count(row.id, "drawn") == 0
     store.answer(row, ana, "q1", "a")  # a fixed question's answer is not graded in the store
     assert store.right_count(row.id, "q1") == 0
+    # The export says how each drawn answer was graded (an answer to a fixed question: nothing to say).
+    assert sorted(r[1:5] for r in store.export_rows(row.id)) == [("Ana", "drawn", "completed", "wrong"),
+                                                                 ("Ana", "q1", "a", ""),
+                                                                 ("Bo", "drawn", "refused-expiry", "wrong")]
     assert store.remove_learner(row.id, bo.id)
     again, _ = store.join(row, "Bo")
     assert store.keep_draw(row, again, "drawn", "seed-d:400") == "seed-d:400"

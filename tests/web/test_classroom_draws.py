@@ -95,6 +95,8 @@ def test_each_phone_gets_its_own_draw_and_is_graded_on_it(app: Flask, db_path: P
     assert f'data-right="{bo_right}"' in bo_after and "✗ not this time" in bo_after
     question = LESSON.question(qid)
     assert question is not None and str(escape(question.explanation)) in ann_after
+    csv = host.get(f"/class/{code}/host/results.csv").get_data(as_text=True)
+    assert f"answer,Ann,{qid},{ann_right},right," in csv and f"answer,Bo,{qid},{bo_wrong},wrong," in csv
 
 
 def test_a_drawn_answer_from_a_terminal_is_graded_too(app: Flask, db_path: Path) -> None:
