@@ -30,12 +30,18 @@ CODE_LENGTH = 6
 #: Learners in one class; read at each join (tests lower it), by both backends.
 MAX_LEARNERS = 500
 NICKNAME_MAX = 24
+#: A learner's draw of a drawn question (web/quiz_draws.py: a seed and a time), at most this many characters.
+DRAW_MAX = 64
+#: Drawn questions a class keeps draws for; each learner has at most one draw per question, so a learner causes at
+#: most this many to be stored (and a class at most MAX_LEARNERS times as many).
+MAX_DRAWN_QUESTIONS = 64
 #: Letters (any script), digits, spaces and . _ - ' ; nothing that could pass for markup or a control.
 _NICKNAME = re.compile(r"^[^\W_][\w .'-]*$", re.UNICODE)
 
 
 #: One row of a class's export: kind ("answer" or "attempt"), nickname, item (question or move), value (option or
-#: outcome), detail (the check that stopped an attempt), and when, in epoch seconds.
+#: outcome), detail (the check that stopped an attempt; "right" or "wrong" for an answer to a drawn question, graded
+#: on the learner's own draw), and when, in epoch seconds.
 ExportRow: TypeAlias = tuple[str, str, str, str, str, float]
 #: Whom a rate limit counts: a visitor's address, a class id, or a (class id, learner id) pair.
 RateKey: TypeAlias = str | tuple[str | int, ...]
@@ -76,6 +82,15 @@ def check_nickname(raw: str | None) -> str:
     if not _NICKNAME.match(name):
         raise ClassroomError("Use letters, digits, spaces and . _ - ' only, starting with a letter or digit.")
     return name
+
+
+def check_draw(draw: str) -> None:
+    if not draw or len(draw) > DRAW_MAX:
+        raise ClassroomError(f"A draw is 1 to {DRAW_MAX} characters.")
+
+
+def too_many_draws() -> ClassroomError:
+    return ClassroomError(f"This class keeps draws for {MAX_DRAWN_QUESTIONS} questions at most.")
 
 
 def class_full() -> ClassFull:
@@ -174,13 +189,23 @@ class ClassStore(Protocol):
         """The learner and everything they sent, gone; False when the class has no such learner."""
 
     # -- answers
-    def answer(self, row: ClassRow, learner: Learner, question_id: str, option: str) -> None:
-        """Keep the learner's answer (a later one replaces it)."""
+    def answer(self, row: ClassRow, learner: Learner, question_id: str, option: str, right: bool | None = None) -> None:
+        """Keep the learner's answer (a later one replaces it); `right`: a drawn question's answer graded against
+        the learner's own draw (None: a fixed question, whose right option is the same for everyone)."""
 
     def my_answer(self, row: ClassRow, learner: Learner, question_id: str) -> str | None: ...
 
     def tally(self, class_id: str, question_id: str) -> dict[str, int]:
         """Answers per option."""
+
+    def right_count(self, class_id: str, question_id: str) -> int:
+        """Answers graded right against each learner's own draw."""
+
+    # -- draws
+    def keep_draw(self, row: ClassRow, learner: Learner, question_id: str, draw: str) -> str:
+        """The learner's draw for a drawn question: the one kept already, else `draw`, kept now (the first stays, so
+        every page of the learner shows one situation). ClassroomError for a draw longer than DRAW_MAX, or a new
+        question once the class keeps draws for MAX_DRAWN_QUESTIONS."""
 
     # -- attempts
     def record_attempt(self, row: ClassRow, learner: Learner, *, move: str, outcome: str, stopped_at: str,

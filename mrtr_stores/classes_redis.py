@@ -6,7 +6,8 @@
 Keys, under one prefix: `c:<id>` (a hash: the class row), `code:<code>` (the join code's class id),
 `l:<id>` (learners by id, JSON), `nick:<id>` and `tok:<id>` (nickname and token hash to learner id),
 `a:<id>:<question>` (answers by learner), `q:<id>` (questions answered), `t:<id>` (attempts, a list),
-`heat:<id>` (attempts per move and check), `ta:<id>:<learner>` (a learner's attempt times). Every key of a
+`heat:<id>` (attempts per move and check), `ta:<id>:<learner>` (a learner's attempt times), `d:<id>:<question>`
+(a drawn question's draws by learner) and `dq:<id>` (the questions with draws). Every key of a
 class expires with the class, as a time to live counted on the injected clock (Redis's own clock is never
 compared with it), so Redis forgets a class without a sweep; `classes` (a sorted set by creation) counts
 the classes still open. The steps that must not interleave (a join checking the class's size and nickname,
@@ -35,11 +36,13 @@ from mrtr_stores.classes import (
     ExportRow,
     Learner,
     RateKey,
+    check_draw,
     check_nickname,
     class_full,
     digest,
     host_ok,
     normalize_code,
+    too_many_draws,
 )
 from mrtr_stores.failures import failures_become
 from mrtr_stores.redis_clients import REQUEST_TIMEOUT, RedisText, redis_client
@@ -172,6 +175,8 @@ class RedisClassStore:
         keys = [self._k("c", class_id), self._k("l", class_id), self._k("nick", class_id), self._k("tok", class_id),
                 self._k("q", class_id), self._k("t", class_id), self._k("heat", class_id)]
         keys += [self._k("a", class_id, _text(q)) for q in self.client.smembers(self._k("q", class_id))]
+        keys += [self._k("d", class_id, _text(q)) for q in self.client.smembers(self._k("dq", class_id))]
+        keys.append(self._k("dq", class_id))
         keys += [self._k("ta", class_id, _text(i)) for i in self.client.hkeys(self._k("l", class_id))]
         if row is not None:
             keys.append(self._k("code", row.code))
@@ -318,16 +323,17 @@ class RedisClassStore:
         if row is None:
             return False
         answers = [self._k("a", class_id, _text(q)) for q in self.client.smembers(self._k("q", class_id))]
+        answers += [self._k("d", class_id, _text(q)) for q in self.client.smembers(self._k("dq", class_id))]
         keys = [self._k("l", class_id), self._k("nick", class_id), self._k("tok", class_id), self._k("t", class_id),
                 self._k("heat", class_id), self._k("ta", class_id, learner_id), self._k("c", class_id), *answers]
         return bool(self._remove(keys=keys, args=[learner_id, self._left_ms(row)]))
 
     # -- answers -------------------------------------------------------------------------------------
 
-    def answer(self, row: ClassRow, learner: Learner, question_id: str, option: str) -> None:
+    def answer(self, row: ClassRow, learner: Learner, question_id: str, option: str, right: bool | None = None) -> None:
         key = self._k("a", row.id, question_id)
         pipe = self.client.pipeline()
-        pipe.hset(key, str(learner.id), json.dumps({"option": option, "at": self.clock()}))
+        pipe.hset(key, str(learner.id), json.dumps({"option": option, "at": self.clock(), "right": right}))
         pipe.sadd(self._k("q", row.id), question_id)
         pipe.hincrby(self._k("c", row.id), "version", 1)
         pipe.execute()
@@ -343,6 +349,29 @@ class RedisClassStore:
             option = str(json.loads(raw)["option"])
             counts[option] = counts.get(option, 0) + 1
         return counts
+
+    def right_count(self, class_id: str, question_id: str) -> int:
+        return sum(1 for raw in self.client.hvals(self._k("a", class_id, question_id))
+                   if json.loads(raw).get("right") is True)
+
+    # -- draws ---------------------------------------------------------------------------------------
+
+    def keep_draw(self, row: ClassRow, learner: Learner, question_id: str, draw: str) -> str:
+        check_draw(draw)
+        key, questions = self._k("d", row.id, question_id), self._k("dq", row.id)
+        kept = self.client.hget(key, str(learner.id))
+        if kept is not None:
+            return _text(kept)
+        if not self.client.sismember(questions, question_id) \
+                and int(self.client.scard(questions)) >= classes.MAX_DRAWN_QUESTIONS:
+            raise too_many_draws()
+        pipe = self.client.pipeline()
+        pipe.hsetnx(key, str(learner.id), draw)  # two pages at once: the first draw kept is every page's
+        pipe.sadd(questions, question_id)
+        pipe.hget(key, str(learner.id))
+        kept = pipe.execute()[2]
+        self._expire(row, key, questions)
+        return _text(kept) if kept is not None else draw
 
     # -- attempts ------------------------------------------------------------------------------------
 
@@ -385,7 +414,9 @@ class RedisClassStore:
             for learner_id, raw in self.client.hgetall(self._k("a", class_id, question)).items():
                 data = json.loads(raw)
                 learner = int(_text(learner_id))
-                answers.append(("answer", names.get(learner, ""), question, data["option"], "", data["at"], learner))
+                graded = {True: "right", False: "wrong"}.get(data.get("right"), "")
+                answers.append(("answer", names.get(learner, ""), question, data["option"], graded, data["at"],
+                                learner))
         answers.sort(key=lambda r: (r[5], r[6]))
         rows: list[ExportRow] = [r[:6] for r in answers]
         for raw in self.client.lrange(self._k("t", class_id), 0, -1):

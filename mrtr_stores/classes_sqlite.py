@@ -24,11 +24,13 @@ from mrtr_stores.classes import (
     ClassStoreUnavailable,
     ExportRow,
     Learner,
+    check_draw,
     check_nickname,
     class_full,
     digest,
     host_ok,
     normalize_code,
+    too_many_draws,
 )
 from mrtr_stores.failures import failures_become
 from mrtr_stores.sqlite_files import PerThread, SqlValue
@@ -50,7 +52,10 @@ CREATE TABLE IF NOT EXISTS learners (
   token_hash TEXT NOT NULL UNIQUE, created REAL NOT NULL, ticket TEXT, UNIQUE (class_id, nick_key));
 CREATE TABLE IF NOT EXISTS answers (
   class_id TEXT NOT NULL, question_id TEXT NOT NULL, learner_id INTEGER NOT NULL, option TEXT NOT NULL,
-  at REAL NOT NULL, PRIMARY KEY (class_id, question_id, learner_id));
+  at REAL NOT NULL, graded INTEGER, PRIMARY KEY (class_id, question_id, learner_id));
+CREATE TABLE IF NOT EXISTS draws (
+  class_id TEXT NOT NULL, question_id TEXT NOT NULL, learner_id INTEGER NOT NULL, draw TEXT NOT NULL,
+  PRIMARY KEY (class_id, question_id, learner_id));
 CREATE TABLE IF NOT EXISTS attempts (
   id INTEGER PRIMARY KEY AUTOINCREMENT, class_id TEXT NOT NULL, learner_id INTEGER NOT NULL, move TEXT NOT NULL,
   outcome TEXT NOT NULL, stopped_at TEXT NOT NULL, single_use INTEGER NOT NULL, at REAL NOT NULL);
@@ -96,6 +101,8 @@ class SqliteClassStore:
         columns = {row[1] for row in db.execute("PRAGMA table_info(classes)")}
         if "locked" not in columns:  # a class file from before the presenter could lock a class
             db.execute("ALTER TABLE classes ADD COLUMN locked INTEGER NOT NULL DEFAULT 0")
+        if "graded" not in {row[1] for row in db.execute("PRAGMA table_info(answers)")}:  # before drawn questions
+            db.execute("ALTER TABLE answers ADD COLUMN graded INTEGER")
 
     def _db(self) -> sqlite3.Connection:
         return self._connections.get()
@@ -121,7 +128,7 @@ class SqliteClassStore:
         db = self._db()
         db.execute("BEGIN IMMEDIATE")
         try:
-            for table in ("answers", "attempts", "learners"):
+            for table in ("answers", "attempts", "draws", "learners"):
                 db.execute(f"DELETE FROM {table} WHERE class_id = ?", (class_id,))  # noqa: S608 - fixed names
             db.execute("DELETE FROM classes WHERE id = ?", (class_id,))
             db.execute("COMMIT")
@@ -241,7 +248,7 @@ class SqliteClassStore:
             cur = db.execute("DELETE FROM learners WHERE class_id = ? AND id = ?", (class_id, learner_id))
             removed = cur.rowcount == 1
             if removed:
-                for table in ("answers", "attempts"):
+                for table in ("answers", "attempts", "draws"):
                     db.execute(f"DELETE FROM {table} WHERE class_id = ? AND learner_id = ?",  # noqa: S608
                                (class_id, learner_id))
                 db.execute("UPDATE classes SET version = version + 1 WHERE id = ?", (class_id,))
@@ -253,13 +260,15 @@ class SqliteClassStore:
 
     # -- answers -------------------------------------------------------------------------------------
 
-    def answer(self, row: ClassRow, learner: Learner, question_id: str, option: str) -> None:
+    def answer(self, row: ClassRow, learner: Learner, question_id: str, option: str, right: bool | None = None) -> None:
         db = self._db()
+        graded = None if right is None else int(right)
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.execute("INSERT INTO answers (class_id, question_id, learner_id, option, at) VALUES (?,?,?,?,?) "
-                       "ON CONFLICT (class_id, question_id, learner_id) DO UPDATE SET option = excluded.option, "
-                       "at = excluded.at", (row.id, question_id, learner.id, option, self.clock()))
+            db.execute("INSERT INTO answers (class_id, question_id, learner_id, option, at, graded) "
+                       "VALUES (?,?,?,?,?,?) ON CONFLICT (class_id, question_id, learner_id) DO UPDATE SET "
+                       "option = excluded.option, at = excluded.at, graded = excluded.graded",
+                       (row.id, question_id, learner.id, option, self.clock(), graded))
             db.execute("UPDATE classes SET version = version + 1 WHERE id = ?", (row.id,))
             db.execute("COMMIT")
         except BaseException:
@@ -275,6 +284,32 @@ class SqliteClassStore:
         return {option: int(n) for option, n in self._db().execute(
             "SELECT option, COUNT(*) FROM answers WHERE class_id = ? AND question_id = ? GROUP BY option",
             (class_id, question_id))}
+
+    def right_count(self, class_id: str, question_id: str) -> int:
+        return int(self._db().execute("SELECT COUNT(*) FROM answers WHERE class_id = ? AND question_id = ? AND "
+                                      "graded = 1", (class_id, question_id)).fetchone()[0])
+
+    # -- draws ---------------------------------------------------------------------------------------
+
+    def keep_draw(self, row: ClassRow, learner: Learner, question_id: str, draw: str) -> str:
+        check_draw(draw)
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            kept = db.execute("SELECT draw FROM draws WHERE class_id = ? AND question_id = ? AND learner_id = ?",
+                              (row.id, question_id, learner.id)).fetchone()
+            if kept is None:
+                known = {q for (q,) in db.execute("SELECT DISTINCT question_id FROM draws WHERE class_id = ?",
+                                                  (row.id,))}
+                if question_id not in known and len(known) >= classes.MAX_DRAWN_QUESTIONS:
+                    raise too_many_draws()
+                db.execute("INSERT INTO draws (class_id, question_id, learner_id, draw) VALUES (?,?,?,?)",
+                           (row.id, question_id, learner.id, draw))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return str(kept[0]) if kept is not None else draw
 
     # -- attempts ------------------------------------------------------------------------------------
 
@@ -315,7 +350,8 @@ class SqliteClassStore:
         """One row per answer and per attempt: kind, nickname, item, value, detail, time."""
         db = self._db()
         rows: list[ExportRow] = []
-        rows += db.execute("SELECT 'answer', l.nickname, a.question_id, a.option, '', a.at FROM answers a "
+        rows += db.execute("SELECT 'answer', l.nickname, a.question_id, a.option, CASE a.graded WHEN 1 THEN 'right' "
+                           "WHEN 0 THEN 'wrong' ELSE '' END, a.at FROM answers a "
                            "JOIN learners l ON l.id = a.learner_id WHERE a.class_id = ? ORDER BY a.at, l.id",
                            (class_id,)).fetchall()
         rows += db.execute("SELECT 'attempt', l.nickname, t.move, t.outcome, t.stopped_at, t.at FROM attempts t "

@@ -34,7 +34,7 @@ from mrtr_stores.classes import (
     check_nickname,
     normalize_code,
 )
-from web import class_presenter, classroom_host, error_pages, htmx
+from web import class_presenter, classroom_host, error_pages, htmx, quiz_draws
 from web.classroom_access import class_cookie, client_key, learner_here, learner_of, slow_down, wants_json
 from web.classroom_round import Attempt, is_replay
 from web.classroom_services import (
@@ -48,10 +48,13 @@ from web.classroom_services import (
     changed,
     choice_letter,
     classroom,
+    is_drawn,
     question_of,
+    room_options,
 )
 from web.content import Question, get_content
 from web.moveviews import MoveGroup, grouped
+from web.quiz_draws import DrawError, DrawView, PlayedDraw, right_option, room_draw, room_situation, view_of
 from web.services import get_settings
 
 bp = Blueprint("classroom", __name__)
@@ -156,6 +159,27 @@ def join_post() -> BaseResponse:
     return response
 
 
+class MyDraw(TypedDict):
+    """A learner's own draw of the current drawn question, as the lab server played it."""
+
+    view: DrawView
+    right: str  # the option the server's play makes right (shown only once revealed)
+    said: str  # what the server did, in words (shown only once revealed)
+
+
+def _my_draw(row: ClassRow, learner: Learner, question: Question) -> PlayedDraw:
+    """The learner's draw of a drawn question, kept by the class store (the first page they saw drew it), played
+    on the lab server. Raises ClassroomError when the class keeps no more draws, DrawError for an unreadable one."""
+    kept = classroom().store.keep_draw(row, learner, question.id, room_draw(int(classroom().clock())))
+    return quiz_draws.play(room_situation(kept))
+
+
+def _draw_view(played: PlayedDraw, question: Question) -> MyDraw:
+    ask = question.task.ask if question.task else "outcome"
+    right = right_option(played, ask)
+    return {"view": view_of("", played, ask), "right": right, "said": played.said}
+
+
 class LearnerView(TypedDict):
     """What the learner's phone (classroom/learner.html, _live.html, _attempt.html) renders."""
 
@@ -167,6 +191,8 @@ class LearnerView(TypedDict):
     move_groups: list[MoveGroup]
     play_url: str
     auto_refresh: bool  # without JavaScript, the page refreshes itself while the learner has nothing to do
+    options: tuple[tuple[str, str], ...]  # the current question's options (id, words), as the phone offers them
+    draw: NotRequired[MyDraw]  # a drawn question: the learner's own draw
     problem: NotRequired[str]  # why the last request was refused
     attempt: NotRequired[Attempt]  # the move just played
     first: NotRequired[bool]  # the first replay through in the room
@@ -176,6 +202,12 @@ def _me_context(row: ClassRow, learner: Learner, *, problem: str | None = None, 
                 first: bool | None = None) -> LearnerView:
     question = question_of(row)
     mine = classroom().store.my_answer(row, learner, question.id) if question else None
+    drawn: MyDraw | None = None
+    if question is not None and is_drawn(question):
+        try:
+            drawn = _draw_view(_my_draw(row, learner, question), question)
+        except (ClassroomError, DrawError) as exc:
+            problem = problem or str(exc)
     if row.round_open and not learner.ticket:
         # The learner's own ticket, on the class's lab key, for their own principal.
         ticket = classroom().lab(row).mint(learner.principal)
@@ -186,7 +218,10 @@ def _me_context(row: ClassRow, learner: Learner, *, problem: str | None = None, 
     view: LearnerView = {
         "row": row, "learner": learner, "question": question, "mine": mine, "moves": get_content().moves,
         "move_groups": grouped(get_content().moves),
-        "play_url": url_for("classroom.play", code=row.code, _external=True), "auto_refresh": waiting}
+        "play_url": url_for("classroom.play", code=row.code, _external=True), "auto_refresh": waiting,
+        "options": room_options(question) if question else ()}
+    if drawn is not None:
+        view["draw"] = drawn
     if problem is not None:
         view["problem"] = problem
     if attempt is not None:
@@ -230,11 +265,17 @@ def answer(code: str) -> Response:
     option = request.form.get("option", "")
     if question is None or row.revealed:
         return _refuse(row, learner, 409, "That question is closed.")
-    if question.choice(option) is None:
+    if option not in dict(room_options(question)):
         return _refuse(row, learner, 400, "Choose one of the options.")
     if not classroom().answers.allow((row.id, learner.id), classroom().clock()):
         return _refuse(row, learner, 429, "Slow down: too many answers in a few seconds.")
-    classroom().store.answer(row, learner, question.id, option)
+    right = None
+    if is_drawn(question) and question.task is not None:  # graded against this learner's own draw
+        try:
+            right = option == right_option(_my_draw(row, learner, question), question.task.ask)
+        except (ClassroomError, DrawError) as exc:
+            return _refuse(row, learner, 409, str(exc))
+    classroom().store.answer(row, learner, question.id, option, right=right)
     changed(row)
     if wants_json():
         return jsonify({"question": question.id, "option": option})

@@ -38,9 +38,11 @@ from web.classroom_services import (
     Classroom,
     changed,
     classroom,
+    is_drawn,
     lesson_of,
     live_questions,
     question_of,
+    room_options,
 )
 from web.content import Lesson, Question, get_content
 
@@ -91,11 +93,15 @@ class Heat:
 
 @dataclass(frozen=True)
 class Tally:
-    """The current question and how many answered each option."""
+    """The current question and how many answered each option; for a drawn question, whose right option differs
+    per learner, how many were right against their own draw."""
 
     question: Question | None
     counts: dict[str, int]
     total: int
+    options: tuple[tuple[str, str], ...] = ()  # (id, words), as the phones offer them
+    drawn: bool = False
+    right: int = 0  # a drawn question: answers right against the learner's own draw
 
 
 def _heat(row: ClassRow) -> Heat:
@@ -110,8 +116,12 @@ def _heat(row: ClassRow) -> Heat:
 
 def _tally(row: ClassRow) -> Tally:
     question = question_of(row)
-    counts = classroom().store.tally(row.id, question.id) if question else {}
-    return Tally(question, counts, sum(counts.values()))
+    if question is None:
+        return Tally(None, {}, 0)
+    counts = classroom().store.tally(row.id, question.id)
+    drawn = is_drawn(question)
+    return Tally(question, counts, sum(counts.values()), room_options(question), drawn,
+                 classroom().store.right_count(row.id, question.id) if drawn else 0)
 
 
 class HostView(TypedDict):
@@ -349,7 +359,8 @@ def results(code: str) -> Response:
     row = host_row(code)
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(["kind", "nickname", "item", "value", "stopped_at", "utc"])
+    # detail: the check that stopped an attempt, or whether a drawn answer was right on the learner's own draw
+    writer.writerow(["kind", "nickname", "item", "value", "detail", "utc"])
     for kind, nickname, item, value, detail, at in classroom().store.export_rows(row.id):
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
         writer.writerow([_cell(v) for v in (kind, nickname, item, value, detail, stamp)])

@@ -27,6 +27,7 @@ from mrtr_settings.stores import open_classes, open_rate_limit
 from mrtr_stores.class_notices import LocalBus, make_bus
 from mrtr_stores.classes import MAX_LEARNERS, ClassRow, ClassStore, LocalRateLimit, RateLimit
 from mrtr_stores.redeemed_sqlite import SqliteStore
+from web import quiz_draws
 from web.classroom_round import ClassLab, class_ring
 from web.content import Lesson, Question, get_content
 from web.services import get_services, get_settings
@@ -181,17 +182,32 @@ def classroom() -> Classroom:
     return found
 
 
+def is_drawn(question: Question | None) -> bool:
+    """A question whose situation is drawn per learner (web/quiz_draws.py): its right option differs per phone."""
+    return question is not None and question.task is not None and question.task.kind == "draw" \
+        and question.task.ask in quiz_draws.ASKS  # a build is a form of its own: the lesson page asks it
+
+
+def room_options(question: Question) -> tuple[tuple[str, str], ...]:
+    """(id, words) of the options a phone offers: a fixed question's choices, or a drawn question's outcomes (the
+    same for every draw)."""
+    if is_drawn(question) and question.task is not None:
+        return quiz_draws.ASKS.get(question.task.ask, quiz_draws.OUTCOMES)
+    return tuple((c.id, c.text) for c in question.choices)
+
+
 def choice_letter(question: Question, choice_id: str | None) -> str:
     """The letter a choice goes by in the room (A, B, C... by position): the projector and the phones say the same,
     whatever the quiz data names the choice."""
-    ids = [c.id for c in question.choices]
+    ids = [option for option, _ in room_options(question)]
     return "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[ids.index(choice_id)] if choice_id in ids and len(ids) <= 26 else ""
 
 
 def live_questions(lesson: Lesson) -> tuple[Question, ...]:
-    """The lesson's questions a live class can ask: a question answered by doing (a log to read, a retry to edit)
-    needs the lesson page and its lab server, so the room gets the ones answered by picking an option."""
-    return tuple(q for q in lesson.questions if q.task is None and q.choices)
+    """The lesson's questions a live class can ask: those answered by picking an option, and the drawn ones (each
+    phone gets its own draw, kept by the class store). A question answered by doing (a log to read, a retry to
+    edit) needs the lesson page and its lab server, so the room leaves it out."""
+    return tuple(q for q in lesson.questions if (q.task is None and q.choices) or is_drawn(q))
 
 
 

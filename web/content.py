@@ -89,7 +89,7 @@ class Task:
     move: str = ""  # which-move: the move whose log is shown; predict: the move played
     switches: tuple[tuple[str, str], ...] = ()  # predict: the playground switches, as query pairs
     model: str = ""  # free tasks: the model answer, shown once the answer is revealed
-    ask: str = ""  # draw: what the learner predicts, "outcome" (what the server does) or "spent"
+    ask: str = ""  # draw: what the learner predicts, "outcome" (what the server does) or "spent"; or "build" (builds)
 
 
 @dataclass(frozen=True)
@@ -308,8 +308,8 @@ def _task(raw: object, where: str) -> Task | None:
     if raw["kind"] in FREE_TASKS and not model:
         raise ContentError(f"{where}: a {raw['kind']} task needs a model answer")
     ask = raw.get("ask", "outcome" if raw["kind"] == "draw" else "")
-    if ask not in (("outcome", "spent") if raw["kind"] == "draw" else ("",)):
-        raise ContentError(f"{where}: task.ask must be outcome or spent, and only for a draw")
+    if ask not in (("outcome", "spent", "build") if raw["kind"] == "draw" else ("",)):
+        raise ContentError(f"{where}: task.ask must be outcome, spent or build, and only for a draw")
     return Task(raw["kind"], move, tuple(sorted(switches.items())), model, ask)
 
 

@@ -50,7 +50,9 @@ SPENT: tuple[tuple[str, str], ...] = (
 )
 #: What a draw item may ask (its task's `ask`): the options for each.
 ASKS: dict[str, tuple[tuple[str, str], ...]] = {"outcome": OUTCOMES, "spent": SPENT}
-_ENVS = ("staging", "prod", "dev")
+#: The envs a drawn ticket may be minted for.
+ENVS = ("staging", "prod", "dev")
+_ENVS = ENVS
 
 
 class DrawError(ValueError):
@@ -200,6 +202,20 @@ def read_token(lesson: str, question: str, token: str) -> Situation:
             or not isinstance(data.get("s"), str) or not isinstance(data.get("t"), int):
         raise DrawError("this situation belongs to another question: reload the quiz for a fresh one")
     return draw(data["s"], data["t"])
+
+
+def room_draw(now: int) -> str:
+    """A fresh draw for one learner in a live class, as the class store keeps it ("<seed>:<time>"): the class keeps
+    it server-side, per learner, so the phone needs no token and every page of the learner shows one situation."""
+    return f"{secrets.token_urlsafe(9)}:{now}"
+
+
+def room_situation(kept: str) -> Situation:
+    """The situation a kept room draw stands for. Raises DrawError for one that is not a room draw."""
+    seed, _, at = kept.rpartition(":")
+    if not seed or not at.isdigit():
+        raise DrawError("this draw cannot be read back: reload the page")
+    return draw(seed, int(at))
 
 
 @dataclass(frozen=True)

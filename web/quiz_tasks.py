@@ -22,7 +22,7 @@ from moves.engine import MINT_ID, MoveResult, Step, modern_request, outcome_of, 
 from moves.target import Outcome, Target
 from mrtr import CHECK_TITLES, CHECKS, JSONObject, as_object
 from mrtr.messages import as_list
-from web import quiz_draws
+from web import quiz_builds, quiz_draws
 from web.content import TASK_RIGHT, TASK_WRONG, Question, get_content
 from web.moveviews import pretty_json
 from web.playground_lab import CALL, MAX_AT, new_target, seeded_jti
@@ -60,6 +60,7 @@ class TaskView:
     minted_at: str = ""
     checks: tuple[tuple[str, str], ...] = ()  # order: (name, title), in alphabetical order of title
     draw: quiz_draws.DrawView | None = None  # draw: the situation drawn for this learner
+    build: quiz_builds.BuildView | None = None  # a draw asking for a build: the situation, the goal and the parts
 
 
 def _move(slug: str) -> Move:
@@ -101,6 +102,8 @@ def task_view(question: Question, lesson: str = "") -> TaskView | None:
     task = question.task
     if task is None:
         return None
+    if task.kind == "draw" and task.ask == "build":
+        return TaskView(task.kind, build=quiz_builds.view(lesson, question.id))
     if task.kind == "draw":
         return TaskView(task.kind, draw=quiz_draws.view(lesson, question.id, task.ask))
     if task.kind == "which-move":
@@ -138,7 +141,8 @@ def grade(question: Question, form: Mapping[str, str], lesson: str = "") -> Task
     task = question.task
     assert task is not None
     if task.kind == "draw":
-        drawn = quiz_draws.grade(lesson, question.id, task.ask, form)
+        drawn = quiz_builds.grade(lesson, question.id, form) if task.ask == "build" \
+            else quiz_draws.grade(lesson, question.id, task.ask, form)
         if drawn is None:
             return None
         return TaskGrade(drawn[0], TASK_RIGHT if drawn[0] else TASK_WRONG, drawn[1])

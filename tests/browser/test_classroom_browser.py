@@ -20,7 +20,7 @@ from moves.catalog import load_moves
 from tests.browser.conftest import BROWSER_TEST_CONFIG
 from tests.browser.helpers import LiveServer, assert_no_axe_violations, serve
 from tests.web.helpers import stopped_move
-from web.classroom_services import live_questions
+from web.classroom_services import live_questions, room_options
 from web.content import Question, load_course
 
 MOVES = load_moves()
@@ -260,7 +260,7 @@ FIT_JS = """([selectors, minPx]) => {
 
 
 def text_length(question: Question) -> int:
-    return len(question.prompt) + sum(len(c.text) for c in question.choices) + len(question.explanation)
+    return len(question.prompt) + sum(len(text) for _, text in room_options(question)) + len(question.explanation)
 
 
 def test_the_presenters_screen_fits_every_projector_in_the_worst_case(

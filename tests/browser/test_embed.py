@@ -233,10 +233,10 @@ def test_the_host_page_logs_no_warning_and_the_whole_quiz_ends_with_its_summary(
     frame_height_matches_last_resize(page)
     summary = frame.locator("main > #quiz-summary")
     total = sum(q.weight for q in QUESTIONS)  # points: a drawn or doing item weighs more than one
-    expect(summary).to_contain_text(f"0 of {total} answered")
+    expect(summary).to_contain_text(f"0 of {total} points answered")
     for q in QUESTIONS:
         answer(frame, q, q.answer, origins.quiz.app)
-    expect(summary).to_contain_text(f"{total} of {total}")
+    expect(summary).to_contain_text(f"{total} of {total} points")
     expect(summary).to_contain_text("right on the first try")
     assert not [line for line in console if "postMessage" in line], console
 

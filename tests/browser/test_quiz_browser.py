@@ -29,7 +29,7 @@ def test_answer_with_the_mouse_gets_feedback_and_score(page: Page, axe: Axe) -> 
     page.goto(QUIZ)
     assert_no_axe_violations(page, axe)
     score = page.locator("#quiz-score")
-    expect(score).to_contain_text("0 correct out of 0 answered")
+    expect(score).to_contain_text("0 of 0 points answered right")
 
     q = QUESTIONS[0]
     item = page.locator(f"#q-{q.id}")
@@ -39,7 +39,7 @@ def test_answer_with_the_mouse_gets_feedback_and_score(page: Page, axe: Axe) -> 
     expect(feedback).to_contain_text("Correct.")
     expect(feedback).to_contain_text(q.explanation)
     expect(feedback).to_be_focused()
-    expect(score).to_contain_text("1 correct out of 1 answered")
+    expect(score).to_contain_text("1 of 1 point answered right")
     expect(page).to_have_url(re.compile(QUIZ + "$"))  # swapped in place
     assert_no_axe_violations(page, axe)
 
@@ -49,7 +49,7 @@ def test_answer_with_the_mouse_gets_feedback_and_score(page: Page, axe: Axe) -> 
     item2.get_by_role("button", name=re.compile("Check answer")).click()
     expect(page.locator(f"#feedback-{q2.id}")).to_contain_text("Not quite.")
     expect(page.locator(f"#feedback-{q2.id}")).to_contain_text("Try once more")  # the answer waits for try two
-    expect(score).to_contain_text("1 correct out of 2 answered")  # the score carried over
+    expect(score).to_contain_text("1 of 2 points answered right")  # the score carried over
     assert_no_axe_violations(page, axe)
 
 
@@ -69,7 +69,7 @@ def test_answer_with_the_keyboard_only(page: Page) -> None:
     feedback = page.locator(f"#feedback-{q.id}")
     expect(feedback).to_contain_text("Correct.")
     expect(feedback).to_be_focused()
-    expect(page.locator("#quiz-score")).to_contain_text("1 correct out of 1 answered")
+    expect(page.locator("#quiz-score")).to_contain_text("1 of 1 point answered right")
 
 
 def test_the_lesson_links_to_its_long_quiz_which_works_and_passes_axe(page: Page, axe: Axe) -> None:
@@ -87,7 +87,7 @@ def test_the_lesson_links_to_its_long_quiz_which_works_and_passes_axe(page: Page
     item.get_by_role("button", name=re.compile("Check answer")).click()
     expect(page.locator(f"#feedback-{q.id}")).to_contain_text("Correct.")
     # The score counts points: a right first answer adds the item's weight.
-    expect(page.locator("#quiz-score")).to_contain_text(f"{q.weight} correct out of {q.weight} answered")
+    expect(page.locator("#quiz-score")).to_contain_text(f"{q.weight} of {q.weight} points answered right")
     assert_no_axe_violations(page, axe)
     page.goto(f"/lessons/{SLUG}#quick-check")
     for scheme in ("light", "dark"):
@@ -104,12 +104,12 @@ def test_without_javascript_the_form_posts_and_the_page_shows_feedback(no_js_pag
     page.locator(f"#q-{q.id}").get_by_role("button", name=re.compile("Check answer")).click()
     expect(page).to_have_url(re.compile(rf"/quiz/{SLUG}/{q.id}/answer#q-{q.id}$"))
     expect(page.locator(f"#feedback-{q.id}")).to_contain_text("Correct.")
-    expect(page.locator("#quiz-score")).to_contain_text("1 correct out of 1 answered")
+    expect(page.locator("#quiz-score")).to_contain_text("1 of 1 point answered right")
     # The score rides along in every form, so the next answer keeps it.
     page.locator(f"#q-{q2.id}").get_by_label(choice_text(q2, q2.answer), exact=True).check()
     page.locator(f"#q-{q2.id}").get_by_role("button", name=re.compile("Check answer")).click()
     expect(page.locator(f"#feedback-{q2.id}")).to_contain_text("Correct.")
-    expect(page.locator("#quiz-score")).to_contain_text("2 correct out of 2 answered")
+    expect(page.locator("#quiz-score")).to_contain_text("2 of 2 points answered right")
     progress = page.locator("input[name=progress]").first.get_attribute("value")
     assert_no_js_page_accessible(browser, f"{page.url.split('/quiz/')[0]}{QUIZ}?progress={progress}", axe)
 
@@ -137,7 +137,7 @@ def test_a_wrong_answer_gets_a_second_try_before_the_answer_is_shown(page: Page,
     expect(feedback).to_contain_text("Correct.")
     expect(feedback).to_contain_text(q.explanation)
     expect(feedback).to_contain_text("The score counts your first answer")
-    expect(page.locator("#quiz-score")).to_contain_text("0 correct out of 1 answered")
+    expect(page.locator("#quiz-score")).to_contain_text("0 of 1 point answered right")
 
 
 def test_answers_survive_a_reload_and_agree_with_the_progress_panel(page: Page) -> None:
@@ -148,25 +148,25 @@ def test_answers_survive_a_reload_and_agree_with_the_progress_panel(page: Page) 
     page.evaluate("() => { window.htmx.config.defaultSettleDelay = 60000; }")
     right, wrong_first, pending = QUESTIONS[0], QUESTIONS[1], QUESTIONS[2]
     check(page, right, right.answer)
-    expect(page.locator("#quiz-score")).to_contain_text("1 correct out of 1 answered")
+    expect(page.locator("#quiz-score")).to_contain_text("1 of 1 point answered right")
     check(page, wrong_first, wrong(wrong_first))
     expect(page.locator(f"#feedback-{wrong_first.id}")).to_contain_text("Try once more")
     check(page, wrong_first, wrong_first.answer)  # right on the second try: the first answer counts
     expect(page.locator(f"#feedback-{wrong_first.id}")).to_contain_text("The answer:")
     check(page, pending, wrong(pending))
     expect(page.locator(f"#feedback-{pending.id}")).to_contain_text("Try once more")
-    expect(page.locator("#quiz-score")).to_contain_text("1 correct out of 3 answered")
+    expect(page.locator("#quiz-score")).to_contain_text("1 of 3 points answered right")
 
     page.reload()
     score = page.locator("#quiz-score")
-    expect(score).to_contain_text("1 correct out of 3 answered")
+    expect(score).to_contain_text("1 of 3 points answered right")
     expect(page.locator(f"#feedback-{right.id}")).to_contain_text(right.explanation)
     expect(page.locator(f"#feedback-{pending.id}")).to_contain_text("Try once more")  # still one try left
     expect(page.locator(f"#feedback-{pending.id}")).not_to_contain_text(pending.explanation)
     # The restored form carries the progress on: the second try still counts the first answer.
     check(page, pending, pending.answer)
     expect(page.locator(f"#feedback-{pending.id}")).to_contain_text(pending.explanation)
-    expect(score).to_contain_text("1 correct out of 3 answered")
+    expect(score).to_contain_text("1 of 3 points answered right")
 
     # The progress panel shows the same.
     page.goto("/")
@@ -210,4 +210,37 @@ def test_a_drawn_item_works_without_javascript_at_390_px_in_both_themes(no_js_pa
     item.get_by_role("button", name=re.compile("Send it to the server")).click()
     expect(page).to_have_url(re.compile(rf"/quiz/{SLUG}/{drawn.id}/answer#q-{drawn.id}$"))
     expect(page.locator(f"#feedback-{drawn.id}")).to_contain_text("the server played your situation")
-    expect(page.locator("#quiz-score")).to_contain_text(f"out of {drawn.weight} answered")
+    expect(page.locator("#quiz-score")).to_contain_text(f"of {drawn.weight} points answered right")
+
+
+def test_a_build_item_works_without_javascript_at_390_px_in_both_themes(no_js_page: Page, browser: Browser,
+                                                                        base_url: str, axe: Axe) -> None:
+    """The "build the retry" item: its parts are plain selects on a phone in both themes, the build is sent by a
+    plain form post, and the lab server's play of what was built grades it."""
+    slug, qid = "build-the-checks", "drawn-retry-build"
+    weight = next(q.weight for q in load_course().lesson(slug).questions if q.id == qid)  # type: ignore[union-attr]
+    for scheme in ("light", "dark"):
+        context = browser.new_context(viewport={"width": 390, "height": 844}, color_scheme=scheme,
+                                      base_url=base_url)
+        try:
+            context.route("**/*.js", lambda route: route.abort())
+            page = context.new_page()
+            page.goto(f"/quiz/{slug}")
+            page.locator(f"#q-{qid}").scroll_into_view_if_needed()
+            assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
+            assert_no_axe_violations(page, axe)
+        finally:
+            context.close()
+    page = no_js_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"/quiz/{slug}")
+    item = page.locator(f"#q-{qid}")
+    for part, label in (("ticket", "The ticket as the server minted it"), ("sender", "bob's client"),
+                        ("answer", "Accept, with confirm true")):
+        item.locator(f"select[name={part}]").select_option(label=label)
+    for part in ("env", "when"):
+        item.locator(f"select[name={part}]").select_option(index=1)
+    item.get_by_role("button", name=re.compile("Send it to the server")).click()
+    expect(page).to_have_url(re.compile(rf"/quiz/{slug}/{qid}/answer#q-{qid}$"))
+    expect(page.locator(f"#feedback-{qid}")).to_contain_text("the server played the retry you built")
+    expect(page.locator("#quiz-score")).to_contain_text(f"of {weight} points answered right")

@@ -81,6 +81,50 @@ def test_answers_count_once_per_learner_and_tally(store: Any) -> None:
     assert store.my_answer(row, ana, "q1") == "b" and store.my_answer(row, ana, "q2") is None
 
 
+def test_a_drawn_question_keeps_one_draw_per_learner_and_counts_who_was_right(store: Any) -> None:
+    row = store.create(lesson="l", host_secret=None)
+    ana, _ = store.join(row, "Ana")
+    bo, _ = store.join(row, "Bo")
+    assert store.keep_draw(row, ana, "drawn", "seed-a:100") == "seed-a:100"
+    assert store.keep_draw(row, ana, "drawn", "seed-b:200") == "seed-a:100"  # the first draw stays
+    assert store.keep_draw(row, bo, "drawn", "seed-c:300") == "seed-c:300"  # each learner their own
+    # Each learner's answer is graded against their own draw: one option, right for one and wrong for the other.
+    store.answer(row, ana, "drawn", "refused-expiry", right=True)
+    store.answer(row, bo, "drawn", "refused-expiry", right=False)
+    assert store.tally(row.id, "drawn") == {"refused-expiry": 2} and store.right_count(row.id, "drawn") == 1
+    store.answer(row, ana, "drawn", "completed", right=False)  # a change of mind is graded again
+    assert store.right_count(row.id, "drawn") == 0
+    store.answer(row, ana, "q1", "a")  # a fixed question's answer is not graded in the store
+    assert store.right_count(row.id, "q1") == 0
+    # The export says how each drawn answer was graded (an answer to a fixed question: nothing to say).
+    assert sorted(r[1:5] for r in store.export_rows(row.id)) == [("Ana", "drawn", "completed", "wrong"),
+                                                                 ("Ana", "q1", "a", ""),
+                                                                 ("Bo", "drawn", "refused-expiry", "wrong")]
+    assert store.remove_learner(row.id, bo.id)
+    again, _ = store.join(row, "Bo")
+    assert store.keep_draw(row, again, "drawn", "seed-d:400") == "seed-d:400"
+
+
+def test_draws_are_capped_in_length_and_in_questions_per_class(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(classes, "MAX_DRAWN_QUESTIONS", 2)  # both backends read the one cap
+    row = store.create(lesson="l", host_secret=None)
+    ana, _ = store.join(row, "Ana")
+    bo, _ = store.join(row, "Bo")
+    with pytest.raises(ClassroomError, match="characters"):
+        store.keep_draw(row, ana, "q1", "x" * (classes.DRAW_MAX + 1))
+    with pytest.raises(ClassroomError, match="characters"):
+        store.keep_draw(row, ana, "q1", "")
+    store.keep_draw(row, ana, "q1", "s:1")
+    store.keep_draw(row, ana, "q2", "s:2")
+    with pytest.raises(ClassroomError, match="2 questions"):
+        store.keep_draw(row, ana, "q3", "s:3")
+    assert store.keep_draw(row, bo, "q2", "s:4") == "s:4"  # a question already drawn takes every learner
+    store.delete(row.id)
+    other = store.create(lesson="l", host_secret=None)
+    cy, _ = store.join(other, "Cy")
+    assert store.keep_draw(other, cy, "q3", "s:5") == "s:5"  # the cap is per class
+
+
 def test_attempts_heat_recent_counts_and_the_first_replay(store: Any, clock: FakeClock) -> None:
     row = store.create(lesson="l", host_secret=None)
     ana, _ = store.join(row, "Ana")

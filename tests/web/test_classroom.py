@@ -386,7 +386,7 @@ def test_csv_cells_cannot_be_formulas(app: Flask, host: FlaskClient, code: str, 
     with sqlite3.connect(db_path) as db:  # as if a nickname had slipped past the rules
         db.execute("UPDATE learners SET nickname = '=HYPERLINK(1)'")
     lines = host.get(f"/class/{code}/host/results.csv").get_data(as_text=True).splitlines()
-    assert lines[0] == "kind,nickname,item,value,stopped_at,utc"
+    assert lines[0] == "kind,nickname,item,value,detail,utc"
     assert lines[1].startswith(f"attempt,'=HYPERLINK(1),{HONEST.slug},completed,,")
 
 

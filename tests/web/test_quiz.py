@@ -55,7 +55,7 @@ def test_quiz_page_lists_questions_as_forms(app: Flask, client: FlaskClient) -> 
         feedback = tree.find(id=f"feedback-{q.id}")
         assert feedback["role"] == "status" and feedback["aria-live"] == "polite"
         assert feedback.get_text(strip=True) == ""
-    assert "0 correct out of 0 answered" in score_text(response.data)
+    assert "0 of 0 points answered right" in score_text(response.data)
     assert_csp_clean(response.data)
     assert_unique_ids(response.data)
 
@@ -80,7 +80,7 @@ def test_correct_answer_by_htmx_returns_feedback_and_oob_score(app: Flask, clien
     assert "Correct." in tree.select_one(".verdict").get_text()
     assert esc(q.explanation) in response.text and esc(q.correct_choice.text) in response.text
     score = tree.find(id="quiz-score")
-    assert score["hx-swap-oob"] == "true" and "1 correct out of 1 answered" in score_text(response.data)
+    assert score["hx-swap-oob"] == "true" and "1 of 1 point answered right" in score_text(response.data)
     tokens = {i["value"] for i in tree.select("input[hx-swap-oob][name=progress]")}
     assert len(tree.select("input[hx-swap-oob][name=progress]")) == len(QUESTIONS) and len(tokens) == 1
     assert "Set-Cookie" not in response.headers
@@ -96,7 +96,7 @@ def test_a_wrong_first_answer_gets_why_and_a_second_try_without_the_answer(clien
     assert esc(q.explanation) not in first.text and "The answer:" not in first.text
     verdict = soup(first.data).select_one(".verdict")
     assert (verdict["data-correct"], verdict["data-revealed"], verdict["data-attempt"]) == ("false", "false", "1")
-    assert "0 correct out of 1 answered" in score_text(first.data)
+    assert "0 of 1 point answered right" in score_text(first.data)
     # The second try reveals the answer and the explanation, right or wrong.
     second = client.post(answer_url(q.id), data={"choice": q.answer, "progress": progress_of(first.data, q.id)},
                          headers=HX)
@@ -104,7 +104,7 @@ def test_a_wrong_first_answer_gets_why_and_a_second_try_without_the_answer(clien
     assert esc(q.correct_choice.text) in second.text and esc(q.explanation) in second.text
     verdict = soup(second.data).select_one(".verdict")
     assert (verdict["data-correct"], verdict["data-revealed"], verdict["data-attempt"]) == ("false", "true", "2")
-    assert "0 correct out of 1 answered" in score_text(second.data)  # the first answer counts
+    assert "0 of 1 point answered right" in score_text(second.data)  # the first answer counts
 
 
 def test_two_wrong_tries_reveal_the_answer(client: FlaskClient) -> None:
@@ -124,12 +124,12 @@ def test_score_runs_across_answers_and_the_first_answer_counts(client: FlaskClie
         response = client.post(answer_url(q.id), headers=HX,
                                data={"choice": q.answer if right else wrong_choice(q), "progress": progress})
         progress = soup(response.data).select_one(f"input#progress-{QUESTIONS[-1].id}")["value"]
-    assert "2 correct out of 3 answered" in score_text(response.data)
+    assert "2 of 3 points answered right" in score_text(response.data)
     # Answering again never changes what a question counts for.
     for q, choice in ((QUESTIONS[1], QUESTIONS[1].answer), (QUESTIONS[0], wrong_choice(QUESTIONS[0]))):
         response = client.post(answer_url(q.id), headers=HX, data={"choice": choice, "progress": progress})
         progress = soup(response.data).select_one(f"input#progress-{QUESTIONS[-1].id}")["value"]
-        assert "2 correct out of 3 answered" in score_text(response.data)
+        assert "2 of 3 points answered right" in score_text(response.data)
 
 
 def test_without_javascript_the_post_renders_the_whole_quiz_with_feedback(app: Flask, client: FlaskClient) -> None:
@@ -143,7 +143,7 @@ def test_without_javascript_the_post_renders_the_whole_quiz_with_feedback(app: F
     assert tree.find(id=f"q-{q.id}-{q.answer}").has_attr("checked")
     others = [other for other in QUESTIONS if other.id != q.id]
     assert all(esc(o.explanation) not in response.text for o in others)
-    assert "1 correct out of 1 answered" in score_text(response.data)
+    assert "1 of 1 point answered right" in score_text(response.data)
     assert not tree.select("[hx-swap-oob]")
     progress = {i["value"] for i in tree.select("input[name=progress]")}
     assert len(progress) == 1
@@ -155,7 +155,7 @@ def test_a_forged_or_foreign_progress_token_counts_for_nothing(app: Flask, clien
     forged = URLSafeSerializer("not-the-key-" * 4, salt="mrtr.quiz-progress").dumps(
         {"lesson": LESSON, "answers": {x.id: True for x in QUESTIONS}})
     response = client.post(answer_url(q.id), data={"choice": wrong_choice(q), "progress": forged}, headers=HX)
-    assert "0 correct out of 1 answered" in score_text(response.data)
+    assert "0 of 1 point answered right" in score_text(response.data)
     with app.app_context():
         from web.quiz import answers_serializer
 
@@ -163,7 +163,7 @@ def test_a_forged_or_foreign_progress_token_counts_for_nothing(app: Flask, clien
         junk = answers_serializer().dumps(["not", "a", "dict"])
     for token in (other_lesson, junk, "garbage", ""):
         response = client.post(answer_url(q.id), data={"choice": q.answer, "progress": token}, headers=HX)
-        assert "1 correct out of 1 answered" in score_text(response.data)
+        assert "1 of 1 point answered right" in score_text(response.data)
 
 
 def test_missing_or_unknown_choice_asks_for_an_answer_without_revealing_it(client: FlaskClient) -> None:
@@ -174,7 +174,7 @@ def test_missing_or_unknown_choice_asks_for_an_answer_without_revealing_it(clien
         assert "Choose one of the answers first" in response.text
         assert esc(q.explanation) not in response.text and esc(q.correct_choice.text) not in response.text
         assert "<script>" not in response.text
-        assert "0 correct out of 0 answered" in score_text(response.data)
+        assert "0 of 0 points answered right" in score_text(response.data)
 
 
 @pytest.mark.parametrize("url", [f"/quiz/nope/{QUESTIONS[0].id}/answer", f"{QUIZ}/nope/answer"])
@@ -192,7 +192,7 @@ def test_quiz_page_accepts_a_progress_token_in_the_query(client: FlaskClient) ->
     token = soup(response.data).select_one("input[name=progress]")["value"]
     assert re.fullmatch(r"[A-Za-z0-9_.\-]+", token)
     page = client.get(QUIZ, query_string={"progress": token})
-    assert "1 correct out of 1 answered" in score_text(page.data)
+    assert "1 of 1 point answered right" in score_text(page.data)
     # The answered question shows its feedback again (a reload restores it); the others show nothing.
     assert esc(QUESTIONS[0].explanation) in soup(page.data).find(id=f"feedback-{QUESTIONS[0].id}").get_text()
     assert all(esc(q.explanation) not in page.text for q in QUESTIONS[1:])

@@ -20,10 +20,11 @@ DRAWS = 160
 
 
 def drawn(app: Flask) -> list[tuple[str, str, str]]:
-    """Every drawn question: (lesson slug, question id, what it asks)."""
+    """Every drawn question that asks for a prediction: (lesson slug, question id, what it asks); a build is tested
+    in tests/web/test_quiz_builds.py."""
     with app.app_context():
         return [(lesson.slug, q.id, q.task.ask) for lesson in get_content().lessons for q in lesson.questions
-                if q.task is not None and q.task.kind == "draw"]
+                if q.task is not None and q.task.kind == "draw" and q.task.ask in quiz_draws.ASKS]
 
 
 def test_every_lesson_has_a_drawn_item_and_half_its_weight_is_doing_or_drawn(app: Flask) -> None:
@@ -88,7 +89,7 @@ def test_a_forged_or_foreign_draw_is_refused_with_a_reason_and_not_counted(app: 
     for bad, says in ((token[:-2] + "xx", "not drawn here"), ("", "missing")):
         response = client.post(f"/quiz/{lesson}/{qid}/answer", data={"draw": bad, "predict": "completed"})
         assert response.status_code == 200 and says in response.get_data(as_text=True)
-        assert "0 correct out of 0 answered" in " ".join(soup(response.data).find(id="quiz-score").get_text().split())
+        assert "0 of 0 points answered right" in " ".join(soup(response.data).find(id="quiz-score").get_text().split())
     with app.test_request_context(), pytest.raises(quiz_draws.DrawError, match="another question"):
         quiz_draws.read_token(lesson, other, token)
 

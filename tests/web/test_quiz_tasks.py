@@ -166,7 +166,7 @@ def test_a_task_answer_survives_a_reload_through_the_signed_progress(client: Fla
     response = answer(client, q.id, {"order": list(CHECKS)})
     token = soup(response.data).select_one("[data-progress]")["data-progress"]
     page = client.get(QUIZ, query_string={"progress": token})
-    said = f"{q.weight} correct out of {q.weight} answered"  # a doing item weighs its weight
+    said = f"{q.weight} of {q.weight} points answered right"  # a doing item weighs its weight
     assert said in " ".join(soup(page.data).find(id="quiz-score").get_text().split())
     assert re.search(r"The answer:\s*Signature matches, Principal", soup(page.data).find(id=f"q-{q.id}").get_text())
 
