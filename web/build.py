@@ -29,10 +29,11 @@ from moves.catalog import Move, load_moves
 from moves.check import VERDICTS, MoveRow, Report
 from moves.probes import PROBES, ProbeResult
 from moves.target import Outcome
-from mrtr import CHECKS, JSONObject
+from mrtr import CHECKS, JSONObject, as_object
 from mrtr.errors import FROZEN_TICKET_MESSAGE
 from mrtr_grading import RULES, Rule
 from web import build_lint, build_runner, htmx
+from web.client_run import HONEST_ROW
 from web.content import ContentError, Lesson, get_content
 
 bp = Blueprint("build", __name__)
@@ -373,6 +374,50 @@ def _same_name(function: str) -> str:
     return function.replace("_", "").lower()
 
 
+# -- grading a client lesson's run ------------------------------------------------------------------
+# "Build the client's loop": a step is done when every rule it names has the verdict pass AND the honest flows
+# still complete (web/client_run.py adds that row to the report the page posts): a client that refuses everything
+# passes every refusal rule, so refusing counts only while the flows a sound client finishes still finish.
+
+HONEST_WORDS = "the honest flows"
+
+
+def grade_client(build: Build, text: str) -> Grading:
+    """Which steps the posted client report shows as done.
+
+    Raises:
+        ReportError: the text is not a client report with its honest row.
+    """
+    report = _parse(text)
+    rows = _rows(report, "rules", "rule")
+    honest = report.get("honest")
+    if not isinstance(honest, dict) or honest.get("rule") != HONEST_ROW:
+        raise ReportError("that report does not say whether the honest flows complete: run the client in the "
+                          "page (mrtr check-client's own report grades the rules, not the steps)")
+    titles = {r.slug: r.title for r in RULES}
+
+    def seen(slug: str) -> MoveVerdict:
+        row = rows.get(slug)
+        return MoveVerdict(slug, titles.get(slug, ""), _verdict(row), _evidence(row))
+
+    flows = MoveVerdict(HONEST_ROW, "the honest flows still complete", _verdict(as_object(honest)),
+                        _evidence(as_object(honest)))
+    broken = (flows,) if flows.verdict != "pass" else ()
+    graded = tuple(Graded(step, tuple(seen(slug) for slug in step.moves), broken,
+                          where_to_look="the evidence names each flow that stopped, and the client's output why",
+                          honest=HONEST_WORDS) for step in build.steps)
+    owned = {slug for step in build.steps for slug in step.moves}
+    everything = [seen(r.slug) for r in RULES]
+    others = tuple(v for v in everything if v.slug not in owned and v.verdict and not v.passed)
+    not_held = tuple(v for v in [*everything, flows] if v.verdict and v.verdict != "pass")
+    return Grading(graded, others, report.get("ok") is True and not broken, not_held)
+
+
+def _evidence(row: JSONObject | None) -> str:
+    evidence = row.get("evidence") if row else None
+    return evidence[:600] if isinstance(evidence, str) else ""
+
+
 # -- "Break it, by hand": the first lesson's experiments on this lesson's solution -------------------
 
 BREAKIT_FILE = "break-it-by-hand.toml"
@@ -500,8 +545,6 @@ def report(slug: str) -> Response:
     text = request.form.get("report", "")
     try:
         if build.kind == "client":
-            from web.build_client import grade_client  # it builds on this module's Graded and Grading
-
             grading, error = grade_client(build, text), None
         else:
             grading, error = grade(build, text, get_content().moves, request.form.get("code", "")), None

@@ -17,9 +17,9 @@ import io
 import json
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from mrtr import JSONObject, as_object
+from mrtr import JSON, JSONObject, as_object
+from mrtr.clock import FakeClock
 from mrtr_grading import Recording, grade
 
 #: The tools a sound client completes: every flow that ends in a complete result for an honest client.
@@ -36,22 +36,12 @@ OVERRUN = 50
 LOG_LINES = 200
 
 
-class Stopped(Exception):
+#: The longest one `sleep` of the learner's moves the run's clock (an hour: far past any rule's reading).
+LONGEST_SLEEP = 3600.0
+
+
+class RunawayClient(Exception):
     """The client kept sending after the grading server had stopped answering."""
-
-
-@dataclass
-class FakeClock:
-    """The grading run's clock: it moves only when the client sleeps."""
-
-    now: float = 1000.0
-
-    def read(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        if isinstance(seconds, int | float) and seconds > 0:
-            self.now += min(float(seconds), 3600.0)
 
 
 def honest_problems(recording: Recording) -> list[str]:
@@ -95,7 +85,13 @@ def run_source(source: str, post: Callable[[str, object], None] = lambda kind, d
     Returns {"report": the client report's JSON plus "honest", "summary", "error"}: error is a sentence when the
     client could not be run at all (a syntax error, no `run`), and then report is None."""
     clock = FakeClock()
-    recording = Recording(clock=clock.read)
+    recording = Recording(clock=clock)
+
+    def sleep(seconds: object) -> None:
+        """The learner's `sleep`: it moves the run's clock (never back, never past an hour) and waits for nothing."""
+        if isinstance(seconds, int | float) and not isinstance(seconds, bool) and seconds > 0:
+            clock.advance(min(float(seconds), LONGEST_SLEEP))
+
     namespace: dict[str, object] = {"__name__": "lesson_client"}
     printed = io.StringIO()
     try:
@@ -112,16 +108,17 @@ def run_source(source: str, post: Callable[[str, object], None] = lambda kind, d
     def send(message: object) -> object:
         sent[0] += 1
         if sent[0] > RUN_CAP + OVERRUN:
-            raise Stopped(f"the client kept sending after {RUN_CAP} requests, so the run was stopped")
+            raise RunawayClient(f"the client kept sending after {RUN_CAP} requests, so the run was stopped")
         request = as_object(json.loads(json.dumps(message)))  # what a wire carries: a tuple arrives as a list
         if sent[0] > RUN_CAP:
-            return {"jsonrpc": "2.0", "id": request.get("id"), "error": {
+            refusal: JSONObject = {"jsonrpc": "2.0", "id": request.get("id"), "error": {
                 "code": -32603, "message": f"the grader answers at most {RUN_CAP} requests in the page"}}
+            return refusal
         return json.loads(json.dumps(recording.answer(request)))
 
     with contextlib.redirect_stdout(printed):
         try:
-            start(send, clock.sleep)
+            start(send, sleep)
         except Exception as exc:  # noqa: BLE001 - graded all the same: the rules it reached keep their verdicts
             print(f"the client stopped: {where(exc)}")
     report = grade(recording, "client.py, in the page")
@@ -129,11 +126,13 @@ def run_source(source: str, post: Callable[[str, object], None] = lambda kind, d
     if lines:
         post("log", lines)
     rows = report.to_json()
-    for row in as_object(rows).get("rules", []) or []:
+    rules = rows.get("rules")
+    for row in rules if isinstance(rules, list) else []:
         post("move", _row(as_object(row)))
     honest = honest_row(recording)
     post("move", _row(honest))
-    return {"report": {**rows, "honest": honest, "log": lines[-20:]}, "summary": report.summary(), "error": ""}
+    kept: list[JSON] = list(lines[-20:])
+    return {"report": {**rows, "honest": honest, "log": kept}, "summary": report.summary(), "error": ""}
 
 
 def _row(row: JSONObject) -> JSONObject:

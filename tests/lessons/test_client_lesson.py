@@ -12,15 +12,14 @@ import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from flask.testing import FlaskClient
 
-from mrtr import JSONObject
 from mrtr_cli.check_client import check, run_command
 from mrtr_grading import RULES, Recording
-from web.build import Build, ReportError, load_build
-from web.build_client import grade_client
+from web.build import Build, ReportError, grade_client, load_build
 from web.client_run import HONEST_ROW, honest_row, run_source
 from web.content import DEFAULT_ROOT
 
@@ -56,7 +55,8 @@ WRONG = (
                                    "    answers = EVERY_ANSWER\n    for key, question"),
                                   ("def pick_answers(", "EVERY_ANSWER: dict[str, Any] = {}\n\n\ndef pick_answers(")),
           "multi-round", "server asked ['first'] this round; client answered ['first', 'ok']", ("rounds",)),
-    Wrong("has no bound", (("    if rounds > MAX_ROUNDS:\n        raise GaveUp", "    if False:\n        raise GaveUp"),),
+    Wrong("has no bound", (("    if rounds > MAX_ROUNDS:\n        raise GaveUp",
+                            "    if False:\n        raise GaveUp"),),
           "bounded-rounds", "the server had to stop it with an error"),
     Wrong("does not pace", (("        sleep(min(0.05 * 2 ** (rounds - 1), 0.25))\n", "        pass\n"),),
           "state-only-paced", "0 ms, 0 ms apart"),
@@ -72,7 +72,8 @@ WRONG = (
     Wrong("answers every field yes", (('content[name] = prop["default"]', 'content[name] = "yes"'),),
           "typed-answers", "not an integer from 2 to 5"),
     Wrong("sends null for a missing ticket", (
-        ('    if result is not None and "requestState" in result:\n        fields["requestState"] = result["requestState"]',
+        ('    if result is not None and "requestState" in result:\n'
+         '        fields["requestState"] = result["requestState"]',
          '    if result is not None:\n        fields["requestState"] = result.get("requestState")'),),
           "no-ticket-no-state", "the retry carried null"),
     Wrong("keeps the last ticket for the next call", (
@@ -94,15 +95,17 @@ def edited(wrong: Wrong) -> str:
     return source
 
 
-def in_page(source: str) -> JSONObject:
+Report = dict[str, Any]  # a run's report, as the page posts it (JSON)
+
+
+def in_page(source: str) -> Report:
     result = run_source(source)
     assert result["error"] == ""
-    report = result["report"]
-    assert isinstance(report, dict)
-    return report
+    assert isinstance(result["report"], dict)
+    return cast(Report, result["report"])
 
 
-def over_the_network(source: str, tmp_path: Path) -> JSONObject:
+def over_the_network(source: str, tmp_path: Path) -> Report:
     """`mrtr check-client --command "python client.py"` on `source`, as the report the page posts: the rules'
     JSON and the honest row read from the same recording."""
     path = tmp_path / "client.py"
@@ -113,7 +116,7 @@ def over_the_network(source: str, tmp_path: Path) -> JSONObject:
     return {**report.to_json(), "honest": honest_row(recording)}
 
 
-def steps_done(report: JSONObject) -> dict[str, bool]:
+def steps_done(report: Report) -> dict[str, bool]:
     return {g.step.id: g.done for g in grade_client(BUILD, json.dumps(report)).steps}
 
 
@@ -170,8 +173,8 @@ def test_a_client_that_cannot_load_or_never_ends_is_told_so() -> None:
     assert "SyntaxError at line 1" in str(run_source("def (:\n")["error"])
     assert "no run(send, sleep)" in str(run_source("x = 1\n")["error"])
     spin = "def run(send, sleep):\n    while True:\n        send({'jsonrpc': '2.0', 'id': 1, 'method': 'tools/list'})\n"
-    result = run_source(spin)
-    assert result["error"] == "" and any("kept sending" in line for line in result["report"]["log"])
+    report = in_page(spin)
+    assert any("kept sending" in line for line in report["log"])
 
 
 def test_a_report_without_its_honest_row_is_refused() -> None:
