@@ -149,7 +149,7 @@ def load_build(directory: Path) -> Build | None:
             raise ContentError(f"{where}: {key} must name at least one, each once")
         unknown = [m for m in moves if m not in known]
         if unknown:
-            raise ContentError(f"{where}: {unknown[0]!r} is not one of {home}")
+            raise ContentError(f"{where}: {unknown[0]!r} is not a {key[:-1]} of {home}")
         if sid not in answers:
             raise ContentError(f"{where}: there is no '# -- step: {sid} --' block in the {code} files")
         if f"def {function}(" not in answers[sid]:
