@@ -145,7 +145,7 @@
                }) };
     });
     var held = rows.filter(function (r) { return r.getAttribute("data-verdict") === "pass"; }).length;
-    var tally = held + " of " + rows.length + " moves hold so far";
+    var tally = held + " of " + rows.length + " " + (root.getAttribute("data-check-noun") || "moves") + " hold so far";
     var todo = steps.filter(function (s) { return !s.done; });
     var mine = steps.filter(function (s) { return s.id === stepId; })[0] || todo[0];
     if (!mine) {
