@@ -310,7 +310,10 @@ def grade(build: Build, text: str, catalogue: tuple[Move, ...], source: str = ""
     """Which steps the pasted `python -m mrtr check --json` output shows as done: a step is done when every
     move it names has the verdict pass (a move that was not run, or is missing from the report, is not), every
     move that must complete did (a check that refuses everyone is no check), and neither the report's
-    `findings` (the in-page run's) nor `source` show a mistake no move can see (web/build_lint.py)."""
+    `findings` (the in-page run's) nor `source` show a mistake no move can see (web/build_lint.py). A client
+    lesson's report is graded by its rules instead (`grade_client`), wherever it is posted (the LTI page too)."""
+    if build.kind == "client":
+        return grade_client(build, text)
     report = _parse(text)
     rows = _rows(report, "moves", "move")
     _rows(report, "probes", "probe")
@@ -544,10 +547,7 @@ def report(slug: str) -> Response:
     build = build_for(lesson)
     text = request.form.get("report", "")
     try:
-        if build.kind == "client":
-            grading, error = grade_client(build, text), None
-        else:
-            grading, error = grade(build, text, get_content().moves, request.form.get("code", "")), None
+        grading, error = grade(build, text, get_content().moves, request.form.get("code", "")), None
     except ReportError as exc:
         grading, error = None, str(exc)
     # A bad paste is a 400 page; under htmx the message is swapped in like any answer (htmx swaps 2xx
