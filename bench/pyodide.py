@@ -36,12 +36,15 @@ from werkzeug.serving import make_server
 from bench.recorded import PYODIDE
 
 LESSON = "/lessons/build-the-checks"
+#: The lessons with an in-page run: the server lesson (the default) and the client lesson ("Build the client's
+#: loop", whose Run plays the learner's client against the client checker's flows in the same worker).
+LESSONS = ("build-the-checks", "build-the-client")
 TARGET_WARM_S = 1.0
 TARGET_COLD_S = 6.0
 #: What each kind of run must stay under.
 TARGETS = {"cold": TARGET_COLD_S, "revisit": TARGET_COLD_S, "preloaded": TARGET_WARM_S, "warm": TARGET_WARM_S}
 CHROMIUM = os.environ.get("MRTR_CHROMIUM", "/usr/bin/chromium")
-SOLUTION = Path(__file__).resolve().parent.parent / "lessons" / "build-the-checks" / "solution" / "server.py"
+LESSONS_DIR = Path(__file__).resolve().parent.parent / "lessons"
 
 #: Fill every step's editor with the solution's block, press Run, and resolve with the milliseconds until the run
 #: ends (data-run-state leaves "running"), and how it ended.
@@ -92,20 +95,25 @@ def serve() -> Iterator[str]:
         server.server_close()
 
 
-def solution_blocks() -> dict[str, str]:
-    from web.build import blocks
+def solution_blocks(lesson: str = LESSONS[0]) -> dict[str, str]:
+    from web.build import load_build
 
-    return blocks(SOLUTION.read_text(encoding="utf-8"))
+    build = load_build(LESSONS_DIR / lesson)
+    if build is None:
+        raise SystemExit(f"{lesson} has no build loop")
+    return {step.id: step.solution for step in build.steps}
 
 
-def measure(cold_rounds: int = 3, warm_runs: int = 5) -> list[Timing]:
+def measure(cold_rounds: int = 3, warm_runs: int = 5, lesson: str = LESSONS[0]) -> list[Timing]:
+    """Timings of `lesson`'s Run (a slug of LESSONS), each kind as the module's docstring says."""
     from playwright.sync_api import sync_playwright
 
     from web import pyodide_install
 
     if not pyodide_install.is_installed():
         raise SystemExit("Pyodide is not installed: run .venv/bin/python -m web.pyodide_install first")
-    blocks = solution_blocks()
+    blocks = solution_blocks(lesson)
+    at = f"/lessons/{lesson}#step-{next(iter(blocks))}"  # at the editors: the press races the preload
     timings: list[Timing] = []
     with serve() as base, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
@@ -114,17 +122,17 @@ def measure(cold_rounds: int = 3, warm_runs: int = 5) -> list[Timing]:
             for round_ in range(cold_rounds):
                 context = browser.new_context(base_url=base)  # a fresh context: an empty HTTP cache
                 page = context.new_page()
-                page.goto(LESSON + "#step-signature")  # at the editors: the press races the preload
+                page.goto(at)
                 page.wait_for_selector("[data-action='run-checks']", state="visible")
                 runs = [("cold", page.evaluate(_RUN, blocks))]
                 if round_ == 0:
                     runs += [("warm", page.evaluate(_RUN, blocks)) for _ in range(warm_runs)]
                 again = context.new_page()  # the same browser, a later visit: its HTTP cache holds the files
-                again.goto(LESSON + "#step-signature")
+                again.goto(at)
                 again.wait_for_selector("[data-action='run-checks']", state="visible")
                 runs.append(("revisit", again.evaluate(_RUN, blocks)))
                 later = context.new_page()  # reached the editors, read and typed while Python loaded, then pressed
-                later.goto(LESSON + "#step-signature")
+                later.goto(at)
                 later.wait_for_selector("[data-build-runner][data-preload='ready']", timeout=120_000)
                 runs.append(("preloaded", later.evaluate(_RUN, blocks)))
                 for kind, run in runs:

@@ -29,9 +29,11 @@ from moves.catalog import Move, load_moves
 from moves.check import VERDICTS, MoveRow, Report
 from moves.probes import PROBES, ProbeResult
 from moves.target import Outcome
-from mrtr import CHECKS, JSONObject
+from mrtr import CHECKS, JSONObject, as_object
 from mrtr.errors import FROZEN_TICKET_MESSAGE
+from mrtr_grading import RULES, Rule
 from web import build_lint, build_runner, htmx
+from web.client_run import HONEST_ROW
 from web.content import ContentError, Lesson, get_content
 
 bp = Blueprint("build", __name__)
@@ -39,6 +41,8 @@ bp.register_blueprint(build_runner.bp)  # the in-page checker's files: build.run
 
 STEPS_FILE = "steps.toml"
 SERVER_FILE = "server.py"
+#: The client lesson's file ("Build the client's loop"): its steps name rules of mrtr_grading, not moves.
+CLIENT_FILE = "client.py"
 #: The most a pasted report may weigh (a real one is a few kilobytes).
 MAX_REPORT = 64 * 1024
 #: Seconds the lesson suggests for MRTR_TICKET_TTL, so the late move waits only that long.
@@ -70,6 +74,13 @@ class Build:
     steps: tuple[BuildStep, ...]
     starter: str
     solution: str
+    #: "server": steps name checker moves (moves/moves.toml); "client": steps name client-checker rules
+    #: (mrtr_grading.RULES), graded by web/build_client.py.
+    kind: str = "server"
+
+    @property
+    def file(self) -> str:
+        return CLIENT_FILE if self.kind == "client" else SERVER_FILE
 
     def step(self, step_id: str) -> BuildStep | None:
         return next((s for s in self.steps if s.id == step_id), None)
@@ -105,10 +116,12 @@ def load_build(directory: Path) -> Build | None:
     path = directory / STEPS_FILE
     if not path.is_file():
         return None
+    kind = "client" if (directory / "starter" / CLIENT_FILE).is_file() else "server"
+    code = CLIENT_FILE if kind == "client" else SERVER_FILE
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-        starter = (directory / "starter" / SERVER_FILE).read_text(encoding="utf-8")
-        solution = (directory / "solution" / SERVER_FILE).read_text(encoding="utf-8")
+        starter = (directory / "starter" / code).read_text(encoding="utf-8")
+        solution = (directory / "solution" / code).read_text(encoding="utf-8")
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ContentError(f"{directory}: the build loop cannot be read ({exc})") from None
     stubs, answers = blocks(starter), blocks(solution)
@@ -120,23 +133,25 @@ def load_build(directory: Path) -> Build | None:
     raw_steps = data.get("steps")
     if not isinstance(raw_steps, list) or not raw_steps:
         raise ContentError(f"{path}: no [[steps]]")
-    known = {m.slug for m in load_moves()}
+    # A server lesson's steps name moves; a client lesson's name rules (the same field of BuildStep holds both).
+    key, known, home = (("rules", {r.slug for r in RULES}, "mrtr_grading/rules.py") if kind == "client"
+                        else ("moves", {m.slug for m in load_moves()}, "moves/moves.toml"))
     for n, raw in enumerate(raw_steps, 1):
         where = f"{path}: step #{n}"
         try:
             sid, title, function, task = (raw[k] for k in ("id", "title", "function", "task"))
-            moves, hints = tuple(raw["moves"]), tuple(raw["hints"])
+            moves, hints = tuple(raw[key]), tuple(raw["hints"])
         except (KeyError, TypeError):
-            raise ContentError(f"{where}: needs id, title, function, moves, task and hints") from None
+            raise ContentError(f"{where}: needs id, title, function, {key}, task and hints") from None
         if not all(isinstance(v, str) for v in (sid, title, function, task, *moves, *hints)) or len(hints) != 3:
             raise ContentError(f"{where}: text fields must be strings, with exactly three hints")
         if not moves or len(set(moves)) != len(moves):
-            raise ContentError(f"{where}: moves must name at least one move, each once")
+            raise ContentError(f"{where}: {key} must name at least one, each once")
         unknown = [m for m in moves if m not in known]
         if unknown:
-            raise ContentError(f"{where}: {unknown[0]!r} is not a move of moves/moves.toml")
+            raise ContentError(f"{where}: {unknown[0]!r} is not a {key[:-1]} of {home}")
         if sid not in answers:
-            raise ContentError(f"{where}: there is no '# -- step: {sid} --' block in the server files")
+            raise ContentError(f"{where}: there is no '# -- step: {sid} --' block in the {code} files")
         if f"def {function}(" not in answers[sid]:
             raise ContentError(f"{where}: the {sid!r} block does not define {function}")
         errors = raw.get("errors", [])
@@ -145,10 +160,10 @@ def load_build(directory: Path) -> Build | None:
         steps.append(BuildStep(sid, n, title, function, moves, task, hints, answers[sid], stubs[sid], tuple(errors)))
     claimed = [m for s in steps for m in s.moves]
     if len(set(claimed)) != len(claimed):
-        raise ContentError(f"{path}: a move shows one step only (one is named by two steps)")
+        raise ContentError(f"{path}: a {key[:-1]} shows one step only (one is named by two steps)")
     if [s.id for s in steps] != list(answers):
-        raise ContentError(f"{path}: the steps must match the server's step blocks, in order")
-    return Build(tuple(steps), starter, solution)
+        raise ContentError(f"{path}: the steps must match the step blocks of {code}, in order")
+    return Build(tuple(steps), starter, solution, kind)
 
 
 def build_for(lesson: Lesson) -> Build:
@@ -201,6 +216,9 @@ class Graded:
     #: The step whose check the server's log says refused the first broken move (None when the log is silent).
     culprit: BuildStep | None = None
     finding: str = ""  # what the source shows and no move can (web/build_lint.py)
+    #: Where the learner reads which check stopped the honest flow (the client lesson: the row's evidence).
+    where_to_look: str = "the server's log says which check refused it"
+    honest: str = "the honest moves"  # what must still complete, in the lesson's words
 
     @property
     def done(self) -> bool:
@@ -211,7 +229,7 @@ class Graded:
         """Why the step is done or not, naming only moves that ran, with what each sent and got."""
         if self.done:
             held = ", ".join(m.slug for m in self.moves)
-            return f"{held} held, and the honest moves still complete"
+            return f"{held} held, and {self.honest} still complete"
         parts = [f"{self.step.function} {self.finding}"] if self.finding else []
         if self.broken:
             parts.append(self._broken_words())
@@ -231,7 +249,7 @@ class Graded:
         what = f"{first.slug} did not complete: {first.detail}"
         if self.culprit is None:
             return (f"the honest flow no longer completes, so no step counts until it does ({what}); "
-                    "the server's log says which check refused it")
+                    f"{self.where_to_look}")
         if self.culprit.id == self.step.id:
             return f"this step's check refuses honest callers too ({what})"
         when = "an earlier" if self.culprit.n < self.step.n else "a later"
@@ -292,7 +310,10 @@ def grade(build: Build, text: str, catalogue: tuple[Move, ...], source: str = ""
     """Which steps the pasted `python -m mrtr check --json` output shows as done: a step is done when every
     move it names has the verdict pass (a move that was not run, or is missing from the report, is not), every
     move that must complete did (a check that refuses everyone is no check), and neither the report's
-    `findings` (the in-page run's) nor `source` show a mistake no move can see (web/build_lint.py)."""
+    `findings` (the in-page run's) nor `source` show a mistake no move can see (web/build_lint.py). A client
+    lesson's report is graded by its rules instead (`grade_client`), wherever it is posted (the LTI page too)."""
+    if build.kind == "client":
+        return grade_client(build, text)
     report = _parse(text)
     rows = _rows(report, "moves", "move")
     _rows(report, "probes", "probe")
@@ -354,6 +375,50 @@ def _findings(report: JSONObject, source: str) -> dict[str, str]:
 def _same_name(function: str) -> str:
     """check_signature and checkSignature (the TypeScript track's spelling) are one function."""
     return function.replace("_", "").lower()
+
+
+# -- grading a client lesson's run ------------------------------------------------------------------
+# "Build the client's loop": a step is done when every rule it names has the verdict pass AND the honest flows
+# still complete (web/client_run.py adds that row to the report the page posts): a client that refuses everything
+# passes every refusal rule, so refusing counts only while the flows a sound client finishes still finish.
+
+HONEST_WORDS = "the honest flows"
+
+
+def grade_client(build: Build, text: str) -> Grading:
+    """Which steps the posted client report shows as done.
+
+    Raises:
+        ReportError: the text is not a client report with its honest row.
+    """
+    report = _parse(text)
+    rows = _rows(report, "rules", "rule")
+    honest = report.get("honest")
+    if not isinstance(honest, dict) or honest.get("rule") != HONEST_ROW:
+        raise ReportError("that report does not say whether the honest flows complete: run the client in the "
+                          "page (mrtr check-client's own report grades the rules, not the steps)")
+    titles = {r.slug: r.title for r in RULES}
+
+    def seen(slug: str) -> MoveVerdict:
+        row = rows.get(slug)
+        return MoveVerdict(slug, titles.get(slug, ""), _verdict(row), _evidence(row))
+
+    flows = MoveVerdict(HONEST_ROW, "the honest flows still complete", _verdict(as_object(honest)),
+                        _evidence(as_object(honest)))
+    broken = (flows,) if flows.verdict != "pass" else ()
+    graded = tuple(Graded(step, tuple(seen(slug) for slug in step.moves), broken,
+                          where_to_look="the evidence names each flow that stopped, and the client's output why",
+                          honest=HONEST_WORDS) for step in build.steps)
+    owned = {slug for step in build.steps for slug in step.moves}
+    everything = [seen(r.slug) for r in RULES]
+    others = tuple(v for v in everything if v.slug not in owned and v.verdict and not v.passed)
+    not_held = tuple(v for v in [*everything, flows] if v.verdict and v.verdict != "pass")
+    return Grading(graded, others, report.get("ok") is True and not broken, not_held)
+
+
+def _evidence(row: JSONObject | None) -> str:
+    evidence = row.get("evidence") if row else None
+    return evidence[:600] if isinstance(evidence, str) else ""
 
 
 # -- "Break it, by hand": the first lesson's experiments on this lesson's solution -------------------
@@ -456,14 +521,19 @@ class BuildContext(TypedDict):
     build: Build
     lesson_dir: str
     ttl: int
-    moves: dict[str, Move]
+    moves: dict[str, Move] | dict[str, Rule]
     catalogue: tuple[Move, ...]
     probes: dict[str, str]  # each probe's title
     runner: build_runner.RunnerContext
 
 
 def widget_context(lesson: Lesson) -> BuildContext:
-    return {"build": build_for(lesson), "lesson_dir": f"lessons/{lesson.directory.name}", "ttl": SUGGESTED_TTL,
+    build = build_for(lesson)
+    if build.kind == "client":  # the steps name rules: the run's table lists them, and there are no probes
+        return {"build": build, "lesson_dir": f"lessons/{lesson.directory.name}", "ttl": SUGGESTED_TTL,
+                "moves": {r.slug: r for r in RULES}, "catalogue": (), "probes": {},
+                "runner": build_runner.runner_context()}
+    return {"build": build, "lesson_dir": f"lessons/{lesson.directory.name}", "ttl": SUGGESTED_TTL,
             "moves": {m.slug: m for m in get_content().moves}, "catalogue": get_content().moves,
             "probes": PROBES, "runner": build_runner.runner_context()}
 

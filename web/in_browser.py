@@ -113,3 +113,11 @@ def run(source: str, catalogue: str | Path, post: Callable[[str, object], None])
                 row["log"] = cast("list[JSON]", logs.get(str(row.get("move")), []))
         report["findings"] = cast("dict[str, JSON]", findings(source))
     return result
+
+
+def run_client(source: str, catalogue: str | Path, post: Callable[[str, object], None]) -> Mapping[str, object]:
+    """Run the learner's client in `source` against the client checker's flows (web/client_run.py); the same
+    signature as `run`, so the worker calls either. `catalogue` is unused: the rules are mrtr_grading's."""
+    from web.client_run import run_source
+
+    return run_source(source, post)

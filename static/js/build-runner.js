@@ -64,8 +64,11 @@
   function fillMove(root, data) {
     var row = $(root, "tr[data-move='" + CSS.escape(String(data.move)) + "']");
     if (!row) { return; }  // only catalogue moves have rows: the worker's words are only data
-    $(row, "[data-cell='observed']").textContent = String(data.observed).replace(/-/g, " ");
-    $(row, "[data-cell='observed']").className = "result result-" + String(data.observed).replace(/[^a-z-]/g, "");
+    var observed = $(row, "[data-cell='observed']");  // a rule's row (the client lesson) has none
+    if (observed) {
+      observed.textContent = String(data.observed).replace(/-/g, " ");
+      observed.className = "result result-" + String(data.observed).replace(/[^a-z-]/g, "");
+    }
     var verdict = ["pass", "fail", "warn", "not-run"].indexOf(data.verdict) >= 0 ? data.verdict : "fail";
     var cell = $(row, "[data-cell='verdict']");
     cell.setAttribute("data-outcome", verdict === "pass" || verdict === "fail" ? verdict : "skipped");
@@ -142,7 +145,7 @@
                }) };
     });
     var held = rows.filter(function (r) { return r.getAttribute("data-verdict") === "pass"; }).length;
-    var tally = held + " of " + rows.length + " moves hold so far";
+    var tally = held + " of " + rows.length + " " + (root.getAttribute("data-check-noun") || "moves") + " hold so far";
     var todo = steps.filter(function (s) { return !s.done; });
     var mine = steps.filter(function (s) { return s.id === stepId; })[0] || todo[0];
     if (!mine) {
@@ -224,7 +227,8 @@
   Runner.prototype.urls = function () {
     var r = this.root;
     return { pyodide: r.getAttribute("data-pyodide"), wheel: r.getAttribute("data-wheel"),
-             bundle: r.getAttribute("data-bundle"), catalogue: r.getAttribute("data-catalogue") };
+             bundle: r.getAttribute("data-bundle"), catalogue: r.getAttribute("data-catalogue"),
+             entry: r.getAttribute("data-entry") || "run" };
   };
 
   /* Seconds since Run was pressed, Python's start-up and the downloads included: what the learner waited. */

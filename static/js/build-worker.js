@@ -8,7 +8,9 @@
 
    Messages in:  {type: "load", id, urls, source} (the page preloads as the learner reaches an editor; `source`,
                  the lesson's starter, is played once, unseen, to warm up), and
-                 {type: "run", id, source, urls: {pyodide, wheel, bundle, catalogue}} (a run joins a load under way)
+                 {type: "run", id, source, urls: {pyodide, wheel, bundle, catalogue, entry}} (a run joins a load
+                 under way). `entry` names what web/in_browser.py runs: "run" (a server under the checker's
+                 moves) or "run_client" (a client under the client checker's flows); nothing else is called.
    Messages out: {type: "phase", id, text} while loading; {type: "ready", id, ms} (to the load's id, and to a run
                  that had to wait for it);
                  {type: "move" | "probe" | "log", id, data} as the run goes; then
@@ -58,7 +60,7 @@ async function load(id, urls, warmUp) {
     // A preload plays the lesson's starter once, unseen, so the first press finds every module imported and
     // every path taken once (a first run in a fresh interpreter is about a second slower than the next).
     try {
-      var thrown = runner.run(warmUp, catalogueOf(urls), function () {});
+      var thrown = entryOf(runner, urls)(warmUp, catalogueOf(urls), function () {});
       if (thrown && typeof thrown.destroy === "function") { thrown.destroy(); }
     } catch (error) { /* the learner's code may not run yet: their press will say why */ }
   }
@@ -69,6 +71,13 @@ async function load(id, urls, warmUp) {
 
 function catalogueOf(urls) {
   return CHECKER_DIR + "/" + String((urls && urls.catalogue) || "moves.toml").replace(/[^a-z.]/g, "");
+}
+
+var ENTRIES = ["run", "run_client"];
+
+function entryOf(runner, urls) {
+  var name = urls && ENTRIES.indexOf(urls.entry) >= 0 ? urls.entry : "run";
+  return runner[name];
 }
 
 function toJs(value) {
@@ -111,7 +120,7 @@ async function run(message) {
   var started = Date.now();
   var catalogue = catalogueOf(message.urls);
   try {
-    var result = state.runner.run(String(message.source), catalogue, function (kind, data) {
+    var result = entryOf(state.runner, message.urls)(String(message.source), catalogue, function (kind, data) {
       say({ type: String(kind), id: id, data: toJs(data) });
     });
     say({ type: "done", id: id, data: toJs(result), ms: Date.now() - started });

@@ -27,7 +27,7 @@ STEP_IDS = ["signature", "principal", "expiry", "request", "answer", "single-use
 
 def test_home_lists_both_lessons_in_the_course_order(client: FlaskClient) -> None:
     order = [entry["slug"] for entry in tomllib.loads((DEFAULT_ROOT / "course.toml").read_text())["lessons"]]
-    assert order == ["when-the-server-needs-input", "beyond-one-question", SLUG]
+    assert order == ["when-the-server-needs-input", "beyond-one-question", "build-the-client", SLUG]
     tree = soup(client.get("/").data)
     steps = [li["data-lesson"] for li in tree.select("[data-path] > li[data-path-step=lesson]")]
     assert steps == order
