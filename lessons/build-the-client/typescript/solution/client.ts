@@ -9,7 +9,8 @@
 // The server's URL is the last argument. The client lists the tools and calls each once; one line per tool
 // says how the call ended, and the exit status is 1 when any call was refused or stopped.
 // Environment: MRTR_DECLARE (the elicitation modes declared, default "form,url"), MRTR_USER_SAYS (what the
-// simulated user chooses for every question: accept, decline or cancel; default accept).
+// simulated user chooses for every question: accept, decline or cancel; default accept), MRTR_CHECK_CLIENT_CHOICES
+// (a choice per question key, as mrtr check-client --user-choices sets it).
 import { Client, SdkError, StreamableHTTPClientTransport, isInputRequiredResult } from '@modelcontextprotocol/client';
 import type { CallToolRequest, CallToolResult, InputRequiredResult, Tool } from '@modelcontextprotocol/client';
 
@@ -81,9 +82,9 @@ function pickAnswers(result: InputRequiredResult, choose: (key: string, params: 
   return answers;
 }
 
-function formAnswer(params: Record<string, unknown>): Answer {
+function formAnswer(params: Record<string, unknown>, said: Choice): Answer {
   // The user's choice, and on accept a value for every field of the form.
-  if (USER_SAYS !== 'accept') return { action: USER_SAYS };
+  if (said !== 'accept') return { action: said };
   const schema = (isObject(params.requestedSchema) ? params.requestedSchema : {}) as Schema;
   const content: Record<string, string | number | boolean> = {};
   for (const [name, property] of Object.entries(schema.properties ?? {})) content[name] = valueFor(property);
@@ -115,12 +116,12 @@ function pauseBefore(round: number, result: InputRequiredResult): number {
 // -- end of step --
 
 // -- step: url-mode --
-function pageAnswer(params: Record<string, unknown>): Answer {
+function pageAnswer(params: Record<string, unknown>, said: Choice): Answer {
   // Step 5: a URL-mode question: the user is shown the page and chooses.
   // Accept means the user consents to go there: an action and no content (there is no form to fill).
   // Decline and cancel go back as the user chose them.
   void params; // a real client shows params.message and params.url to the user here
-  return { action: USER_SAYS };
+  return { action: said };
 }
 // -- end of step --
 
@@ -148,8 +149,21 @@ function refusal(result: InputRequiredResult): string | undefined {
 
 // -- the loop (given) -----------------------------------------------------------------------------
 
+// The user's choice for one question: MRTR_CHECK_CLIENT_CHOICES (set by mrtr check-client --user-choices,
+// {"key": "decline", ...}) names some by key; every other question gets MRTR_USER_SAYS.
+function userSays(key: string): Choice {
+  let named: unknown;
+  try {
+    named = JSON.parse(process.env.MRTR_CHECK_CLIENT_CHOICES ?? '{}');
+  } catch {
+    named = {};
+  }
+  const said = isObject(named) ? named[key] : undefined;
+  return (['accept', 'decline', 'cancel'] as const).find((c) => c === said) ?? USER_SAYS;
+}
+
 function choose(key: string, params: Record<string, unknown>): Answer {
-  return params.mode === 'url' ? pageAnswer(params) : formAnswer(params);
+  return params.mode === 'url' ? pageAnswer(params, userSays(key)) : formAnswer(params, userSays(key));
 }
 
 function wait(ms: number): Promise<void> {

@@ -9,7 +9,8 @@
 // The server's URL is the last argument. The client lists the tools and calls each once; one line per tool
 // says how the call ended, and the exit status is 1 when any call was refused or stopped.
 // Environment: MRTR_DECLARE (the elicitation modes declared, default "form,url"), MRTR_USER_SAYS (what the
-// simulated user chooses for every question: accept, decline or cancel; default accept).
+// simulated user chooses for every question: accept, decline or cancel; default accept), MRTR_CHECK_CLIENT_CHOICES
+// (a choice per question key, as mrtr check-client --user-choices sets it).
 import { Client, SdkError, StreamableHTTPClientTransport, isInputRequiredResult } from '@modelcontextprotocol/client';
 import type { CallToolRequest, CallToolResult, InputRequiredResult, Tool } from '@modelcontextprotocol/client';
 
@@ -68,11 +69,11 @@ function pickAnswers(result: InputRequiredResult, choose: (key: string, params: 
   return {}; // answers nothing
 }
 
-function formAnswer(params: Record<string, unknown>): Answer {
+function formAnswer(params: Record<string, unknown>, said: Choice): Answer {
   // The user's choice, and on accept a value for every field of the form.
-  // TODO: when USER_SAYS is not accept, pass the choice on with no content; on accept, content holds
+  // TODO: when the user `said` is not accept, pass the choice on with no content; on accept, content holds
   // valueFor(...) of every property of params.requestedSchema.
-  void params;
+  void params, said;
   return { action: 'accept', content: {} }; // accepts an empty form
 }
 // -- end of step --
@@ -103,11 +104,11 @@ function pauseBefore(round: number, result: InputRequiredResult): number {
 // -- end of step --
 
 // -- step: url-mode --
-function pageAnswer(params: Record<string, unknown>): Answer {
+function pageAnswer(params: Record<string, unknown>, said: Choice): Answer {
   // Step 5: a URL-mode question: the user is shown the page and chooses.
   // TODO: accept means the user consents to go there: an action and no content (there is no form to fill);
-  // decline and cancel go back as the user chose them (USER_SAYS).
-  void params;
+  // decline and cancel go back as the user chose them (`said`).
+  void params, said;
   return { action: 'accept', content: {} }; // answers it like a form
 }
 // -- end of step --
@@ -126,8 +127,21 @@ function refusal(result: InputRequiredResult): string | undefined {
 
 // -- the loop (given) -----------------------------------------------------------------------------
 
+// The user's choice for one question: MRTR_CHECK_CLIENT_CHOICES (set by mrtr check-client --user-choices,
+// {"key": "decline", ...}) names some by key; every other question gets MRTR_USER_SAYS.
+function userSays(key: string): Choice {
+  let named: unknown;
+  try {
+    named = JSON.parse(process.env.MRTR_CHECK_CLIENT_CHOICES ?? '{}');
+  } catch {
+    named = {};
+  }
+  const said = isObject(named) ? named[key] : undefined;
+  return (['accept', 'decline', 'cancel'] as const).find((c) => c === said) ?? USER_SAYS;
+}
+
 function choose(key: string, params: Record<string, unknown>): Answer {
-  return params.mode === 'url' ? pageAnswer(params) : formAnswer(params);
+  return params.mode === 'url' ? pageAnswer(params, userSays(key)) : formAnswer(params, userSays(key));
 }
 
 function wait(ms: number): Promise<void> {
