@@ -58,6 +58,7 @@ EXTERNAL_MODULES = {
     "tests/lessons/test_build_breakit.py": "the checker over stdio against the lesson's server processes",
     "tests/lessons/test_build_spec.py": "the lesson's servers as stdio processes",
     "tests/lessons/test_build_typescript.py": "node, and the lesson's TypeScript server processes",
+    "tests/lessons/test_client_typescript.py": "node: the client lesson's TypeScript clients under check-client",
 }
 #: Single tests of modules whose other tests are fast (node ids without parameters), and why.
 EXTERNAL_TESTS = {
