@@ -112,7 +112,7 @@ def over_the_network(source: str, tmp_path: Path) -> Report:
     path.write_text(source, encoding="utf-8")
     command = f"{shlex.quote(sys.executable)} {shlex.quote(str(path))}"
     recording = Recording()
-    report = check(run_command(command, 60.0), command, recording)
+    report = check(run_command(command, 60.0), command, recording, choices_known=True)
     return {**report.to_json(), "honest": honest_row(recording)}
 
 

@@ -66,7 +66,7 @@ def graded(source: str, tmp_path: Path, env: dict[str, str] | None = None,
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
     command = f"{'env ' + prefix + ' ' if prefix else ''}{shlex.quote(launch.node())} " \
               f"{shlex.quote(str(compiled(source, tmp_path)))}"
-    return check(run_command(command, 90), command, recording)
+    return check(run_command(command, 90), command, recording, choices_known=True)
 
 
 def verdicts(report: ClientReport) -> dict[str, str]:
