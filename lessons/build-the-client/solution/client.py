@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import sys
 import time
 import urllib.error
@@ -48,6 +49,17 @@ def new_id() -> int:
     return next(_ids)
 
 
+def user_says(key: str) -> str:
+    """The person at the keyboard, for a form question: "accept" unless MRTR_CHECK_CLIENT_CHOICES (which
+    `mrtr check-client --user-choices` sets: {"key": "decline", ...}) names another choice for this key."""
+    try:
+        named = json.loads(os.environ.get("MRTR_CHECK_CLIENT_CHOICES", "{}"))
+    except ValueError:
+        named = {}
+    said = named.get(key) if isinstance(named, dict) else None
+    return said if said in ("accept", "decline", "cancel") else "accept"
+
+
 def user_opens(url: str) -> bool:
     """The person at the keyboard, for a URL-mode request: in this lab they open the page and agree."""
     print(f"  (the user opens {url} and agrees)")
@@ -67,6 +79,10 @@ def pick_answers(questions: dict[str, Any]) -> dict[str, Any]:
     answers: dict[str, Any] = {}
     for key, question in questions.items():
         params = question.get("params", {})
+        said = user_says(key)
+        if said != "accept":  # the user's own decline or cancel goes back as it is, with no content
+            answers[key] = {"action": said}
+            continue
         if params.get("mode") == "url":
             answers[key] = answer_url(params)
             continue
@@ -182,7 +198,8 @@ def http_send(url: str) -> Send:
     def send(message: dict[str, Any]) -> dict[str, Any]:
         request = urllib.request.Request(url, json.dumps(message).encode(), method="POST", headers={
             "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": VERSION})
+            "MCP-Protocol-Version": VERSION, "Mcp-Method": message["method"],
+            **({"Mcp-Name": message["params"]["name"]} if message["method"] == "tools/call" else {})})
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
                 body = response.read().decode()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import sys
 import time
 import urllib.error
@@ -46,6 +47,17 @@ class GaveUp(Exception):
 def new_id() -> int:
     """A JSON-RPC id this client has never used."""
     return next(_ids)
+
+
+def user_says(key: str) -> str:
+    """The person at the keyboard, for a form question: "accept" unless MRTR_CHECK_CLIENT_CHOICES (which
+    `mrtr check-client --user-choices` sets: {"key": "decline", ...}) names another choice for this key."""
+    try:
+        named = json.loads(os.environ.get("MRTR_CHECK_CLIENT_CHOICES", "{}"))
+    except ValueError:
+        named = {}
+    said = named.get(key) if isinstance(named, dict) else None
+    return said if said in ("accept", "decline", "cancel") else "accept"
 
 
 def user_opens(url: str) -> bool:
@@ -158,7 +170,8 @@ def http_send(url: str) -> Send:
     def send(message: dict[str, Any]) -> dict[str, Any]:
         request = urllib.request.Request(url, json.dumps(message).encode(), method="POST", headers={
             "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": VERSION})
+            "MCP-Protocol-Version": VERSION, "Mcp-Method": message["method"],
+            **({"Mcp-Name": message["params"]["name"]} if message["method"] == "tools/call" else {})})
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
                 body = response.read().decode()
