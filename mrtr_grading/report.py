@@ -1,7 +1,7 @@
 """A client's grade: one row per rule (verdict, evidence, fix, source) and the report's text table, JSON and JUnit.
 
-What this module owns: `ClientReport` and `grade`, which runs every rule of `rules.RULES` over one recording. It
-never sends a request.
+What this module owns: `ClientReport` and `grade`, which runs every rule of `rules.RULES` over one recording and
+adds the honest-flows row. It never sends a request.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from mrtr import JSONObject, __version__
 
+from .honest import honest_row
 from .recording import Recording
 from .rules import RULES
 from .verdicts import GradedRun
@@ -32,6 +33,9 @@ class ClientReport:
     rows: list[RuleRow] = field(default_factory=list)
     exit_code: int | None = None
     output: str = ""
+    #: Whether the flows a sound client finishes all completed (`honest.honest_row`): a client that breaks its
+    #: loop can dodge a rule, so the client lesson counts a step only beside a passing honest row.
+    honest: JSONObject | None = None
 
     @property
     def ok(self) -> bool:
@@ -60,6 +64,8 @@ class ClientReport:
         lines += [f"{r.rule:<{width}}{r.verdict.upper():<9}{r.evidence}" for r in self.rows]
         notes = [f"  {r.rule} ({r.verdict}): {r.evidence}\n    Fix: {r.fix}  [{r.source}]"
                  for r in self.rows if r.verdict != "pass"]
+        if self.honest is not None:
+            lines += ["", f"Honest flows: {str(self.honest.get('verdict')).upper()}: {self.honest.get('evidence')}"]
         if notes:
             lines += ["", "Rules that did not hold or were not reached:", *notes]
         if self.output and all(r.verdict == "not-run" for r in self.rows):  # it never got going: show why
@@ -71,7 +77,8 @@ class ClientReport:
         return {"checker": {"name": "mrtr check-client", "version": __version__}, "command": self.command,
                 "client_exit": self.exit_code, "ok": self.ok,
                 "rules": [{"rule": r.rule, "title": r.title, "verdict": r.verdict, "evidence": r.evidence,
-                           "fix": r.fix, "source": r.source} for r in self.rows]}
+                           "fix": r.fix, "source": r.source} for r in self.rows],
+                **({"honest": self.honest} if self.honest is not None else {})}
 
     def junit(self) -> str:
         v = [r.verdict for r in self.rows]
@@ -91,7 +98,7 @@ class ClientReport:
 def grade(recording: Recording, command: str, *, transport: str = "http", exit_code: int | None = None,
           output: str | None = None, choices_known: bool = False) -> ClientReport:
     """Every rule over one run; `exit_code` and `output` are the client's own (None where no adapter has them)."""
-    report = ClientReport(command, exit_code=exit_code, output=output or "")
+    report = ClientReport(command, exit_code=exit_code, output=output or "", honest=honest_row(recording))
     run = GradedRun(recording, transport, exit_code, output, choices_known)
     for rule in RULES:
         v = rule.grade(run)

@@ -31,9 +31,8 @@ from moves.probes import PROBES, ProbeResult
 from moves.target import Outcome
 from mrtr import CHECKS, JSONObject, as_object
 from mrtr.errors import FROZEN_TICKET_MESSAGE
-from mrtr_grading import RULES, Rule
+from mrtr_grading import HONEST_ROW, RULES, Rule
 from web import build_lint, build_runner, htmx
-from web.client_run import HONEST_ROW
 from web.content import ContentError, Lesson, get_content
 
 bp = Blueprint("build", __name__)
@@ -395,8 +394,8 @@ def grade_client(build: Build, text: str) -> Grading:
     rows = _rows(report, "rules", "rule")
     honest = report.get("honest")
     if not isinstance(honest, dict) or honest.get("rule") != HONEST_ROW:
-        raise ReportError("that report does not say whether the honest flows complete: run the client in the "
-                          "page (mrtr check-client's own report grades the rules, not the steps)")
+        raise ReportError("that report does not say whether the honest flows complete: paste the JSON of "
+                          "mrtr check-client --json (version 0.1 and later), or run the client in the page")
     titles = {r.slug: r.title for r in RULES}
 
     def seen(slug: str) -> MoveVerdict:

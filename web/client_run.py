@@ -4,8 +4,8 @@ lesson's page runs it on Pyodide (web/in_browser.py) and the tests run it in CPy
 The client's source defines `run(send, sleep)` (lessons/build-the-client/solution/client.py). Here `send` hands
 each request, as JSON text, to one `mrtr_grading.Recording` and gives back a fresh copy of its answer, and `sleep`
 moves the run's own clock, which the recording stamps each request with: pacing is graded and nothing waits.
-Then the rules grade the recording, and one more row says whether the honest flows still complete (the lesson's
-honest-grading rule, read by web/build_client.py).
+Then the rules grade the recording, with the row that says whether the honest flows still complete
+(`mrtr_grading.honest`, read by web/build.py).
 
 It imports no Flask (it ships to the browser), never touches the network, and caps what one run may send.
 """
@@ -20,13 +20,8 @@ from collections.abc import Callable
 
 from mrtr import JSON, JSONObject, as_object
 from mrtr.clock import FakeClock
-from mrtr_grading import Recording, grade
+from mrtr_grading import HONEST_ROW, Recording, grade, honest_row
 
-#: The tools a sound client completes: every flow that ends in a complete result for an honest client.
-#: grade_url_mode joins them when the client declared URL mode (a client that did not must leave it unanswered).
-HONEST_TOOLS = ("grade_ticket_echo", "grade_retry_rounds", "grade_multi_round", "grade_plain", "grade_no_ticket",
-                "grade_typed_answers", "grade_state_only")
-HONEST_ROW = "honest-flows"
 #: Requests one in-page run records: ten times what a sound client sends (about 40), and far above what any rule
 #: reads (the grader stops answering the endless tool after ENDLESS_CAP calls), yet small enough that a client
 #: that never stops retrying is graded in a moment on a phone. Past it, requests get the grader's error.
@@ -42,32 +37,6 @@ LONGEST_SLEEP = 3600.0
 
 class RunawayClient(Exception):
     """The client kept sending after the grading server had stopped answering."""
-
-
-def honest_problems(recording: Recording) -> list[str]:
-    """Why the honest flows did not all complete (empty when they did): each honest tool's last answer must be
-    a complete result."""
-    problems = []
-    url = recording.of("grade_url_mode")
-    declared_url = bool(url) and "url" in as_object(url[0].capabilities.get("elicitation"))
-    for tool in HONEST_TOOLS + (("grade_url_mode",) if declared_url else ()):
-        calls = recording.of(tool)
-        if not calls:
-            problems.append(f"{tool} was never called")
-            continue
-        last = calls[-1].answer
-        kind = as_object(last.get("result")).get("resultType")
-        if kind != "complete":
-            got = f"error {as_object(last.get('error')).get('code')}" if "error" in last else f"{kind}"
-            problems.append(f"{tool} stopped after {len(calls)} call(s) without completing (last answer: {got})")
-    return problems
-
-
-def honest_row(recording: Recording) -> JSONObject:
-    problems = honest_problems(recording)
-    return {"rule": HONEST_ROW, "title": "the honest flows still complete",
-            "verdict": "fail" if problems else "pass",
-            "evidence": "; ".join(problems)[:600] if problems else "every flow a sound client finishes completed"}
 
 
 def where(exc: BaseException) -> str:

@@ -7,6 +7,7 @@ with the rule's own reason.
 
 from __future__ import annotations
 
+import io
 import json
 import shlex
 import sys
@@ -17,10 +18,10 @@ from typing import Any, cast
 import pytest
 from flask.testing import FlaskClient
 
-from mrtr_cli.check_client import check, run_command
-from mrtr_grading import RULES, Recording
+from mrtr_cli.check_client import main
+from mrtr_grading import HONEST_ROW, RULES
 from web.build import Build, ReportError, grade_client, load_build
-from web.client_run import HONEST_ROW, honest_row, run_source
+from web.client_run import run_source
 from web.content import DEFAULT_ROOT
 
 LESSON = DEFAULT_ROOT / "build-the-client"
@@ -106,14 +107,13 @@ def in_page(source: str) -> Report:
 
 
 def over_the_network(source: str, tmp_path: Path) -> Report:
-    """`mrtr check-client --command "python client.py"` on `source`, as the report the page posts: the rules'
-    JSON and the honest row read from the same recording."""
-    path = tmp_path / "client.py"
+    """`mrtr check-client --command "python client.py" --user-choices --json FILE` on `source`: the JSON a
+    learner pastes into the lesson's report form (its honest row included)."""
+    path, out = tmp_path / "client.py", tmp_path / "report.json"
     path.write_text(source, encoding="utf-8")
     command = f"{shlex.quote(sys.executable)} {shlex.quote(str(path))}"
-    recording = Recording()
-    report = check(run_command(command, 60.0), command, recording, choices_known=True)
-    return {**report.to_json(), "honest": honest_row(recording)}
+    main(["--command", command, "--user-choices", "--json", str(out), "--timeout", "60"], stdout=io.StringIO())
+    return cast(Report, json.loads(out.read_text(encoding="utf-8")))
 
 
 def steps_done(report: Report) -> dict[str, bool]:
@@ -189,6 +189,14 @@ def test_over_the_network_the_solution_passes_every_step_and_the_starter_none(tm
     solution = over_the_network(BUILD.solution, tmp_path)
     assert solution["ok"] is True and all(steps_done(solution).values())
     assert not any(steps_done(over_the_network(BUILD.starter, tmp_path)).values())
+
+
+@pytest.mark.external  # the client runs as its own process, over HTTP
+def test_the_page_grades_the_report_mrtr_check_client_wrote(client: FlaskClient, tmp_path: Path) -> None:
+    report = over_the_network(BUILD.solution, tmp_path)
+    assert report["honest"]["rule"] == HONEST_ROW and report["honest"]["verdict"] == "pass"
+    response = client.post("/lessons/build-the-client/build/report", data={"report": json.dumps(report)})
+    assert response.status_code == 200 and "6 of 6 steps done" in response.get_data(as_text=True)
 
 
 @pytest.mark.external
