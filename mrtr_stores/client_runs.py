@@ -50,7 +50,7 @@ def new_run_id() -> str:
     return secrets.token_urlsafe(24)
 
 
-class RunRefused(Exception):
+class ClientRunRefused(Exception):
     """A run that may not start now (rate-limited, the site full, the store away); the message is safe to show.
     `busy` is true when the site as a whole is full rather than this visitor over their rate."""
 
@@ -96,7 +96,7 @@ class ClientRunStore(Protocol):
     clock: Callable[[], float]
 
     def start(self, visitor: str, limit: int, window: float) -> ClientRun:
-        """A new run for `visitor`, admitted atomically (see the module); RunRefused says why not."""
+        """A new run for `visitor`, admitted atomically (see the module); ClientRunRefused says why not."""
 
     def get(self, run_id: str) -> ClientRun | None:
         """The live run; None for an unknown, expired or malformed id, or a store away."""
@@ -113,15 +113,15 @@ class ClientRunStore(Protocol):
 
 
 def refuse_start(starts: list[float], live: int, *, now: float, limit: int, window: float) -> None:
-    """RunRefused when a visitor whose starts in the window are `starts` may not start one more, with `live` runs
+    """ClientRunRefused when a visitor whose starts in the window are `starts` may not start one more, with `live` runs
     live for everyone. The caller holds the store's atomic step."""
     if live >= MAX_LIVE:
-        raise RunRefused(f"The client checker is grading {MAX_LIVE} runs already, the most it keeps at once; "
+        raise ClientRunRefused(f"The client checker is grading {MAX_LIVE} runs already, the most it keeps at once; "
                          f"try again in a few minutes.", busy=True)
     recent = sorted(s for s in starts if now - s < window)
     if len(recent) >= limit:
         wait = max(1, math.ceil(window - (now - recent[-limit])))
-        raise RunRefused(f"You have started {limit} grading runs recently; try again in {wait} s.")
+        raise ClientRunRefused(f"You have started {limit} grading runs recently; try again in {wait} s.")
 
 
 def call_problem(run: ClientRun, size: int) -> str | None:

@@ -3,7 +3,7 @@
 tools' call counts a hash; the live runs and each visitor's starts are sorted sets. Starting a run and counting a
 request are each one Lua script, so two replicas never both admit past a cap or count one call twice. Every key
 expires with the run (Redis's own clock), and the run's `expires` field, read against the store's clock, is what
-decides. Every Redis failure is `RunRefused` in words, `RunGone` or "no such run", never a driver exception.
+decides. Every Redis failure is `ClientRunRefused` in words, `RunGone` or "no such run", never a driver exception.
 Imports `redis`: imported only when Redis is configured.
 """
 
@@ -26,9 +26,9 @@ from mrtr_stores.client_runs import (
     STORE_AWAY,
     CallRefused,
     ClientRun,
+    ClientRunRefused,
     Entry,
     RunGone,
-    RunRefused,
     call_problem,
     new_run_id,
     refuse_start,
@@ -115,10 +115,10 @@ class RedisClientRuns:
                                     max(self._ttl_ms, int(window * 1000)), f"{now!r}:{secrets.token_hex(6)}"])
         except redis.exceptions.RedisError as exc:
             log.warning("check-client: the run store in Redis is unavailable: %s", exc)
-            raise RunRefused(STORE_AWAY) from None
+            raise ClientRunRefused(STORE_AWAY) from None
         if _text(out[0]) == "refused":
             refuse_start([float(_text(s)) for s in out[2:]], int(_text(out[1])), now=now, limit=limit, window=window)
-            raise RunRefused("The client checker cannot start a run right now; try again shortly.")  # not reached
+            raise ClientRunRefused("The client checker cannot start a run right now; try again shortly.")  # not reached
         return ClientRun(run_id, visitor, now, expires)
 
     def get(self, run_id: str) -> ClientRun | None:

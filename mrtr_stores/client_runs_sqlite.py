@@ -1,7 +1,7 @@
 """/check-client's runs in one SQLite file, shared by the processes of one machine (the contract:
 `mrtr_stores.client_runs.ClientRunStore`). A run is a row, each recorded request a row of its own; starting a run
 and recording a request are each one IMMEDIATE transaction, so two workers never both count one call. Every
-SQLite failure is `RunRefused` in words (starting), `RunGone` (recording, noting) or "no such run" (reading),
+SQLite failure is `ClientRunRefused` in words (starting), `RunGone` (recording, noting) or "no such run" (reading),
 never a driver exception.
 """
 
@@ -21,9 +21,9 @@ from mrtr_stores.client_runs import (
     STORE_AWAY,
     CallRefused,
     ClientRun,
+    ClientRunRefused,
     Entry,
     RunGone,
-    RunRefused,
     call_problem,
     new_run_id,
     refuse_start,
@@ -103,7 +103,7 @@ class SqliteClientRuns:
             return self._transaction(work)
         except _Down as exc:
             log.warning("check-client: the run store is unavailable: %s", exc)
-            raise RunRefused(STORE_AWAY) from None
+            raise ClientRunRefused(STORE_AWAY) from None
 
     def get(self, run_id: str) -> ClientRun | None:
         if not RUN_ID.fullmatch(run_id):

@@ -25,7 +25,7 @@ from werkzeug.wrappers import Response as BaseResponse
 from mrtr import JSONObject
 from mrtr.wire import holds_lone_surrogate, nesting_bound
 from mrtr_grading import CHOICES, ClientReport
-from mrtr_stores.client_runs import LIFETIME, MAX_CALLS, MAX_OUTPUT, CallRefused, ClientRun, RunGone, RunRefused
+from mrtr_stores.client_runs import LIFETIME, MAX_CALLS, MAX_OUTPUT, CallRefused, ClientRun, ClientRunRefused, RunGone
 from web import check_client_runs, htmx
 from web.build import Build, Grading, grade_client, load_build
 from web.check_hosts import CheckInputError
@@ -77,7 +77,7 @@ def start_run() -> BaseResponse | Response:
         run = check_client_runs.runs().start(visitor(), *run_limit())
     except CheckInputError as exc:
         return _start_page(str(exc), 400)
-    except RunRefused as exc:
+    except ClientRunRefused as exc:
         return _start_page(str(exc), 503 if exc.busy else 429)
     return redirect(url_for("check_client.run_page", run_id=run.id), 303)
 
@@ -86,7 +86,7 @@ def start_run() -> BaseResponse | Response:
 
 
 @dataclass(frozen=True)
-class StepView:
+class LessonStepView:
     n: int
     title: str
     done: bool
@@ -94,7 +94,7 @@ class StepView:
 
 
 @dataclass(frozen=True)
-class RunView:
+class ClientRunView:
     """What the run's page and its rules fragment render."""
 
     run: ClientRun
@@ -103,7 +103,7 @@ class RunView:
     requests: int
     left: str
     mcp_url: str
-    steps: list[StepView]
+    steps: list[LessonStepView]
     steps_done: int
     output_read: bool
 
@@ -113,14 +113,14 @@ def _build(directory: Path) -> Build | None:
     return load_build(directory)
 
 
-def _steps(report: ClientReport, honest: JSONObject) -> list[StepView]:
+def _steps(report: ClientReport, honest: JSONObject) -> list[LessonStepView]:
     """The lesson's steps as this run shows them (web.build.grade_client, the honest row included)."""
     lesson = next((lesson for lesson in get_content().lessons if lesson.slug == LESSON), None)
     build = _build(lesson.directory) if lesson is not None else None
     if build is None:
         return []
     grading: Grading = grade_client(build, json.dumps({**report.to_json(), "honest": honest}))
-    return [StepView(g.step.n, g.step.title, g.done, g.detail) for g in grading.steps]
+    return [LessonStepView(g.step.n, g.step.title, g.done, g.detail) for g in grading.steps]
 
 
 def _left(seconds: float) -> str:
@@ -128,10 +128,10 @@ def _left(seconds: float) -> str:
     return f"{whole // 60} min {whole % 60} s" if whole >= 60 else f"{whole} s"
 
 
-def _view(run: ClientRun) -> RunView:
+def _view(run: ClientRun) -> ClientRunView:
     report, honest, recording = check_client_runs.report_of(run)
     steps = _steps(report, honest)
-    return RunView(run, report, honest, len(recording.calls), _left(run.left(check_client_runs.runs().clock())),
+    return ClientRunView(run, report, honest, len(recording.calls), _left(run.left(check_client_runs.runs().clock())),
                    url_for("check_client.mcp", run_id=run.id, _external=True), steps,
                    sum(s.done for s in steps), run.output != "" or run.exit_code is not None)
 

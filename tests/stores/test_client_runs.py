@@ -23,8 +23,8 @@ from mrtr_stores.client_runs import (
     RUN_ID,
     STORE_AWAY,
     CallRefused,
+    ClientRunRefused,
     RunGone,
-    RunRefused,
 )
 from mrtr_stores.client_runs_redis import RedisClientRuns
 from mrtr_stores.client_runs_sqlite import SqliteClientRuns
@@ -118,14 +118,14 @@ def test_starts_are_capped_per_visitor_and_for_everyone(replicas: tuple[Any, Any
     a, b = replicas
     a.start("v1", limit=2, window=60)
     b.start("v1", limit=2, window=60)
-    with pytest.raises(RunRefused, match="started 2 grading runs recently; try again in 60 s") as refused:
+    with pytest.raises(ClientRunRefused, match="started 2 grading runs recently; try again in 60 s") as refused:
         a.start("v1", limit=2, window=60)
     assert not refused.value.busy
     clock.advance(60)
     a.start("v1", limit=2, window=60)
     for i in range(MAX_LIVE - 3):
         (a, b)[i % 2].start(f"other-{i}", limit=2, window=60)
-    with pytest.raises(RunRefused, match=f"grading {MAX_LIVE} runs already") as full:
+    with pytest.raises(ClientRunRefused, match=f"grading {MAX_LIVE} runs already") as full:
         b.start("newcomer", limit=2, window=60)
     assert full.value.busy
     clock.advance(LIFETIME)  # every run ended: room again
@@ -140,7 +140,7 @@ def test_starts_at_once_on_two_processes_admit_no_more_than_the_limit(replicas: 
     def start(store: Any) -> None:
         try:
             admitted.append(store.start("v", limit=3, window=600).id)
-        except RunRefused as exc:
+        except ClientRunRefused as exc:
             refused.append(str(exc))
 
     threads = [threading.Thread(target=start, args=((a, b)[i % 2],)) for i in range(12)]
@@ -163,7 +163,7 @@ def test_a_store_that_is_away_refuses_in_words_and_reads_as_no_run(backend: str,
         store = RedisClientRuns(away_redis(), clock)
         rid = "A" * 32
         check = lambda work: work()  # noqa: E731 - one connection either way
-    with pytest.raises(RunRefused, match=STORE_AWAY):
+    with pytest.raises(ClientRunRefused, match=STORE_AWAY):
         check(lambda: store.start("w", limit=5, window=600))
     assert check(lambda: store.get(rid)) is None and check(lambda: store.calls(rid)) == []
     with pytest.raises(RunGone):
