@@ -24,7 +24,7 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from mrtr import JSONObject
 from mrtr.wire import holds_lone_surrogate, nesting_bound
-from mrtr_grading import CHOICES, ClientReport
+from mrtr_grading import CHOICES, CHOICES_VARIABLE, ClientReport
 from mrtr_stores.client_runs import LIFETIME, MAX_CALLS, MAX_OUTPUT, CallRefused, ClientRun, ClientRunRefused, RunGone
 from web import check_client_runs, htmx
 from web.build import Build, Grading, grade_client, load_build
@@ -45,7 +45,6 @@ MAX_BODY = 256 * 1024
 MAX_DEPTH = 64
 #: How often the page's rules are polled (seconds), with JavaScript or without.
 POLL_SECONDS = 2
-CHOICES_VARIABLE = "MRTR_CHECK_CLIENT_CHOICES"
 
 
 @bp.record_once
