@@ -37,6 +37,7 @@ bp = Blueprint("check_client", __name__)
 PAGE = "check_client/show.html"
 RUN_PAGE = "check_client/run.html"
 RULES_FRAGMENT = "check_client/_rules.html"
+ENDED_FRAGMENT = "check_client/_ended.html"
 #: The lesson whose steps the run's page shows.
 LESSON = "build-the-client"
 #: The largest request body the MCP address reads.
@@ -152,7 +153,14 @@ def _run_or_404(run_id: str) -> ClientRun:
 @bp.get("/check-client/<run_id>")
 def run_page(run_id: str) -> Response:
     """The run: the address to give the client, what it has sent so far, every rule's verdict and the steps."""
-    return htmx.render(RUN_PAGE, RULES_FRAGMENT, _context(_run_or_404(run_id)))
+    run = check_client_runs.runs().get(run_id)
+    if run is None and htmx.wants_fragment():
+        # htmx's own "stop polling" status: a page left open past its run's end stops asking, and says why
+        # (the same words for an id that never existed: nothing tells the two apart)
+        return htmx.render(ENDED_FRAGMENT, ENDED_FRAGMENT, status=286, start_url=url_for("check_client.start_page"))
+    if run is None:
+        abort(404)
+    return htmx.render(RUN_PAGE, RULES_FRAGMENT, _context(run))
 
 
 @bp.post("/check-client/<run_id>/output")

@@ -176,6 +176,8 @@ def test_the_mcp_address_takes_no_cross_site_check_but_every_cap(client: FlaskCl
     gone = client.post(mcp, json=call)
     assert gone.status_code == 404 and "no such grading run" in gone.get_json()["error"]["message"]
     assert client.get(mcp.removesuffix("/mcp")).status_code == 404
+    polled = client.get(mcp.removesuffix("/mcp"), headers={"HX-Request": "true"})
+    assert polled.status_code == 286 and "has ended" in polled.get_data(as_text=True)  # htmx stops polling
 
 
 def test_a_run_starts_from_this_site_only(client: FlaskClient) -> None:
