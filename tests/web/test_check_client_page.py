@@ -237,3 +237,37 @@ def test_in_public_nothing_about_a_run_is_reachable_without_its_id(
 def test_the_choices_the_page_names_are_the_graders(client: FlaskClient) -> None:
     html = client.get(start(client)).get_data(as_text=True)
     assert "MRTR_CHECK_CLIENT_CHOICES" in html and json.dumps(CHOICES).replace('"', "&#34;") in html
+
+
+class Alternating:
+    """Two replicas' test clients taken in turn, as a round-robin balancer hands out a client's requests."""
+
+    def __init__(self, one: FlaskClient, two: FlaskClient) -> None:
+        self.clients, self.n = (one, two), 0
+
+    def post(self, *args: Any, **kwargs: Any) -> Any:
+        self.n += 1
+        return self.clients[self.n % 2].post(*args, **kwargs)
+
+
+@pytest.fixture
+def redis_url() -> Any:
+    """A real redis-server of this test's own (the fixture's name marks the test external)."""
+    from loopback.redis_server import RedisServer
+
+    with RedisServer() as server:
+        yield server.url
+
+
+@pytest.mark.parametrize("shared", ["sqlite", pytest.param("redis", marks=pytest.mark.external)])
+def test_two_replicas_share_a_run_and_count_each_call_once(make_app: Callable[..., Flask], clock: FakeClock,
+                                                           tmp_path: Path, request: pytest.FixtureRequest,
+                                                           shared: str) -> None:
+    store = ({"MRTR_CHECK_STATE_DIR": str(tmp_path / "shared")} if shared == "sqlite"
+             else {"MRTR_REDIS_URL": request.getfixturevalue("redis_url")})
+    one, two = make_app(**store).test_client(), make_app(**store).test_client()
+    page = start(one)
+    run_client(Alternating(one, two), page, clock)  # type: ignore[arg-type]
+    seen = verdicts(two.get(page).get_data(as_text=True))
+    assert {rule for rule, v in seen.items() if v != "pass"} == FROM_OUTPUT
+    assert seen == verdicts(one.get(page).get_data(as_text=True))
