@@ -122,11 +122,14 @@ class SqliteClientRuns:
             raise RunGone(run_id)
         now = self.clock()
 
-        def work(db: sqlite3.Connection) -> str:
+        def work(db: sqlite3.Connection) -> str | None:
             run = _run_of(db.execute(f"SELECT {_COLUMNS} FROM client_runs WHERE id = ?",  # noqa: S608
                                      (run_id,)).fetchone())
-            if run is None or run.expires <= now:
-                raise RunGone(run_id)
+            if run is None:
+                return None
+            if run.expires <= now:  # its client is still calling: the run is forgotten now, not at the next start
+                _forget(db, run_id)
+                return None
             problem = call_problem(run, size)
             if problem:
                 raise CallRefused(problem)
@@ -139,10 +142,13 @@ class SqliteClientRuns:
             return text
 
         try:
-            return self._transaction(work)
+            text = self._transaction(work)
         except _Down as exc:
             log.warning("check-client: the run store is unavailable: %s", exc)
             raise RunGone(run_id) from None
+        if text is None:
+            raise RunGone(run_id)
+        return text
 
     def calls(self, run_id: str) -> list[str]:
         if self.get(run_id) is None:
@@ -169,8 +175,11 @@ class SqliteClientRuns:
 
 def _forget_expired(db: sqlite3.Connection, now: float, window: float) -> None:
     """Runs past their lifetime and their requests go; starts stay as long as the rate limit's window reads them."""
-    gone = [rid for (rid,) in db.execute("SELECT id FROM client_runs WHERE expires <= ?", (now,))]
-    for rid in gone:
-        db.execute("DELETE FROM client_calls WHERE run_id = ?", (rid,))
-        db.execute("DELETE FROM client_runs WHERE id = ?", (rid,))
+    for rid in [rid for (rid,) in db.execute("SELECT id FROM client_runs WHERE expires <= ?", (now,))]:
+        _forget(db, rid)
     db.execute("DELETE FROM client_starts WHERE at <= ?", (now - max(window, LIFETIME),))
+
+
+def _forget(db: sqlite3.Connection, run_id: str) -> None:
+    db.execute("DELETE FROM client_calls WHERE run_id = ?", (run_id,))
+    db.execute("DELETE FROM client_runs WHERE id = ?", (run_id,))

@@ -110,6 +110,8 @@ def test_a_run_ends_after_its_lifetime_and_is_forgotten(replicas: tuple[Any, Any
         b.record(run.id, "", 1, entry(""))
     with pytest.raises(RunGone):
         b.note(run.id, "out", 0, False)
+    if isinstance(a, SqliteClientRuns):  # the late request itself made the file forget the run's rows
+        assert on_disk(a, run.id) == (0, 0)
     a.start("w", limit=5, window=600)  # a start forgets the ended run altogether
     assert b.get(run.id) is None
 
@@ -168,3 +170,10 @@ def test_a_store_that_is_away_refuses_in_words_and_reads_as_no_run(backend: str,
     assert check(lambda: store.get(rid)) is None and check(lambda: store.calls(rid)) == []
     with pytest.raises(RunGone):
         check(lambda: store.record(rid, "", 1, entry("")))
+
+
+def on_disk(store: SqliteClientRuns, run_id: str) -> tuple[int, int]:
+    """The run's rows and its requests' rows still in the SQLite file."""
+    db = store._connections.get()
+    return (db.execute("SELECT COUNT(*) FROM client_runs WHERE id = ?", (run_id,)).fetchone()[0],
+            db.execute("SELECT COUNT(*) FROM client_calls WHERE run_id = ?", (run_id,)).fetchone()[0])
