@@ -9,6 +9,7 @@ import importlib.util
 import json
 import re
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,8 +56,6 @@ def client_thread(url: str) -> threading.Thread:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    import time
-
     thread = threading.Thread(target=module.run, args=(send_to(url), time.sleep), daemon=True)
     thread.start()
     return thread
