@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from mrtr_grading import CHOICES, ClientReport, Recording, grade
+from mrtr_grading import CHOICES, CHOICES_VARIABLE, ClientReport, Recording, grade
 
 from .grading_server import GradingServer
 from .stdio_grading import StdioGradingServer
@@ -33,7 +33,6 @@ TIMED_OUT = 124
 #: The scenario name a client reading `MCP_CONFORMANCE_SCENARIO` is told.
 SCENARIO = "mrtr-check-client"
 #: The variable that tells a client's user what to choose for the decline-and-cancel questions.
-CHOICES_VARIABLE = "MRTR_CHECK_CLIENT_CHOICES"
 
 
 def parser() -> argparse.ArgumentParser:

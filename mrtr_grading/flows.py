@@ -36,6 +36,8 @@ ROUND_KEYS = ("first", "second", "third")
 #: What the grading run's user chooses for the user-choice flow's questions (told to the client's user through
 #: MRTR_CHECK_CLIENT_CHOICES; each question's message starts with its key, for drivers that see no keys).
 CHOICES: dict[str, str] = {"declined": "decline", "dismissed": "cancel"}
+#: The environment variable a client's user reads the choices from (`mrtr check-client --user-choices` sets it).
+CHOICES_VARIABLE = "MRTR_CHECK_CLIENT_CHOICES"
 #: The error a server answers for a protocol version it does not serve (2026-07-28 basic/versioning).
 UNSUPPORTED_VERSION = -32022
 

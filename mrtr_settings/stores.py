@@ -19,6 +19,8 @@ from mrtr_stores.check_runs import RunStore
 from mrtr_stores.check_runs_sqlite import SqliteRunStore
 from mrtr_stores.classes import ClassStore, LocalRateLimit, RateLimit
 from mrtr_stores.classes_sqlite import SqliteClassStore
+from mrtr_stores.client_runs import ClientRunStore
+from mrtr_stores.client_runs_sqlite import SqliteClientRuns
 from mrtr_stores.completions import CompletionStore
 from mrtr_stores.completions_sqlite import SqliteCompletions
 from mrtr_stores.lti import LtiStore
@@ -34,6 +36,8 @@ OUT_OF_BAND_PATH = "/out-of-band/"
 SESSIONS_FILE = "legacy-sessions.sqlite3"
 #: /check's runs, under the state directory unless MRTR_CHECK_STATE_DIR names another.
 CHECK_RUNS_DIR = "check-runs"
+#: /check-client's runs, under the state directory unless MRTR_CHECK_STATE_DIR names another.
+CLIENT_RUNS_DIR = "client-runs"
 
 
 def configure_redis(settings: Settings) -> None:
@@ -86,6 +90,16 @@ def open_check_runs(settings: Settings) -> RunStore:
 
         return RedisRunStore.from_url(settings.redis_url)
     return SqliteRunStore(settings.check_state_dir or settings.state_directory() / CHECK_RUNS_DIR)
+
+
+def open_client_runs(settings: Settings, clock: Callable[[], float] = time.time) -> ClientRunStore:
+    """/check-client's runs: in Redis when it is configured and MRTR_CHECK_STATE_DIR is not (any replica may take
+    any request of a run), else in SQLite there (or in the state directory's client-runs/)."""
+    if settings.redis_url and not settings.check_state_dir:
+        from mrtr_stores.client_runs_redis import RedisClientRuns
+
+        return RedisClientRuns.from_url(settings.redis_url, clock)
+    return SqliteClientRuns((settings.check_state_dir or settings.state_directory()) / CLIENT_RUNS_DIR, clock)
 
 
 def open_lti(settings: Settings, clock: Clock | None = None) -> LtiStore:

@@ -19,6 +19,7 @@ from web import (
     quiz,
     templating,
 )
+from web import check_client_page as check_client
 from web import check_page as check
 
 
@@ -33,6 +34,7 @@ def register(app: Flask) -> None:
     app.register_blueprint(demo.bp)  # presenter mode at /demo
     app.register_blueprint(embed.bp)  # the embeddable quiz and /oembed
     app.register_blueprint(check.bp)  # /check: the server checker in the browser
+    app.register_blueprint(check_client.bp)  # /check-client: the client checker in the browser
     app.register_blueprint(classroom.bp)  # the live class: /class/..., /join, /j/<code>
     app.register_blueprint(out_of_band.bp)  # the URL-mode question's page, where a learner enters an API key
     app.register_blueprint(build.bp)  # the build loop's pasted checker report

@@ -137,6 +137,12 @@ FIELDS: dict[str, dict[str, Field]] = {
     "check.start_check": {name: Field(max_chars=8192) for name in ("url", "tool", "args", "owner_token",
                                                                    "other_token", "skip_late", "allow_replay")},
     "check.run_page": {},
+    # /check-client (web/check_client_page.py): the output form's own limit (32 KiB) answers in the page's words
+    "check_client.start_page": {},
+    "check_client.start_run": {},
+    "check_client.run_page": {},
+    "check_client.note_output": {"output": Field(max_chars=70_000), "exit_code": Field(max_chars=16),
+                                 "choices": Field(max_chars=8)},
     "embed.oembed": {"url": Field("url", 2048), "format": Field(max_chars=16), "maxwidth": Field("count", 6),
                      "maxheight": Field("count", 6)},
     # the live class (web/classroom.py); nicknames get their own rules there, codes are normalised there
@@ -170,8 +176,9 @@ FIELDS: dict[str, dict[str, Field]] = {
     "build.runner.checker": {},
     "build.runner.worker": {},
 }
-#: Endpoints the guard leaves alone: the protocol endpoint checks its own bodies; static files read nothing.
-UNGUARDED = frozenset({"mcp.endpoint", "static"})
+#: Endpoints the guard leaves alone: the protocol endpoints (/mcp, a grading run's) check their own bodies; static
+#: files read nothing.
+UNGUARDED = frozenset({"mcp.endpoint", "check_client.mcp", "static"})
 
 
 # -- text checks any module may reuse ------------------------------------------------------------------
