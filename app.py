@@ -9,8 +9,10 @@ from flask import Flask
 
 from mrtr_settings.environment import read_settings
 from mrtr_settings.stores import configure_redis
-from web import admission, blueprints, compress, deployment, htmx, mcp, security
-from web.services import SETTINGS_KEY, build_services
+from web import blueprints
+from web.mcp import routes as mcp
+from web.site import admission, compress, deployment, htmx, security
+from web.site.services import SETTINGS_KEY, build_services
 
 #: The largest request body when MRTR_MAX_BODY is unset.
 DEFAULT_MAX_BODY = 256 * 1024
@@ -36,7 +38,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     """Build the app from environment settings, overlaid with `test_config` when testing.
 
     Every `MRTR_*` setting is read once, by `mrtr_settings.environment.read_settings`; features reach the result
-    through `web.services.get_settings()`. `test_config` may also carry Flask settings and test seams.
+    through `web.site.services.get_settings()`. `test_config` may also carry Flask settings and test seams.
     """
     configure_logging()
     app = Flask(__name__, static_folder="static", template_folder="templates")
@@ -60,7 +62,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     compress.init_app(app)
 
     blueprints.register(app)
-    # /mcp is served beside Flask by the same adapter (web/mcp.py handle_http), without Flask's per-request work.
+    # /mcp is served beside Flask by the same adapter (web/mcp/routes.py handle_http), without Flask's per-request work.
     app.wsgi_app = mcp.wsgi_entry(app, app.wsgi_app)  # type: ignore[method-assign]
     # Outermost, so /mcp too sees the visitor's address behind a trusted proxy and names its replica.
     app.wsgi_app = deployment.wrap(  # type: ignore[method-assign,assignment]

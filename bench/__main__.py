@@ -388,7 +388,7 @@ The load generator shares the 2 cores with the servers: it used about
 {table(["page", "status", "bytes", "KiB", "requests", "KiB uncompressed"], page_rows)}
 
 Bytes are what crossed the wire for a client that accepts gzip, as browsers do (the app gzips
-HTML, CSS and JavaScript; `web/compress.py`); the last column is the decoded size of the same
+HTML, CSS and JavaScript; `web/site/compress.py`); the last column is the decoded size of the same
 responses.
 
 ## Targets

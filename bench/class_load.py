@@ -269,7 +269,7 @@ def hall_main(args: argparse.Namespace) -> int:
         *(hall.row(r) for r in runs),
         "",
         "Joins: the room first joins over HTTP from one address (a hall behind one router); those the join limits"
-        " refuse (web/classroom_services.py: JOIN_CLIENT_LIMIT per address and JOIN_CLASS_LIMIT per class, a minute,"
+        " refuse (web/classroom/services.py: JOIN_CLIENT_LIMIT per address and JOIN_CLASS_LIMIT per class, a minute,"
         " per process) are added through the class store so the measured phases have the whole room.",
         "",
         f"Reveal: a phone polls every {hall.POLL_S:g} s (the learner page's interval), so the last phone sees a reveal"

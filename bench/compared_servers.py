@@ -37,7 +37,7 @@ def create_flask_view_app() -> object:
     """The app with /mcp served by the Flask view (the WSGI entry app.py installs removed): the comparison
     `python -m bench --lean` measures the lean path against. For granian's `--factory` option."""
     from app import create_app
-    from web.deployment import without_lean_mcp
+    from web.site.deployment import without_lean_mcp
 
     app = create_app()
     without_lean_mcp(app)

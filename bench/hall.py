@@ -8,7 +8,7 @@ the command scripts/run.sh ends with, read from the script with the variables it
 
 1. A presenter starts a class and pushes its first question (`loopback.class_driver.start_class`).
 2. The room joins. A burst of joins over HTTP from one address, as a hall behind one school router sends them,
-   measures what the join limits let through (web/classroom.py: per address and per class a minute); whoever
+   measures what the join limits let through (web/classroom/routes.py: per address and per class a minute); whoever
    they refuse is added straight to the class's SQLite store (MRTR_CLASS_DB, set by the bench), so the rest of
    the run has the whole room. The report says how many got in over HTTP.
 3. Every phone loads its page (`GET /class/<code>/me`) and then polls `/class/<code>/me/live?stage=N` every

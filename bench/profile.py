@@ -29,7 +29,7 @@ from typing import Any
 
 from bench.compared_servers import BENCH_KEY
 from loopback.loadgen import ACCEPT, deploy_request, flow_headers
-from web.deployment import without_lean_mcp
+from web.site.deployment import without_lean_mcp
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 

@@ -96,7 +96,7 @@ def serve() -> Iterator[str]:
 
 
 def solution_blocks(lesson: str = LESSONS[0]) -> dict[str, str]:
-    from web.build import load_build
+    from web.build.routes import load_build
 
     build = load_build(LESSONS_DIR / lesson)
     if build is None:
@@ -108,10 +108,10 @@ def measure(cold_rounds: int = 3, warm_runs: int = 5, lesson: str = LESSONS[0]) 
     """Timings of `lesson`'s Run (a slug of LESSONS), each kind as the module's docstring says."""
     from playwright.sync_api import sync_playwright
 
-    from web import pyodide_install
+    from web.build import pyodide_install
 
     if not pyodide_install.is_installed():
-        raise SystemExit("Pyodide is not installed: run .venv/bin/python -m web.pyodide_install first")
+        raise SystemExit("Pyodide is not installed: run .venv/bin/python -m web.build.pyodide_install first")
     blocks = solution_blocks(lesson)
     at = f"/lessons/{lesson}#step-{next(iter(blocks))}"  # at the editors: the press races the preload
     timings: list[Timing] = []
@@ -147,7 +147,7 @@ def measure(cold_rounds: int = 3, warm_runs: int = 5, lesson: str = LESSONS[0]) 
 
 
 def section(timings: list[Timing], started: str, note: str = "") -> str:
-    from web import pyodide_install
+    from web.build import pyodide_install
 
     def row(kind: str, target: float) -> str:
         values = [t.seconds for t in timings if t.kind == kind]
@@ -156,7 +156,7 @@ def section(timings: list[Timing], started: str, note: str = "") -> str:
         return (f"| {kind} | {len(values)} | {median:.2f} | {min(values):.2f} | {max(values):.2f} | "
                 f"under {target:g} s: {verdict} |")
 
-    from web.build_runner import PYODIDE_SERVED
+    from web.build.runner import PYODIDE_SERVED
 
     weight = sum((pyodide_install.pyodide_dir() / name).stat().st_size for name in PYODIDE_SERVED)
     lines = [

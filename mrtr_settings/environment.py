@@ -29,7 +29,7 @@ STORE_KINDS = ("memory", "sqlite", "redis")
 #: The stdio server's principal when MRTR_PRINCIPAL is unset.
 DEFAULT_PRINCIPAL = "bob"
 #: Streams one process holds open at once, each keeping a server thread while it waits: 2025-11-25
-#: calls waiting for their client's answer, presenters' live views (web/admission.py). One, which
+#: calls waiting for their client's answer, presenters' live views (web/site/admission.py). One, which
 #: leaves a thread free with scripts/production.sh's default of two.
 DEFAULT_HELD_STREAMS = 1
 _TRUE = ("1", "true", "yes", "on")

@@ -29,7 +29,7 @@ from mrtr_stores.sessions import LocalDirectory, SessionDirectory
 from mrtr_stores.sessions_sqlite import SqliteDirectory
 from mrtr_toolsets.lesson import Pages
 
-#: Where the lab serves the URL-mode page (web/out_of_band.py), followed by the reference.
+#: Where the lab serves the URL-mode page (web/out_of_band/routes.py), followed by the reference.
 OUT_OF_BAND_PATH = "/out-of-band/"
 
 #: The session directory's file, beside the redeemed store's.

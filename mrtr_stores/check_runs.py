@@ -46,7 +46,7 @@ class RunStoreDown(Exception):
 
 
 class MoveRecord(TypedDict):
-    """One move's row as a run keeps it: web/check_runner.py writes it as the move ends, the /check page reads it."""
+    """One move's row as a run keeps it: web/check/runner.py writes it as the move ends, the /check page reads it."""
 
     move: str
     title: str

@@ -30,7 +30,7 @@ CODE_LENGTH = 6
 #: Learners in one class; read at each join (tests lower it), by both backends.
 MAX_LEARNERS = 500
 NICKNAME_MAX = 24
-#: A learner's draw of a drawn question (web/quiz_draws.py: a seed and a time), at most this many characters.
+#: A learner's draw of a drawn question (web/quiz/draws.py: a seed and a time), at most this many characters.
 DRAW_MAX = 64
 #: Drawn questions a class keeps draws for; each learner has at most one draw per question, so a learner causes at
 #: most this many to be stored (and a class at most MAX_LEARNERS times as many).

@@ -27,14 +27,14 @@ from typing import Protocol
 
 from mrtr import JSONObject
 
-#: How long an unused session stays in the directory (seconds): web/mcp_sessions.py's SESSION_IDLE_TIMEOUT.
+#: How long an unused session stays in the directory (seconds): web/mcp/sessions.py's SESSION_IDLE_TIMEOUT.
 DEFAULT_TTL = 30 * 60.0
 #: How long an answer waits in the mailbox for its process before it is dropped (seconds).
 MAILBOX_TTL = 600.0
 #: The most bytes of one relayed message (the /mcp body limit is smaller).
 MAX_MESSAGE = 1024 * 1024
 #: Questions one session may have waiting for an answer in the directory; past it the oldest is forgotten. A
-#: session has at most 8 calls waiting (web/mcp_legacy.py), each asking a few questions.
+#: session has at most 8 calls waiting (web/mcp/legacy.py), each asking a few questions.
 MAX_AWAITED = 32
 #: Answers relayed for one principal per MAILBOX_TTL, across every process: at the /mcp body limit (256 KiB), at
 #: most 50 MiB of one principal's answers in the mailbox at once.

@@ -45,8 +45,8 @@ fi
 
 # The build lesson's in-page checker runs on Pyodide served from this origin: install it (and check its
 # recorded checksums) unless it is there already. Without it the lesson still works, with the pasted report.
-if ! .venv/bin/python -m web.pyodide_install >/dev/null; then
-    echo "warning: Pyodide is not installed (web/pyodide_install.py failed above); the build lesson falls back" \
+if ! .venv/bin/python -m web.build.pyodide_install >/dev/null; then
+    echo "warning: Pyodide is not installed (web/build/pyodide_install.py failed above); the build lesson falls back" \
         "to pasting the checker's report" >&2
 fi
 

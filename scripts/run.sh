@@ -21,8 +21,8 @@ echo "==> Installing runtime dependencies (requirements.txt) and the project its
 .venv/bin/python -m pip install -qq --disable-pip-version-check -r requirements.txt
 .venv/bin/python -m pip install -qq --disable-pip-version-check --no-deps -e .
 
-echo "==> Installing Pyodide and itsdangerous for the in-page build lesson (checksums recorded in web/pyodide_install.py)"
-.venv/bin/python -m web.pyodide_install
+echo "==> Installing Pyodide and itsdangerous for the in-page build lesson (checksums recorded in web/build/pyodide_install.py)"
+.venv/bin/python -m web.build.pyodide_install
 
 # One granian process (the production server, scripts/production.sh, in its smallest shape) on this machine only:
 # no development-server warning, and its own log quiet (warnings and errors only; the app's own lines still show).

@@ -49,8 +49,8 @@ fi
 
 section "Pyodide for the in-page build lesson"
 # The lesson's "Run the checks" runs on Pyodide, served by the app itself: its npm tarball and the itsdangerous
-# wheel, each checked against the checksum recorded in web/pyodide_install.py, land in instance/pyodide/.
-.venv/bin/python -m web.pyodide_install
+# wheel, each checked against the checksum recorded in web/build/pyodide_install.py, land in instance/pyodide/.
+.venv/bin/python -m web.build.pyodide_install
 
 section "Node dependencies (tests/js)"
 if [ -f tests/js/package-lock.json ]; then

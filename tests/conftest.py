@@ -77,7 +77,7 @@ EXTERNAL_TESTS = {
 #: Fixtures that start an outside process.
 EXTERNAL_FIXTURES = frozenset({"served", "body_server", "redis_url", "production_server",
                                "installed",  # tests/packaging: pip builds and installs the wheel in a new venv
-                               "pyodide"})  # fetched from npm into instance/ (web.pyodide_install)
+                               "pyodide"})  # fetched from npm into instance/ (web.build.pyodide_install)
 
 #: What the fast tier may start: the linters it runs, all of them Python requirements.
 LINTERS = frozenset({"ruff", "mypy", "importlinter", "lint-imports"})
@@ -289,7 +289,7 @@ def _fast_tier_without_pyodide(request: pytest.FixtureRequest, monkeypatch: pyte
     answer 404, as on a clean clone. A test that needs Pyodide asks for the `pyodide` fixture (external)."""
     if not _is_fast(request.node):
         return
-    from web import pyodide_install  # the standard library only: the core's tests still import no Flask
+    from web.build import pyodide_install
 
     nowhere = tmp_path_factory.getbasetemp() / "no-pyodide"
     for function in (pyodide_install.pyodide_dir, pyodide_install.wheel_path, pyodide_install.is_installed):
@@ -299,11 +299,12 @@ def _fast_tier_without_pyodide(request: pytest.FixtureRequest, monkeypatch: pyte
 
 @pytest.fixture
 def pyodide() -> Path:
-    """The in-page checker's Pyodide, as web.pyodide_install put it under instance/ (scripts/test.sh runs it)."""
-    from web import pyodide_install
+    """The in-page checker's Pyodide, as web.build.pyodide_install put it under instance/ (scripts/test.sh runs it)."""
+    from web.build import pyodide_install
 
     if not pyodide_install.is_installed():
-        pytest.fail("Pyodide is not installed: run .venv/bin/python -m web.pyodide_install (scripts/test.sh does)")
+        pytest.fail("Pyodide is not installed: run .venv/bin/python -m web.build.pyodide_install "
+                    "(scripts/test.sh does)")
     return pyodide_install.pyodide_dir()
 
 

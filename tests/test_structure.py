@@ -3,7 +3,7 @@ or method over MAX_FUNCTION_LINES (its signature, docstring and body; decorators
 
 ALLOWED is for a file genuinely over a limit, named with the reason it may be for now; an allowance that no longer
 covers anything over the limits fails, so the list only ever holds what is really over. (Every file is under them
-since issue 35: web/lti.py was split by job, mrtr/_calls.py's `call` gave its lookup a step of its own.)"""
+since issue 35: web/lti/routes.py was split by job, mrtr/_calls.py's `call` gave its lookup a step of its own.)"""
 
 from __future__ import annotations
 
@@ -85,7 +85,8 @@ def test_the_measure_counts_module_lines_and_whole_functions_and_methods() -> No
 
 
 #: Class names still defined twice, and who is changing the file that holds the second: none now (issue 35 gave
-#: web/exchanges.py's scene its own name and its lines the core's `mrtr.client.Line`); add one only with a reason.
+#: web/lessons/exchanges.py's scene its own name and its lines the core's `mrtr.client.Line`); add one only with a
+#: reason.
 DUPLICATES_ALLOWED: dict[str, str] = {}
 
 

@@ -4,23 +4,21 @@ from __future__ import annotations
 
 from flask import Flask
 
-from web import (
-    build,
-    classroom,
-    content,
-    demo,
-    embed,
-    error_pages,
-    lessons,
-    lti,
-    mcp,
-    out_of_band,
-    playground,
-    quiz,
-    templating,
-)
-from web import check_client_page as check_client
-from web import check_page as check
+from web import templating
+from web.build import routes as build
+from web.check import routes as check
+from web.check_client import routes as check_client
+from web.classroom import routes as classroom
+from web.demo import routes as demo
+from web.embed import routes as embed
+from web.errors import pages as error_pages
+from web.lessons import routes as lessons
+from web.lti import routes as lti
+from web.mcp import routes as mcp
+from web.out_of_band import routes as out_of_band
+from web.playground import routes as playground
+from web.quiz import routes as quiz
+from web.site import content
 
 
 def register(app: Flask) -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from flask import Flask
 
 from mrtr import CHECK_TITLES
-from web.build import load_build
-from web.content import Lesson, get_content
-from web.moveviews import OUTCOME_TEXT, pretty_json
-from web.sequence import sequence_model
-from web.widgets import roundtrip_sequence
+from web.build.routes import load_build
+from web.lessons.widgets import roundtrip_sequence
+from web.site.content import Lesson, get_content
+from web.site.moveviews import OUTCOME_TEXT, pretty_json
+from web.site.sequence import sequence_model
 
 #: The one map of labels for outcomes a page shows: a check's outcome, why it was skipped, a move's verdict.
 OUTCOME_LABELS = {

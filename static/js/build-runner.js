@@ -34,7 +34,7 @@
     return template ? template.content.cloneNode(true) : document.createTextNode(verdict);
   }
 
-  /* The /check page's reading of a probe (web/check_page.py _probe_verdict): same-error with nothing refused
+  /* The /check page's reading of a probe (web/check/routes.py _probe_verdict): same-error with nothing refused
      compared nothing, so it shows neither way. */
   function probeVerdict(probe) {
     if (probe.probe === "same-error" && probe.ok && String(probe.detail).indexOf("no ticket was refused") === 0) {
@@ -124,7 +124,7 @@
   /* What a finished run means for the learner's step: the step whose editor they typed in last (before any
      typing: the first step not done yet). A step is done when every move it names held AND every move that must
      complete (the honest retry and its kin, which no step names) still did: a check that refuses everyone is no
-     check. A move that was not run is said to be not run, never a FAIL. The graded report (web/build.py) then
+     check. A move that was not run is said to be not run, never a FAIL. The graded report (web/build/routes.py) then
      says which check refused the honest retry, from the server's log. Returns {text, next}. */
   function stepNews(root, stepId, ok) {
     var rows = all(root, "[data-run-results] tr[data-move]");

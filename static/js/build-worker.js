@@ -1,6 +1,6 @@
 /* The build lesson's in-page checker, in a Web Worker: Pyodide (CPython on WebAssembly) runs the learner's
    server and the checker's moves, so the page stays responsive and an endless loop can be ended by
-   terminating this worker. Served by web/build_runner.py, whose response allows 'wasm-unsafe-eval'.
+   terminating this worker. Served by web/build/runner.py, whose response allows 'wasm-unsafe-eval'.
 
    Everything it loads comes from the page's own origin (it refuses any other address): Pyodide's core
    runtime, the itsdangerous wheel and the checker's own Python code (a zip of this repository's modules).
@@ -9,7 +9,7 @@
    Messages in:  {type: "load", id, urls, source} (the page preloads as the learner reaches an editor; `source`,
                  the lesson's starter, is played once, unseen, to warm up), and
                  {type: "run", id, source, urls: {pyodide, wheel, bundle, catalogue, entry}} (a run joins a load
-                 under way). `entry` names what web/in_browser.py runs: "run" (a server under the checker's
+                 under way). `entry` names what web/build/in_browser.py runs: "run" (a server under the checker's
                  moves) or "run_client" (a client under the client checker's flows); nothing else is called.
    Messages out: {type: "phase", id, text} while loading; {type: "ready", id, ms} (to the load's id, and to a run
                  that had to wait for it);
@@ -54,7 +54,7 @@ async function load(id, urls, warmUp) {
   pyodide.unpackArchive(files[1], "zip", { extractDir: CHECKER_DIR });
   pyodide.runPython("import sys\nif " + JSON.stringify(CHECKER_DIR) + " not in sys.path:\n    sys.path.insert(0, " +
                     JSON.stringify(CHECKER_DIR) + ")");
-  var runner = pyodide.pyimport("web.in_browser");
+  var runner = pyodide.pyimport("web.build.in_browser");
   runner.install_stubs();
   if (typeof warmUp === "string") {
     // A preload plays the lesson's starter once, unseen, so the first press finds every module imported and

@@ -43,7 +43,7 @@
   });
 })();
 
-/* The presenter's live view. web/classroom.py's host_events streams the tally, the heatmap and the roster as
+/* The presenter's live view. web/classroom/routes.py's host_events streams the tally, the heatmap and the roster as
  * HTML fragments (events named "tally", "heatmap", "roster"), each put into the element whose data-live-swap
  * names it. The server ends every stream on purpose, after MRTR_CLASS_STREAM_SECONDS or at once with one
  * snapshot when its process already holds as many streams as it may, having sent `retry:`; the browser then

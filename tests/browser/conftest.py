@@ -76,7 +76,7 @@ def base_url(live_server: LiveServer) -> str:
 @pytest.fixture(autouse=True)
 def _a_new_presenter_each_test(request: pytest.FixtureRequest) -> None:
     """Each test is a presenter of its own, but the one shared app sees every test from 127.0.0.1, whose start
-    limit (3 classes an hour, web/classroom_services.py) would refuse the fourth test's class. The limits themselves are
+    limit (3 classes an hour, web/classroom/services.py) would refuse the fourth test's class. The limits themselves are
     tested in tests/web; here each test starts with none of its predecessors' class starts counted."""
     if "live_server" not in request.fixturenames and "base_url" not in request.fixturenames \
             and "page" not in request.fixturenames:

@@ -12,7 +12,7 @@ from flask import Flask
 from playwright.sync_api import Page, expect
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from web.classroom_services import remove_owned_directories
+from web.classroom.services import remove_owned_directories
 
 
 @dataclass

@@ -20,8 +20,8 @@ from moves.catalog import load_moves
 from tests.browser.conftest import BROWSER_TEST_CONFIG
 from tests.browser.helpers import LiveServer, assert_no_axe_violations, serve
 from tests.web.helpers import stopped_move
-from web.classroom_services import live_questions, room_options
-from web.content import Question, load_course
+from web.classroom.services import live_questions, room_options
+from web.site.content import Question, load_course
 
 MOVES = load_moves()
 LESSON = load_course().lessons[0]  # the lesson a class is started on

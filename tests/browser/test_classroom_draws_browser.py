@@ -17,7 +17,7 @@ from tests.browser.test_classroom_browser import (
     open_context,
     start_class,
 )
-from web.classroom_services import is_drawn, live_questions
+from web.classroom.services import is_drawn, live_questions
 
 __all__ = ["class_server", "contexts"]  # the fixtures: this module gets its own class server (module scope)
 

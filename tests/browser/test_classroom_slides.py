@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, Page, expect
 from moves.catalog import load_moves
 from tests.browser.helpers import assert_no_axe_violations
 from tests.web.helpers import stopped_move
-from web.demo import SWITCHES
+from web.demo.routes import SWITCHES
 
 SIZES = [(1024, 768), (1280, 720), (1280, 800), (1920, 1080)]
 MOVES = [m.slug for m in load_moves()]

@@ -3,7 +3,7 @@ together on Pyodide in the build lesson's Web Worker, from the app's own origin 
 rules plus the honest flows), with progress kept across a reload; at 390 px with the keyboard open and at
 1280x720, in both themes, and readable without JavaScript.
 
-The verdicts come from web/client_run.py on the same source (tests/lessons/test_client_lesson.py grades it in
+The verdicts come from web/build/client_run.py on the same source (tests/lessons/test_client_lesson.py grades it in
 CPython), so no count of rules is named here. The times a run took are printed (the lesson's budget: a cold
 first verdict under 6 s on a phone, warm under 1 s), never asserted: this machine is shared.
 """
@@ -21,9 +21,9 @@ from playwright.sync_api import Browser, BrowserContext, Page, Route, expect
 
 from tests.browser.helpers import assert_no_axe_violations, assert_targets_at_least, assert_text_at_least, replace_code
 from tests.browser.nojs import assert_no_js_page_accessible
-from web.build import load_build
-from web.client_run import run_source
-from web.content import DEFAULT_ROOT
+from web.build.client_run import run_source
+from web.build.routes import load_build
+from web.site.content import DEFAULT_ROOT
 
 SLUG = "build-the-client"
 LESSON = f"/lessons/{SLUG}"

@@ -10,7 +10,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from web.content import load_course
+from web.site.content import load_course
 
 LESSONS = [lesson.slug for lesson in load_course().lessons]
 #: Every violation the document reports, kept where the test can read it.

@@ -12,8 +12,8 @@ from playwright.sync_api import Browser, Page, expect
 from moves.catalog import load_moves
 from tests.browser.helpers import assert_no_axe_violations
 from tests.web.helpers import stopped_move
-from web.demo import DEPLOY_WORDS, SWITCHES
-from web.playground_words import tell
+from web.demo.routes import DEPLOY_WORDS, SWITCHES
+from web.playground.words import tell
 
 MOVES = load_moves()
 MOVE_SLUGS = [m.slug for m in MOVES]

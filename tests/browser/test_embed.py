@@ -20,7 +20,7 @@ from playwright.sync_api import Page, expect
 from mrtr import CHECK_TITLES, CHECKS
 from tests.browser.conftest import BROWSER_TEST_CONFIG
 from tests.browser.helpers import LiveServer, assert_no_axe_violations, serve
-from web.content import load_course
+from web.site.content import load_course
 
 SLUG = "when-the-server-needs-input"
 QUESTIONS = load_course().lesson(SLUG).questions
@@ -116,7 +116,7 @@ def answer(frame, q, choice_id: str, app: Flask | None = None) -> None:  # noqa:
     drawn item is answered with the option the quiz's server (`app`) makes right when it plays the draw shown."""
     item = frame.locator(f"#q-{q.id}")
     if q.free and q.task.kind == "draw":
-        from web import quiz_draws
+        from web.quiz import draws as quiz_draws
 
         assert app is not None
         token = item.locator("input[name=draw]").get_attribute("value")

@@ -13,7 +13,7 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import ConsoleMessage, Page, expect
 
 from tests.browser.helpers import assert_no_axe_violations, assert_targets_at_least, assert_text_at_least
-from web.content import load_course
+from web.site.content import load_course
 
 COURSE = load_course()
 LESSON = COURSE.lessons[0].slug

@@ -16,7 +16,7 @@ from mrtr import CHECK_TITLES, CHECKS
 from mrtr.errors import FROZEN_TICKET_MESSAGE
 from tests.browser.helpers import assert_no_axe_violations
 from tests.web.helpers import honest_move, stopped_move
-from web.content import load_course
+from web.site.content import load_course
 
 COURSE_MOVES = load_course().moves
 MOVES = [m.slug for m in COURSE_MOVES]

@@ -10,7 +10,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.helpers import assert_no_axe_violations
 from tests.web.helpers import stopped_move
-from web.content import load_course
+from web.site.content import load_course
 
 SLUG = "when-the-server-needs-input"
 LESSON = load_course().lesson(SLUG)

@@ -9,7 +9,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.helpers import assert_no_axe_violations
 from tests.browser.nojs import assert_no_js_page_accessible
-from web.content import load_course
+from web.site.content import load_course
 
 SLUG = "when-the-server-needs-input"
 QUIZ = f"/quiz/{SLUG}"

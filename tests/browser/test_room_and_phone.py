@@ -73,7 +73,7 @@ def test_every_slides_checks_read_from_the_back_of_a_room(page: Page, size: tupl
     at least ROOM_MIN_PX. The words were 14.5 px at 1280x720 (checks.css draws them at 0.85 of the name), and
     the names on the move and switch slides 15.9 px, once demo.js had scaled the slide to fit."""
     from moves.catalog import load_moves
-    from web.demo import SWITCHES
+    from web.demo.routes import SWITCHES
 
     page.emulate_media(reduced_motion="reduce")
     page.set_viewport_size({"width": size[0], "height": size[1]})
@@ -172,8 +172,8 @@ def test_no_page_scrolls_sideways_on_a_phone(page: Page, path: str) -> None:
 
 
 def test_home_progress_counts_the_build_steps_the_checker_verified(page: Page) -> None:
-    from web.build import load_build
-    from web.content import load_course
+    from web.build.routes import load_build
+    from web.site.content import load_course
 
     lesson = next(le for le in load_course().lessons if le.slug == "build-the-checks")
     build = load_build(lesson.directory)

@@ -172,7 +172,7 @@ def test_axe_in_both_themes(browser: Browser, base_url: str, axe: Axe, scheme: s
 
 def test_the_home_page_shows_the_path_without_progress_when_javascript_is_off(no_js_page: Page,
                                                                                live_server: LiveServer) -> None:
-    from web.content import get_content
+    from web.site.content import get_content
 
     with live_server.app.app_context():
         lessons = get_content().lessons
@@ -187,7 +187,7 @@ def test_the_home_page_shows_the_path_without_progress_when_javascript_is_off(no
 
 
 def test_the_home_page_shows_each_steps_progress(page: Page, live_server: LiveServer, axe: Axe) -> None:
-    from web.content import get_content
+    from web.site.content import get_content
 
     with live_server.app.app_context():
         first = get_content().lessons[0]

@@ -20,8 +20,9 @@ from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
 from moves.catalog import DEFAULT_PATH
-from web import build_runner, pyodide_install
-from web.security import security_headers
+from web.build import pyodide_install
+from web.build import runner as build_runner
+from web.site.security import security_headers
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = "/lessons/build-the-checks"
@@ -98,9 +99,9 @@ def test_the_checker_bundle_is_this_repositorys_own_code(app: Flask, client: Fla
         for name in names - {build_runner.CATALOGUE_NAME}:
             assert archive.read(name) == (ROOT / name).read_bytes(), name
         assert archive.read(build_runner.CATALOGUE_NAME) == DEFAULT_PATH.read_bytes()  # the app's own catalogue
-    for module in ("web/in_browser.py", "moves/targets/module.py", "moves/check.py", "moves/engine.py"):
+    for module in ("web/build/in_browser.py", "moves/targets/module.py", "moves/check.py", "moves/engine.py"):
         assert module in names
-    assert not any(n.startswith(("tests/", "bench/")) or n in ("app.py", "web/build.py") for n in names)
+    assert not any(n.startswith(("tests/", "bench/")) or n in ("app.py", "web/build/routes.py") for n in names)
 
 
 def test_the_bundle_runs_the_checker_where_ssl_sqlite3_and_cryptography_are_missing(tmp_path: Path, app: Flask,
@@ -112,7 +113,7 @@ def test_the_bundle_runs_the_checker_where_ssl_sqlite3_and_cryptography_are_miss
 import importlib.abc, json, sys, zipfile
 zipfile.ZipFile({str(tmp_path / 'checker.zip')!r}).extractall({str(tmp_path / 'checker')!r})
 sys.path = [{str(tmp_path / 'checker')!r}] + [p for p in sys.path if p not in ("", {str(ROOT)!r})]
-import web.in_browser as ib
+import web.build.in_browser as ib
 ib.install_stubs()
 stubs = sys.meta_path[-1]
 class Missing(importlib.abc.MetaPathFinder):
@@ -182,4 +183,4 @@ def test_without_pyodide_installed_the_page_says_so_and_the_files_answer_404(mon
     page = get(client, LESSON)
     assert page.status_code == 200 and 'data-installed="false"' in page.get_data(as_text=True)
     missing = get(client, f"/build-runner/pyodide/{pyodide_install.PYODIDE_VERSION}/pyodide.js")
-    assert missing.status_code == 404 and b"web.pyodide_install" in missing.data
+    assert missing.status_code == 404 and b"web.build.pyodide_install" in missing.data

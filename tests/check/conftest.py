@@ -25,7 +25,7 @@ from moves.targets.remote import Timing
 from mrtr import FakeClock
 from tests.browser.helpers import LiveServer, serve
 from tests.conftest import APP_CONFIG
-from web import check_runner
+from web.check import runner as check_runner
 
 TOKENS = ["--token", "bob=bob-token", "--token", "alice=alice-token"]
 

@@ -25,9 +25,9 @@ from tests.check.catalogue import EDITED, REPLAY, STOLEN
 from tests.check.test_check_page import finish, form
 from tests.check.test_cli import assert_exact_schema
 from tests.moves.test_engine import messages_sent
-from web.check_page import SERVER_LANE, diagram_steps
-from web.check_runner import redact
-from web.sequence import sequence_model
+from web.check.routes import SERVER_LANE, diagram_steps
+from web.check.runner import redact
+from web.site.sequence import sequence_model
 
 RING = LabRing.public("check-diagram-key-0123456789abcdefghijkl")
 MOVES = {m.slug: m for m in load_moves()}
@@ -230,7 +230,7 @@ def test_diagrams_appear_once_the_run_is_over_so_a_poll_never_closes_an_open_one
 
 
 def test_an_arrow_names_only_what_its_request_carried() -> None:
-    from web.sequence import message_label
+    from web.site.sequence import message_label
 
     def call(**params: object) -> dict[str, object]:
         return {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "deploy", **params}}

@@ -7,7 +7,7 @@ import ipaddress
 
 import pytest
 
-from web.check_hosts import DEFAULT_PORTS, METADATA_ADDRESSES, CheckInputError, HostRules, vet_url
+from web.check.hosts import DEFAULT_PORTS, METADATA_ADDRESSES, CheckInputError, HostRules, vet_url
 
 PUBLIC_ADDRESS = "93.184.216.34"
 

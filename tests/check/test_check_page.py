@@ -28,9 +28,9 @@ from tests.browser.helpers import LiveServer
 from tests.check.catalogue import MOVES, caught_by
 from tests.check.conftest import on_clock
 from tests.mutants.harness import running
-from web.check_hosts import CheckInputError, HostRules, vet_url
-from web.check_page import SECTIONS
-from web.check_runner import THREADS
+from web.check.hosts import CheckInputError, HostRules, vet_url
+from web.check.routes import SECTIONS
+from web.check.runner import THREADS
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = "when-the-server-needs-input"

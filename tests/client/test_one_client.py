@@ -14,7 +14,7 @@ HTTP_CLIENTS = {"http.client", "urllib.request", "requests", "httpx", "aiohttp",
 #: The one home of the project's HTTP client.
 HOME = "mrtr_client/http_wire.py"
 #: HTTP that is not MCP: the LTI platform's service calls and key sets, and a one-off download of Pyodide.
-NOT_MCP = {"web/lti_tool.py", "web/lti_keys.py", "web/pyodide_install.py"}
+NOT_MCP = {"web/lti/tool.py", "web/lti/keys.py", "web/build/pyodide_install.py"}
 
 
 def _modules() -> dict[str, ast.Module]:

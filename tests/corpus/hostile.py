@@ -355,7 +355,8 @@ def corpus(ticket: str, *, quiz_paths: list[str], move_slugs: list[str]) -> list
 
 @dataclass(frozen=True)
 class Route:
-    """One page route as the app's URL map and web/inputs.FIELDS describe it (built by tests/corpus/page_samples.py).
+    """One page route as the app's URL map and web.site.inputs.FIELDS describe it (built by
+    tests/corpus/page_samples.py).
 
     `fields` maps each field the view reads to its kind ("text", "json", "ticket", "count", "url");
     `base` is a valid request's fields, so one hostile field is judged with the others in order.

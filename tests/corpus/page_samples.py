@@ -1,4 +1,4 @@
-"""The page routes the hostile corpus attacks, read from the app itself: its URL map and web/inputs.FIELDS.
+"""The page routes the hostile corpus attacks, read from the app itself: its URL map and web.site.inputs.FIELDS.
 
 `page_routes(app, client)` returns one `Route` per (rule, method) outside /mcp and /static, with a
 real path (sample path arguments below), the fields its view reads, and a valid request's fields
@@ -17,8 +17,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from tests.corpus.hostile import Case, Route
-from web.content import get_content
-from web.inputs import FIELDS, UNGUARDED
+from web.site.content import get_content
+from web.site.inputs import FIELDS, UNGUARDED
 
 MOVE_ENDPOINTS = frozenset({"playground.play_move", "playground.move_page", "demo.move", "demo.notes_move"})
 
@@ -113,7 +113,7 @@ def page_routes(app: Flask, client: FlaskClient) -> list[Route]:
 
 #: oEmbed 1.0 mandates 501 for a format the provider does not serve; every other 5xx is a failure.
 SPEC_5XX = {("/oembed", 501)}
-#: The site's error page or fragment (web/error_pages.py), or the playground's own in-place error.
+#: The site's error page or fragment (web/errors/pages.py), or the playground's own in-place error.
 #: The block each page family shows a refusal in: the site's error page (or the embed's), the playground's and
 #: the checker's panels.
 ERROR_BLOCK = re.compile(

@@ -19,7 +19,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from mrtr_client.mcp_headers import mirrored_headers
-from web.deployment import REPLICA_HEADER
+from web.site.deployment import REPLICA_HEADER
 
 from .conftest import ROOT, Cluster, running_cluster
 

@@ -20,8 +20,8 @@ from typing import Any
 import redis
 
 from loopback.loadgen import deploy_request, flow_headers
-from web.classroom_services import GUESS_LIMIT
-from web.deployment import REPLICA_HEADER
+from web.classroom.services import GUESS_LIMIT
+from web.site.deployment import REPLICA_HEADER
 
 from .conftest import ROOT, Cluster
 

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import redis
 
-from web.classroom_services import ALL_START_LIMIT, GUESS_LIMIT, STREAM_BACKOFF, STREAM_CLASS_LIMIT
+from web.classroom.services import ALL_START_LIMIT, GUESS_LIMIT, STREAM_BACKOFF, STREAM_CLASS_LIMIT
 
 from .test_tls_proxy import BOB, Answer, Chain, chain, https
 

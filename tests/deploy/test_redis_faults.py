@@ -15,7 +15,7 @@ from app import create_app
 from loopback.redis_server import REDIS_SERVER, free_port, ping
 from mrtr import FakeClock
 from mrtr_stores.redis_clients import AWAY_FOR
-from web.classroom_services import classroom
+from web.classroom.services import classroom
 
 KEY = "redis-faults-key-0123456789abcdefghijklmnopqr"
 #: Redis's own time-out in the app (web/classroom_live.py REDIS_TIMEOUT) plus a margin for a busy machine.

@@ -20,7 +20,7 @@ import pytest
 import redis
 
 from loopback.loadgen import deploy_request, flow_headers
-from web.deployment import REPLICA_HEADER
+from web.site.deployment import REPLICA_HEADER
 
 from .conftest import Cluster, running_cluster, start_cluster, stop
 

@@ -36,8 +36,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from loopback.loadgen import deploy_request, flow_headers
-from web.classroom_services import GUESS_LIMIT, START_LIMIT
-from web.deployment import REPLICA_HEADER
+from web.classroom.services import GUESS_LIMIT, START_LIMIT
+from web.site.deployment import REPLICA_HEADER
 
 from .conftest import ROOT, Cluster, answers, free_port, running_cluster
 

@@ -15,7 +15,7 @@ import pytest
 from moves.probes import PROBES
 from mrtr_settings.environment import SETTINGS
 from tests.tracked import tracked, tracked_under
-from web.content import load_course
+from web.site.content import load_course
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -56,7 +56,7 @@ def in_checkout(cited: str) -> bool:
 
 
 def cited_paths(markdown: str) -> set[str]:
-    """Inline-code spans that name a file or folder of the repository (`web/mcp.py`, `tests/mutants/`)."""
+    """Inline-code spans that name a file or folder of the repository (`web/mcp/routes.py`, `tests/mutants/`)."""
     tops = {p.relative_to(ROOT).parts[0] for p in tracked()} | {c.split("/")[0] for c in CREATED}
     found = set()
     for span in spans(markdown):

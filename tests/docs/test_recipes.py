@@ -26,7 +26,7 @@ from mrtr import FakeClock, KeyRing, MemoryStore, Server, StoreUnavailable
 from mrtr_toolsets.lesson import lesson_catalog
 from tests.stores import test_redeemed
 from tests.stores.conftest import spoil
-from web.content import load_course
+from web.site.content import load_course
 
 ROOT = Path(__file__).resolve().parents[2]
 HOW_TO = ROOT / "docs" / "how-to"

@@ -16,8 +16,8 @@ from moves.check import CheckOptions, Report, moves_from_env, run_check
 from moves.probes import PROBES
 from moves.targets.remote import Timing
 from moves.targets.stdio import StdioTarget
-from web.build import Build, load_build
-from web.content import DEFAULT_ROOT
+from web.build.routes import Build, load_build
+from web.site.content import DEFAULT_ROOT
 
 LESSON = DEFAULT_ROOT / "build-the-checks"
 BUILD: Build = load_build(LESSON)  # type: ignore[assignment]  # the lesson has a steps.toml

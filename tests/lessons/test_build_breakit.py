@@ -2,7 +2,7 @@
 
 Each removes its lines from the solution and runs the checker. What the page prints for it (the moves
 that turn red, those that cannot be shown any more, the summary line) is worked out from the move
-catalogue by web.build.outcomes; the real checker must report exactly that, so a new move changes the
+catalogue by web.build.routes.outcomes; the real checker must report exactly that, so a new move changes the
 page and this test together, with no count written anywhere.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.lessons.buildkit import BUILD, CATALOGUE, LESSON, check
-from web.build import load_breakit, outcomes
+from web.build.routes import load_breakit, outcomes
 
 
 @pytest.mark.parametrize("experiment", load_breakit(LESSON), ids=lambda e: e.check)

@@ -1,5 +1,5 @@
 """The build lesson grades honestly: the wrong answers learners really write are graded "not done", each with
-the reason that fits it, in the Python track (played in-process, as the in-page run plays it: web/in_browser.py)
+the reason that fits it, in the Python track (played in-process, as the in-page run plays it: web/build/in_browser.py)
 and the TypeScript one (the real node server, over stdio, as a pasted report).
 
 A step is done only when its own moves hold AND the moves that must complete still do; a reason names only
@@ -18,10 +18,10 @@ import pytest
 
 from moves.catalog import DEFAULT_PATH
 from tests.lessons.buildkit import BUILD, CATALOGUE
-from web.build import Graded, Grading, grade, splice
-from web.build_lint import EQUALITY, findings
-from web.content import DEFAULT_ROOT
-from web.in_browser import run
+from web.build.in_browser import run
+from web.build.lint import EQUALITY, findings
+from web.build.routes import Graded, Grading, grade, splice
+from web.site.content import DEFAULT_ROOT
 
 TS_TRACK = DEFAULT_ROOT / "build-the-checks" / "typescript"
 

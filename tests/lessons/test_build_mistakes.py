@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.lessons.buildkit import BUILD, CATALOGUE, LESSON, SHOWABLE, check, verdicts
-from web.build import splice
+from web.build.routes import splice
 
 
 @dataclass(frozen=True)

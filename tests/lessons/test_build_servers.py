@@ -2,7 +2,7 @@
 step names fails on it), each step written alone on the starter turns exactly its own moves green and
 marks exactly that step done, and the full solution passes everything.
 
-Partials are spliced from the one source of truth (starter/ and solution/server.py, via web.build), and
+Partials are spliced from the one source of truth (starter/ and solution/server.py, via web.build.routes), and
 every set of moves comes from steps.toml and moves/moves.toml. Tickets live 2 s, so the late move
 waits about 3 s, for real, per run.
 """
@@ -17,7 +17,7 @@ import pytest
 
 from moves.check import Report, main
 from tests.lessons.buildkit import BUILD, CATALOGUE, LESSON, OWNED, SHOWABLE, TTL, check, passing, verdicts
-from web.build import grade
+from web.build.routes import grade
 
 
 @pytest.fixture(scope="module")

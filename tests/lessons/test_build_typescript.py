@@ -22,8 +22,8 @@ from moves.targets.stdio import StdioTarget
 from mrtr.errors import FROZEN_TICKET_MESSAGE
 from tests.lessons.buildkit import BUILD, CATALOGUE, META, OWNED, SHOWABLE, TTL, converse, passing
 from tests.peers import launch
-from web.build import blocks, grade, same_outside_blocks, splice
-from web.content import DEFAULT_ROOT
+from web.build.routes import blocks, grade, same_outside_blocks, splice
+from web.site.content import DEFAULT_ROOT
 
 TRACK = DEFAULT_ROOT / "build-the-checks" / "typescript"
 STARTER = (TRACK / "starter" / "server.ts").read_text(encoding="utf-8")

@@ -1,5 +1,5 @@
 """"Build the client's loop" (lessons/build-the-client/): the steps are graded by the client checker's rules plus
-the honest-grading rule, in-process (what the page's Web Worker runs, web/client_run.py) and over the network
+the honest-grading rule, in-process (what the page's Web Worker runs, web/build/client_run.py) and over the network
 (`mrtr check-client --command "python client.py"`, with the same grading of steps): the starter passes no step,
 the solution every step, and each plausible wrong answer, written as a small edit of the solution, is not done
 with the rule's own reason.
@@ -20,9 +20,9 @@ from flask.testing import FlaskClient
 
 from mrtr_cli.check_client import main
 from mrtr_grading import HONEST_ROW, RULES
-from web.build import Build, ReportError, grade_client, load_build
-from web.client_run import run_source
-from web.content import DEFAULT_ROOT
+from web.build.client_run import run_source
+from web.build.routes import Build, ReportError, grade_client, load_build
+from web.site.content import DEFAULT_ROOT
 
 LESSON = DEFAULT_ROOT / "build-the-client"
 BUILD: Build = load_build(LESSON)  # type: ignore[assignment]  # the lesson has a steps.toml

@@ -20,8 +20,8 @@ import pytest
 from mrtr_cli.check_client import check, run_command
 from mrtr_grading import RULES, ClientReport, Recording
 from tests.peers import launch
-from web.build import blocks, same_outside_blocks, splice
-from web.content import DEFAULT_ROOT
+from web.build.routes import blocks, same_outside_blocks, splice
+from web.site.content import DEFAULT_ROOT
 
 TRACK = DEFAULT_ROOT / "build-the-client" / "typescript"
 STARTER = (TRACK / "starter" / "client.ts").read_text(encoding="utf-8")

@@ -30,7 +30,7 @@ from mrtr_stores.lti import new_private_key
 from tests.lessons.buildkit import BUILD, CATALOGUE
 from tests.lti.platform import CLIENT_ID, SCORE_TYPE, Platform, new_key_pair, running_platform
 from tests.web.helpers import answer_form
-from web.content import get_content
+from web.site.content import get_content
 
 TOOL = "https://tool.test"
 MakeApp = Callable[..., Flask]
@@ -213,7 +213,7 @@ def test_deep_linking_returns_a_signed_content_item_with_a_line_item(app: Flask,
 
 
 def _report(passing: list[str]) -> str:
-    # A malformed answer passes step 5 only with an error of its own (the answer rule, web/build.py).
+    # A malformed answer passes step 5 only with an error of its own (the answer rule, web/build/routes.py).
     malformed = {"wrong-type", "missing-key"}
     return json.dumps({"ok": False, "probes": [], "moves": [
         {"move": m, "verdict": "pass", **({"observed": "refused", "detail": "error -32602: Malformed inputResponses"}

@@ -1,4 +1,4 @@
-"""The platforms' key sets are fetched once and kept (web/lti_keys.py): launches, forged ones above all, do not
+"""The platforms' key sets are fetched once and kept (web/lti/keys.py): launches, forged ones above all, do not
 fetch them again; Cache-Control says how long; an unknown key id refetches at most once a minute; a slow platform
 never holds more than one thread. Launches run against the real platform of tests/lti/platform.py."""
 
@@ -20,7 +20,7 @@ from flask.testing import FlaskClient
 from mrtr import FakeClock
 from tests.lti.platform import Platform, new_key_pair
 from tests.lti.test_lti import QUIZ_LESSON, TOOL, _tampered, app_config, claims, client, launch, login, platform
-from web.lti_keys import MAX_WAITERS, REFETCH_EVERY, KeySetCache, KeySetUnavailable
+from web.lti.keys import MAX_WAITERS, REFETCH_EVERY, KeySetCache, KeySetUnavailable
 
 __all__ = ["app_config", "client", "platform"]  # the fixtures, shared with test_lti.py
 

@@ -44,7 +44,7 @@ def honest_move(moves: tuple[Move, ...] = MOVES) -> Move:
 
 def stopped_move(check: str, moves: tuple[Move, ...] = MOVES) -> Move:
     """The first move a sound server stops at `check` (what a page shows when that check is switched off)."""
-    from web.moveviews import stopped_first_by
+    from web.site.moveviews import stopped_first_by
 
     move = stopped_first_by(moves, check)
     assert move is not None, f"no move of the catalogue is stopped by {check}"
@@ -269,19 +269,19 @@ def checker_report(failing: set[str] = frozenset(), probes_failing: set[str] = f
 
 def answer_form(app: Any, q: Any, right: bool = True) -> dict[str, Any]:
     """The form fields that answer quiz question `q` rightly (or wrongly), whatever its kind: a choice, or for a
-    task answered by doing (web/quiz_tasks.py) the order of the checks or a raw retry the lab server deploys."""
+    task answered by doing (web/quiz/tasks.py) the order of the checks or a raw retry the lab server deploys."""
     import json
 
     from mrtr import CHECKS
-    from web.quiz_tasks import task_view
+    from web.quiz.tasks import task_view
 
     if not q.free:
         return {"choice": q.answer if right else next(c.id for c in q.choices if c.id != q.answer)}
     if q.task.kind == "order":
         return {"order": list(CHECKS) if right else [CHECKS[1], CHECKS[0], *CHECKS[2:]]}
     if q.task.kind == "draw":  # drawn afresh: the server's own play of the draw says which option is right
-        from web import quiz_draws
-        from web.content import get_content
+        from web.quiz import draws as quiz_draws
+        from web.site.content import get_content
 
         with app.test_request_context():
             lesson = next(lesson for lesson in get_content().lessons if q in lesson.questions)

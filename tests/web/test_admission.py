@@ -1,4 +1,4 @@
-"""web/admission.py and its use by /mcp: at most N legacy calls per process held open for their client.
+"""web/site/admission.py and its use by /mcp: at most N legacy calls per process held open for their client.
 
 The counter is tested with threads and no server; its place in /mcp over the test client (what a
 refused call gets and leaves behind, and that every way a held call ends gives its slot back); and
@@ -22,9 +22,9 @@ from werkzeug.test import EnvironBuilder
 from loopback.launchers import granian_app
 from loopback.loadgen import Conn, flow_headers, one_flow
 from mrtr_settings.environment import DEFAULT_HELD_STREAMS, ConfigError
-from web.admission import HELD_KEY, HeldSlots
-from web.mcp import SESSIONS_KEY
-from web.mcp_wire import RETRY_AFTER
+from web.mcp.routes import SESSIONS_KEY
+from web.mcp.wire import RETRY_AFTER
+from web.site.admission import HELD_KEY, HeldSlots
 
 from .helpers import (
     CONFIRM,

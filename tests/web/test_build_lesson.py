@@ -13,8 +13,8 @@ from flask import Flask, render_template
 from flask.testing import FlaskClient
 
 from tests.lessons.buildkit import CATALOGUE, OWNED, report_json, report_with_steps_done
-from web.build import MAX_REPORT, load_breakit, load_build, outcomes
-from web.content import DEFAULT_ROOT, ContentError
+from web.build.routes import MAX_REPORT, load_breakit, load_build, outcomes
+from web.site.content import DEFAULT_ROOT, ContentError
 
 from .helpers import HX, assert_csp_clean, assert_unique_ids, soup
 

@@ -27,7 +27,7 @@ from mrtr import FakeClock
 from mrtr_client.mcp_headers import mirrored_headers
 from mrtr_grading import CHOICES, CHOICES_VARIABLE, HONEST_ROW, RULES
 from mrtr_stores.client_runs import LIFETIME, MAX_CALLS, MAX_LIVE, RUN_ID
-from web import check_client_page
+from web.check_client import routes as check_client_page
 
 SOLUTION = Path(__file__).resolve().parents[2] / "lessons" / "build-the-client" / "solution" / "client.py"
 #: The rules the HTTP requests alone grade; the rest read the client's own output (or its user's choices).

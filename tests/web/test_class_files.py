@@ -10,7 +10,7 @@ from pathlib import Path
 
 from flask import Flask
 
-from web.classroom_services import classroom
+from web.classroom.services import classroom
 
 
 def _class_folder(app: Flask) -> Path:

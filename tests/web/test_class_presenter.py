@@ -1,4 +1,4 @@
-"""The presenter's own page and what their browser remembers (web/class_presenter.py): the control link is never
+"""The presenter's own page and what their browser remembers (web/classroom/presenter.py): the control link is never
 on the class screen, is folded away on the presenter's page, comes back after a reload or a lost tab, and a
 refused start says when the next class can open and offers the classes still open for a rehearsal."""
 
@@ -12,8 +12,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from mrtr import FakeClock
-from web.class_presenter import COOKIE
-from web.classroom_services import START_LIMIT, START_WINDOW
+from web.classroom.presenter import COOKIE
+from web.classroom.services import START_LIMIT, START_WINDOW
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ from mrtr import FakeClock
 from mrtr_stores import classes
 from tests.conftest import APP_CONFIG
 from tests.web.helpers import honest_move, stopped_move
-from web.admission import HELD_KEY
-from web.classroom_services import live_questions
-from web.content import load_course
+from web.classroom.services import live_questions
+from web.site.admission import HELD_KEY
+from web.site.content import load_course
 
 COURSE = load_course()
 HONEST = honest_move(COURSE.moves)
@@ -253,7 +253,7 @@ def test_host_events_stream_the_tally(app: Flask, host: FlaskClient, code: str) 
 
 def test_a_presenters_view_holds_a_thread_only_while_the_process_may_spare_one(make_app: MakeApp,
                                                                                app_config: dict[str, Any]) -> None:
-    """Waiting for changes keeps a server thread (web/admission.py): with a slot free the view holds
+    """Waiting for changes keeps a server thread (web/site/admission.py): with a slot free the view holds
     it until closed; with none free it sends one snapshot and ends, and the browser reconnects."""
     app = make_app(**{**app_config, "MRTR_CLASS_STREAM_SECONDS": 3600}, MRTR_HELD_STREAMS="1")
     host = app.test_client()
@@ -443,7 +443,7 @@ def test_no_configured_secret_reaches_any_page(app: Flask, host: FlaskClient, co
 
 def test_each_class_signs_on_its_own_lab_keys(app: Flask) -> None:
     from moves.labcodec import LabRing
-    from web.classroom_round import class_ring
+    from web.classroom.round import class_ring
 
     lab = app.extensions["mrtr"].lab_ring
     one, two = class_ring(lab, "class-one"), class_ring(lab, "class-two")

@@ -14,7 +14,7 @@ from flask.testing import FlaskClient
 
 from mrtr import FakeClock
 from mrtr_stores.classes import MAX_LEARNERS
-from web.classroom_services import (
+from web.classroom.services import (
     ALL_START_LIMIT,
     ALL_START_WINDOW,
     GUESS_LIMIT,

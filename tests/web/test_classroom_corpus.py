@@ -18,7 +18,7 @@ from flask import Flask
 from moves.catalog import load_moves
 from tests.corpus.hostile import Route, page_cases
 from tests.corpus.page_samples import page_failure
-from web.inputs import FIELDS
+from web.site.inputs import FIELDS
 
 MOVES = load_moves()
 

@@ -14,9 +14,9 @@ from flask.testing import FlaskClient
 from markupsafe import escape
 
 from tests.web.test_classroom import TOKENS, join, start
-from web import quiz_draws
-from web.classroom_services import is_drawn, live_questions
-from web.content import load_course
+from web.classroom.services import is_drawn, live_questions
+from web.quiz import draws as quiz_draws
+from web.site.content import load_course
 
 COURSE = load_course()
 LESSON = COURSE.lessons[0]

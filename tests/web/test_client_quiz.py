@@ -21,7 +21,7 @@ from tests.web.test_quiz_guessing import (
     low_tail,
     words,
 )
-from web.content import DEFAULT_ROOT, Course, Question, load_course
+from web.site.content import DEFAULT_ROOT, Course, Question, load_course
 
 SLUG = "build-the-client"
 

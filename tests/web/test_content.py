@@ -14,7 +14,7 @@ from moves.catalog import DEFAULT_PATH, load_moves
 from moves.engine import play
 from moves.labcodec import LabRing
 from moves.targets.in_process import lab_target
-from web.content import DEFAULT_ROOT, WIDGETS, ContentError, load_course
+from web.site.content import DEFAULT_ROOT, WIDGETS, ContentError, load_course
 
 from .conftest import TEST_KEY
 

@@ -15,7 +15,7 @@ from moves.target import Outcome
 from mrtr import FakeClock, TicketCodec
 from tests.conftest import APP_CONFIG
 from tests.web.helpers import assert_csp_clean, assert_unique_ids, soup, stopped_move
-from web.demo import DEMO_RING, SWITCHES
+from web.demo.routes import DEMO_RING, SWITCHES
 
 MOVES = load_moves()
 MOVE_SLUGS = [m.slug for m in MOVES]
@@ -141,7 +141,7 @@ def test_moves_show_the_real_verdicts(deck_page: DeckPage, move) -> None:
 
 def test_notes_carry_the_teaching_notes_and_captions(deck_page: DeckPage, app) -> None:
     with app.app_context():
-        from web.content import get_content
+        from web.site.content import get_content
 
         lesson = get_content().lessons[0]
         note = STOLEN.note_for(STOLEN.expect, STOLEN.stops_at).text

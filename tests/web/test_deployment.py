@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from flask import Flask, request
 
-from web.deployment import REPLICA_HEADER, replica_name
+from web.site.deployment import REPLICA_HEADER, replica_name
 
 FORWARDED = {"X-Forwarded-For": "203.0.113.9", "X-Forwarded-Proto": "https", "X-Forwarded-Host": "lab.example"}
 MODERN_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
@@ -41,7 +41,7 @@ def test_every_page_names_its_replica(make_app: Callable[..., Flask], path: str)
 
 
 def test_mcp_names_its_replica_too(make_app: Callable[..., Flask]) -> None:
-    """/mcp is served beside Flask (web/mcp.py WsgiEntry), so the header must come from outside both."""
+    """/mcp is served beside Flask (web/mcp/routes.py WsgiEntry), so the header must come from outside both."""
     app = make_app(MRTR_REPLICA_NAME="replica-b")
     response = app.test_client().post("/mcp", json=MODERN_CALL, headers={
         "Authorization": "Bearer bob-token", "Accept": "application/json, text/event-stream",
@@ -116,7 +116,7 @@ def test_an_unusable_proxy_list_is_refused_at_start_up_by_name(value: str) -> No
 
 
 def test_ipv6_visitors_are_counted_per_64_and_ipv4_per_address() -> None:
-    from web.deployment import visitor_key
+    from web.site.deployment import visitor_key
 
     assert visitor_key("2001:db8:1:2:aaaa::1") == visitor_key("2001:db8:1:2:bbbb::9") == "2001:db8:1:2::/64"
     assert visitor_key("2001:db8:1:3::1") != visitor_key("2001:db8:1:2::1")

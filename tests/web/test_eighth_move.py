@@ -24,9 +24,9 @@ from moves.target import Outcome
 from moves.targets.in_process import lab_target
 from tests.check.catalogue import copy_of
 from tests.web.helpers import HX, soup
-from web.moveviews import OUTCOME_TEXT, group_of, grouped
-from web.playground_switches import TOOLS
-from web.playground_words import tell
+from web.playground.switches import TOOLS
+from web.playground.words import tell
+from web.site.moveviews import OUTCOME_TEXT, group_of, grouped
 
 MOVES = load_moves()
 #: One move to copy from each group, so every kind of entry is proven (the first of its group).

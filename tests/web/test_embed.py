@@ -10,7 +10,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from app import create_app
-from web.content import load_course
+from web.site.content import load_course
 
 from .conftest import TEST_KEY
 from .helpers import HX, answer_form, assert_csp_clean, assert_unique_ids, soup

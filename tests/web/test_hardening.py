@@ -16,8 +16,8 @@ from app import create_app
 from loopback.loadgen import ACCEPT, deploy_request, flow_headers
 from mrtr.protocol import MAX_JSON_DEPTH
 from mrtr.tickets import MAX_TICKET_LENGTH
-from web import security
-from web.content import get_content
+from web.site import security
+from web.site.content import get_content
 
 H = flow_headers("bob-token")
 LEGACY = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",

@@ -4,7 +4,7 @@ server still serves an honest flow afterwards.
 
 The corpus (tests/corpus) goes through Flask's test client in full, and a shorter pass goes over
 real HTTP to the app under its production server, together with malformed HTTP that only a socket can send. The
-page part is generated from the app's URL map and web/inputs.FIELDS (tests/corpus/page_samples.py): each
+page part is generated from the app's URL map and web.site.inputs.FIELDS (tests/corpus/page_samples.py): each
 route x each field its view reads x each hostile value.
 """
 
@@ -26,7 +26,7 @@ from loopback.launchers import Served, production_app
 from loopback.loadgen import ACCEPT, Conn, deploy_request, flow_headers, json_body
 from tests.corpus.hostile import PAGE_VALUES, Case, corpus, page_cases
 from tests.corpus.page_samples import SPEC_5XX, custom_form, page_failure, page_routes
-from web.content import get_content
+from web.site.content import get_content
 
 ROOT = Path(__file__).resolve().parents[2]
 MOVE_SLUGS = [m["slug"] for m in tomllib.loads((ROOT / "moves" / "moves.toml").read_text())["moves"]]

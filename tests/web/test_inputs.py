@@ -1,4 +1,4 @@
-"""The input guard (web/inputs.py): its text checks, what it refuses on the pages and how it says so,
+"""The input guard (web/site/inputs.py): its text checks, what it refuses on the pages and how it says so,
 that it leaves /mcp alone, that it knows every field the views read, and that whatever a page shows
 back of a visitor's input is escaped."""
 
@@ -20,7 +20,7 @@ from mrtr.wire import lone_surrogate_escape, utf8_problem
 from tests.corpus.hostile import Route
 from tests.corpus.page_samples import custom_form, page_routes
 from tests.web.helpers import HX, rendered
-from web.inputs import (
+from web.site.inputs import (
     FIELDS,
     MAX_FIELDS,
     MAX_QUERY_BYTES,
@@ -281,8 +281,8 @@ def test_mcp_is_not_the_guards_business(client: FlaskClient) -> None:
 
 def test_every_route_is_declared(app: Flask) -> None:
     endpoints = {rule.endpoint for rule in app.url_map.iter_rules()}
-    assert endpoints - UNGUARDED <= set(FIELDS), "add the new route's fields to web/inputs.FIELDS"
-    assert set(FIELDS) <= endpoints, "web/inputs.FIELDS names a route that no longer exists"
+    assert endpoints - UNGUARDED <= set(FIELDS), "add the new route's fields to web.site.inputs.FIELDS"
+    assert set(FIELDS) <= endpoints, "web.site.inputs.FIELDS names a route that no longer exists"
 
 
 #: How the views read a field: request.args/form.get("x"), form.get("x"), _last(args, "x"), form["x"].
@@ -296,7 +296,7 @@ def test_every_field_a_view_reads_is_declared(app: Flask) -> None:
     read = {name for path in (ROOT / "web").glob("*.py") if path.name not in ("mcp.py", "inputs.py")
             for name in READS.findall(path.read_text())}
     assert {"ticket", "offset", "progress", "choice", "autoplay", "url"} <= read  # the scan sees the views
-    assert read <= declared, f"declare these in web/inputs.FIELDS: {sorted(read - declared)}"
+    assert read <= declared, f"declare these in web.site.inputs.FIELDS: {sorted(read - declared)}"
 
 
 # -- nothing a visitor sends comes back unescaped ---------------------------------------------------------------

@@ -40,7 +40,7 @@ from mrtr import FakeClock, KeyRing, Policy, TicketCodec, TicketRejected, Trace
 from mrtr.errors import FROZEN_TICKET_MESSAGE, INVALID_INPUT_RESPONSE
 from mrtr.tickets import b64encode
 from tests.conftest import APP_CONFIG
-from web.content import load_course
+from web.site.content import load_course
 
 SECRET_TOKENS = {"Zq7-bob-configured-token-4Kd9": "bob", "Zq7-alice-configured-token-8Pw2": "alice"}
 SECRET_KEYS = ["Zq7-first-configured-key-0123456789abcdefghij", "Zq7-older-configured-key-9876543210zyxwvuts"]

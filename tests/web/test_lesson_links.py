@@ -15,7 +15,7 @@ import pytest
 from bs4 import BeautifulSoup
 from flask import Flask
 
-from web.content import DEFAULT_ROOT, load_course
+from web.site.content import DEFAULT_ROOT, load_course
 
 ROOT = DEFAULT_ROOT.parent
 LESSONS = [lesson.slug for lesson in load_course().lessons]

@@ -21,8 +21,8 @@ from moves.target import Outcome
 from mrtr import CHECK_TITLES, CHECKS
 from mrtr import DEFAULT_TTL as EXPIRY
 from mrtr_toolsets import lesson as tools
-from web.content import DEFAULT_ROOT, ContentError, load_course
-from web.moveviews import OUTCOME_TEXT, stopped_first_by
+from web.site.content import DEFAULT_ROOT, ContentError, load_course
+from web.site.moveviews import OUTCOME_TEXT, stopped_first_by
 from web.templating import count_word
 
 from .conftest import TEST_KEY

@@ -34,9 +34,9 @@ from mrtr.wire import utf8_text
 from mrtr_stores.redeemed_redis import RedisStore
 from mrtr_stores.redeemed_sqlite import SqliteStore
 from mrtr_toolsets.lesson import lesson_catalog
-from web.mcp import SESSIONS_KEY
-from web.mcp_legacy import KEEPALIVE_INTERVAL, MAX_PENDING_CALLS_PER_SESSION
-from web.mcp_sessions import MAX_SESSIONS, MAX_SESSIONS_PER_PRINCIPAL, Sessions
+from web.mcp.legacy import KEEPALIVE_INTERVAL, MAX_PENDING_CALLS_PER_SESSION
+from web.mcp.routes import SESSIONS_KEY
+from web.mcp.sessions import MAX_SESSIONS, MAX_SESSIONS_PER_PRINCIPAL, Sessions
 
 from .conftest import TEST_KEY
 from .helpers import (
@@ -115,7 +115,7 @@ def test_ending_a_session_ends_its_waiting_calls_with_an_error(client):
 
 
 def test_a_session_may_have_only_so_many_calls_waiting(clock):
-    # The process-wide cap (web/admission.py, tested in test_admission.py) is raised past the session's.
+    # The process-wide cap (web/site/admission.py, tested in test_admission.py) is raised past the session's.
     app = create_app({"TESTING": True, "MRTR_SECRET_KEYS": TEST_KEY, "MRTR_STORE": "memory", "MRTR_CLOCK": clock,
                       "MRTR_HELD_STREAMS": str(MAX_PENDING_CALLS_PER_SESSION + 1)})
     client = app.test_client()

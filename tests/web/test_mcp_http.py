@@ -604,7 +604,7 @@ def test_idle_legacy_sessions_are_ended_and_a_full_table_ends_no_one_elses():
     """App-defined: sessions live in memory, so idle ones are ended and their number is capped;
     a full table refuses a newcomer rather than end another principal's session."""
     from mrtr import KeyRing, MemoryStore, Server
-    from web.mcp_sessions import Sessions, SessionsFull
+    from web.mcp.sessions import Sessions, SessionsFull
 
     now = [0.0]
     sessions = Sessions(limit=2, idle_timeout=60, clock=lambda: now[0])

@@ -31,8 +31,10 @@ from tests.corpus.hostile import corpus
 from tests.web import helpers
 from tests.web.conftest import TEST_KEY
 from tests.web.test_mcp_http import *  # noqa: F403 - the MCP HTTP tests, run again through the twin client
-from web import mcp, mcp_sessions, security
-from web.deployment import without_lean_mcp
+from web.mcp import routes as mcp
+from web.mcp import sessions as mcp_sessions
+from web.site import security
+from web.site.deployment import without_lean_mcp
 
 KEEP_ALIVE = b": keep-alive\n\n"
 

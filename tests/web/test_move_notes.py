@@ -18,10 +18,10 @@ from flask import Flask
 
 from moves.target import Outcome
 from mrtr import CHECK_TITLES
-from web.content import load_course
-from web.playground_lab import run_move
-from web.playground_switches import Toggles
-from web.playground_views import Result
+from web.playground.lab import run_move
+from web.playground.switches import Toggles
+from web.playground.views import Result
+from web.site.content import load_course
 
 MOVES = load_course().moves
 #: In time; the honest move just past its ticket's expiry (8 + 113 > 120); every move long past it.

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from flask import Flask
 
 from tests.web.helpers import soup
-from web.content import load_course
+from web.site.content import load_course
 
 
 def test_the_navigation_leads_to_every_lesson(make_app: Callable[..., Flask]) -> None:

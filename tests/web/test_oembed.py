@@ -8,7 +8,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from app import create_app
-from web.content import load_course
+from web.site.content import load_course
 
 from .conftest import TEST_KEY
 from .helpers import soup

@@ -22,10 +22,10 @@ from moves.target import Outcome
 from mrtr import CHECK_TITLES, CHECKS
 from mrtr.errors import FROZEN_TICKET_MESSAGE, INVALID_INPUT_RESPONSE
 from tests.web.helpers import honest_move, move_where, rendered, stopped_move
-from web.content import load_course
-from web.moveviews import grouped
-from web.playground_switches import TOOLS
-from web.playground_words import tell
+from web.playground.switches import TOOLS
+from web.playground.words import tell
+from web.site.content import load_course
+from web.site.moveviews import grouped
 
 MOVES = {m.slug: m for m in load_course().moves}
 HX = {"HX-Request": "true"}
@@ -509,7 +509,7 @@ def test_hostile_strings_are_escaped(client: FlaskClient) -> None:
 
 
 def test_playground_context_is_lenient_for_the_lesson(app: Flask) -> None:
-    from web.playground import playground_context
+    from web.playground.routes import playground_context
 
     with app.test_request_context("/lessons/when-the-server-needs-input?offset=abc&move=nope"):
         context = playground_context({"offset": "abc", "move": "nope", "sealed": "1"})

@@ -12,7 +12,7 @@ from bs4 import BeautifulSoup
 from flask.testing import FlaskClient
 
 from tests.web.helpers import honest_move, stopped_move
-from web.playground_switches import TOOLS
+from web.playground.switches import TOOLS
 
 HX = {"HX-Request": "true"}
 HONEST = honest_move()

@@ -11,7 +11,7 @@ from itsdangerous import URLSafeSerializer
 from markupsafe import escape
 
 from mrtr import CHECK_TITLES
-from web.content import DEFAULT_ROOT, load_course
+from web.site.content import DEFAULT_ROOT, load_course
 
 from .helpers import HX, assert_csp_clean, assert_unique_ids, play_under, rendered, soup
 
@@ -157,7 +157,7 @@ def test_a_forged_or_foreign_progress_token_counts_for_nothing(app: Flask, clien
     response = client.post(answer_url(q.id), data={"choice": wrong_choice(q), "progress": forged}, headers=HX)
     assert "0 of 1 point answered right" in score_text(response.data)
     with app.app_context():
-        from web.quiz import answers_serializer
+        from web.quiz.routes import answers_serializer
 
         other_lesson = answers_serializer().dumps({"lesson": "another", "answers": {QUESTIONS[1].id: True}})
         junk = answers_serializer().dumps(["not", "a", "dict"])

@@ -1,4 +1,4 @@
-"""The "build the retry" drawn item (web/quiz_builds.py), over many draws: every draw's goal can be reached, the
+"""The "build the retry" drawn item (web/quiz/builds.py), over many draws: every draw's goal can be reached, the
 lab server grades a build that reaches it right, and builds that miss it wrong; it works without JavaScript."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from mrtr import CHECKS
-from web import quiz_builds, quiz_draws
-from web.content import load_course
+from web.quiz import builds as quiz_builds
+from web.quiz import draws as quiz_draws
+from web.site.content import load_course
 
 LESSON = "build-the-checks"
 QID = "drawn-retry-build"

@@ -1,4 +1,4 @@
-"""Quiz items the live server draws per learner (web/quiz_draws.py): over many draws, each is solvable (the
+"""Quiz items the live server draws per learner (web/quiz/draws.py): over many draws, each is solvable (the
 server's own play lands on one of the options every draw shows) and graded right (that option, and only it, is
 counted right through the quiz's real form); the draw is bound to the attempt by a signed token; and doing and
 drawn items carry at least half of each lesson's quiz weight."""
@@ -13,8 +13,8 @@ from flask.testing import FlaskClient
 
 from mrtr import CHECKS
 from tests.web.helpers import soup
-from web import quiz_draws
-from web.content import get_content
+from web.quiz import draws as quiz_draws
+from web.site.content import get_content
 
 DRAWS = 160
 
@@ -111,8 +111,8 @@ def test_the_same_token_always_gives_the_same_situation(app: Flask) -> None:
 
 def test_a_renamed_question_keeps_old_progress_and_old_course_links(app: Flask) -> None:
     """Ids that gave answers away were renamed; a progress token or a course link made before still works."""
-    from web import quiz
-    from web.lti_activities import activity
+    from web.lti.activities import activity
+    from web.quiz import routes as quiz
 
     with app.test_request_context():
         renamed = [(lesson, q) for lesson in get_content().lessons for q in lesson.questions if q.formerly]

@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import pytest
 
-from web.content import Choice, Question, load_course
+from web.site.content import Choice, Question, load_course
 
 COURSE = load_course()
 QUESTIONS: list[tuple[str, Question]] = [(lesson.slug, q) for lesson in COURSE.lessons for q in lesson.questions

@@ -15,8 +15,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from mrtr import CHECK_TITLES, CHECKS
-from web.content import TASK_KINDS, load_course
-from web.quiz_tasks import move_log
+from web.quiz.tasks import move_log
+from web.site.content import TASK_KINDS, load_course
 
 from .helpers import HX, assert_csp_clean, assert_unique_ids, soup
 

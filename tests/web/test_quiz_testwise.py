@@ -22,8 +22,8 @@ from bs4 import BeautifulSoup
 from flask import Flask
 
 from tests.web.test_quiz_guessing import words
-from web import quiz_draws
-from web.content import Lesson, Question, load_course
+from web.quiz import draws as quiz_draws
+from web.site.content import Lesson, Question, load_course
 
 COURSE = load_course()
 #: The most of a lesson's weight any one test-wise strategy may expect to score.

@@ -22,7 +22,7 @@ from tests.web.helpers import (
     sse_data,
     start_call,
 )
-from web.mcp import SESSIONS_KEY
+from web.mcp.routes import SESSIONS_KEY
 
 KEY = "relay-test-key-0123456789abcdefghijklmnopqrstuv"
 LIST = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}}
@@ -118,7 +118,7 @@ def test_a_directory_that_is_down_leaves_held_sessions_working_and_gives_others_
 
 
 def test_a_session_replaced_by_a_newer_one_is_gone_on_every_worker(pair: tuple[FlaskClient, FlaskClient]) -> None:
-    from web.mcp_sessions import MAX_SESSIONS_PER_PRINCIPAL
+    from web.mcp.sessions import MAX_SESSIONS_PER_PRINCIPAL
 
     a, b = pair
     oldest = open_session(a)

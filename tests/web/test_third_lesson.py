@@ -10,7 +10,7 @@ from typing import Any
 from bs4 import Tag
 from flask.testing import FlaskClient
 
-from web.content import DEFAULT_ROOT, load_course
+from web.site.content import DEFAULT_ROOT, load_course
 
 from .helpers import HX, assert_csp_clean, assert_unique_ids, soup
 
@@ -81,7 +81,7 @@ def test_the_quiz_is_there_and_every_wrong_option_names_a_belief() -> None:
 def test_url_mode_is_refused_to_a_form_client_and_completes_only_after_the_page(client: FlaskClient) -> None:
     """The figure is the spec's URL mode: -32021 without the url capability, a question with a url and no schema,
     an accept before the page asked again, the page (its key only as dots), then the call done."""
-    from web.exchanges import HIDDEN, LAB_KEY
+    from web.lessons.exchanges import HIDDEN, LAB_KEY
 
     response = client.get(URL)
     figure = soup(response.data).select_one("#figure-url-mode")
@@ -102,8 +102,8 @@ def test_a_scene_file_with_a_page_step_that_expects_a_reply_is_refused(tmp_path:
     """A page step is the user's browser, not a request: it expects "finished", and nothing else may."""
     import pytest
 
-    from web.content import ContentError
-    from web.exchanges import load_exchanges
+    from web.lessons.exchanges import load_exchanges
+    from web.site.content import ContentError
 
     for n, (method, expect) in enumerate((("page", "complete"), ("tools/call", "finished"))):
         folder = tmp_path / str(n)

@@ -20,11 +20,11 @@ from flask import Flask, render_template
 from moves.target import Outcome
 from mrtr import CHECK_TITLES
 from mrtr.errors import FROZEN_TICKET_MESSAGE
-from web.content import load_course
-from web.playground import playground_context
-from web.playground_lab import run_move
-from web.playground_switches import MAX_OFFSET, TOOLS, Toggles
-from web.playground_views import Result
+from web.playground.lab import run_move
+from web.playground.routes import playground_context
+from web.playground.switches import MAX_OFFSET, TOOLS, Toggles
+from web.playground.views import Result
+from web.site.content import load_course
 
 MOVES = load_course().moves
 OFFSETS = (0, 113, 150, MAX_OFFSET)
@@ -176,9 +176,9 @@ def test_the_decks_notes_and_captions_agree_with_each_slides_play(app: Flask) ->
     """The presenter's deck plays every move, and the switched-off protections, on deploy: each slide's note is
     either the move's own note for that stop or names the check that stopped it, and no caption or note leaves
     deploy's story."""
-    from web.content import get_content
-    from web.demo import DEPLOY_WORDS, build_deck
-    from web.playground_words import tell
+    from web.demo.routes import DEPLOY_WORDS, build_deck
+    from web.playground.words import tell
+    from web.site.content import get_content
 
     with app.test_request_context("/demo"):
         deck = [s for s in build_deck() if s.kind in ("move", "switch")]

@@ -110,8 +110,8 @@ def test_the_checker_plays_connect_and_fails_no_move_of_the_sound_lab_server(app
     ticket moves (tampered, late, junk, ...) are still played and refused, and nothing is a failure without evidence."""
     from moves.engine import Call, play
     from moves.target import Outcome
-    from web.content import get_content
-    from web.services import get_services
+    from web.site.content import get_content
+    from web.site.services import get_services
 
     call = Call(tool="connect", arguments={"service": "billing"}, other_arguments={"service": "payments"},
                 capabilities=URL_CAPS)

@@ -1,0 +1,2 @@
+"""/check: the server checker in the browser, its page, its background runs and its guards.
+"""

@@ -1,0 +1,2 @@
+"""The quick check as an embeddable widget and oEmbed.
+"""

@@ -1,0 +1,2 @@
+"""Error pages for people: the one place an exception becomes a page or a fragment.
+"""

@@ -1,0 +1,2 @@
+"""The out-of-band page a URL-mode question sends the user to.
+"""
