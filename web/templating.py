@@ -8,23 +8,8 @@ from mrtr import CHECK_TITLES
 from web.build.routes import load_build
 from web.lessons.widgets import roundtrip_sequence
 from web.site.content import Lesson, get_content
-from web.site.moveviews import OUTCOME_TEXT, pretty_json
+from web.site.moveviews import OUTCOME_LABELS, pretty_json
 from web.site.sequence import sequence_model
-
-#: The one map of labels for outcomes a page shows: a check's outcome, why it was skipped, a move's verdict.
-OUTCOME_LABELS = {
-    # a check
-    "pass": "Passed", "fail": "Failed", "skipped": "Not reached",
-    # why a check was skipped
-    "not-reached": "Not reached", "not-needed": "Not needed", "switched-off": "Switched off",
-    "unavailable": "Store unavailable",
-    # a step's or a move's verdict
-    "sent": "Sent", "input_required": "input_required", "answered": "Answered", "complete": "Deployed",
-    "deployed": "Deployed", "declined": "Declined",
-    # every Outcome a move can get or expect (completed, refused, asked-again, ended, not-done, ...)
-    **{str(outcome): text for outcome, text in OUTCOME_TEXT.items()},
-}
-
 
 _WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
 

@@ -31,8 +31,7 @@ from mrtr.tickets import b64encode
 from web.playground.switches import TOOLS
 from web.playground.words import play_note, tell
 from web.site.content import Lesson, get_content
-from web.site.moveviews import OUTCOME_TEXT, step_words, stopped_first_by
-from web.templating import OUTCOME_LABELS
+from web.site.moveviews import OUTCOME_LABELS, OUTCOME_TEXT, step_words, stopped_first_by
 
 bp = Blueprint("demo", __name__, url_prefix="/demo")
 

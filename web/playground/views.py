@@ -22,9 +22,8 @@ from mrtr.messages import as_list
 from mrtr.tickets import SEALED_PREFIX
 from web.playground.switches import MAX_OFFSET, TOOLS, PlayedTool, Toggles
 from web.site.content import get_content
-from web.site.moveviews import pretty_json, step_words
+from web.site.moveviews import OUTCOME_LABELS, pretty_json, step_words
 from web.site.services import get_services
-from web.templating import OUTCOME_LABELS
 
 ANSWERS = ("accept", "decline", "cancel", "none", "raw")
 DEFAULT_ARGUMENTS = '{"env": "staging"}'

@@ -71,6 +71,20 @@ OUTCOME_TEXT: dict[str, str] = {
     Outcome.NOT_RUN: "Not run",
 }
 
+#: The one map of labels for outcomes a page shows: a check's outcome, why it was skipped, a move's verdict.
+OUTCOME_LABELS = {
+    # a check
+    "pass": "Passed", "fail": "Failed", "skipped": "Not reached",
+    # why a check was skipped
+    "not-reached": "Not reached", "not-needed": "Not needed", "switched-off": "Switched off",
+    "unavailable": "Store unavailable",
+    # a step's or a move's verdict
+    "sent": "Sent", "input_required": "input_required", "answered": "Answered", "complete": "Deployed",
+    "deployed": "Deployed", "declined": "Declined",
+    # every Outcome a move can get or expect (completed, refused, asked-again, ended, not-done, ...)
+    **{str(outcome): text for outcome, text in OUTCOME_TEXT.items()},
+}
+
 #: The style class of each outcome (the CSS colours "deployed" as the work done, "ended" and "asked-again" as
 #: neither good nor bad news).
 OUTCOME_CLASS: dict[str, str] = {
