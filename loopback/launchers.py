@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from loopback.ports import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 PRODUCTION_SH = ROOT / "scripts" / "production.sh"
@@ -42,12 +44,6 @@ def production_threads() -> int:
     if match is None:
         raise RuntimeError(f"no THREADS default found in {PRODUCTION_SH}")
     return int(match.group(1))
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = START_TIMEOUT_S) -> None:

@@ -14,15 +14,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from loopback.ports import free_port
+
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 START_TIMEOUT_S = 10.0
 START_ATTEMPTS = 3
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def ping(port: int) -> bool:

@@ -20,15 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from loopback.ports import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 TOKENS = "bob-secret-cluster=bob,alice-secret-cluster=alice"
 KEYS = "cluster-test-key-0123456789abcdef0123456789abcdef"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def answers(port: int) -> bool:
@@ -55,9 +51,7 @@ class Cluster:
 
 def _start(tmp: Path, extra_env: dict[str, str] | None = None) -> Cluster:
     """Start the cluster on free ports; raises AssertionError with the log's tail when it does not come up."""
-    port, first, redis_port = free_port(), free_port(), free_port()
-    while answers(first + 1):  # the next port must be free too
-        first = free_port()
+    port, first, redis_port = free_port(), free_port(2), free_port()  # the replicas take two ports in a row
     replica_ports = (first, first + 1)
     log = tmp / f"cluster-{port}.log"
     # The run folder nginx's workers (user nobody, the script runs as root) write bodies into: under /tmp,
