@@ -100,7 +100,9 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
         cert, key = _certificate(prefix)
         conf = prefix / "nginx.conf"
         conf.write_text(render_recipe(prefix, port, cert, key, cluster.port))
-        base = [NGINX, "-p", str(prefix), "-e", str(prefix / "error.log"), "-c", str(conf)]
+        # In the foreground (the recipe itself daemonises, as a service manager expects): the process started here
+        # is nginx's master, so stopping it stops the terminator and nothing is left running after the tests.
+        base = [NGINX, "-p", str(prefix), "-e", str(prefix / "error.log"), "-c", str(conf), "-g", "daemon off;"]
         subprocess.run([*base, "-t", "-q"], check=True, capture_output=True, timeout=30)
         terminator = subprocess.Popen(base, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                       start_new_session=True)
@@ -115,6 +117,7 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
         finally:
             terminator.terminate()
             terminator.wait(timeout=20)
+            assert not (prefix / "nginx.pid").exists(), "the terminator's nginx is still running"
 
 
 @dataclass
