@@ -31,15 +31,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from werkzeug.serving import make_server
 
 from bench.recorded import PYODIDE
 
+if TYPE_CHECKING:
+    from playwright.sync_api import ViewportSize
+
 LESSON = "/lessons/build-the-checks"
 #: The lessons with an in-page run: the server lesson (the default) and the client lesson ("Build the client's
 #: loop", whose Run plays the learner's client against the client checker's flows in the same worker).
 LESSONS = ("build-the-checks", "build-the-client")
+#: The learner's screen: the targets are a phone's (issue 46: "on a phone-sized viewport").
+PHONE: ViewportSize = {"width": 390, "height": 844}
 TARGET_WARM_S = 1.0
 TARGET_COLD_S = 6.0
 #: What each kind of run must stay under.
@@ -121,7 +127,7 @@ def measure(cold_rounds: int = 3, warm_runs: int = 5, lesson: str = LESSONS[0]) 
                                      args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
         try:
             for round_ in range(cold_rounds):
-                context = browser.new_context(base_url=base)  # a fresh context: an empty HTTP cache
+                context = browser.new_context(base_url=base, viewport=PHONE)  # a fresh context: an empty HTTP cache
                 page = context.new_page()
                 page.goto(at)
                 page.wait_for_selector("[data-action='run-checks']", state="visible")
@@ -165,9 +171,10 @@ def section(timings: dict[str, list[Timing]], started: str, note: str = "") -> s
         "",
         f"Recorded {started} by `python -m bench --pyodide` on {platform.node()} ({os.cpu_count()} CPUs, "
         f"Python {platform.python_version()}), Pyodide {pyodide_install.PYODIDE_VERSION}, Debian's Chromium, "
-        "headless. Each run plays the lesson's solution: in build-the-checks every move and probe against the "
-        "learner's server, in build-the-client every client rule and the honest flows against the learner's "
-        "client; seconds from pressing Run until the last verdict, timed in the page. Cold: a fresh browser "
+        "headless, in a 390x844 (phone) viewport. Each run plays the lesson's solution: in build-the-checks "
+        "every move and probe against the learner's server, in build-the-client every client rule and the "
+        "honest flows against the learner's client; seconds from pressing Run until the last verdict, timed in "
+        "the page. Cold: a fresh browser "
         f"context pressed as soon as the page is at the editors, so Pyodide ({weight / 1e6:.1f} MB of runtime from "
         "the app's own origin, uncompressed), the wheel and the checker are downloaded and started first. "
         "Revisit: a new page in the same browser (its HTTP cache holds those immutable files), pressed at once. "
